@@ -1,0 +1,125 @@
+//! Byte layouts of the Player 0.7.4a client protocol.
+//!
+//! This crate is the one place that knows how Player messages and device data look on the
+//! wire (the manual's Tables 2-10, all big-endian). It is pure: slices in, typed values out,
+//! and typed values in, bytes out. No sockets, clocks or threads. Both the server (whose
+//! drivers encode device data and whose codec decodes client messages) and the client
+//! library (which encodes client messages and decodes data) use it, so the two sides cannot
+//! drift apart.
+//!
+//! - [`device`] and [`access`]: the one-byte device and access codes (Table 3).
+//! - [`data`]: the `<data>` field of each device's data packet (Table 7) and the
+//!   `<command>` field of each commandable device (Table 5).
+//! - [`message`]: the framing of every message in both directions (Tables 9 and 10), and
+//!   an incremental decoder of server messages for clients.
+#![deny(missing_docs)]
+
+pub mod data;
+pub mod message;
+
+/// Device codes (manual Table 3a), plus the server's own configurable device `y`.
+pub mod device {
+    /// SICK LMS-200 laser range finder.
+    pub const LASER: u8 = b'l';
+    /// The 16 Pioneer sonars.
+    pub const SONAR: u8 = b's';
+    /// The Pioneer base: odometry, speed, wheels.
+    pub const POSITION: u8 = b'p';
+    /// The Pioneer gripper.
+    pub const GRIPPER: u8 = b'g';
+    /// Miscellaneous: bumpers and battery voltage.
+    pub const MISC: u8 = b'm';
+    /// ACTS colour blob vision.
+    pub const VISION: u8 = b'v';
+    /// Sony pan-tilt-zoom camera.
+    pub const PTZ: u8 = b'z';
+    /// The server itself, as seen by one client (configuration only).
+    pub const SERVER: u8 = b'y';
+
+    /// The seven devices of the 0.7.4a manual.
+    pub const ALL: [u8; 7] = [LASER, SONAR, POSITION, GRIPPER, MISC, VISION, PTZ];
+
+    /// A printable name for a device code, for logs and errors.
+    pub fn name(code: u8) -> &'static str {
+        match code {
+            LASER => "laser",
+            SONAR => "sonar",
+            POSITION => "position",
+            GRIPPER => "gripper",
+            MISC => "misc",
+            VISION => "vision",
+            PTZ => "ptz",
+            SERVER => "server",
+            _ => "unknown",
+        }
+    }
+}
+
+/// Access codes (manual Table 3b).
+pub mod access {
+    /// Read: the server streams this device's data.
+    pub const READ: u8 = b'r';
+    /// Write: the client may command this device.
+    pub const WRITE: u8 = b'w';
+    /// All: read and write.
+    pub const ALL: u8 = b'a';
+    /// Close: no access.
+    pub const CLOSE: u8 = b'c';
+    /// Error: only in replies, for a device that is unknown or failed to set up.
+    pub const ERROR: u8 = b'e';
+}
+
+/// Configuration codes (manual Table 8, plus this server's extensions).
+pub mod config {
+    /// `y f <u16>`: set the client's data frequency in Hz.
+    pub const FREQUENCY: u8 = b'f';
+    /// `y r <u8>`: set the client's data mode (0 continuous, 1 request/reply, 2 push new,
+    /// 3 pull new).
+    pub const DATA_MODE: u8 = b'r';
+    /// `y d`: request one round of data (request/reply and pull modes).
+    pub const REQUEST_DATA: u8 = b'd';
+    /// `y t <u8>`: timestamps on (non-zero) or off (extension).
+    pub const TIMESTAMPS: u8 = b't';
+    /// `p m <u8>`: motor power off (0) or on.
+    pub const MOTOR_POWER: u8 = b'm';
+    /// `p v <u8>`: velocity mode: 0 direct wheel, non-zero separate translation/rotation.
+    pub const VELOCITY_MODE: u8 = b'v';
+    /// `p R`: reset odometry to (0, 0, 0).
+    pub const RESET_ODOMETRY: u8 = b'R';
+}
+
+/// The per-client data delivery modes set with `x y r`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataMode {
+    /// 0: every tick, the current data of every read device (the 0.7.4a default).
+    Continuous,
+    /// 1: one round of every read device's current data per `y d` request.
+    RequestReply,
+    /// 2 (extension): data pushed as it becomes new, at most at the client's frequency.
+    PushNew,
+    /// 3 (extension): per `y d`, only the devices with data new since the last round.
+    PullNew,
+}
+
+impl DataMode {
+    /// The mode's byte on the wire.
+    pub fn code(self) -> u8 {
+        match self {
+            DataMode::Continuous => 0,
+            DataMode::RequestReply => 1,
+            DataMode::PushNew => 2,
+            DataMode::PullNew => 3,
+        }
+    }
+
+    /// The mode for a byte on the wire. 0.7.4a treats every non-zero byte as request/reply;
+    /// so do we for bytes other than 2 and 3.
+    pub fn from_code(code: u8) -> DataMode {
+        match code {
+            0 => DataMode::Continuous,
+            2 => DataMode::PushNew,
+            3 => DataMode::PullNew,
+            _ => DataMode::RequestReply,
+        }
+    }
+}
