@@ -1,0 +1,96 @@
+//! The driver catalog: driver factories found by name.
+//!
+//! The configuration file names, for each robot, which driver backs which device codes and
+//! with what parameters. The server looks each driver name up here and calls its factory,
+//! which starts the driver actor and declares the devices it serves. Adding a driver means
+//! registering one more factory; the registry and the sessions never change.
+
+use crate::driver::{DeviceSpec, DriverError, DriverHandle};
+use serde::de::DeserializeOwned;
+use slog::Logger;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Everything a factory gets to start one driver instance.
+#[derive(Clone)]
+pub struct DriverContext {
+    /// The driver's name in the catalog.
+    pub driver: String,
+    /// The robot this instance serves (for log lines).
+    pub robot: String,
+    /// The device codes the configuration gives this instance.
+    pub devices: Vec<u8>,
+    /// The instance's parameters from the configuration file (a table, maybe empty).
+    pub params: config::Value,
+    /// The directory relative paths in the parameters are resolved against.
+    pub base_dir: PathBuf,
+    /// A logger carrying the robot and driver names.
+    pub logger: Logger,
+    /// When the server started (position time is "ms since the server started").
+    pub started: Instant,
+}
+
+impl DriverContext {
+    /// Deserialises the parameters into a driver's own settings type. Errors name the
+    /// driver and the offending key.
+    pub fn params<T: DeserializeOwned>(&self) -> Result<T, DriverError> {
+        self.params
+            .clone()
+            .try_deserialize()
+            .map_err(|e| DriverError(format!("driver '{}' parameters: {e}", self.driver)))
+    }
+
+    /// Resolves a path from the parameters against the configuration file's directory.
+    pub fn path(&self, p: &str) -> PathBuf {
+        let p = PathBuf::from(p);
+        if p.is_absolute() {
+            p
+        } else {
+            self.base_dir.join(p)
+        }
+    }
+}
+
+/// A started driver: its actor's addresses and the devices it serves.
+pub struct StartedDriver {
+    /// The actor's addresses.
+    pub handle: DriverHandle,
+    /// The devices it serves, with what each allows.
+    pub devices: Vec<DeviceSpec>,
+}
+
+/// A function that starts one driver instance on the current arbiter.
+pub type Factory = Arc<dyn Fn(DriverContext) -> Result<StartedDriver, DriverError> + Send + Sync>;
+
+/// The catalog of driver factories, by name.
+#[derive(Clone, Default)]
+pub struct Catalog {
+    factories: BTreeMap<String, Factory>,
+}
+
+impl Catalog {
+    /// An empty catalog.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers (or replaces) the factory for `name`.
+    pub fn register<F>(&mut self, name: &str, factory: F)
+    where
+        F: Fn(DriverContext) -> Result<StartedDriver, DriverError> + Send + Sync + 'static,
+    {
+        self.factories.insert(name.to_string(), Arc::new(factory));
+    }
+
+    /// The factory registered as `name`.
+    pub fn get(&self, name: &str) -> Option<&Factory> {
+        self.factories.get(name)
+    }
+
+    /// The registered names, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        self.factories.keys().map(String::as_str).collect()
+    }
+}

@@ -1,0 +1,283 @@
+//! The messages between the registry, the sessions and the driver actors.
+//!
+//! A driver is any actor that handles the messages of [`DriverHandle`]. It owns its
+//! transport (a serial line, a TCP link, a simulation), publishes each device's newest data
+//! as [`DeviceData`] to the recipients the registry gives it ([`Subscribers`]), and takes
+//! [`Command`]s (the newest overwrites the previous one) and [`Config`]s. Drivers never know
+//! about clients. [`Publisher`] does the bookkeeping most drivers need.
+
+use actix::prelude::*;
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// When a reading was taken: seconds and microseconds since the Unix epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
+pub struct Timestamp {
+    /// Seconds since the Unix epoch.
+    pub sec: u32,
+    /// Microseconds within the second.
+    pub usec: u32,
+}
+
+impl Timestamp {
+    /// The current wall-clock time.
+    pub fn now() -> Timestamp {
+        let d = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        Timestamp {
+            sec: d.as_secs() as u32,
+            usec: d.subsec_micros(),
+        }
+    }
+}
+
+/// One device's newest reading. Published by drivers to subscribed sessions; the bytes are
+/// shared by every recipient, never copied per client.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct DeviceData {
+    /// The device code.
+    pub device: u8,
+    /// The `<data>` field of the data packet, exactly as the manual's Table 7 lays it out.
+    pub data: Bytes,
+    /// When the reading was taken.
+    pub timestamp: Timestamp,
+    /// Increases with every reading of this device, so a session can tell new data from
+    /// data it has already sent.
+    pub seq: u64,
+}
+
+/// Why a driver could not do what was asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriverError(pub String);
+
+impl fmt::Display for DriverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DriverError {}
+
+/// Registry → driver: the first client subscribed to `device`; open it. The reply comes
+/// when the device is ready (or failed, which the client sees as `e`).
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "Result<(), DriverError>")]
+pub struct Setup {
+    /// The device code.
+    pub device: u8,
+}
+
+/// Registry → driver: the last client left `device`; close it (a driver that serves several
+/// devices over one link closes the link after the last of them).
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct Shutdown {
+    /// The device code.
+    pub device: u8,
+}
+
+/// Session → driver: a client's command. The newest command overwrites the previous one.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct Command {
+    /// The device code.
+    pub device: u8,
+    /// The `<command>` field (its size was checked against the device's command size).
+    pub payload: Bytes,
+}
+
+/// Registry → driver: a client's configuration request for one of this driver's devices
+/// (the config code followed by its arguments). Applied in the order received.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct Config {
+    /// The device code.
+    pub device: u8,
+    /// The config code and its arguments.
+    pub payload: Bytes,
+    /// Who sent it, for log lines.
+    pub client: String,
+}
+
+/// Registry → driver: a client that held write access to `device` left it (disconnected,
+/// closed it or dropped to read-only). Put the device in its safe state: the position
+/// device stops the wheels.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct Stop {
+    /// The device code.
+    pub device: u8,
+}
+
+/// Registry → driver: the sessions that now read `device`.
+#[derive(Message, Clone)]
+#[rtype(result = "()")]
+pub struct Subscribers {
+    /// The device code.
+    pub device: u8,
+    /// Every session reading the device.
+    pub recipients: Arc<[Recipient<DeviceData>]>,
+    /// A session that just started reading, to be sent the current reading at once.
+    pub added: Option<Recipient<DeviceData>>,
+}
+
+/// Server → driver: the server is exiting. Stop the robot, close the ports, stop the actor.
+/// The reply comes when that is done.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct Terminate;
+
+/// What a device allows, declared by its driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceSpec {
+    /// The device code.
+    pub code: u8,
+    /// Whether it produces data.
+    pub readable: bool,
+    /// The exact size of its commands, if it takes commands.
+    pub command_size: Option<usize>,
+}
+
+impl DeviceSpec {
+    /// A device that only produces data.
+    pub fn read_only(code: u8) -> Self {
+        DeviceSpec {
+            code,
+            readable: true,
+            command_size: None,
+        }
+    }
+
+    /// A device that produces data and takes commands of `size` bytes.
+    pub fn read_write(code: u8, size: usize) -> Self {
+        DeviceSpec {
+            code,
+            readable: true,
+            command_size: Some(size),
+        }
+    }
+}
+
+/// The addresses of a running driver actor, one per message it handles.
+#[derive(Clone)]
+pub struct DriverHandle {
+    /// Where [`Setup`] goes.
+    pub setup: Recipient<Setup>,
+    /// Where [`Shutdown`] goes.
+    pub shutdown: Recipient<Shutdown>,
+    /// Where [`Command`] goes.
+    pub command: Recipient<Command>,
+    /// Where [`Config`] goes.
+    pub config: Recipient<Config>,
+    /// Where [`Stop`] goes.
+    pub stop: Recipient<Stop>,
+    /// Where [`Subscribers`] goes.
+    pub subscribers: Recipient<Subscribers>,
+    /// Where [`Terminate`] goes.
+    pub terminate: Recipient<Terminate>,
+}
+
+impl DriverHandle {
+    /// The handle of a driver actor.
+    pub fn of<A>(addr: &Addr<A>) -> Self
+    where
+        A: Actor
+            + Handler<Setup>
+            + Handler<Shutdown>
+            + Handler<Command>
+            + Handler<Config>
+            + Handler<Stop>
+            + Handler<Subscribers>
+            + Handler<Terminate>,
+        A::Context: actix::dev::ToEnvelope<A, Setup>
+            + actix::dev::ToEnvelope<A, Shutdown>
+            + actix::dev::ToEnvelope<A, Command>
+            + actix::dev::ToEnvelope<A, Config>
+            + actix::dev::ToEnvelope<A, Stop>
+            + actix::dev::ToEnvelope<A, Subscribers>
+            + actix::dev::ToEnvelope<A, Terminate>,
+    {
+        DriverHandle {
+            setup: addr.clone().recipient(),
+            shutdown: addr.clone().recipient(),
+            command: addr.clone().recipient(),
+            config: addr.clone().recipient(),
+            stop: addr.clone().recipient(),
+            subscribers: addr.clone().recipient(),
+            terminate: addr.clone().recipient(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Channel {
+    recipients: Option<Arc<[Recipient<DeviceData>]>>,
+    latest: Option<DeviceData>,
+    seq: u64,
+}
+
+/// A driver's side of publishing: the subscribers and newest reading of each device.
+#[derive(Default)]
+pub struct Publisher {
+    channels: HashMap<u8, Channel>,
+}
+
+impl Publisher {
+    /// An empty publisher.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes the registry's new subscriber list; sends the current reading, if any, to a
+    /// session that just joined.
+    pub fn set_subscribers(&mut self, msg: Subscribers) {
+        let ch = self.channels.entry(msg.device).or_default();
+        ch.recipients = Some(msg.recipients);
+        if let (Some(added), Some(latest)) = (msg.added, &ch.latest) {
+            added.do_send(latest.clone());
+        }
+    }
+
+    /// Publishes a reading of `device` taken now.
+    pub fn publish(&mut self, device: u8, data: Bytes) {
+        self.publish_at(device, data, Timestamp::now());
+    }
+
+    /// Publishes a reading of `device` taken at `timestamp` to every subscriber.
+    pub fn publish_at(&mut self, device: u8, data: Bytes, timestamp: Timestamp) {
+        let ch = self.channels.entry(device).or_default();
+        ch.seq += 1;
+        let msg = DeviceData {
+            device,
+            data,
+            timestamp,
+            seq: ch.seq,
+        };
+        if let Some(rs) = &ch.recipients {
+            for r in rs.iter() {
+                r.do_send(msg.clone());
+            }
+        }
+        ch.latest = Some(msg);
+    }
+
+    /// Forgets `device`'s reading (after its shutdown, so the next setup starts fresh).
+    pub fn clear(&mut self, device: u8) {
+        if let Some(ch) = self.channels.get_mut(&device) {
+            ch.latest = None;
+        }
+    }
+
+    /// Whether anyone reads `device`.
+    pub fn has_subscribers(&self, device: u8) -> bool {
+        self.channels
+            .get(&device)
+            .and_then(|c| c.recipients.as_ref())
+            .is_some_and(|r| !r.is_empty())
+    }
+}

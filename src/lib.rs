@@ -1,0 +1,36 @@
+//! Player: a robot device server speaking the Player 0.7.4a protocol, on actix actors.
+//!
+//! A robot runs the server; any program on any machine connects over TCP, asks for devices
+//! (laser, sonar, wheels, camera, gripper...), streams their data at its own rate and sends
+//! commands. The parts:
+//!
+//! - [`codec`]: the pure decoder of client messages (byte layouts are in `player_proto`).
+//! - [`registry`]: one actor per robot, the device table and subscriptions.
+//! - [`session`]: one actor per client connection: requests, timing, data modes, writes.
+//! - [`driver`]: the messages between registry, sessions and driver actors.
+//! - [`catalog`]: driver factories found by name, so configuration decides which driver
+//!   backs which device.
+//! - [`settings`]: configuration files and the manual's flags.
+//! - [`server`]: starting and stopping it all.
+//! - [`actors`]: the driver actors (the simulated robot; real hardware drivers).
+//!
+//! See ARCHITECTURE.md for how data flows between them.
+#![deny(missing_docs)]
+
+#[path = "../actors/mod.rs"]
+pub mod actors;
+pub mod catalog;
+pub mod codec;
+pub mod driver;
+pub mod logging;
+pub mod registry;
+pub mod server;
+pub mod session;
+pub mod settings;
+
+/// The catalog with every driver shipped with the server.
+pub fn builtin_catalog() -> catalog::Catalog {
+    let mut c = catalog::Catalog::new();
+    actors::register_all(&mut c);
+    c
+}

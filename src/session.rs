@@ -1,0 +1,970 @@
+//! The session actor: one client connection.
+//!
+//! A session reads the client's messages (a reader task decodes them with
+//! [`crate::codec`] and hands them to the actor one at a time, so a request is finished
+//! before the next message is looked at), keeps the client's devices in the order first
+//! requested with the newest [`DeviceData`] of each, and writes data on its own schedule:
+//!
+//! - continuous (mode 0, the default at 10 Hz): on absolute deadlines `start + k/f`, one
+//!   round of every read device;
+//! - request/reply (mode 1): one round per `y d`;
+//! - push new (mode 2): each reading that is new to this client, as soon as it arrives, but
+//!   rounds at most `f` per second;
+//! - pull new (mode 3): per `y d`, the devices with new readings (waiting for one if none).
+//!
+//! A round is written with one vectored write of shared buffers (no per-client copy). A
+//! client's first round waits until every read device has a reading. The session never
+//! queues stale data: while a written round is still unsent (in our buffer, or more than a
+//! couple of rounds in the kernel's send queue), due rounds are skipped, so a slow client
+//! gets the newest data when it can take it and nobody else waits for it.
+
+use crate::codec::{ClientDecoder, ClientMessage};
+use crate::driver::{Command, DeviceData};
+use crate::registry::{Disconnect, Registry, RouteConfig, SessionId, Subscribe, Unsubscribe};
+use actix::prelude::*;
+use bytes::{Bytes, BytesMut};
+use player_proto::message::{self, TIMESTAMP_SIZE};
+use player_proto::{access, config, device, DataMode};
+use slog::{debug, info, warn, Logger};
+use std::collections::HashMap;
+use std::io::{self, IoSlice};
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+use tokio::net::TcpStream;
+
+/// Per-session limits and timings, from the server settings.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    /// Highest data frequency a client may ask for; higher requests are clamped.
+    pub max_frequency: u16,
+    /// Most distinct devices one client may list; more get `e`.
+    pub max_devices: usize,
+    /// How long a first round may wait for a device before the device is named in the log.
+    pub quiet_after: Duration,
+    /// How long a client may leave its data unread before it is disconnected (zero: never).
+    pub stall_timeout: Duration,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            max_frequency: 1000,
+            max_devices: 16,
+            quiet_after: Duration::from_secs(3),
+            stall_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Listener → session: the server is shutting down; close the connection.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Close;
+
+/// Session → listener: this session has ended.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct SessionClosed {
+    /// The session.
+    pub id: SessionId,
+}
+
+/// Reader task → session: the next decoded client message.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Incoming(ClientMessage);
+
+/// Reader task → session: the connection ended (with the reason, if it was not clean).
+#[derive(Message)]
+#[rtype(result = "()")]
+struct ReadEnded(Option<String>);
+
+/// One device in the client's list.
+struct Slot {
+    code: u8,
+    /// r, w, a, c or e.
+    access: u8,
+    readable: bool,
+    command: Option<(Recipient<Command>, usize)>,
+    latest: Option<DeviceData>,
+    /// Sequence number of the last reading sent to this client.
+    sent_seq: u64,
+}
+
+impl Slot {
+    fn reads(&self) -> bool {
+        self.readable && matches!(self.access, access::READ | access::ALL)
+    }
+
+    fn writes(&self) -> bool {
+        matches!(self.access, access::WRITE | access::ALL)
+    }
+
+    fn is_new(&self) -> bool {
+        self.latest.as_ref().is_some_and(|d| d.seq != self.sent_seq)
+    }
+}
+
+/// The access a client holds after asking for `req` while holding `cur` (0 when the device
+/// is not in its list). See client-protocol-notes.md 3.2; `e` is treated as "not listed".
+fn next_access(cur: u8, req: u8) -> u8 {
+    let (r, w) = match cur {
+        access::READ => (true, false),
+        access::WRITE => (false, true),
+        access::ALL => (true, true),
+        _ => (false, false),
+    };
+    match req {
+        access::READ if w && !r => access::ALL,
+        access::WRITE if r && !w => access::ALL,
+        access::READ | access::WRITE | access::ALL => req,
+        access::CLOSE if r || w || cur == access::CLOSE => access::CLOSE,
+        access::CLOSE => cur,
+        _ => cur,
+    }
+}
+
+/// The session actor of one client connection.
+pub struct Session {
+    id: SessionId,
+    peer: SocketAddr,
+    client: String,
+    log: Logger,
+    stream: Rc<TcpStream>,
+    registry: Addr<Registry>,
+    listener: Option<Recipient<SessionClosed>>,
+    opts: SessionOptions,
+    slots: Vec<Slot>,
+    /// Readings that arrived for a device before its grant was applied.
+    early: HashMap<u8, DeviceData>,
+    mode: DataMode,
+    period: Duration,
+    timestamps: bool,
+    next_tick: Instant,
+    tick: Option<SpawnHandle>,
+    /// A continuous round fell due while a device had no reading yet.
+    round_due: bool,
+    /// `y d` requests not yet answered.
+    rounds_requested: u32,
+    /// When the last push-new round went out; a timer is pending when `push_timer` is set.
+    last_push: Option<Instant>,
+    push_timer: Option<SpawnHandle>,
+    /// Bytes written by us but not yet taken by the kernel.
+    out: BytesMut,
+    flushing: bool,
+    /// Size of the last round written, to judge the kernel's send queue.
+    last_round_len: usize,
+    /// Since when due rounds have been skipped because the client is not reading.
+    stalled_since: Option<Instant>,
+    skipped: u64,
+    waiting_since: Option<Instant>,
+    warned_quiet: bool,
+    reader: Option<actix_rt::task::JoinHandle<()>>,
+    closing_reason: Option<String>,
+}
+
+impl Session {
+    /// A session for an accepted connection. `listener` is told when it ends.
+    pub fn new(
+        id: SessionId,
+        stream: TcpStream,
+        peer: SocketAddr,
+        registry: Addr<Registry>,
+        listener: Option<Recipient<SessionClosed>>,
+        opts: SessionOptions,
+        log: &Logger,
+    ) -> Self {
+        let client = peer.to_string();
+        let log = log.new(slog::o!("client" => client.clone(), "session" => id));
+        Session {
+            id,
+            peer,
+            client,
+            log,
+            stream: Rc::new(stream),
+            registry,
+            listener,
+            opts,
+            slots: Vec::new(),
+            early: HashMap::new(),
+            mode: DataMode::Continuous,
+            period: Duration::from_millis(100),
+            timestamps: false,
+            next_tick: Instant::now(),
+            tick: None,
+            round_due: false,
+            rounds_requested: 0,
+            last_push: None,
+            push_timer: None,
+            out: BytesMut::new(),
+            flushing: false,
+            last_round_len: 0,
+            stalled_since: None,
+            skipped: 0,
+            waiting_since: None,
+            warned_quiet: false,
+            reader: None,
+            closing_reason: None,
+        }
+    }
+
+    // ----- client messages -------------------------------------------------------------
+
+    fn on_request(
+        &mut self,
+        second: u8,
+        pairs: Vec<(u8, u8)>,
+        odd_byte: Option<u8>,
+        ctx: &mut Context<Self>,
+    ) -> ResponseActFuture<Self, ()> {
+        if second != b'r' {
+            warn!(
+                self.log,
+                "device request with second byte {:#04x} instead of 'r'; treated as a request",
+                second
+            );
+        }
+        if let Some(b) = odd_byte {
+            warn!(
+                self.log,
+                "device request of odd size; trailing byte {:#04x} ignored", b
+            );
+        }
+        // Work out each device's final access, left to right, as the original does.
+        let mut finals: Vec<(u8, u8)> = Vec::new(); // (device, access after the request)
+        for &(dev, req) in &pairs {
+            if !matches!(
+                req,
+                access::READ | access::WRITE | access::ALL | access::CLOSE
+            ) {
+                warn!(
+                    self.log,
+                    "unknown access code {:#04x} for device '{}'; ignored",
+                    req,
+                    char::from(dev)
+                );
+            }
+            let cur = match finals.iter().find(|(d, _)| *d == dev) {
+                Some(&(_, a)) => a,
+                None => self
+                    .slots
+                    .iter()
+                    .find(|s| s.code == dev)
+                    .map_or(0, |s| s.access),
+            };
+            let new = next_access(cur, req);
+            match finals.iter_mut().find(|(d, _)| *d == dev) {
+                Some(f) => f.1 = new,
+                None => finals.push((dev, new)),
+            }
+        }
+        // Net changes, in order of first appearance.
+        let mut calls = Vec::new();
+        let recipient = ctx.address().recipient::<DeviceData>();
+        for &(dev, new) in &finals {
+            let listed = self.slots.iter().any(|s| s.code == dev);
+            let cur = self
+                .slots
+                .iter()
+                .find(|s| s.code == dev)
+                .map_or(0, |s| s.access);
+            if new == cur {
+                continue;
+            }
+            if !listed && self.slots.len() + calls.len() >= self.opts.max_devices {
+                continue;
+            }
+            let call = match new {
+                access::READ | access::WRITE | access::ALL => Some(self.registry.send(Subscribe {
+                    session: self.id,
+                    device: dev,
+                    read: matches!(new, access::READ | access::ALL),
+                    write: matches!(new, access::WRITE | access::ALL),
+                    recipient: recipient.clone(),
+                    client: self.client.clone(),
+                })),
+                access::CLOSE => {
+                    self.registry.do_send(Unsubscribe {
+                        session: self.id,
+                        device: dev,
+                    });
+                    None
+                }
+                _ => continue,
+            };
+            calls.push((dev, new, call));
+        }
+        let futs: Vec<_> = calls
+            .into_iter()
+            .map(|(dev, new, call)| async move {
+                let r = match call {
+                    Some(c) => Some(c.await),
+                    None => None,
+                };
+                (dev, new, r)
+            })
+            .collect();
+        Box::pin(
+            futures::future::join_all(futs)
+                .into_actor(self)
+                .map(move |results, act, ctx| {
+                    for (dev, new, r) in results {
+                        act.apply_grant(dev, new, r);
+                    }
+                    let reply: Vec<(u8, u8)> = pairs
+                        .iter()
+                        .map(|&(dev, _)| {
+                            let a = act
+                                .slots
+                                .iter()
+                                .find(|s| s.code == dev)
+                                .map_or(access::ERROR, |s| s.access);
+                            (dev, if a == 0 { access::ERROR } else { a })
+                        })
+                        .collect();
+                    let text: String = reply
+                        .iter()
+                        .flat_map(|&(d, a)| [char::from(d), char::from(a)])
+                        .collect();
+                    let asked: String = pairs
+                        .iter()
+                        .flat_map(|&(d, a)| [char::from(d), char::from(a)])
+                        .filter(|c| c.is_ascii_graphic())
+                        .collect();
+                    info!(act.log, "request answered"; "request" => asked, "reply" => text.replace(|c: char| !c.is_ascii_graphic(), "?"));
+                    let bytes = message::reply(&reply);
+                    act.write(&[IoSlice::new(&bytes)], ctx);
+                    act.after_change(ctx);
+                }),
+        )
+    }
+
+    fn apply_grant(
+        &mut self,
+        dev: u8,
+        new: u8,
+        result: Option<
+            Result<Result<crate::registry::Grant, crate::driver::DriverError>, MailboxError>,
+        >,
+    ) {
+        let idx = match self.slots.iter().position(|s| s.code == dev) {
+            Some(i) => i,
+            None => {
+                self.slots.push(Slot {
+                    code: dev,
+                    access: access::ERROR,
+                    readable: false,
+                    command: None,
+                    latest: None,
+                    sent_seq: 0,
+                });
+                self.slots.len() - 1
+            }
+        };
+        let slot = &mut self.slots[idx];
+        match result {
+            None => {
+                // Close.
+                slot.access = access::CLOSE;
+                slot.command = None;
+                slot.latest = None;
+            }
+            Some(Ok(Ok(grant))) => {
+                slot.access = new;
+                slot.readable = grant.spec.readable;
+                slot.command = grant.command.zip(grant.spec.command_size);
+                if matches!(new, access::WRITE | access::ALL) && grant.spec.command_size.is_none() {
+                    info!(self.log, "write access granted to a device that takes no commands; its commands will be ignored"; "device" => device::name(dev));
+                }
+                if !slot.reads() {
+                    slot.latest = None;
+                } else if let Some(d) = self.early.remove(&dev) {
+                    if slot.latest.as_ref().map_or(true, |l| l.seq < d.seq) {
+                        slot.latest = Some(d);
+                    }
+                }
+            }
+            Some(Ok(Err(e))) => {
+                warn!(self.log, "device refused"; "device" => format!("{} ({})", char::from(dev), device::name(dev)), "error" => %e);
+                slot.access = access::ERROR;
+                slot.command = None;
+                slot.latest = None;
+            }
+            Some(Err(e)) => {
+                warn!(self.log, "registry unavailable"; "error" => %e);
+                slot.access = access::ERROR;
+                slot.command = None;
+                slot.latest = None;
+            }
+        }
+        self.early.remove(&dev);
+    }
+
+    fn on_command(&mut self, dev: u8, payload: Bytes) {
+        let Some(slot) = self.slots.iter().find(|s| s.code == dev) else {
+            warn!(self.log, "command ignored: no write access"; "device" => format!("{}", char::from(dev)));
+            return;
+        };
+        if !slot.writes() {
+            warn!(self.log, "command ignored: no write access"; "device" => format!("{}", char::from(dev)), "access" => format!("{}", char::from(slot.access)));
+            return;
+        }
+        let Some((recipient, size)) = &slot.command else {
+            warn!(self.log, "command ignored: device takes no commands"; "device" => device::name(dev));
+            return;
+        };
+        if payload.len() != *size {
+            warn!(self.log, "command ignored: wrong size"; "device" => device::name(dev), "size" => payload.len(), "expected" => *size);
+            return;
+        }
+        recipient.do_send(Command {
+            device: dev,
+            payload,
+        });
+    }
+
+    fn on_config(&mut self, dev: u8, payload: Bytes, ctx: &mut Context<Self>) {
+        if payload.is_empty() {
+            warn!(self.log, "config ignored: no config code"; "device" => format!("{}", char::from(dev)));
+            return;
+        }
+        if dev != device::SERVER {
+            let fut = self.registry.send(RouteConfig {
+                device: dev,
+                payload,
+                client: self.client.clone(),
+            });
+            ctx.spawn(fut.into_actor(self).map(move |r, act, _| match r {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => warn!(act.log, "config ignored"; "error" => %e),
+                Err(e) => warn!(act.log, "config ignored: registry unavailable"; "error" => %e),
+            }));
+            return;
+        }
+        let code = payload[0];
+        let args = &payload[1..];
+        match (code, args.len()) {
+            (config::FREQUENCY, 2) => {
+                let f = u16::from_be_bytes([args[0], args[1]]);
+                if f == 0 {
+                    warn!(self.log, "frequency 0 refused");
+                    return;
+                }
+                let f = if f > self.opts.max_frequency {
+                    warn!(self.log, "frequency clamped"; "asked" => f, "max" => self.opts.max_frequency);
+                    self.opts.max_frequency
+                } else {
+                    f
+                };
+                debug!(self.log, "frequency set"; "hz" => f);
+                self.period = Duration::from_secs_f64(1.0 / f64::from(f));
+                if self.mode == DataMode::Continuous {
+                    self.next_tick = Instant::now() + self.period;
+                    self.schedule_tick(ctx);
+                }
+            }
+            (config::DATA_MODE, 1) => {
+                let mode = DataMode::from_code(args[0]);
+                if mode == self.mode {
+                    return;
+                }
+                debug!(self.log, "data mode set"; "mode" => mode.code());
+                self.mode = mode;
+                self.rounds_requested = 0;
+                self.round_due = false;
+                if let Some(h) = self.tick.take() {
+                    ctx.cancel_future(h);
+                }
+                if let Some(h) = self.push_timer.take() {
+                    ctx.cancel_future(h);
+                }
+                match mode {
+                    DataMode::Continuous => {
+                        // A round at once, then every period.
+                        self.next_tick = Instant::now();
+                        self.schedule_tick(ctx);
+                    }
+                    DataMode::PushNew => self.push_new(ctx),
+                    DataMode::RequestReply | DataMode::PullNew => {}
+                }
+            }
+            (config::REQUEST_DATA, 0) => match self.mode {
+                DataMode::RequestReply | DataMode::PullNew => {
+                    self.rounds_requested = (self.rounds_requested + 1).min(16);
+                    self.serve_requests(ctx);
+                }
+                _ => warn!(
+                    self.log,
+                    "data request ignored: not in a request/reply mode"
+                ),
+            },
+            (config::TIMESTAMPS, 1) => {
+                self.timestamps = args[0] != 0;
+                debug!(self.log, "timestamps"; "on" => self.timestamps);
+            }
+            _ => {
+                warn!(self.log, "config ignored: unknown server config or wrong size"; "code" => format!("{:#04x}", code), "size" => payload.len())
+            }
+        }
+    }
+
+    // ----- data delivery ---------------------------------------------------------------
+
+    /// Whether every read device has a reading.
+    fn ready(&self) -> bool {
+        self.slots.iter().all(|s| !s.reads() || s.latest.is_some())
+    }
+
+    /// Whether the client is keeping up: nothing of ours unsent, and no more than about two
+    /// rounds waiting in the kernel.
+    fn can_send(&self) -> bool {
+        if !self.out.is_empty() {
+            return false;
+        }
+        let mut queued: libc::c_int = 0;
+        // SAFETY: TIOCOUTQ writes one int for a valid socket descriptor.
+        let rc = unsafe { libc::ioctl(self.stream.as_raw_fd(), libc::TIOCOUTQ, &mut queued) };
+        rc != 0 || (queued as usize) <= 2 * self.last_round_len.max(1)
+    }
+
+    /// After a change of devices or data: send what became sendable.
+    fn after_change(&mut self, ctx: &mut Context<Self>) {
+        if !self.ready() {
+            if self.waiting_since.is_none() {
+                self.waiting_since = Some(Instant::now());
+                self.warned_quiet = false;
+            }
+            return;
+        }
+        self.waiting_since = None;
+        match self.mode {
+            DataMode::Continuous => {
+                if self.round_due {
+                    self.round_due = false;
+                    self.send_round(false, ctx);
+                }
+            }
+            DataMode::PushNew => self.push_new(ctx),
+            DataMode::RequestReply | DataMode::PullNew => self.serve_requests(ctx),
+        }
+    }
+
+    fn schedule_tick(&mut self, ctx: &mut Context<Self>) {
+        if let Some(h) = self.tick.take() {
+            ctx.cancel_future(h);
+        }
+        let now = Instant::now();
+        if self.next_tick + self.period < now {
+            // Far behind (the process was stopped, say): skip the missed ticks.
+            let behind = now.duration_since(self.next_tick).as_nanos() / self.period.as_nanos();
+            self.next_tick += self.period * behind as u32;
+        }
+        let at = self.next_tick;
+        self.tick = Some(
+            ctx.spawn(
+                tokio::time::sleep_until(at.into())
+                    .into_actor(self)
+                    .map(|_, act, ctx| act.on_tick(ctx)),
+            ),
+        );
+    }
+
+    fn on_tick(&mut self, ctx: &mut Context<Self>) {
+        self.tick = None;
+        if self.mode != DataMode::Continuous {
+            return;
+        }
+        self.next_tick += self.period;
+        self.schedule_tick(ctx);
+        if self.slots.iter().any(Slot::reads) {
+            if self.ready() {
+                self.send_round(false, ctx);
+            } else {
+                self.round_due = true;
+                self.check_quiet();
+            }
+        }
+    }
+
+    fn check_quiet(&mut self) {
+        let Some(since) = self.waiting_since else {
+            return;
+        };
+        if !self.warned_quiet && since.elapsed() >= self.opts.quiet_after {
+            self.warned_quiet = true;
+            let quiet: Vec<&str> = self
+                .slots
+                .iter()
+                .filter(|s| s.reads() && s.latest.is_none())
+                .map(|s| device::name(s.code))
+                .collect();
+            warn!(self.log, "waiting for a first reading"; "devices" => quiet.join(","), "seconds" => since.elapsed().as_secs());
+        }
+    }
+
+    fn serve_requests(&mut self, ctx: &mut Context<Self>) {
+        while self.rounds_requested > 0 && self.out.is_empty() && self.ready() {
+            let only_new = self.mode == DataMode::PullNew;
+            if only_new && !self.slots.iter().any(|s| s.reads() && s.is_new()) {
+                return; // wait for something new
+            }
+            self.rounds_requested -= 1;
+            self.send_round(only_new, ctx);
+        }
+        if self.rounds_requested > 0 && !self.ready() {
+            self.check_quiet();
+        }
+    }
+
+    fn push_new(&mut self, ctx: &mut Context<Self>) {
+        if self.push_timer.is_some() || !self.slots.iter().any(|s| s.reads() && s.is_new()) {
+            return;
+        }
+        let now = Instant::now();
+        match self.last_push {
+            Some(last) if now < last + self.period => {
+                let at = last + self.period;
+                self.push_timer = Some(
+                    ctx.spawn(tokio::time::sleep_until(at.into()).into_actor(self).map(
+                        |_, act, ctx| {
+                            act.push_timer = None;
+                            act.push_new(ctx);
+                        },
+                    )),
+                );
+            }
+            _ => {
+                if self.send_round(true, ctx) {
+                    self.last_push = Some(now);
+                }
+            }
+        }
+    }
+
+    /// Writes one round (every read device, or only those with new data) in one write.
+    /// Returns whether it was written; a round is skipped while the client is not reading.
+    fn send_round(&mut self, only_new: bool, ctx: &mut Context<Self>) -> bool {
+        if !self.can_send() {
+            self.skipped += 1;
+            let since = *self.stalled_since.get_or_insert_with(Instant::now);
+            if !self.opts.stall_timeout.is_zero() && since.elapsed() >= self.opts.stall_timeout {
+                warn!(self.log, "client has read nothing for too long; disconnecting"; "seconds" => since.elapsed().as_secs(), "rounds_skipped" => self.skipped);
+                self.closing_reason = Some("stalled".into());
+                ctx.stop();
+            }
+            return false;
+        }
+        self.stalled_since = None;
+        const MAX: usize = 64;
+        let ts = if self.timestamps { TIMESTAMP_SIZE } else { 0 };
+        let mut heads = [[0u8; 3 + TIMESTAMP_SIZE]; MAX];
+        let mut picks = [0usize; MAX];
+        let mut n = 0;
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            if n == MAX {
+                break;
+            }
+            if !slot.reads() || (only_new && !slot.is_new()) {
+                continue;
+            }
+            let Some(d) = &slot.latest else { continue };
+            let len = (d.data.len() + ts).min(usize::from(u16::MAX)) as u16;
+            let h = &mut heads[n];
+            h[..3].copy_from_slice(&message::data_header(slot.code, len));
+            h[3..7].copy_from_slice(&d.timestamp.sec.to_be_bytes());
+            h[7..11].copy_from_slice(&d.timestamp.usec.to_be_bytes());
+            slot.sent_seq = d.seq;
+            picks[n] = i;
+            n += 1;
+        }
+        if n == 0 {
+            return false;
+        }
+        let mut iov: Vec<IoSlice> = Vec::with_capacity(2 * n);
+        for (head, &i) in heads.iter().zip(&picks[..n]) {
+            let Some(d) = &self.slots[i].latest else {
+                continue;
+            };
+            iov.push(IoSlice::new(&head[..3 + ts]));
+            iov.push(IoSlice::new(&d.data));
+        }
+        self.last_round_len = iov.iter().map(|s| s.len()).sum();
+        let r = write_whole(&self.stream, &mut self.out, &iov);
+        drop(iov);
+        self.after_write(r, ctx);
+        true
+    }
+
+    // ----- writing ---------------------------------------------------------------------
+
+    /// Writes whole messages: at once if the kernel takes them, otherwise the rest is kept
+    /// and flushed when the socket is writable (nothing else is sent before it).
+    fn write(&mut self, iov: &[IoSlice], ctx: &mut Context<Self>) {
+        let r = write_whole(&self.stream, &mut self.out, iov);
+        self.after_write(r, ctx);
+    }
+
+    fn after_write(&mut self, r: io::Result<()>, ctx: &mut Context<Self>) {
+        match r {
+            Ok(()) if self.out.is_empty() => {}
+            Ok(()) => self.start_flush(ctx),
+            Err(e) => self.fail(e, ctx),
+        }
+    }
+
+    fn start_flush(&mut self, ctx: &mut Context<Self>) {
+        if self.flushing {
+            return;
+        }
+        self.flushing = true;
+        let stream = self.stream.clone();
+        ctx.spawn(
+            async move { stream.writable().await }
+                .into_actor(self)
+                .map(|r, act, ctx| {
+                    act.flushing = false;
+                    match r {
+                        Ok(()) => act.flush(ctx),
+                        Err(e) => act.fail(e, ctx),
+                    }
+                }),
+        );
+    }
+
+    fn flush(&mut self, ctx: &mut Context<Self>) {
+        while !self.out.is_empty() {
+            match self.stream.try_write(&self.out) {
+                Ok(n) => {
+                    let _ = self.out.split_to(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.start_flush(ctx);
+                    return;
+                }
+                Err(e) => {
+                    self.fail(e, ctx);
+                    return;
+                }
+            }
+        }
+        // Drained: release the buffer of a burst and answer what waited for it.
+        self.out = BytesMut::new();
+        if matches!(self.mode, DataMode::RequestReply | DataMode::PullNew) {
+            self.serve_requests(ctx);
+        }
+    }
+
+    fn fail(&mut self, e: io::Error, ctx: &mut Context<Self>) {
+        if self.closing_reason.is_none() {
+            self.closing_reason = Some(format!("write failed: {e}"));
+        }
+        ctx.stop();
+    }
+}
+
+impl Actor for Session {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        info!(self.log, "client connected");
+        let addr = ctx.address();
+        let stream = self.stream.clone();
+        self.reader = Some(actix_rt::spawn(read_loop(stream, addr)));
+        self.next_tick = Instant::now() + self.period;
+        self.schedule_tick(ctx);
+    }
+
+    fn stopped(&mut self, _ctx: &mut Self::Context) {
+        if let Some(r) = self.reader.take() {
+            r.abort();
+        }
+        self.registry.do_send(Disconnect { session: self.id });
+        let reason = self
+            .closing_reason
+            .take()
+            .unwrap_or_else(|| "closed".into());
+        info!(self.log, "client disconnected"; "reason" => reason, "peer" => %self.peer, "rounds_skipped" => self.skipped);
+        if let Some(l) = self.listener.take() {
+            l.do_send(SessionClosed { id: self.id });
+        }
+    }
+}
+
+impl Handler<Incoming> for Session {
+    type Result = ResponseActFuture<Self, ()>;
+
+    fn handle(&mut self, msg: Incoming, ctx: &mut Self::Context) -> Self::Result {
+        match msg.0 {
+            ClientMessage::Request {
+                second,
+                pairs,
+                odd_byte,
+            } => return self.on_request(second, pairs, odd_byte, ctx),
+            ClientMessage::Command { device, payload } => self.on_command(device, payload),
+            ClientMessage::Config { device, payload } => self.on_config(device, payload, ctx),
+            ClientMessage::Unknown { kind, second, size } => {
+                warn!(self.log, "unknown message type; skipped"; "type" => format!("{:#04x}", kind), "second" => format!("{:#04x}", second), "size" => size);
+            }
+            ClientMessage::Oversized { kind, second, size } => {
+                warn!(self.log, "message too big; skipped"; "type" => format!("{:#04x}", kind), "second" => format!("{:#04x}", second), "size" => size, "max" => crate::codec::MAX_PAYLOAD);
+            }
+        }
+        Box::pin(fut::ready(()))
+    }
+}
+
+impl Handler<ReadEnded> for Session {
+    type Result = ();
+
+    fn handle(&mut self, msg: ReadEnded, ctx: &mut Self::Context) {
+        if let Some(why) = msg.0 {
+            warn!(self.log, "client input ended badly"; "error" => &why);
+            self.closing_reason = Some(why);
+        }
+        ctx.stop();
+    }
+}
+
+impl Handler<DeviceData> for Session {
+    type Result = ();
+
+    fn handle(&mut self, msg: DeviceData, ctx: &mut Self::Context) {
+        let Some(slot) = self.slots.iter_mut().find(|s| s.code == msg.device) else {
+            self.early.insert(msg.device, msg);
+            return;
+        };
+        if !slot.reads() {
+            if slot.access != access::CLOSE {
+                self.early.insert(msg.device, msg);
+            }
+            return;
+        }
+        if slot
+            .latest
+            .as_ref()
+            .is_some_and(|l| l.seq >= msg.seq && l.seq != 0)
+        {
+            return;
+        }
+        let was_missing = slot.latest.is_none();
+        slot.latest = Some(msg);
+        match self.mode {
+            DataMode::Continuous if !was_missing && !self.round_due => {}
+            _ => self.after_change(ctx),
+        }
+    }
+}
+
+impl Handler<Close> for Session {
+    type Result = ();
+
+    fn handle(&mut self, _msg: Close, ctx: &mut Self::Context) {
+        self.closing_reason = Some("server shutting down".into());
+        ctx.stop();
+    }
+}
+
+/// Writes `iov` to the socket without blocking; whatever the kernel does not take is
+/// appended to `out` (which must then be flushed). When `out` already holds bytes, all of
+/// `iov` goes after them, keeping messages whole and in order.
+fn write_whole(stream: &TcpStream, out: &mut BytesMut, iov: &[IoSlice]) -> io::Result<()> {
+    let total: usize = iov.iter().map(|s| s.len()).sum();
+    let mut written = 0;
+    if out.is_empty() {
+        match stream.try_write_vectored(iov) {
+            Ok(n) => written = n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if written < total {
+        let mut skip = written;
+        for s in iov {
+            if skip >= s.len() {
+                skip -= s.len();
+                continue;
+            }
+            out.extend_from_slice(&s[skip..]);
+            skip = 0;
+        }
+    }
+    Ok(())
+}
+
+/// Reads and decodes the client's bytes, handing each message to the session and waiting
+/// until it has been dealt with (so a request finishes before the next message).
+async fn read_loop(stream: Rc<TcpStream>, addr: Addr<Session>) {
+    let mut buf = BytesMut::with_capacity(256);
+    let mut decoder = ClientDecoder::new();
+    loop {
+        while let Some(msg) = decoder.decode(&mut buf) {
+            if addr.send(Incoming(msg)).await.is_err() {
+                return;
+            }
+        }
+        if buf.capacity() - buf.len() < 64 {
+            buf.reserve(256);
+        }
+        if let Err(e) = stream.readable().await {
+            addr.do_send(ReadEnded(Some(format!("read failed: {e}"))));
+            return;
+        }
+        match stream.try_read_buf(&mut buf) {
+            Ok(0) => {
+                let why = decoder.decode_eof(&buf).err().map(|e| e.to_string());
+                addr.do_send(ReadEnded(why));
+                return;
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => {
+                addr.do_send(ReadEnded(Some(format!("read failed: {e}"))));
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn access_state_machine_follows_the_original() {
+        let (r, w, a, c, e) = (
+            access::READ,
+            access::WRITE,
+            access::ALL,
+            access::CLOSE,
+            access::ERROR,
+        );
+        // not listed
+        assert_eq!(next_access(0, r), r);
+        assert_eq!(next_access(0, w), w);
+        assert_eq!(next_access(0, a), a);
+        assert_eq!(next_access(0, c), 0);
+        // upgrades merge
+        assert_eq!(next_access(r, w), a);
+        assert_eq!(next_access(w, r), a);
+        assert_eq!(next_access(r, a), a);
+        // downgrades
+        assert_eq!(next_access(a, r), r);
+        assert_eq!(next_access(a, w), w);
+        // repeats
+        assert_eq!(next_access(r, r), r);
+        assert_eq!(next_access(a, a), a);
+        // close
+        assert_eq!(next_access(r, c), c);
+        assert_eq!(next_access(a, c), c);
+        assert_eq!(next_access(c, c), c);
+        assert_eq!(next_access(e, c), e);
+        // after an error, a retry is a fresh request
+        assert_eq!(next_access(e, r), r);
+        assert_eq!(next_access(e, w), w);
+        // unknown access codes change nothing
+        assert_eq!(next_access(r, b'q'), r);
+        assert_eq!(next_access(0, b'q'), 0);
+    }
+}

@@ -1,0 +1,506 @@
+//! Configuration: TOML files read through the `config` crate, and the manual's flags.
+//!
+//! Order of precedence, lowest first: built-in defaults, the configuration file (the
+//! shipped `config/default.toml` when none is named), then command-line flags. A bad file,
+//! key or flag is an error that names it.
+
+use crate::session::SessionOptions;
+use serde::Deserialize;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The shipped default configuration: the simulated Pioneer 2-DX on port 6665.
+pub const DEFAULT_CONFIG: &str = include_str!("../config/default.toml");
+
+/// The whole configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Server-wide settings.
+    #[serde(default)]
+    pub server: ServerSettings,
+    /// The robots served, each on its own port with its own registry.
+    #[serde(default)]
+    pub robot: Vec<RobotSettings>,
+}
+
+/// Server-wide settings (`[server]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerSettings {
+    /// Most clients connected at once per robot port; more are closed at accept.
+    pub max_clients: usize,
+    /// Worker threads for client sessions; 0 means one per core.
+    pub workers: usize,
+    /// Debug logging (`-debug`).
+    pub debug: bool,
+    /// Experimental features (`-exp`).
+    pub experimental: bool,
+    /// Seconds a device setup may take before the client gets `e`.
+    pub setup_timeout: f64,
+    /// Seconds a first round may wait for a device before the device is named in the log.
+    pub quiet_after: f64,
+    /// Seconds a client may leave its data unread before it is disconnected (0: never).
+    pub stall_timeout: f64,
+    /// Highest data frequency a client may set, in Hz.
+    pub max_frequency: u16,
+    /// Most distinct devices in one client's list.
+    pub max_devices: usize,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        ServerSettings {
+            max_clients: 4096,
+            workers: 0,
+            debug: false,
+            experimental: false,
+            setup_timeout: 30.0,
+            quiet_after: 3.0,
+            stall_timeout: 60.0,
+            max_frequency: 1000,
+            max_devices: 16,
+        }
+    }
+}
+
+/// One robot (`[[robot]]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RobotSettings {
+    /// A name for logs.
+    #[serde(default = "default_robot_name")]
+    pub name: String,
+    /// The TCP port clients connect to (`-gp` sets the first robot's).
+    #[serde(default = "default_port")]
+    pub port: u16,
+    /// The address to listen on.
+    #[serde(default = "default_bind")]
+    pub bind: String,
+    /// The drivers backing this robot's devices.
+    #[serde(default)]
+    pub driver: Vec<DriverSettings>,
+}
+
+/// One driver instance (`[[robot.driver]]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DriverSettings {
+    /// The driver's name in the catalog.
+    pub driver: String,
+    /// The device codes it serves, one character each (for example `["p", "s"]`).
+    pub devices: Vec<String>,
+    /// Driver-specific parameters.
+    #[serde(default = "empty_table")]
+    pub params: config::Value,
+}
+
+fn default_robot_name() -> String {
+    "robot".into()
+}
+fn default_port() -> u16 {
+    6665
+}
+fn default_bind() -> String {
+    "0.0.0.0".into()
+}
+fn empty_table() -> config::Value {
+    config::Value::new(None, config::ValueKind::Table(Default::default()))
+}
+
+impl DriverSettings {
+    /// The device codes, each checked to be one ASCII character.
+    pub fn device_codes(&self) -> Result<Vec<u8>, String> {
+        self.devices
+            .iter()
+            .map(|d| match d.as_bytes() {
+                [c] if c.is_ascii_graphic() => Ok(*c),
+                _ => Err(format!(
+                    "driver '{}': device '{d}' is not a one-character device code",
+                    self.driver
+                )),
+            })
+            .collect()
+    }
+}
+
+/// A configuration or command-line error, naming the file, key or flag.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingsError(pub String);
+
+impl fmt::Display for SettingsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SettingsError {}
+
+impl Settings {
+    /// Parses TOML text; `origin` names it in errors.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Settings, SettingsError> {
+        let s: Settings = config::Config::builder()
+            .add_source(config::File::from_str(text, config::FileFormat::Toml))
+            .build()
+            .and_then(|c| c.try_deserialize())
+            .map_err(|e| SettingsError(format!("{origin}: {e}")))?;
+        s.check(origin)?;
+        Ok(s)
+    }
+
+    /// Reads a TOML file.
+    pub fn from_file(path: &Path) -> Result<Settings, SettingsError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            SettingsError(format!(
+                "cannot read configuration file '{}': {e}",
+                path.display()
+            ))
+        })?;
+        Self::from_toml(&text, &format!("configuration file '{}'", path.display()))
+    }
+
+    /// The shipped default configuration.
+    pub fn default_config() -> Settings {
+        Self::from_toml(DEFAULT_CONFIG, "built-in config/default.toml")
+            .expect("the shipped default configuration is valid")
+    }
+
+    fn check(&self, origin: &str) -> Result<(), SettingsError> {
+        if self.robot.is_empty() {
+            return Err(SettingsError(format!(
+                "{origin}: no [[robot]] is configured"
+            )));
+        }
+        for r in &self.robot {
+            for d in &r.driver {
+                d.device_codes()
+                    .map_err(|e| SettingsError(format!("{origin}: robot '{}': {e}", r.name)))?;
+            }
+        }
+        if self.server.max_frequency == 0 {
+            return Err(SettingsError(format!(
+                "{origin}: server.max_frequency must be at least 1"
+            )));
+        }
+        for (key, v) in [
+            ("server.setup_timeout", self.server.setup_timeout),
+            ("server.quiet_after", self.server.quiet_after),
+            ("server.stall_timeout", self.server.stall_timeout),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(SettingsError(format!(
+                    "{origin}: {key} must be a non-negative number of seconds"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The per-session options.
+    pub fn session_options(&self) -> SessionOptions {
+        SessionOptions {
+            max_frequency: self.server.max_frequency,
+            max_devices: self.server.max_devices,
+            quiet_after: Duration::from_secs_f64(self.server.quiet_after),
+            stall_timeout: Duration::from_secs_f64(self.server.stall_timeout),
+        }
+    }
+
+    /// Makes driver `name` (with `params`) back `codes` on the first robot, taking them
+    /// from the drivers that had them; drivers left with no device are dropped.
+    pub fn assign(&mut self, name: &str, codes: &[u8], params: Vec<(&str, config::Value)>) {
+        let robot = &mut self.robot[0];
+        for d in &mut robot.driver {
+            d.devices
+                .retain(|c| !codes.iter().any(|&k| c.as_bytes() == [k]));
+        }
+        robot.driver.retain(|d| !d.devices.is_empty());
+        let mut table = config::Map::new();
+        for (k, v) in params {
+            table.insert(k.to_string(), v);
+        }
+        robot.driver.push(DriverSettings {
+            driver: name.into(),
+            devices: codes.iter().map(|&c| char::from(c).to_string()).collect(),
+            params: config::Value::new(None, config::ValueKind::Table(table)),
+        });
+    }
+
+    /// Sets a parameter of every instance of driver `name` on the first robot; false if
+    /// there is none.
+    pub fn set_param(&mut self, name: &str, key: &str, value: config::Value) -> bool {
+        let mut found = false;
+        for d in self.robot[0].driver.iter_mut().filter(|d| d.driver == name) {
+            let mut table = d.params.clone().into_table().unwrap_or_default();
+            table.insert(key.into(), value.clone());
+            d.params = config::Value::new(None, config::ValueKind::Table(table));
+            found = true;
+        }
+        found
+    }
+}
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Invocation {
+    /// Run the server.
+    Run {
+        /// The configuration, flags applied.
+        settings: Box<Settings>,
+        /// The directory relative paths in the configuration are resolved against.
+        base_dir: PathBuf,
+    },
+    /// Print the help text.
+    Help,
+    /// Print the version.
+    Version,
+}
+
+/// The `--help` text.
+pub const HELP: &str = "\
+player: a Player 0.7.4a compatible robot device server
+
+USAGE:
+    player [FLAGS]
+
+With no flags, serves a simulated Pioneer 2-DX (position, sonar, laser, misc, gripper,
+PTZ camera and ACTS vision in a simulated room) on TCP port 6665.
+
+FLAGS (the manual's, a flag overrides the configuration file):
+    -gp <port>       TCP port the (first) robot listens on. Default 6665.
+    -pp <port>       P2OS robot base on serial port <port> (e.g. /dev/ttyS0): the position,
+                     sonar, misc and gripper devices use the 'p2os' driver.
+    -lp <port>       SICK LMS-200 laser on serial port <port>: the laser uses the
+                     'sicklms200' driver.
+    -zp <port>       Sony PTZ camera on serial port <port>: the ptz device uses the
+                     'sonyptz' driver.
+    -vp <port>       ACTS vision server TCP port: the vision device uses the 'acts' driver.
+    -vc <path>       ACTS configuration file (with -vp, or alone: 'acts' driver).
+    -stage <path>    Serve the simulated robot in the world file <path> (TOML).
+    -debug           Debug logging.
+    -exp             Enable experimental features.
+
+OTHER FLAGS:
+    --config <file>  Read the configuration from <file> (TOML) instead of the built-in
+                     config/default.toml. Relative paths in it are relative to its folder.
+    --help, -h       Print this text.
+    --version        Print the version.
+
+CONFIGURATION FILE (TOML; see config/default.toml):
+    [server]
+    max_clients = 4096     # clients per robot port
+    workers = 0            # session threads, 0 = one per core
+    setup_timeout = 30.0   # seconds a device setup may take
+    quiet_after = 3.0      # seconds before a silent device is named in the log
+    stall_timeout = 60.0   # seconds a client may leave data unread (0 = forever)
+    max_frequency = 1000   # highest data rate a client may set, Hz
+    max_devices = 16       # distinct devices per client
+    debug = false
+    experimental = false
+
+    [[robot]]              # one per robot; each has its own port and device table
+    name = \"pioneer\"
+    port = 6665
+    bind = \"0.0.0.0\"
+
+    [[robot.driver]]       # which driver backs which device codes
+    driver = \"sim\"
+    devices = [\"p\", \"s\", \"m\", \"g\", \"l\", \"z\", \"v\"]
+    [robot.driver.params]  # driver-specific
+    world = \"room\"
+
+SIGNALS: SIGINT or SIGTERM stops the robot, closes the devices and exits with status 0.
+";
+
+fn value_of<'a>(
+    flag: &str,
+    it: &mut impl Iterator<Item = &'a String>,
+) -> Result<&'a String, SettingsError> {
+    it.next()
+        .ok_or_else(|| SettingsError(format!("flag {flag} needs a value (see --help)")))
+}
+
+fn text(s: &str) -> config::Value {
+    config::Value::new(None, config::ValueKind::String(s.to_string()))
+}
+
+/// Parses the command line (without the program name).
+pub fn parse_args(args: &[String]) -> Result<Invocation, SettingsError> {
+    let mut config_file: Option<PathBuf> = None;
+    let mut flags: Vec<(&str, Option<&String>)> = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--help" | "-h" | "-help" => return Ok(Invocation::Help),
+            "--version" | "-version" => return Ok(Invocation::Version),
+            "--config" | "-config" => {
+                config_file = Some(PathBuf::from(value_of(a, &mut it)?));
+            }
+            "-gp" | "-pp" | "-lp" | "-zp" | "-vp" | "-vc" | "-stage" => {
+                let v = value_of(a, &mut it)?;
+                flags.push((a.as_str(), Some(v)));
+            }
+            "-debug" | "-exp" => flags.push((a.as_str(), None)),
+            other => {
+                return Err(SettingsError(format!(
+                    "unknown flag '{other}' (see --help)"
+                )))
+            }
+        }
+    }
+    let (mut settings, base_dir) = match &config_file {
+        Some(p) => (
+            Settings::from_file(p)?,
+            p.parent()
+                .map(Path::to_path_buf)
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or_else(|| PathBuf::from(".")),
+        ),
+        None => (Settings::default_config(), PathBuf::from(".")),
+    };
+    let mut acts: Vec<(&str, config::Value)> = Vec::new();
+    for (flag, value) in flags {
+        let v = value.map(String::as_str).unwrap_or_default();
+        match flag {
+            "-gp" => {
+                settings.robot[0].port = v.parse().map_err(|_| {
+                    SettingsError(format!("flag -gp: '{v}' is not a TCP port number"))
+                })?;
+            }
+            "-pp" => settings.assign("p2os", b"psmg", vec![("port", text(v))]),
+            "-lp" => settings.assign("sicklms200", b"l", vec![("port", text(v))]),
+            "-zp" => settings.assign("sonyptz", b"z", vec![("port", text(v))]),
+            "-vp" => {
+                let port: u16 = v.parse().map_err(|_| {
+                    SettingsError(format!("flag -vp: '{v}' is not a TCP port number"))
+                })?;
+                acts.push((
+                    "port",
+                    config::Value::new(None, config::ValueKind::U64(u64::from(port))),
+                ));
+            }
+            "-vc" => acts.push(("config", text(v))),
+            "-stage" => {
+                if !Path::new(v).exists() {
+                    return Err(SettingsError(format!(
+                        "flag -stage: world file '{v}' does not exist"
+                    )));
+                }
+                if !settings.set_param("sim", "world", text(v)) {
+                    return Err(SettingsError(
+                        "flag -stage: the configuration has no 'sim' driver to load the world into"
+                            .into(),
+                    ));
+                }
+            }
+            "-debug" => settings.server.debug = true,
+            "-exp" => settings.server.experimental = true,
+            _ => unreachable!("flag list above"),
+        }
+    }
+    if !acts.is_empty() {
+        settings.assign("acts", b"v", acts);
+    }
+    Ok(Invocation::Run {
+        settings: Box::new(settings),
+        base_dir,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn run(a: &[&str]) -> Result<Settings, SettingsError> {
+        match parse_args(&args(a))? {
+            Invocation::Run { settings, .. } => Ok(*settings),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn no_arguments_serve_the_simulated_robot_on_6665() {
+        let s = run(&[]).unwrap();
+        assert_eq!(s.robot.len(), 1);
+        assert_eq!(s.robot[0].port, 6665);
+        assert_eq!(s.robot[0].driver.len(), 1);
+        assert_eq!(s.robot[0].driver[0].driver, "sim");
+        let mut codes = s.robot[0].driver[0].device_codes().unwrap();
+        codes.sort_unstable();
+        assert_eq!(codes, b"glmpsvz");
+    }
+
+    #[test]
+    fn flags_override_the_file() {
+        let s = run(&["-gp", "7000", "-debug", "-exp"]).unwrap();
+        assert_eq!(s.robot[0].port, 7000);
+        assert!(s.server.debug && s.server.experimental);
+    }
+
+    #[test]
+    fn device_flags_switch_devices_to_real_drivers() {
+        let s = run(&["-pp", "/dev/ttyS0", "-lp", "/dev/ttyS1"]).unwrap();
+        let names: Vec<(&str, Vec<u8>)> = s.robot[0]
+            .driver
+            .iter()
+            .map(|d| (d.driver.as_str(), d.device_codes().unwrap()))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                ("sim", b"zv".to_vec()),
+                ("p2os", b"psmg".to_vec()),
+                ("sicklms200", b"l".to_vec())
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_flags_name_themselves() {
+        assert_eq!(
+            run(&["-gp", "seventy"]).unwrap_err().0,
+            "flag -gp: 'seventy' is not a TCP port number"
+        );
+        assert!(run(&["-gp"]).unwrap_err().0.contains("-gp needs a value"));
+        assert!(run(&["-bogus"]).unwrap_err().0.contains("'-bogus'"));
+        assert!(run(&["-stage", "/no/such/world.toml"])
+            .unwrap_err()
+            .0
+            .contains("/no/such/world.toml"));
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_naming_the_key() {
+        let e =
+            Settings::from_toml("[server]\nmax_clientz = 3\n[[robot]]\n", "test.toml").unwrap_err();
+        assert!(e.0.contains("max_clientz"), "{e}");
+        assert!(e.0.contains("test.toml"), "{e}");
+        let e = Settings::from_toml("[[robot]]\nport = \"x\"\n", "t").unwrap_err();
+        assert!(e.0.contains("port"), "{e}");
+        let e = Settings::from_toml(
+            "[[robot]]\n[[robot.driver]]\ndriver = \"sim\"\ndevices = [\"pp\"]\n",
+            "t",
+        )
+        .unwrap_err();
+        assert!(e.0.contains("'pp'"), "{e}");
+    }
+
+    #[test]
+    fn shipped_config_files_load() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+        let mut n = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let p = entry.unwrap().path();
+            if p.extension().is_some_and(|e| e == "toml") {
+                Settings::from_file(&p).unwrap_or_else(|e| panic!("{e}"));
+                n += 1;
+            }
+        }
+        assert!(n >= 1);
+    }
+}
