@@ -1,0 +1,505 @@
+//! One simulated Pioneer 2-DX in a `WorldMap`: differential-drive motion with collisions,
+//! odometry, compass, bumpers, battery, 16 sonars, a SICK LMS-200 laser, a Sony PTZ camera
+//! with ACTS blob tracking, and the gripper.
+//!
+//! Frames and units. The world frame is the map's: x east, y north, mm, headings radians
+//! counter-clockwise from +x (the Rust API) or degrees (readings). Readings use the units of
+//! the Player 0.7.4a manual, Table 7.
+//!
+//! Mounting. The laser sits on the robot's centre line `RobotParams::laser_x_mm` ahead of the
+//! centre (default 0: at the centre), scanning from the robot's right (index 0) through straight
+//! ahead (180) to its left (360). The camera sits at the robot centre. Sonars are at the P2-DX
+//! transducer poses of `SONAR_POSES`.
+
+use std::sync::Arc;
+
+use super::camera::{Blob, CameraView, Ptz, PtzReading};
+use super::geom::{normalize_angle, Vec2};
+use super::gripper::Gripper;
+use super::map::{WorldMap, ROBOT_RADIUS_MM};
+
+/// Translational speed limit, mm/s.
+pub const MAX_SPEED_MM_S: f64 = 500.0;
+/// Rotational speed limit, degrees/s.
+pub const MAX_TURN_DEG_S: f64 = 100.0;
+/// Translational acceleration in separate (VEL/RVEL) mode, mm/s^2.
+pub const TRANS_ACCEL_MM_S2: f64 = 300.0;
+/// Rotational acceleration in separate (VEL/RVEL) mode, degrees/s^2.
+pub const ROT_ACCEL_DEG_S2: f64 = 100.0;
+/// Distance between the drive wheels, mm.
+pub const AXLE_MM: f64 = 320.0;
+/// Longest physics sub-step, seconds; `step` splits longer steps.
+pub const PHYSICS_STEP_S: f64 = 0.01;
+/// `step` simulates at most this many seconds per call.
+pub const MAX_STEP_S: f64 = 10.0;
+/// Sonar maximum range (reported when nothing is in the cone), mm.
+pub const SONAR_MAX_MM: f64 = 5000.0;
+/// Half-width of a sonar cone, degrees.
+pub const SONAR_HALF_CONE_DEG: f64 = 15.0;
+/// Rays cast across each sonar cone (evenly spaced, edges included).
+pub const SONAR_RAYS: usize = 7;
+/// Laser maximum range (reported when nothing is hit), mm.
+pub const LASER_MAX_MM: f64 = 8000.0;
+/// Laser samples per scan (180 degrees at 0.5 degree steps).
+pub const LASER_SAMPLES: usize = 361;
+/// Battery voltage at start, volts.
+pub const BATTERY_FULL_V: f64 = 13.0;
+/// The battery never reads below this, volts.
+pub const BATTERY_FLOOR_V: f64 = 10.0;
+/// Battery drain per mm of wheel travel (left + right averaged, including turning), volts.
+/// About 100 minutes of driving at full speed from full to the floor.
+pub const BATTERY_DRAIN_V_PER_MM: f64 = 1e-6;
+
+/// Pioneer 2-DX sonar poses: x mm forward, y mm left, heading degrees counter-clockwise.
+/// Index 0 is front-left, numbering clockwise to 7 front-right, 8 rear-right .. 15 rear-left.
+pub const SONAR_POSES: [(f64, f64, f64); 16] = [
+    (115.0, 130.0, 90.0),
+    (155.0, 115.0, 50.0),
+    (190.0, 80.0, 30.0),
+    (210.0, 25.0, 10.0),
+    (210.0, -25.0, -10.0),
+    (190.0, -80.0, -30.0),
+    (155.0, -115.0, -50.0),
+    (115.0, -130.0, -90.0),
+    (-115.0, -130.0, -90.0),
+    (-155.0, -115.0, -130.0),
+    (-190.0, -80.0, -150.0),
+    (-210.0, -25.0, -170.0),
+    (-210.0, 25.0, 170.0),
+    (-190.0, 80.0, 150.0),
+    (-155.0, 115.0, 130.0),
+    (-115.0, 130.0, 90.0),
+];
+
+/// How a `SimRobot` starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RobotParams {
+    /// Motor power on at start (a real P2OS starts with it off; the simulator defaults to on).
+    pub motors_on_at_start: bool,
+    /// Start pose (x mm, y mm, heading **radians**) overriding the map's start pose.
+    pub start_pose: Option<(f64, f64, f64)>,
+    /// Battery voltage at start, volts.
+    pub battery_volts: f64,
+    /// Laser mount: distance ahead of the robot centre on its centre line, mm.
+    pub laser_x_mm: f64,
+}
+
+impl Default for RobotParams {
+    fn default() -> RobotParams {
+        RobotParams {
+            motors_on_at_start: true,
+            start_pose: None,
+            battery_volts: BATTERY_FULL_V,
+            laser_x_mm: 0.0,
+        }
+    }
+}
+
+/// Odometry and state for the `p` device (manual Table 7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PositionReading {
+    /// mm forward along the odometry origin's heading.
+    pub x: i32,
+    /// mm to the left of the odometry origin's heading.
+    pub y: i32,
+    /// Degrees counter-clockwise from the odometry origin's heading, 0..359.
+    pub heading: u16,
+    /// Actual translational speed, mm/s, positive forward.
+    pub speed: i16,
+    /// Actual turn rate, degrees/s, positive counter-clockwise.
+    pub turn_rate: i16,
+    /// World heading (0 = east), even degrees 0..358.
+    pub compass: u16,
+    /// 1 while the robot is pushing against something, else 0.
+    pub stall: u8,
+}
+
+/// Bumpers and battery for the `m` device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MiscReading {
+    /// Front bumper segments (low 5 bits; bit 0 = the robot's left end .. bit 4 = right end).
+    pub front_bumpers: u8,
+    /// Rear bumper segments (low 5 bits; bit 0 = the robot's right end .. bit 4 = left end).
+    pub rear_bumpers: u8,
+    /// Battery voltage, decivolts.
+    pub voltage: u8,
+}
+
+/// The two bytes of the `g` device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GripperReading {
+    /// Paddle and lift state bits (see `gripper::state`).
+    pub state: u8,
+    /// Break-beam and paddle switch bits (see `gripper::beams`).
+    pub beams: u8,
+}
+
+/// The full state of one simulated robot in a world.
+#[derive(Debug, Clone)]
+pub struct SimRobot {
+    map: Arc<WorldMap>,
+    params: RobotParams,
+    /// True pose: x, y mm, heading radians in (-pi, pi].
+    pose: (f64, f64, f64),
+    odom_origin: (f64, f64, f64),
+    /// Commanded speed (mm/s) and turn rate (degrees/s), clamped.
+    command: (f64, f64),
+    /// Velocities the drive is producing (mm/s, degrees/s); ramps in separate mode.
+    drive: (f64, f64),
+    /// Velocities actually achieved in the last sub-step (mm/s, degrees/s).
+    actual: (f64, f64),
+    motors_on: bool,
+    separate_mode: bool,
+    stalled: bool,
+    front_bumpers: u8,
+    rear_bumpers: u8,
+    battery_v: f64,
+    ptz: Ptz,
+    gripper: Gripper,
+    elapsed: f64,
+}
+
+impl SimRobot {
+    /// A robot at `params.start_pose`, or the map's start pose, with odometry zeroed there.
+    pub fn new(map: Arc<WorldMap>, params: RobotParams) -> SimRobot {
+        let (x, y, th) = params.start_pose.unwrap_or_else(|| map.start_pose());
+        let pose = (x, y, normalize_angle(th));
+        SimRobot {
+            map,
+            motors_on: params.motors_on_at_start,
+            battery_v: params.battery_volts.max(BATTERY_FLOOR_V),
+            params,
+            pose,
+            odom_origin: pose,
+            command: (0.0, 0.0),
+            drive: (0.0, 0.0),
+            actual: (0.0, 0.0),
+            separate_mode: false,
+            stalled: false,
+            front_bumpers: 0,
+            rear_bumpers: 0,
+            ptz: Ptz::default(),
+            gripper: Gripper::default(),
+            elapsed: 0.0,
+        }
+    }
+
+    /// The world the robot lives in.
+    pub fn map(&self) -> &Arc<WorldMap> {
+        &self.map
+    }
+
+    /// The parameters the robot was made with.
+    pub fn params(&self) -> &RobotParams {
+        &self.params
+    }
+
+    /// Simulated seconds so far.
+    pub fn elapsed(&self) -> f64 {
+        self.elapsed
+    }
+
+    /// Advances the simulation by `dt` seconds, in sub-steps of at most `PHYSICS_STEP_S`.
+    /// Non-positive or non-finite `dt` does nothing; more than `MAX_STEP_S` is cut to it.
+    pub fn step(&mut self, dt: f64) {
+        if !dt.is_finite() || dt <= 0.0 {
+            return;
+        }
+        let dt = dt.min(MAX_STEP_S);
+        let n = (dt / PHYSICS_STEP_S).ceil().max(1.0);
+        let h = dt / n;
+        for _ in 0..n as usize {
+            self.substep(h);
+        }
+    }
+
+    /// The client's position command: speed mm/s (clamped to +-500) and turn rate degrees/s
+    /// counter-clockwise (clamped to +-100).
+    pub fn set_velocity(&mut self, speed_mm_s: i16, turn_deg_s: i16) {
+        self.command = (
+            f64::from(speed_mm_s).clamp(-MAX_SPEED_MM_S, MAX_SPEED_MM_S),
+            f64::from(turn_deg_s).clamp(-MAX_TURN_DEG_S, MAX_TURN_DEG_S),
+        );
+    }
+
+    /// Motor power. While off the robot does not move; the last command is kept and takes
+    /// effect again when power returns.
+    pub fn set_motor_power(&mut self, on: bool) {
+        self.motors_on = on;
+        if !on {
+            self.drive = (0.0, 0.0);
+            self.actual = (0.0, 0.0);
+        }
+    }
+
+    /// Whether motor power is on.
+    pub fn motor_power(&self) -> bool {
+        self.motors_on
+    }
+
+    /// `true`: separate translational/rotational control with acceleration ramps;
+    /// `false` (the default): direct wheel control, commands take effect at once.
+    pub fn set_velocity_mode(&mut self, separate: bool) {
+        self.separate_mode = separate;
+    }
+
+    /// Whether separate (ramped) velocity mode is on.
+    pub fn velocity_mode_separate(&self) -> bool {
+        self.separate_mode
+    }
+
+    /// Makes the current true pose the odometry origin: x, y and heading read 0 afterwards.
+    pub fn reset_odometry(&mut self) {
+        self.odom_origin = self.pose;
+    }
+
+    /// PTZ targets (pan, tilt degrees; zoom 0..1023), clamped to the camera's ranges.
+    pub fn set_ptz(&mut self, pan: i16, tilt: i16, zoom: i16) {
+        self.ptz.command(pan, tilt, zoom);
+    }
+
+    /// A P2OS gripper command (see `gripper::cmd`); `arg` matters only for LIFTcarry.
+    pub fn gripper_command(&mut self, cmd: u8, arg: u8) {
+        self.gripper.command(cmd, arg);
+    }
+
+    /// Speed 0, turn 0 at once, without ramps (the safe state).
+    pub fn stop(&mut self) {
+        self.command = (0.0, 0.0);
+        self.drive = (0.0, 0.0);
+        self.actual = (0.0, 0.0);
+    }
+
+    /// Moves the robot to a world pose (x, y mm, heading radians) without touching odometry's
+    /// origin, e.g. to set up a scene. No collision check.
+    pub fn set_true_pose(&mut self, x: f64, y: f64, heading_rad: f64) {
+        self.pose = (x, y, normalize_angle(heading_rad));
+    }
+
+    /// True pose in the world frame: x mm, y mm, heading radians in (-pi, pi].
+    pub fn true_pose(&self) -> (f64, f64, f64) {
+        self.pose
+    }
+
+    /// Whether the last sub-step was blocked by an obstacle.
+    pub fn stalled(&self) -> bool {
+        self.stalled
+    }
+
+    /// Battery voltage, volts.
+    pub fn battery_volts(&self) -> f64 {
+        self.battery_v
+    }
+
+    /// Odometry, speeds, compass and stall.
+    pub fn position(&self) -> PositionReading {
+        let (x, y, th) = self.pose;
+        let (ox, oy, oth) = self.odom_origin;
+        let d = Vec2::new(x - ox, y - oy).rotated(-oth);
+        let heading = (th - oth).to_degrees().round().rem_euclid(360.0);
+        let compass = (th.to_degrees() / 2.0).round().rem_euclid(180.0) * 2.0;
+        PositionReading {
+            x: d.x.round() as i32,
+            y: d.y.round() as i32,
+            heading: heading as u16,
+            speed: self.actual.0.round() as i16,
+            turn_rate: self.actual.1.round() as i16,
+            compass: compass as u16,
+            stall: u8::from(self.stalled),
+        }
+    }
+
+    /// The 16 sonar ranges in mm, nearest obstacle in each +-15 degree cone, 5000 for nothing.
+    pub fn sonar(&self) -> [u16; 16] {
+        let (x, y, th) = self.pose;
+        let centre = Vec2::new(x, y);
+        let mut out = [0u16; 16];
+        for (reading, &(sx, sy, sh)) in out.iter_mut().zip(SONAR_POSES.iter()) {
+            let origin = centre + Vec2::new(sx, sy).rotated(th);
+            let axis = th + sh.to_radians();
+            let half = SONAR_HALF_CONE_DEG.to_radians();
+            let span = (SONAR_RAYS - 1) as f64;
+            let nearest = (0..SONAR_RAYS)
+                .map(|k| {
+                    let a = axis - half + 2.0 * half * k as f64 / span;
+                    self.map.range(origin, a, SONAR_MAX_MM)
+                })
+                .fold(SONAR_MAX_MM, f64::min);
+            *reading = nearest.round() as u16;
+        }
+        out
+    }
+
+    /// The 361 laser ranges in mm: index 0 at the robot's right, 180 straight ahead, 360 at
+    /// its left, 0.5 degrees apart; 8000 when nothing is hit.
+    pub fn laser(&self) -> [u16; LASER_SAMPLES] {
+        let (x, y, th) = self.pose;
+        let origin = Vec2::new(x, y) + Vec2::from_angle(th) * self.params.laser_x_mm;
+        let mut out = [0u16; LASER_SAMPLES];
+        for (i, reading) in out.iter_mut().enumerate() {
+            let a = th + (-90.0 + 0.5 * i as f64).to_radians();
+            *reading = self.map.range(origin, a, LASER_MAX_MM).round() as u16;
+        }
+        out
+    }
+
+    /// Bumpers and battery.
+    pub fn misc(&self) -> MiscReading {
+        MiscReading {
+            front_bumpers: self.front_bumpers,
+            rear_bumpers: self.rear_bumpers,
+            voltage: (self.battery_v * 10.0).round().clamp(0.0, 255.0) as u8,
+        }
+    }
+
+    /// Gripper state and beams. The break beams look straight ahead from the robot's front.
+    pub fn gripper(&self) -> GripperReading {
+        let (x, y, th) = self.pose;
+        let ahead = self.map.range(Vec2::new(x, y), th, LASER_MAX_MM) - ROBOT_RADIUS_MM;
+        GripperReading {
+            state: self.gripper.state_byte(),
+            beams: self.gripper.beams_byte(ahead),
+        }
+    }
+
+    /// Current pan, tilt and zoom.
+    pub fn ptz(&self) -> PtzReading {
+        self.ptz.reading()
+    }
+
+    /// The blobs the camera sees now, sorted by channel then area (largest first).
+    pub fn vision(&self) -> Vec<Blob> {
+        self.camera().blobs(&self.map)
+    }
+
+    /// The camera's current view (position, axis, tilt, focal length).
+    pub fn camera(&self) -> CameraView {
+        let (x, y, th) = self.pose;
+        CameraView {
+            position: Vec2::new(x, y),
+            axis: th + self.ptz.pan_rad(),
+            tilt: self.ptz.tilt_rad(),
+            focal: self.ptz.focal_px(),
+        }
+    }
+
+    fn substep(&mut self, h: f64) {
+        self.elapsed += h;
+        self.ptz.advance(h);
+        self.gripper.advance(h);
+
+        if !self.motors_on {
+            self.drive = (0.0, 0.0);
+            self.actual = (0.0, 0.0);
+            self.release();
+            return;
+        }
+        self.drive = if self.separate_mode {
+            (
+                slew(self.drive.0, self.command.0, TRANS_ACCEL_MM_S2 * h),
+                slew(self.drive.1, self.command.1, ROT_ACCEL_DEG_S2 * h),
+            )
+        } else {
+            self.command
+        };
+        let (v, w_deg) = self.drive;
+        let w = w_deg.to_radians();
+
+        let wheel_travel = (v.abs() + w.abs() * AXLE_MM / 2.0) * h;
+        self.battery_v =
+            (self.battery_v - wheel_travel * BATTERY_DRAIN_V_PER_MM).max(BATTERY_FLOOR_V);
+
+        let (x, y, th) = self.pose;
+        let new_th = normalize_angle(th + w * h);
+        if v == 0.0 {
+            self.pose.2 = new_th;
+            self.actual = (0.0, w_deg);
+            self.release();
+            return;
+        }
+        let here = Vec2::new(x, y);
+        let there = arc_end(here, th, v, w, h);
+        let (clear_here, _) = self.map.clearance(here, ROBOT_RADIUS_MM);
+        let (clear_there, contact) = self.map.clearance(there, ROBOT_RADIUS_MM);
+        if clear_there >= 0.0 || clear_there > clear_here {
+            self.pose = (there.x, there.y, new_th);
+            self.actual = (v, w_deg);
+            self.release();
+            return;
+        }
+
+        // Blocked: advance along the arc up to the contact, keep the rotation, report a stall.
+        let mut reached = here;
+        if clear_here >= 0.0 {
+            let (mut lo, mut hi) = (0.0, 1.0);
+            for _ in 0..30 {
+                let mid = (lo + hi) / 2.0;
+                let p = arc_end(here, th, v, w, h * mid);
+                if self.map.clearance(p, ROBOT_RADIUS_MM).0 >= 0.0 {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            reached = arc_end(here, th, v, w, h * lo);
+        }
+        self.pose = (reached.x, reached.y, new_th);
+        self.actual = (0.0, w_deg);
+        if self.separate_mode {
+            self.drive.0 = 0.0;
+        }
+        self.stalled = true;
+        let (front, rear) = match contact {
+            Some((point, _)) => bumper_bits((point - there).angle() - th, v > 0.0),
+            None => bumper_bits(if v > 0.0 { 0.0 } else { std::f64::consts::PI }, v > 0.0),
+        };
+        self.front_bumpers = front;
+        self.rear_bumpers = rear;
+    }
+
+    /// Nothing is being pushed: clear stall and bumpers.
+    fn release(&mut self) {
+        self.stalled = false;
+        self.front_bumpers = 0;
+        self.rear_bumpers = 0;
+    }
+}
+
+/// Moves `current` toward `target` by at most `max_step`.
+fn slew(current: f64, target: f64, max_step: f64) -> f64 {
+    current + (target - current).clamp(-max_step, max_step)
+}
+
+/// End point of driving at `v` mm/s and `w` rad/s for `t` seconds from `p` heading `th`
+/// (the exact circular arc).
+fn arc_end(p: Vec2, th: f64, v: f64, w: f64, t: f64) -> Vec2 {
+    if (w * t).abs() < 1e-9 {
+        return p + Vec2::from_angle(th) * (v * t);
+    }
+    let r = v / w;
+    let th2 = th + w * t;
+    p + Vec2::new(r * (th2.sin() - th.sin()), -r * (th2.cos() - th.cos()))
+}
+
+/// Bumper bits for a contact at `bearing` (radians, relative to the heading, positive left):
+/// `(front, rear)`. Moving forward presses the front segment facing the contact, moving
+/// backward the rear one; each bumper is five 36-degree segments. Front bits run from the
+/// robot's left (bit 0) to its right (bit 4); rear bits from its right (bit 0) to its left
+/// (bit 4), i.e. both go clockwise like the sonar numbering. A contact outside the bumper's
+/// half counts as its nearest end segment.
+fn bumper_bits(bearing: f64, forward: bool) -> (u8, u8) {
+    let deg = normalize_angle(bearing).to_degrees();
+    if forward {
+        let from_left = (90.0 - deg.clamp(-90.0, 90.0)) / 36.0;
+        (1 << (from_left.floor() as u32).min(4), 0)
+    } else {
+        // Angle clockwise from the robot's right (-90) round the back to its left (+90).
+        let from_right = (-90.0 - deg).rem_euclid(360.0);
+        let from_right = if from_right > 270.0 {
+            0.0
+        } else {
+            from_right.min(180.0)
+        };
+        (0, 1 << ((from_right / 36.0).floor() as u32).min(4))
+    }
+}
