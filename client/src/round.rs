@@ -1,0 +1,308 @@
+//! The latest data of every device, as the C++ `CRobot` keeps it in its fields.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use player_proto::data::{
+    DataError, Gripper, Laser, Misc, Position, Ptz, Sonar, Vision, ACTS_BLOB, ACTS_HEADER,
+};
+use player_proto::device;
+
+/// The latest reading of every device the client has received data from.
+///
+/// Each read ([`Client::read`], [`Client::read_new`], [`Client::read_packet`]) updates the
+/// devices whose packets arrived and leaves the others as they were, like the fields of the
+/// C++ `CRobot`. [`updated`](Round::updated) lists the devices of the last read.
+///
+/// [`Client::read`]: crate::Client::read
+/// [`Client::read_new`]: crate::Client::read_new
+/// [`Client::read_packet`]: crate::Client::read_packet
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Round {
+    /// Position (`p`): odometry, speed, compass, stall.
+    pub position: Option<Position>,
+    /// Sonar (`s`): 16 ranges in mm, 0 front-left clockwise to 15 rear-left.
+    pub sonar: Option<Sonar>,
+    /// Laser (`l`): 361 ranges in mm, 0 at the right counter-clockwise to 360 at the left.
+    pub laser: Option<Laser>,
+    /// Miscellaneous (`m`): bumpers and battery voltage.
+    pub misc: Option<Misc>,
+    /// Gripper (`g`): paddle, lift and beam state.
+    pub gripper: Option<Gripper>,
+    /// Pan-tilt-zoom camera (`z`): the camera's current pan, tilt and zoom.
+    pub ptz: Option<Ptz>,
+    /// Vision (`v`): ACTS colour blobs per channel.
+    pub vision: Option<Vision>,
+    /// Per device code, the timestamp (seconds, microseconds since the Unix epoch) of its
+    /// latest packet, when timestamps are on ([`Client::set_timestamps`]). A device whose
+    /// latest packet carried no timestamp has no entry.
+    ///
+    /// [`Client::set_timestamps`]: crate::Client::set_timestamps
+    pub timestamps: BTreeMap<u8, (u32, u32)>,
+    /// The latest raw payload of each device code this crate has no layout for
+    /// (devices a server adds beyond the manual's seven), in order of first arrival.
+    pub other: Vec<(u8, Vec<u8>)>,
+    /// The devices whose packets arrived during the last read, in order of arrival
+    /// (a device appears once even if several of its packets arrived).
+    pub updated: Vec<u8>,
+}
+
+impl Round {
+    /// An empty round: no device has sent anything yet.
+    pub fn new() -> Round {
+        Round::default()
+    }
+
+    /// The timestamp of `device`'s latest packet, if it carried one.
+    pub fn timestamp(&self, device: u8) -> Option<(u32, u32)> {
+        self.timestamps.get(&device).copied()
+    }
+
+    /// The latest raw payload of a device without a known layout.
+    pub fn other(&self, device: u8) -> Option<&[u8]> {
+        self.other
+            .iter()
+            .find(|(d, _)| *d == device)
+            .map(|(_, p)| p.as_slice())
+    }
+
+    /// Whether `device`'s data arrived during the last read.
+    pub fn is_updated(&self, device: u8) -> bool {
+        self.updated.contains(&device)
+    }
+
+    /// Whether any data of `device` has arrived (in any read).
+    pub fn has(&self, device: u8) -> bool {
+        match device {
+            device::POSITION => self.position.is_some(),
+            device::SONAR => self.sonar.is_some(),
+            device::LASER => self.laser.is_some(),
+            device::MISC => self.misc.is_some(),
+            device::GRIPPER => self.gripper.is_some(),
+            device::PTZ => self.ptz.is_some(),
+            device::VISION => self.vision.is_some(),
+            d => self.other(d).is_some(),
+        }
+    }
+
+    /// Decodes one data packet's payload into the device's field and records its timestamp
+    /// and that it was updated.
+    ///
+    /// A payload that does not fit the device's layout (manual Table 7) leaves the
+    /// device's previous reading in place and is returned as the error.
+    pub fn apply(
+        &mut self,
+        device: u8,
+        timestamp: Option<(u32, u32)>,
+        payload: &[u8],
+    ) -> Result<(), DataError> {
+        match device {
+            device::POSITION => self.position = Some(Position::decode(payload)?),
+            device::SONAR => self.sonar = Some(Sonar::decode(payload)?),
+            device::LASER => self.laser = Some(Laser::decode(payload)?),
+            device::MISC => self.misc = Some(Misc::decode(payload)?),
+            device::GRIPPER => self.gripper = Some(Gripper::decode(payload)?),
+            device::PTZ => self.ptz = Some(Ptz::decode(payload)?),
+            device::VISION => self.vision = Some(Vision::decode(payload)?),
+            d => match self.other.iter_mut().find(|(od, _)| *od == d) {
+                Some((_, p)) => {
+                    p.clear();
+                    p.extend_from_slice(payload);
+                }
+                None => self.other.push((d, payload.to_vec())),
+            },
+        }
+        match timestamp {
+            Some(t) => {
+                self.timestamps.insert(device, t);
+            }
+            None => {
+                self.timestamps.remove(&device);
+            }
+        }
+        if !self.updated.contains(&device) {
+            self.updated.push(device);
+        }
+        Ok(())
+    }
+}
+
+/// Whether a `<data>` field of `len` bytes fits `device`'s layout, or `None` for a device
+/// without a known layout. Used to tell a packet with a timestamp from one without around
+/// the moment timestamps are switched on or off (the two never fit the same layout).
+pub(crate) fn layout_fits(device: u8, len: usize) -> Option<bool> {
+    let size = match device {
+        device::POSITION => Position::SIZE,
+        device::SONAR => Sonar::SIZE,
+        device::LASER => Laser::SIZE,
+        device::MISC => Misc::SIZE,
+        device::GRIPPER => Gripper::SIZE,
+        device::PTZ => Ptz::SIZE,
+        device::VISION => {
+            return Some(len >= ACTS_HEADER && (len - ACTS_HEADER) % ACTS_BLOB == 0);
+        }
+        _ => return None,
+    };
+    Some(len == size)
+}
+
+/// A few lines in the spirit of `CRobot::Print()`: one per device that has data.
+impl fmt::Display for Round {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(p) = &self.position {
+            writeln!(
+                f,
+                "position: time {} ms, x {} mm, y {} mm, heading {}°, speed {} mm/s, \
+                 turn {}°/s, compass {}°, stall {}",
+                p.time, p.x, p.y, p.heading, p.speed, p.turn_rate, p.compass, p.stall
+            )?;
+        }
+        if let Some(s) = &self.sonar {
+            f.write_str("sonar:")?;
+            for r in s.ranges {
+                write!(f, " {r}")?;
+            }
+            writeln!(f)?;
+        }
+        if let Some(l) = &self.laser {
+            let r = &l.ranges;
+            writeln!(
+                f,
+                "laser: right {} mm, front-right {} mm, front {} mm, front-left {} mm, left {} mm",
+                r[0], r[90], r[180], r[270], r[360]
+            )?;
+        }
+        if let Some(m) = &self.misc {
+            writeln!(
+                f,
+                "misc: front bumpers {:05b}, rear bumpers {:05b}, battery {}.{} V",
+                m.front_bumpers & 0x1F,
+                m.rear_bumpers & 0x1F,
+                m.voltage / 10,
+                m.voltage % 10
+            )?;
+        }
+        if let Some(g) = &self.gripper {
+            writeln!(f, "gripper: state {:08b}, beams {:08b}", g.state, g.beams)?;
+        }
+        if let Some(z) = &self.ptz {
+            writeln!(f, "ptz: pan {}°, tilt {}°, zoom {}", z.pan, z.tilt, z.zoom)?;
+        }
+        if let Some(v) = &self.vision {
+            let blobs: usize = v.channels.iter().map(Vec::len).sum();
+            let active = v.channels.iter().filter(|c| !c.is_empty()).count();
+            writeln!(f, "vision: {blobs} blobs on {active} channels")?;
+        }
+        for (d, p) in &self.other {
+            writeln!(f, "{}: {} bytes", crate::error::Dev(*d), p.len())?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use player_proto::data::Blob;
+
+    #[test]
+    fn apply_decodes_each_device() {
+        let mut r = Round::new();
+        let p = Position {
+            time: 1000,
+            x: -100,
+            y: 250,
+            heading: 90,
+            speed: -50,
+            turn_rate: 10,
+            compass: 180,
+            stall: 0,
+        };
+        r.apply(b'p', None, &p.encode()).unwrap();
+        let mut s = Sonar::default();
+        s.ranges[3] = 499;
+        r.apply(b's', Some((7, 8)), &s.encode()).unwrap();
+        let mut l = Laser::default();
+        l.ranges[180] = 1234;
+        r.apply(b'l', None, &l.encode()).unwrap();
+        let m = Misc {
+            front_bumpers: 1,
+            rear_bumpers: 2,
+            voltage: 131,
+        };
+        r.apply(b'm', None, &m.encode()).unwrap();
+        let g = Gripper { state: 1, beams: 4 };
+        r.apply(b'g', None, &g.encode()).unwrap();
+        let z = Ptz {
+            pan: -10,
+            tilt: 5,
+            zoom: 100,
+        };
+        r.apply(b'z', None, &z.encode()).unwrap();
+        let mut v = Vision {
+            channels: vec![Vec::new(); 32],
+        };
+        v.channels[1].push(Blob {
+            area: 9,
+            x: 1,
+            y: 2,
+            left: 0,
+            right: 3,
+            top: 0,
+            bottom: 4,
+        });
+        r.apply(b'v', None, &v.encode()).unwrap();
+        r.apply(b'q', None, &[1, 2]).unwrap();
+        r.apply(b'q', None, &[3]).unwrap();
+
+        assert_eq!(r.position, Some(p));
+        assert_eq!(r.sonar, Some(s));
+        assert_eq!(r.laser, Some(l));
+        assert_eq!(r.misc, Some(m));
+        assert_eq!(r.gripper, Some(g));
+        assert_eq!(r.ptz, Some(z));
+        assert_eq!(r.vision, Some(v));
+        assert_eq!(r.other(b'q'), Some(&[3u8][..]));
+        assert_eq!(r.other.len(), 1);
+        assert_eq!(r.timestamp(b's'), Some((7, 8)));
+        assert_eq!(r.timestamp(b'p'), None);
+        assert_eq!(r.updated, b"pslmgzvq".to_vec());
+        assert!(r.has(b'v') && r.has(b'q') && !r.has(b'x'));
+        let text = r.to_string();
+        assert!(text.contains("battery 13.1 V"), "{text}");
+        assert!(text.contains("vision: 1 blobs on 1 channels"), "{text}");
+    }
+
+    #[test]
+    fn a_bad_payload_keeps_the_previous_reading() {
+        let mut r = Round::new();
+        let mut s = Sonar::default();
+        s.ranges[0] = 5;
+        r.apply(b's', Some((1, 1)), &s.encode()).unwrap();
+        r.updated.clear();
+        assert!(r.apply(b's', None, &[0; 31]).is_err());
+        assert_eq!(r.sonar, Some(s));
+        assert_eq!(r.timestamp(b's'), Some((1, 1)));
+        assert!(r.updated.is_empty());
+    }
+
+    #[test]
+    fn a_packet_without_timestamp_clears_the_old_one() {
+        let mut r = Round::new();
+        r.apply(b'm', Some((1, 2)), &[0, 0, 120]).unwrap();
+        r.apply(b'm', None, &[0, 0, 121]).unwrap();
+        assert_eq!(r.timestamp(b'm'), None);
+    }
+
+    #[test]
+    fn layouts_with_and_without_timestamp_never_collide() {
+        for d in player_proto::device::ALL {
+            for len in 0..2000 {
+                if layout_fits(d, len) == Some(true) {
+                    assert_eq!(layout_fits(d, len + 8), Some(false), "{} {len}", d as char);
+                }
+            }
+        }
+        assert_eq!(layout_fits(b'q', 3), None);
+    }
+}
