@@ -185,6 +185,25 @@ impl Handler<StopListening> for Listener {
     }
 }
 
+/// Binds a listening socket with address reuse (a restarted server can take its port back
+/// at once) and a backlog deep enough for many clients connecting together.
+fn listen(addr: &str, backlog: u32) -> std::io::Result<std::net::TcpListener> {
+    use std::net::ToSocketAddrs;
+    let sa = addr.to_socket_addrs()?.next().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "no address to bind")
+    })?;
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(sa),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&sa.into())?;
+    socket.listen(i32::try_from(backlog).unwrap_or(i32::MAX))?;
+    Ok(socket.into())
+}
+
 /// A running server.
 pub struct Server {
     listeners: Vec<(Addr<Listener>, SocketAddr)>,
@@ -216,15 +235,12 @@ impl Server {
         for robot in &settings.robot {
             let rlog = log.new(o!("robot" => robot.name.clone()));
             let addr = format!("{}:{}", robot.bind, robot.port);
-            let std_listener = std::net::TcpListener::bind(&addr).map_err(|e| {
+            let std_listener = listen(&addr, settings.server.listen_backlog).map_err(|e| {
                 StartError(format!(
                     "robot '{}': cannot listen on {addr}: {e}",
                     robot.name
                 ))
             })?;
-            std_listener
-                .set_nonblocking(true)
-                .map_err(|e| StartError(format!("cannot listen on {addr}: {e}")))?;
             let local = std_listener
                 .local_addr()
                 .map_err(|e| StartError(e.to_string()))?;

@@ -47,6 +47,8 @@ pub struct ServerSettings {
     pub max_frequency: u16,
     /// Most distinct devices in one client's list.
     pub max_devices: usize,
+    /// Depth of the listening sockets' accept queue.
+    pub listen_backlog: u32,
 }
 
 impl Default for ServerSettings {
@@ -61,6 +63,7 @@ impl Default for ServerSettings {
             stall_timeout: 60.0,
             max_frequency: 1000,
             max_devices: 16,
+            listen_backlog: 1024,
         }
     }
 }
@@ -296,6 +299,7 @@ CONFIGURATION FILE (TOML; see config/default.toml):
     stall_timeout = 60.0   # seconds a client may leave data unread (0 = forever)
     max_frequency = 1000   # highest data rate a client may set, Hz
     max_devices = 16       # distinct devices per client
+    listen_backlog = 1024  # pending connections the kernel queues
     debug = false
     experimental = false
 
