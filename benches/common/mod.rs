@@ -1,0 +1,113 @@
+//! Shared pieces of the load benches: starting server processes and reading their CPU time
+//! and memory from /proc.
+
+#![allow(dead_code)]
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A server running as a child process, killed (SIGTERM, then SIGKILL) on drop.
+pub struct ServerProcess {
+    /// The child.
+    pub child: Child,
+    /// Where it listens.
+    pub addr: SocketAddr,
+}
+
+impl ServerProcess {
+    /// Starts `program args...` and waits until `addr` accepts connections.
+    pub fn start(program: &str, args: &[String], addr: SocketAddr) -> ServerProcess {
+        let child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{program} did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Let it forget the probe connection.
+        std::thread::sleep(Duration::from_millis(100));
+        ServerProcess { child, addr }
+    }
+
+    /// CPU time used so far by all of its threads.
+    pub fn cpu(&self) -> Duration {
+        process_cpu(self.child.id())
+    }
+
+    /// Resident memory in bytes.
+    pub fn rss(&self) -> u64 {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .map_or(0, |kb| kb * 1024)
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        // SAFETY: kill with a valid pid of our own child.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// CPU time of every thread of process `pid` (nanosecond counters of /proc/PID/task/*/schedstat).
+pub fn process_cpu(pid: u32) -> Duration {
+    let mut ns: u64 = 0;
+    if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in dir.flatten() {
+            if let Ok(s) = std::fs::read_to_string(t.path().join("schedstat")) {
+                ns += s
+                    .split_whitespace()
+                    .next()
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0);
+            }
+        }
+    }
+    Duration::from_nanos(ns)
+}
+
+/// A free TCP port on the loopback interface.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Path of the `player` binary cargo built for this bench.
+pub fn player_binary() -> String {
+    env!("CARGO_BIN_EXE_player").to_string()
+}
+
+/// Percentile of sorted values.
+pub fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
