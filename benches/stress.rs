@@ -8,7 +8,8 @@
 //! paper's figure), p99 and max interval, clients dropped, rounds delivered, server CPU per
 //! 1000 rounds delivered, and resident memory; then the same for the baseline: a
 //! single-threaded tokio server with absolute deadlines that answers the same requests with
-//! rounds of the same sizes (no actors, no drivers). The CPU ratio to the baseline is the
+//! rounds of the same sizes (no actors, no drivers; the same precise timer as ours,
+//! `player::timer`). The CPU ratio to the baseline is the
 //! figure to steer by: absolute times drift on a shared machine.
 //!
 //! `cargo bench --bench stress` runs the paper's 18 loopback points plus 500 and 2000
@@ -341,7 +342,7 @@ fn main() {
 /// protocol (a `dr` request, `x y f`) to serve rounds of the same sizes on absolute
 /// deadlines. No actors, no drivers, no data: zero-filled payloads.
 mod baseline_server {
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::{TcpListener, TcpStream};
 
@@ -350,12 +351,13 @@ mod baseline_server {
             .enable_all()
             .build()
             .expect("runtime");
-        rt.block_on(async move {
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async move {
             let listener = TcpListener::bind(("127.0.0.1", port)).await.expect("bind");
             loop {
                 if let Ok((s, _)) = listener.accept().await {
                     let _ = s.set_nodelay(true);
-                    tokio::spawn(serve(s));
+                    tokio::task::spawn_local(serve(s));
                 }
             }
         });
@@ -376,7 +378,7 @@ mod baseline_server {
     async fn serve(mut s: TcpStream) {
         let mut round: Vec<u8> = Vec::new();
         let mut period = Duration::from_millis(100);
-        let mut next = tokio::time::Instant::now() + period;
+        let mut next = Instant::now() + period;
         let mut buf = vec![0u8; 4096];
         let mut have = 0usize;
         loop {
@@ -408,13 +410,13 @@ mod baseline_server {
                         } else if kind == b'x' && dev == b'y' && body.len() == 3 && body[0] == b'f' {
                             let f = u16::from_be_bytes([body[1], body[2]]).max(1);
                             period = Duration::from_secs_f64(1.0 / f64::from(f));
-                            next = tokio::time::Instant::now() + period;
+                            next = Instant::now() + period;
                         }
                         buf.copy_within(4 + size..have, 0);
                         have -= 4 + size;
                     }
                 }
-                _ = tokio::time::sleep_until(next) => {
+                _ = player::timer::sleep_until(next) => {
                     next += period;
                     if !round.is_empty() && s.write_all(&round).await.is_err() {
                         return;

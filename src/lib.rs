@@ -12,6 +12,7 @@
 //!   backs which device.
 //! - [`settings`]: configuration files and the manual's flags.
 //! - [`server`]: starting and stopping it all.
+//! - [`timer`]: precise per-thread timers for client schedules.
 //! - [`actors`]: the driver actors (the simulated robot; real hardware drivers).
 //!
 //! See ARCHITECTURE.md for how data flows between them.
@@ -27,6 +28,7 @@ pub mod registry;
 pub mod server;
 pub mod session;
 pub mod settings;
+pub mod timer;
 
 /// The catalog with every driver shipped with the server.
 pub fn builtin_catalog() -> catalog::Catalog {

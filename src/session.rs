@@ -564,7 +564,7 @@ impl Session {
         let at = self.next_tick;
         self.tick = Some(
             ctx.spawn(
-                tokio::time::sleep_until(at.into())
+                crate::timer::sleep_until(at)
                     .into_actor(self)
                     .map(|_, act, ctx| act.on_tick(ctx)),
             ),
@@ -627,7 +627,7 @@ impl Session {
             Some(last) if now < last + self.period => {
                 let at = last + self.period;
                 self.push_timer = Some(
-                    ctx.spawn(tokio::time::sleep_until(at.into()).into_actor(self).map(
+                    ctx.spawn(crate::timer::sleep_until(at).into_actor(self).map(
                         |_, act, ctx| {
                             act.push_timer = None;
                             act.push_new(ctx);

@@ -1,0 +1,313 @@
+//! Precise per-thread timers for client schedules.
+//!
+//! tokio's timer wheel works in whole milliseconds and wakes through `epoll_wait`'s
+//! millisecond timeout, so a 10 Hz schedule on it wakes anywhere up to a millisecond late,
+//! at random: rounds arrive on average 0.3-0.5 ms off their interval. This module keeps,
+//! per thread, one `timerfd` armed at the earliest pending deadline (absolute
+//! `CLOCK_MONOTONIC`, nanosecond resolution, no timer slack) and a heap of deadlines.
+//! [`sleep_until`] returns a future that completes at its deadline, to within the time it
+//! takes the thread to get to it.
+//!
+//! It must be used from within a tokio runtime with a `LocalSet` (every actix arbiter is
+//! one); the first use on a thread starts that thread's timer task.
+
+use std::cell::{Cell, RefCell};
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::future::Future;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::pin::Pin;
+use std::rc::{Rc, Weak};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+use tokio::io::unix::AsyncFd;
+
+struct Slot {
+    fired: Cell<bool>,
+    waker: RefCell<Option<Waker>>,
+}
+
+struct Entry {
+    deadline: Instant,
+    seq: u64,
+    slot: Weak<Slot>,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.deadline == other.deadline && self.seq == other.seq
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    /// Reversed, so the `BinaryHeap` pops the earliest deadline first.
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.deadline, other.seq).cmp(&(self.deadline, self.seq))
+    }
+}
+
+struct Ticker {
+    fd: AsyncFd<OwnedFd>,
+    heap: RefCell<BinaryHeap<Entry>>,
+    /// The deadline the timerfd is armed for, if any.
+    armed: Cell<Option<Instant>>,
+    seq: Cell<u64>,
+    /// An `Instant` and the `CLOCK_MONOTONIC` reading taken with it, to convert one to the
+    /// other (std's `Instant` is `CLOCK_MONOTONIC` on Linux).
+    base: (Instant, Duration),
+}
+
+thread_local! {
+    static TICKER: RefCell<Option<Rc<Ticker>>> = const { RefCell::new(None) };
+}
+
+fn monotonic_now() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes a timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+impl Ticker {
+    fn new() -> io::Result<Rc<Ticker>> {
+        // SAFETY: plain syscall; the descriptor is owned below.
+        let raw = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `raw` is a fresh descriptor we own.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let base = (Instant::now(), monotonic_now());
+        // SAFETY: the descriptor is owned by the AsyncFd and neither closed nor replaced
+        // while registered.
+        let fd = unsafe { AsyncFd::register(fd) }.map_err(io::Error::from)?;
+        let ticker = Rc::new(Ticker {
+            fd,
+            heap: RefCell::new(BinaryHeap::new()),
+            armed: Cell::new(None),
+            seq: Cell::new(0),
+            base,
+        });
+        tokio::task::spawn_local(run(Rc::downgrade(&ticker)));
+        Ok(ticker)
+    }
+
+    fn arm(&self, deadline: Option<Instant>) {
+        let value = match deadline {
+            Some(d) => {
+                let mono = self.base.1 + d.saturating_duration_since(self.base.0);
+                // Never zero: a zero it_value would disarm the timer.
+                libc::timespec {
+                    tv_sec: mono.as_secs() as libc::time_t,
+                    tv_nsec: i64::from(mono.subsec_nanos().max(1)) as libc::c_long,
+                }
+            }
+            None => libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+        };
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: value,
+        };
+        // SAFETY: valid descriptor and itimerspec.
+        unsafe {
+            libc::timerfd_settime(
+                self.fd.get_ref().as_raw_fd(),
+                libc::TFD_TIMER_ABSTIME,
+                &spec,
+                std::ptr::null_mut(),
+            )
+        };
+        self.armed.set(deadline);
+    }
+
+    fn insert(&self, deadline: Instant, slot: &Rc<Slot>) {
+        let seq = self.seq.get().wrapping_add(1);
+        self.seq.set(seq);
+        self.heap.borrow_mut().push(Entry {
+            deadline,
+            seq,
+            slot: Rc::downgrade(slot),
+        });
+        if self.armed.get().is_none_or(|a| deadline < a) {
+            self.arm(Some(deadline));
+        }
+    }
+
+    /// Fires every due entry and re-arms for the next.
+    fn fire_due(&self) {
+        let now = Instant::now();
+        let mut heap = self.heap.borrow_mut();
+        while let Some(top) = heap.peek() {
+            if top.deadline > now {
+                break;
+            }
+            let e = heap.pop().expect("peeked");
+            if let Some(slot) = e.slot.upgrade() {
+                slot.fired.set(true);
+                if let Some(w) = slot.waker.borrow_mut().take() {
+                    w.wake();
+                }
+            }
+        }
+        let next = heap.peek().map(|e| e.deadline);
+        drop(heap);
+        self.arm(next);
+    }
+}
+
+/// The thread's timer task: waits for the timerfd and fires what is due.
+async fn run(ticker: Weak<Ticker>) {
+    loop {
+        let Some(t) = ticker.upgrade() else { return };
+        let ready = t.fd.readable().await;
+        match ready {
+            Ok(mut guard) => {
+                let mut buf = [0u8; 8];
+                // SAFETY: reading the 8-byte expiry count of a timerfd.
+                let _ = unsafe {
+                    libc::read(
+                        t.fd.get_ref().as_raw_fd(),
+                        buf.as_mut_ptr().cast(),
+                        buf.len(),
+                    )
+                };
+                guard.clear_ready();
+            }
+            Err(_) => return,
+        }
+        t.fire_due();
+    }
+}
+
+fn ticker() -> Option<Rc<Ticker>> {
+    TICKER.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.is_none() {
+            *t = Ticker::new().ok();
+        }
+        t.clone()
+    })
+}
+
+/// A future completing at a deadline; see [`sleep_until`].
+pub struct Sleep {
+    deadline: Instant,
+    slot: Option<Rc<Slot>>,
+    fallback: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+/// Completes at `deadline`, precisely (see the module docs). Dropping it cancels it.
+pub fn sleep_until(deadline: Instant) -> Sleep {
+    Sleep {
+        deadline,
+        slot: None,
+        fallback: None,
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if let Some(f) = self.fallback.as_mut() {
+            return f.as_mut().poll(cx);
+        }
+        if let Some(slot) = &self.slot {
+            if slot.fired.get() || Instant::now() >= self.deadline {
+                return Poll::Ready(());
+            }
+            *slot.waker.borrow_mut() = Some(cx.waker().clone());
+            return Poll::Pending;
+        }
+        if Instant::now() >= self.deadline {
+            return Poll::Ready(());
+        }
+        match ticker() {
+            Some(t) => {
+                let slot = Rc::new(Slot {
+                    fired: Cell::new(false),
+                    waker: RefCell::new(Some(cx.waker().clone())),
+                });
+                t.insert(self.deadline, &slot);
+                self.slot = Some(slot);
+                Poll::Pending
+            }
+            None => {
+                // No timerfd (should not happen on Linux): tokio's timer will do.
+                let mut f = Box::pin(tokio::time::sleep_until(self.deadline.into()));
+                let r = f.as_mut().poll(cx);
+                self.fallback = Some(f);
+                r
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sleeps_complete_in_deadline_order_and_not_early() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async {
+            let start = Instant::now();
+            let order = Rc::new(RefCell::new(Vec::new()));
+            let mut tasks = Vec::new();
+            for (i, ms) in [30u64, 10, 20, 10].into_iter().enumerate() {
+                let order = order.clone();
+                let deadline = start + Duration::from_millis(ms);
+                tasks.push(tokio::task::spawn_local(async move {
+                    sleep_until(deadline).await;
+                    assert!(Instant::now() >= deadline);
+                    order.borrow_mut().push((ms, i));
+                }));
+            }
+            // A dropped sleep fires nothing.
+            drop(sleep_until(start + Duration::from_millis(5)));
+            for t in tasks {
+                t.await.unwrap();
+            }
+            let got: Vec<u64> = order.borrow().iter().map(|&(ms, _)| ms).collect();
+            assert_eq!(got, vec![10, 10, 20, 30]);
+        });
+    }
+
+    #[test]
+    fn a_past_deadline_is_ready_at_once() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async {
+            let t = Instant::now();
+            sleep_until(t - Duration::from_millis(1)).await;
+            assert!(t.elapsed() < Duration::from_millis(50));
+        });
+    }
+}
