@@ -391,12 +391,14 @@ pub fn parse_args(args: &[String]) -> Result<Invocation, SettingsError> {
                         "flag -stage: world file '{v}' does not exist"
                     )));
                 }
-                if !settings.set_param("sim", "world", text(v)) {
-                    return Err(SettingsError(
-                        "flag -stage: the configuration has no 'sim' driver to load the world into"
-                            .into(),
-                    ));
-                }
+                // Every robot of the world on its own port; -gp (wherever it is on the
+                // command line) sets the first port.
+                let gp = args
+                    .windows(2)
+                    .rev()
+                    .find(|w| w[0] == "-gp")
+                    .and_then(|w| w[1].parse::<u16>().ok());
+                crate::actors::sim::apply_stage(&mut settings, v, gp).map_err(SettingsError)?;
             }
             "-debug" => settings.server.debug = true,
             "-exp" => settings.server.experimental = true,

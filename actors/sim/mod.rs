@@ -1,12 +1,19 @@
-//! The built-in simulated Pioneer 2-DX, as a driver actor.
+//! The built-in simulator (a Stage for Player): simulated Pioneer 2-DX robots in a shared
+//! 2-D world, each served as a driver actor.
 //!
 //! One actor serves every device of one simulated robot (position, sonar, misc, gripper,
-//! laser, PTZ camera, ACTS vision; or whichever subset the configuration gives it). The
-//! physics of [`world`] runs at a fixed 10 ms step in real time; readings are published at
-//! the rates a real Pioneer produces them (10 Hz by default, configurable). As on the real
-//! robot, position, sonar, misc and gripper are one device group: the first of them to be
-//! set up resets the odometry and zeroes the command, and the robot stops when the last of
-//! them is shut down.
+//! laser, PTZ camera, ACTS vision; or whichever subset the configuration gives it). All the
+//! robots of one world file live in one [`world::SimWorld`], shared by their drivers (they all
+//! run on the main arbiter): they see and bump into each other. The physics runs at a fixed
+//! 10 ms step in real time, stepped by one timer per world; readings are published at the
+//! rates a real Pioneer produces them (10 Hz by default, configurable). As on the real robot,
+//! position, sonar, misc and gripper are one device group: the first of them to be set up
+//! resets the odometry and zeroes the command, and the robot stops when the last of them is
+//! shut down.
+//!
+//! [`apply_stage`] turns `-stage WORLD` into one served robot per robot of the world file,
+//! each on its own port with its own registry. If the world file asks for a ground-truth log
+//! (`[truth]`), the world writes it as it runs.
 
 pub mod world;
 
@@ -15,16 +22,22 @@ use crate::driver::{
     Command, Config, DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, Stop,
     Subscribers, Terminate,
 };
+use crate::settings::{DriverSettings, RobotSettings, Settings};
 use actix::prelude::*;
 use bytes::Bytes;
 use player_proto::data::{self as wire, GripperCommand, PositionCommand};
 use player_proto::{config as codes, device};
 use serde::Deserialize;
 use slog::{info, warn, Logger};
+use std::cell::RefCell;
 use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use world::{RobotParams, SimRobot, WorldMap};
+use world::{SimWorld, TruthFormat, TruthRecord, WorldMap};
 
 /// The devices that share the robot's microcontroller.
 const BASE: [u8; 4] = [
@@ -35,7 +48,7 @@ const BASE: [u8; 4] = [
 ];
 
 /// The physics step.
-const STEP: f64 = 0.01;
+const STEP: f64 = world::simworld::STEP_S;
 
 /// Parameters of the `sim` driver (`[robot.driver.params]`).
 #[derive(Debug, Clone, Deserialize)]
@@ -44,6 +57,9 @@ pub struct SimParams {
     /// `"room"` for the built-in room, or the path of a world file.
     #[serde(default = "default_world")]
     pub world: String,
+    /// Which robot of the world this driver serves, by name (default: the first).
+    #[serde(default)]
+    pub robot: Option<String>,
     /// Whether the motors are powered when the base is opened (there is no button to push).
     #[serde(default = "yes")]
     pub motors_on: bool,
@@ -74,16 +90,149 @@ fn ten() -> f64 {
     10.0
 }
 
+/// One world and the clock that steps it, shared by the drivers of its robots.
+pub struct SharedWorld {
+    world: SimWorld,
+    last_step: Instant,
+    pending: f64,
+    truth: Option<TruthLog>,
+    log: Logger,
+}
+
+/// The ground-truth log file being written.
+struct TruthLog {
+    out: BufWriter<File>,
+    path: PathBuf,
+    format: TruthFormat,
+    period: f64,
+    next: f64,
+}
+
+impl SharedWorld {
+    fn new(world: SimWorld, log: Logger) -> Result<SharedWorld, DriverError> {
+        let truth = match world.map().truth_log() {
+            None => None,
+            Some(spec) => {
+                let file = File::create(&spec.file).map_err(|e| {
+                    DriverError(format!(
+                        "cannot create the truth log {}: {e}",
+                        spec.file.display()
+                    ))
+                })?;
+                let mut out = BufWriter::new(file);
+                if let Some(h) = TruthRecord::header(spec.format) {
+                    let _ = out.write_all(h.as_bytes());
+                }
+                info!(log, "writing ground truth"; "file" => %spec.file.display(), "period_s" => spec.period);
+                Some(TruthLog {
+                    out,
+                    path: spec.file.clone(),
+                    format: spec.format,
+                    period: spec.period,
+                    next: 0.0,
+                })
+            }
+        };
+        let mut shared = SharedWorld {
+            world,
+            last_step: Instant::now(),
+            pending: 0.0,
+            truth,
+            log,
+        };
+        shared.log_truth();
+        Ok(shared)
+    }
+
+    /// The simulated world.
+    pub fn world(&self) -> &SimWorld {
+        &self.world
+    }
+
+    /// The simulated world, to command it.
+    pub fn world_mut(&mut self) -> &mut SimWorld {
+        &mut self.world
+    }
+
+    /// Advances the physics to now in fixed steps (at most a second's worth after a pause).
+    pub fn advance(&mut self) {
+        let now = Instant::now();
+        self.pending += now.duration_since(self.last_step).as_secs_f64();
+        self.last_step = now;
+        // After a long pause (a stopped process), do not replay minutes of physics.
+        self.pending = self.pending.min(1.0);
+        while self.pending >= STEP {
+            self.world.tick();
+            self.pending -= STEP;
+            self.log_truth();
+        }
+    }
+
+    fn log_truth(&mut self) {
+        let Some(t) = self.truth.as_mut() else {
+            return;
+        };
+        // Compare in ticks so the records fall on exact multiples of the period.
+        if self.world.time() + STEP / 2.0 < t.next {
+            return;
+        }
+        t.next += t.period;
+        let result = self
+            .world
+            .write_truth(&mut t.out, t.format)
+            .and_then(|_| t.out.flush());
+        if let Err(e) = result {
+            warn!(self.log, "truth log write failed; logging stops"; "file" => %t.path.display(), "error" => %e);
+            self.truth = None;
+        }
+    }
+}
+
+/// Which world a driver belongs to: the world file (or `room`) of one server start.
+#[derive(Clone, PartialEq, Eq)]
+struct WorldKey {
+    source: PathBuf,
+    started: Instant,
+}
+
+thread_local! {
+    /// The worlds the drivers on this thread (the main arbiter) share, by key. Weak, so a
+    /// world goes away with its last driver.
+    static WORLDS: RefCell<Vec<(WorldKey, Weak<RefCell<SharedWorld>>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The shared world for `key`, and whether this call created it.
+fn shared_world(
+    key: WorldKey,
+    make: impl FnOnce() -> Result<SharedWorld, DriverError>,
+) -> Result<(Rc<RefCell<SharedWorld>>, bool), DriverError> {
+    WORLDS.with(|worlds| {
+        let mut worlds = worlds.borrow_mut();
+        worlds.retain(|(_, w)| w.strong_count() > 0);
+        if let Some(w) = worlds
+            .iter()
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, w)| w.upgrade())
+        {
+            return Ok((w, false));
+        }
+        let w = Rc::new(RefCell::new(make()?));
+        worlds.push((key, Rc::downgrade(&w)));
+        Ok((w, true))
+    })
+}
+
 /// The simulated robot's driver actor.
 pub struct SimDriver {
-    robot: SimRobot,
+    world: Rc<RefCell<SharedWorld>>,
+    index: usize,
+    /// This driver's timer steps the world (it created it).
+    stepper: bool,
     params: SimParams,
     devices: Vec<u8>,
     up: BTreeSet<u8>,
     publisher: Publisher,
     started: Instant,
-    last_step: Instant,
-    pending: f64,
     log: Logger,
 }
 
@@ -102,17 +251,6 @@ impl SimDriver {
                 )));
             }
         }
-        let map = if params.world == "room" {
-            WorldMap::default_room()
-        } else {
-            let path = ctx.path(&params.world);
-            WorldMap::from_file(&path).map_err(|e| DriverError(e.to_string()))?
-        };
-        let robot_params = RobotParams {
-            motors_on_at_start: params.motors_on,
-            start_pose: params.pose.map(|[x, y, h]| (x, y, h.to_radians())),
-            ..RobotParams::default()
-        };
         for &d in &ctx.devices {
             if !device::ALL.contains(&d) {
                 return Err(DriverError(format!(
@@ -121,17 +259,62 @@ impl SimDriver {
                 )));
             }
         }
+        let source = if params.world == "room" {
+            PathBuf::from("room")
+        } else {
+            let p = ctx.path(&params.world);
+            p.canonicalize().unwrap_or(p)
+        };
+        let key = WorldKey {
+            source: source.clone(),
+            started: ctx.started,
+        };
+        let (world, stepper) = shared_world(key, || {
+            let map = if params.world == "room" {
+                WorldMap::default_room()
+            } else {
+                WorldMap::from_file(&source).map_err(|e| DriverError(e.to_string()))?
+            };
+            SharedWorld::new(SimWorld::new(Arc::new(map)), ctx.logger.clone())
+        })?;
+        let index = {
+            let mut w = world.borrow_mut();
+            let sim = w.world_mut();
+            let index = match &params.robot {
+                None => 0,
+                Some(name) => sim.index_of(name).ok_or_else(|| {
+                    DriverError(format!(
+                        "the world has no robot named '{name}' (it has: {})",
+                        sim.names().join(", ")
+                    ))
+                })?,
+            };
+            let robot = sim.robot_mut(index);
+            if let Some([x, y, h]) = params.pose {
+                robot.set_true_pose(x, y, h.to_radians());
+            }
+            robot.set_motor_power(params.motors_on);
+            robot.reset_odometry();
+            index
+        };
         Ok(SimDriver {
-            robot: SimRobot::new(Arc::new(map), robot_params),
+            world,
+            index,
+            stepper,
             params,
             devices: ctx.devices.clone(),
             up: BTreeSet::new(),
             publisher: Publisher::new(),
             started: ctx.started,
-            last_step: Instant::now(),
-            pending: 0.0,
             log: ctx.logger.clone(),
         })
+    }
+
+    /// Runs `f` on this driver's robot, after bringing the world up to now.
+    fn with_robot<T>(&mut self, f: impl FnOnce(&mut world::SimRobot) -> T) -> T {
+        let mut w = self.world.borrow_mut();
+        w.advance();
+        f(w.world_mut().robot_mut(self.index))
     }
 
     fn specs(&self) -> Vec<DeviceSpec> {
@@ -150,23 +333,18 @@ impl SimDriver {
         BASE.iter().any(|d| self.up.contains(d))
     }
 
-    /// Advances the physics to now in fixed steps.
+    /// Advances the shared world's physics to now.
     fn advance(&mut self) {
-        let now = Instant::now();
-        self.pending += now.duration_since(self.last_step).as_secs_f64();
-        self.last_step = now;
-        // After a long pause (a stopped process), do not replay minutes of physics.
-        self.pending = self.pending.min(1.0);
-        while self.pending >= STEP {
-            self.robot.step(STEP);
-            self.pending -= STEP;
-        }
+        self.world.borrow_mut().advance();
     }
 
     fn reading(&self, d: u8) -> Bytes {
+        let shared = self.world.borrow();
+        let sim = shared.world();
+        let i = self.index;
         let bytes = match d {
             device::POSITION => {
-                let p = self.robot.position();
+                let p = sim.position(i);
                 wire::Position {
                     time: self.started.elapsed().as_millis() as u32,
                     x: p.x,
@@ -180,15 +358,15 @@ impl SimDriver {
                 .encode()
             }
             device::SONAR => wire::Sonar {
-                ranges: self.robot.sonar(),
+                ranges: sim.sonar(i),
             }
             .encode(),
             device::LASER => wire::Laser {
-                ranges: self.robot.laser(),
+                ranges: sim.laser(i),
             }
             .encode(),
             device::MISC => {
-                let m = self.robot.misc();
+                let m = sim.misc(i);
                 wire::Misc {
                     front_bumpers: m.front_bumpers,
                     rear_bumpers: m.rear_bumpers,
@@ -197,7 +375,7 @@ impl SimDriver {
                 .encode()
             }
             device::GRIPPER => {
-                let g = self.robot.gripper();
+                let g = sim.gripper(i);
                 wire::Gripper {
                     state: g.state,
                     beams: g.beams,
@@ -205,7 +383,7 @@ impl SimDriver {
                 .encode()
             }
             device::PTZ => {
-                let z = self.robot.ptz();
+                let z = sim.ptz(i);
                 wire::Ptz {
                     pan: z.pan,
                     tilt: z.tilt,
@@ -215,7 +393,7 @@ impl SimDriver {
             }
             _ => {
                 let mut channels = vec![Vec::new(); wire::ACTS_CHANNELS];
-                for b in self.robot.vision() {
+                for b in sim.vision(i) {
                     if let Some(c) = channels.get_mut(usize::from(b.channel)) {
                         c.push(wire::Blob {
                             area: b.area,
@@ -272,15 +450,15 @@ impl SimDriver {
         match (code, args.len()) {
             (codes::MOTOR_POWER, 1) => {
                 info!(self.log, "motor power"; "on" => args[0] != 0, "client" => &msg.client);
-                self.robot.set_motor_power(args[0] != 0);
+                self.with_robot(|r| r.set_motor_power(args[0] != 0));
             }
             (codes::VELOCITY_MODE, 1) => {
                 info!(self.log, "velocity mode"; "separate" => args[0] != 0, "client" => &msg.client);
-                self.robot.set_velocity_mode(args[0] != 0);
+                self.with_robot(|r| r.set_velocity_mode(args[0] != 0));
             }
             (codes::RESET_ODOMETRY, 0) => {
                 info!(self.log, "odometry reset"; "client" => &msg.client);
-                self.robot.reset_odometry();
+                self.with_robot(|r| r.reset_odometry());
             }
             _ => {
                 warn!(self.log, "config ignored: unknown code or wrong size"; "device" => device::name(msg.device), "code" => format!("{:#04x}", code), "size" => msg.payload.len(), "client" => &msg.client)
@@ -293,8 +471,9 @@ impl Actor for SimDriver {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        self.last_step = Instant::now();
-        ctx.run_interval(Duration::from_secs_f64(STEP), |act, _| act.advance());
+        if self.stepper {
+            ctx.run_interval(Duration::from_secs_f64(STEP), |act, _| act.advance());
+        }
         self.every(self.params.base_hz, ctx, BASE.to_vec());
         self.every(self.params.laser_hz, ctx, vec![device::LASER]);
         self.every(self.params.ptz_hz, ctx, vec![device::PTZ]);
@@ -312,13 +491,15 @@ impl Handler<Setup> for SimDriver {
                 char::from(msg.device)
             )));
         }
-        self.advance();
         if BASE.contains(&msg.device) && !self.base_open() {
             // Opening the microcontroller: odometry from (0, 0, 0), no command left over.
-            self.robot.stop();
-            self.robot.reset_odometry();
-            self.robot.set_velocity_mode(false);
-            self.robot.set_motor_power(self.params.motors_on);
+            let motors_on = self.params.motors_on;
+            self.with_robot(|r| {
+                r.stop();
+                r.reset_odometry();
+                r.set_velocity_mode(false);
+                r.set_motor_power(motors_on);
+            });
             info!(self.log, "simulated base opened"; "motors_on" => self.params.motors_on);
         }
         self.up.insert(msg.device);
@@ -335,8 +516,7 @@ impl Handler<Shutdown> for SimDriver {
         self.up.remove(&msg.device);
         self.publisher.clear(msg.device);
         if BASE.contains(&msg.device) && !self.base_open() {
-            self.advance();
-            self.robot.stop();
+            self.with_robot(|r| r.stop());
             info!(self.log, "simulated base closed; robot stopped");
         }
     }
@@ -346,21 +526,20 @@ impl Handler<Command> for SimDriver {
     type Result = ();
 
     fn handle(&mut self, msg: Command, _ctx: &mut Self::Context) {
-        self.advance();
         match msg.device {
             device::POSITION => {
                 if let Ok(c) = PositionCommand::decode(&msg.payload) {
-                    self.robot.set_velocity(c.speed, c.turn_rate);
+                    self.with_robot(|r| r.set_velocity(c.speed, c.turn_rate));
                 }
             }
             device::PTZ => {
                 if let Ok(z) = wire::Ptz::decode(&msg.payload) {
-                    self.robot.set_ptz(z.pan, z.tilt, z.zoom);
+                    self.with_robot(|r| r.set_ptz(z.pan, z.tilt, z.zoom));
                 }
             }
             device::GRIPPER => {
                 if let Ok(g) = GripperCommand::decode(&msg.payload) {
-                    self.robot.gripper_command(g.command, g.arg);
+                    self.with_robot(|r| r.gripper_command(g.command, g.arg));
                 }
             }
             _ => {}
@@ -383,8 +562,7 @@ impl Handler<Stop> for SimDriver {
 
     fn handle(&mut self, msg: Stop, _ctx: &mut Self::Context) {
         if msg.device == device::POSITION {
-            self.advance();
-            self.robot.stop();
+            self.with_robot(|r| r.stop());
             info!(self.log, "a client with write access left; robot stopped");
         }
     }
@@ -402,8 +580,7 @@ impl Handler<Terminate> for SimDriver {
     type Result = ();
 
     fn handle(&mut self, _msg: Terminate, ctx: &mut Self::Context) {
-        self.advance();
-        self.robot.stop();
+        self.with_robot(|r| r.stop());
         self.up.clear();
         info!(self.log, "simulator stopped");
         ctx.stop();
@@ -421,4 +598,136 @@ pub fn register(catalog: &mut Catalog) {
             devices,
         })
     });
+}
+
+/// The device codes a simulated robot serves when its world file does not list them.
+const ALL_SIM_DEVICES: &[u8] = b"psmglzv";
+
+fn text_value(s: &str) -> config::Value {
+    config::Value::new(None, config::ValueKind::String(s.to_string()))
+}
+
+/// A copy of `d` with `params.world` and `params.robot` set (and, for a robot other than the
+/// first, no `pose` override: each robot starts where the world file puts it).
+fn sim_driver_for(d: &DriverSettings, world: &str, robot: &str, keep_pose: bool) -> DriverSettings {
+    let mut table = d.params.clone().into_table().unwrap_or_default();
+    table.insert("world".into(), text_value(world));
+    table.insert("robot".into(), text_value(robot));
+    if !keep_pose {
+        table.remove("pose");
+    }
+    DriverSettings {
+        driver: d.driver.clone(),
+        devices: d.devices.clone(),
+        params: config::Value::new(None, config::ValueKind::Table(table)),
+    }
+}
+
+/// Applies `-stage WORLD` to `settings`: serves every robot of the world file, each on its own
+/// port with its own registry, as Stage ran one Player per simulated robot.
+///
+/// - The first world robot is the configuration's first robot: it keeps its drivers (so
+///   `-pp` and the like still apply) and its `sim` driver is pointed at the world and robot.
+/// - Every further world robot gets a `[[robot]]` entry of its own, served by a `sim` driver
+///   with the first robot's `sim` parameters (rates, motors) and its own world robot.
+/// - Devices: those the world file lists for the robot, else all seven (the first robot's
+///   other drivers keep the codes they serve).
+/// - Ports: with `gp` (the `-gp` flag), robot `i` listens on `gp + i` (all on 0, i.e. any free
+///   port, when `gp` is 0); otherwise on the port the world file gives it, else on the first
+///   robot's configured port plus `i`.
+///
+/// Errors name the world file, a missing `sim` driver, or a port clash.
+pub fn apply_stage(settings: &mut Settings, world: &str, gp: Option<u16>) -> Result<(), String> {
+    let path = Path::new(world);
+    let map = WorldMap::from_file(path).map_err(|e| format!("flag -stage: {e}"))?;
+    let world_str = path
+        .canonicalize()
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string();
+    let first = settings
+        .robot
+        .first()
+        .cloned()
+        .ok_or_else(|| "flag -stage: the configuration has no robot".to_string())?;
+    let Some(sim) = first.driver.iter().find(|d| d.driver == "sim").cloned() else {
+        return Err(
+            "flag -stage: the configuration has no 'sim' driver to load the world into".into(),
+        );
+    };
+    let placements = map.robots().to_vec();
+    let base = gp.unwrap_or(first.port);
+    let port_of = |i: usize, file_port: Option<u16>| -> Result<u16, String> {
+        match (gp, file_port) {
+            (None, Some(p)) => Ok(p),
+            _ if base == 0 => Ok(0),
+            _ => u16::try_from(usize::from(base) + i)
+                .map_err(|_| format!("flag -stage: robot {i}'s port {base} + {i} is past 65535")),
+        }
+    };
+    let codes = |list: &Option<Vec<u8>>| -> Vec<String> {
+        list.as_deref()
+            .unwrap_or(ALL_SIM_DEVICES)
+            .iter()
+            .map(|&c| char::from(c).to_string())
+            .collect()
+    };
+
+    let mut robots = Vec::with_capacity(placements.len().max(1));
+    // The first robot: the configured one, its sim driver pointed at the world.
+    let mut r0 = first.clone();
+    let name0 = placements.first().map(|p| p.name.clone());
+    for d in &mut r0.driver {
+        if d.driver == "sim" {
+            *d = sim_driver_for(d, &world_str, name0.as_deref().unwrap_or("robot0"), true);
+        }
+    }
+    if let Some(p) = placements.first() {
+        if p.devices.is_some() {
+            let taken: Vec<String> = r0
+                .driver
+                .iter()
+                .filter(|d| d.driver != "sim")
+                .flat_map(|d| d.devices.clone())
+                .collect();
+            for d in r0.driver.iter_mut().filter(|d| d.driver == "sim") {
+                d.devices = codes(&p.devices)
+                    .into_iter()
+                    .filter(|c| !taken.contains(c))
+                    .collect();
+            }
+            r0.driver.retain(|d| !d.devices.is_empty());
+        }
+        if placements.len() > 1 {
+            r0.name = p.name.clone();
+        }
+        r0.port = port_of(0, p.port)?;
+    } else if let Some(g) = gp {
+        r0.port = g;
+    }
+    robots.push(r0);
+    for (i, p) in placements.iter().enumerate().skip(1) {
+        let mut d = sim_driver_for(&sim, &world_str, &p.name, false);
+        d.devices = codes(&p.devices);
+        robots.push(RobotSettings {
+            name: p.name.clone(),
+            port: port_of(i, p.port)?,
+            bind: first.bind.clone(),
+            driver: vec![d],
+        });
+    }
+    // Robots of the configuration beyond the first are served as before.
+    robots.extend(settings.robot.iter().skip(1).cloned());
+    for (i, a) in robots.iter().enumerate() {
+        if a.port != 0 {
+            if let Some(b) = robots[..i].iter().find(|b| b.port == a.port) {
+                return Err(format!(
+                    "flag -stage: robots '{}' and '{}' would both listen on port {}",
+                    b.name, a.name, a.port
+                ));
+            }
+        }
+    }
+    settings.robot = robots;
+    Ok(())
 }

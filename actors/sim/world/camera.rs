@@ -5,7 +5,8 @@
 //! coloured object of the world through a pinhole camera into a 160 x 120 image and reports a
 //! blob for every object whose centre bearing is inside the horizontal field of view and whose
 //! centre is in line of sight (partial occlusion is not modelled: an object is either seen
-//! whole or not at all).
+//! whole or not at all). Other robots with a colour marking, and coloured pucks, are seen the
+//! same way, and robots hide what is behind them.
 //!
 //! Camera model: the camera sits at the robot centre, `CAMERA_HEIGHT_MM` above the floor, and
 //! looks along the robot heading plus pan; tilt raises the optical axis. Square pixels; the
@@ -13,8 +14,9 @@
 //! field of view at zoom 0) to the tele end (4.4 degrees at zoom 1023), because optical zoom
 //! scales the focal length. The vertical field of view follows from the 4:3 image.
 
-use super::geom::{normalize_angle, Vec2};
-use super::map::{ObjectShape, Owner, WorldMap};
+use super::geom::{normalize_angle, ray_circle, Vec2};
+use super::map::{ColouredObject, ObjectShape, Owner, WorldMap};
+use super::robot::Body;
 
 /// Pan range, degrees (positive counter-clockwise).
 pub const PAN_LIMIT_DEG: i16 = 100;
@@ -185,74 +187,42 @@ impl CameraView {
     /// Every blob the camera sees in `map`, sorted by channel, then by area (largest first),
     /// at most `MAX_BLOBS_PER_CHANNEL` per channel.
     pub fn blobs(&self, map: &WorldMap) -> Vec<Blob> {
+        self.blobs_among(map, &[])
+    }
+
+    /// Every blob the camera sees in `map` among `others` (robots and pucks: those with a
+    /// colour are seen; solid ones hide what is behind them), sorted by channel, then by area
+    /// (largest first), at most `MAX_BLOBS_PER_CHANNEL` per channel.
+    pub fn blobs_among(&self, map: &WorldMap, others: &[Body]) -> Vec<Blob> {
         let half_fov = (f64::from(IMAGE_WIDTH) / 2.0 / self.focal).atan();
         let mut out = Vec::new();
         for (i, obj) in map.objects().iter().enumerate() {
             let center = Vec2::new(obj.center.0, obj.center.1);
-            let outline = obj.outline();
-            let to_center = center - self.position;
-            let dist = to_center.length();
-            // Camera inside the object (cannot happen with a robot that does not overlap it).
-            if outline.signed_distance(self.position) <= 0.0 {
+            if !map.line_of_sight(self.position, center, Some(Owner::Object(i)))
+                || self.hidden_by(others, center, None)
+            {
                 continue;
             }
-            let bearing = normalize_angle(to_center.angle() - self.axis);
-            if bearing.abs() > half_fov {
+            out.extend(self.project(obj, half_fov));
+        }
+        for (k, body) in others.iter().enumerate() {
+            let Some(channel) = body.channel else {
                 continue;
-            }
-            if !map.line_of_sight(self.position, center, Some(Owner::Object(i))) {
-                continue;
-            }
-            // Horizontal extent: bearings of the object's silhouette edges.
-            let (left_b, right_b) = match obj.shape {
-                ObjectShape::Circle { radius } => {
-                    let a = (radius / dist).min(1.0).asin();
-                    (bearing + a, bearing - a)
-                }
-                ObjectShape::Rect { dx, dy } => {
-                    let mut lo = bearing;
-                    let mut hi = bearing;
-                    for (sx, sy) in [(-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)] {
-                        let corner = center + Vec2::new(sx * dx / 2.0, sy * dy / 2.0);
-                        let b = normalize_angle((corner - self.position).angle() - self.axis);
-                        lo = lo.min(b);
-                        hi = hi.max(b);
-                    }
-                    (hi, lo)
-                }
             };
-            // Vertical extent: floor to top of the object at its nearest face.
-            let near = outline.signed_distance(self.position).max(1.0);
-            let top_e = (obj.height - CAMERA_HEIGHT_MM).atan2(near);
-            let bottom_e = (-CAMERA_HEIGHT_MM).atan2(near);
-            let mid_e = (obj.height / 2.0 - CAMERA_HEIGHT_MM).atan2(dist);
-
-            let left = self.column(left_b);
-            let right = self.column(right_b);
-            let top = self.row(top_e);
-            let bottom = self.row(bottom_e);
-            let max_x = f64::from(IMAGE_WIDTH - 1);
-            let max_y = f64::from(IMAGE_HEIGHT - 1);
-            if right < 0.0 || left > max_x || bottom < 0.0 || top > max_y {
+            if !map.line_of_sight(self.position, body.center, None)
+                || self.hidden_by(others, body.center, Some(k))
+            {
                 continue;
             }
-            let l = left.round().clamp(0.0, max_x);
-            let r = right.round().clamp(0.0, max_x);
-            let t = top.round().clamp(0.0, max_y);
-            let b = bottom.round().clamp(0.0, max_y);
-            let x = self.column(bearing).round().clamp(l, r);
-            let y = self.row(mid_e).round().clamp(t, b);
-            let area = (r - l + 1.0) * (b - t + 1.0);
-            out.push(Blob {
-                channel: obj.channel,
-                area: area as u32,
-                x: x as u8,
-                y: y as u8,
-                left: l as u8,
-                right: r as u8,
-                top: t as u8,
-                bottom: b as u8,
-            });
+            let obj = ColouredObject {
+                channel,
+                center: (body.center.x, body.center.y),
+                shape: ObjectShape::Circle {
+                    radius: body.radius,
+                },
+                height: body.height,
+            };
+            out.extend(self.project(&obj, half_fov));
         }
         out.sort_by(|a, b| a.channel.cmp(&b.channel).then(b.area.cmp(&a.area)));
         let mut kept: Vec<Blob> = Vec::with_capacity(out.len());
@@ -263,6 +233,88 @@ impl CameraView {
             }
         }
         kept
+    }
+
+    /// Whether a solid body of `others` (other than `except`) lies between the camera and
+    /// `target`.
+    fn hidden_by(&self, others: &[Body], target: Vec2, except: Option<usize>) -> bool {
+        let d = target - self.position;
+        let len = d.length();
+        if len <= 0.0 {
+            return false;
+        }
+        let dir = d * (1.0 / len);
+        others.iter().enumerate().any(|(k, b)| {
+            Some(k) != except
+                && b.solid
+                && ray_circle(self.position, dir, b.center, b.radius).is_some_and(|t| t < len)
+        })
+    }
+
+    /// The blob of one object in plain view, if it is inside the field of view.
+    fn project(&self, obj: &ColouredObject, half_fov: f64) -> Option<Blob> {
+        let center = Vec2::new(obj.center.0, obj.center.1);
+        let outline = obj.outline();
+        let to_center = center - self.position;
+        let dist = to_center.length();
+        // Camera inside the object (cannot happen with a robot that does not overlap it).
+        if outline.signed_distance(self.position) <= 0.0 {
+            return None;
+        }
+        let bearing = normalize_angle(to_center.angle() - self.axis);
+        if bearing.abs() > half_fov {
+            return None;
+        }
+        // Horizontal extent: bearings of the object's silhouette edges.
+        let (left_b, right_b) = match obj.shape {
+            ObjectShape::Circle { radius } => {
+                let a = (radius / dist).min(1.0).asin();
+                (bearing + a, bearing - a)
+            }
+            ObjectShape::Rect { dx, dy } => {
+                let mut lo = bearing;
+                let mut hi = bearing;
+                for (sx, sy) in [(-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)] {
+                    let corner = center + Vec2::new(sx * dx / 2.0, sy * dy / 2.0);
+                    let b = normalize_angle((corner - self.position).angle() - self.axis);
+                    lo = lo.min(b);
+                    hi = hi.max(b);
+                }
+                (hi, lo)
+            }
+        };
+        // Vertical extent: floor to top of the object at its nearest face.
+        let near = outline.signed_distance(self.position).max(1.0);
+        let top_e = (obj.height - CAMERA_HEIGHT_MM).atan2(near);
+        let bottom_e = (-CAMERA_HEIGHT_MM).atan2(near);
+        let mid_e = (obj.height / 2.0 - CAMERA_HEIGHT_MM).atan2(dist);
+
+        let left = self.column(left_b);
+        let right = self.column(right_b);
+        let top = self.row(top_e);
+        let bottom = self.row(bottom_e);
+        let max_x = f64::from(IMAGE_WIDTH - 1);
+        let max_y = f64::from(IMAGE_HEIGHT - 1);
+        if right < 0.0 || left > max_x || bottom < 0.0 || top > max_y {
+            return None;
+        }
+        let l = left.round().clamp(0.0, max_x);
+        let r = right.round().clamp(0.0, max_x);
+        let t = top.round().clamp(0.0, max_y);
+        let b = bottom.round().clamp(0.0, max_y);
+        let x = self.column(bearing).round().clamp(l, r);
+        let y = self.row(mid_e).round().clamp(t, b);
+        let area = (r - l + 1.0) * (b - t + 1.0);
+        Some(Blob {
+            channel: obj.channel,
+            area: area as u32,
+            x: x as u8,
+            y: y as u8,
+            left: l as u8,
+            right: r as u8,
+            top: t as u8,
+            bottom: b as u8,
+        })
     }
 }
 

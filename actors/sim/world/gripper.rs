@@ -2,8 +2,9 @@
 //! goes up or down in about 2 s, driven by the P2OS gripper command numbers, reporting the
 //! state and DIGIN bytes of the Player 0.7.4a gripper data (manual Table 7).
 //!
-//! There are no pucks yet: the paddles never hold anything, and the break beams see whatever
-//! solid lies straight ahead of the robot.
+//! The paddles can close on a puck (the world decides when one is between them, see
+//! [`super::SimWorld`]): they then stop at the puck and report closed. The break beams see
+//! whatever solid lies straight ahead of the robot, and pucks between the paddles.
 
 /// Seconds for the paddles to go from fully closed to fully open (or back).
 pub const PADDLE_TRAVEL_S: f64 = 1.0;
@@ -72,9 +73,14 @@ pub const OUTER_BEAM_MM: f64 = 150.0;
 /// Something closer than this (mm) ahead of the robot's front breaks the inner beam.
 pub const INNER_BEAM_MM: f64 = 75.0;
 
+/// Paddle opening (0 closed .. 1 open) at which closing paddles stop on a held puck.
+pub const HOLD_POSITION: f64 = 0.3;
+
 /// Paddle and lift positions and motions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Gripper {
+    /// A puck is between the closed paddles.
+    holding: bool,
     /// 0 = closed, 1 = open.
     paddles: f64,
     /// -1 closing, 0 still, +1 opening.
@@ -91,6 +97,7 @@ impl Default for Gripper {
     /// Stored: paddles closed, lift up.
     fn default() -> Gripper {
         Gripper {
+            holding: false,
             paddles: 0.0,
             paddle_dir: 0.0,
             lift: 1.0,
@@ -137,10 +144,49 @@ impl Gripper {
         self.lift_timer = timer;
     }
 
+    /// Paddle opening, 0 (closed) .. 1 (open).
+    pub fn paddles(&self) -> f64 {
+        self.paddles
+    }
+
+    /// Lift height, 0 (down) .. 1 (up).
+    pub fn lift(&self) -> f64 {
+        self.lift
+    }
+
+    /// Whether the paddles are closing.
+    pub fn closing(&self) -> bool {
+        self.paddle_dir < 0.0
+    }
+
+    /// Whether the paddles hold a puck.
+    pub fn holding(&self) -> bool {
+        self.holding
+    }
+
+    /// The world says a puck is (or is no longer) held between the paddles. While one is, the
+    /// paddles cannot close past [`HOLD_POSITION`].
+    pub fn set_holding(&mut self, holding: bool) {
+        self.holding = holding;
+        if holding {
+            self.paddles = self.paddles.max(HOLD_POSITION);
+        }
+        self.settle();
+    }
+
+    /// How far the paddles can close: fully, or onto the held puck.
+    fn closed_limit(&self) -> f64 {
+        if self.holding {
+            HOLD_POSITION
+        } else {
+            0.0
+        }
+    }
+
     /// Stops motions that have nowhere left to go.
     fn settle(&mut self) {
         if (self.paddle_dir > 0.0 && self.paddles >= 1.0)
-            || (self.paddle_dir < 0.0 && self.paddles <= 0.0)
+            || (self.paddle_dir < 0.0 && self.paddles <= self.closed_limit())
         {
             self.paddle_dir = 0.0;
         }
@@ -155,7 +201,8 @@ impl Gripper {
 
     /// Moves paddles and lift on by `dt` seconds.
     pub fn advance(&mut self, dt: f64) {
-        self.paddles = (self.paddles + self.paddle_dir * dt / PADDLE_TRAVEL_S).clamp(0.0, 1.0);
+        self.paddles =
+            (self.paddles + self.paddle_dir * dt / PADDLE_TRAVEL_S).clamp(self.closed_limit(), 1.0);
         let mut lift_dt = dt;
         if let Some(t) = self.lift_timer.as_mut() {
             lift_dt = lift_dt.min(*t);
@@ -171,7 +218,7 @@ impl Gripper {
         if self.paddles >= 1.0 {
             s |= state::PADDLES_OPEN;
         }
-        if self.paddles <= 0.0 {
+        if self.paddles <= self.closed_limit() {
             s |= state::PADDLES_CLOSED;
         }
         if self.paddle_dir != 0.0 {
@@ -191,17 +238,28 @@ impl Gripper {
 
     /// The beams byte, given the free distance (mm) straight ahead of the robot's front.
     pub fn beams_byte(&self, ahead_of_front_mm: f64) -> u8 {
+        self.beams_byte_with(ahead_of_front_mm, false, false)
+    }
+
+    /// The beams byte, given the free distance (mm) straight ahead of the robot's front and
+    /// whether a puck between the paddles breaks the outer and the inner beam.
+    pub fn beams_byte_with(
+        &self,
+        ahead_of_front_mm: f64,
+        outer_puck: bool,
+        inner_puck: bool,
+    ) -> u8 {
         let mut b = 0;
-        if self.paddle_dir == 0.0 && (self.paddles <= 0.0 || self.paddles >= 1.0) {
+        if self.paddle_dir == 0.0 && (self.paddles <= self.closed_limit() || self.paddles >= 1.0) {
             b |= beams::GRIP_LIMIT;
         }
         if self.lift_dir == 0.0 && (self.lift <= 0.0 || self.lift >= 1.0) {
             b |= beams::LIFT_LIMIT;
         }
-        if ahead_of_front_mm < OUTER_BEAM_MM {
+        if ahead_of_front_mm < OUTER_BEAM_MM || outer_puck {
             b |= beams::OUTER_BEAM;
         }
-        if ahead_of_front_mm < INNER_BEAM_MM {
+        if ahead_of_front_mm < INNER_BEAM_MM || inner_puck {
             b |= beams::INNER_BEAM;
         }
         if self.paddles >= 1.0 {

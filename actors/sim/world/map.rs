@@ -1,5 +1,10 @@
-//! The static world: its bounds, walls, obstacles and coloured objects, read from a
-//! hand-written TOML world file (see `config/worlds/room.toml` for the schema) or built in code.
+//! The world as a file describes it: its bounds, walls (segments, polygons or an ASCII or PNG
+//! bitmap), obstacles, coloured objects, pucks, and the robots with their poses, colours, ports
+//! and devices; read from a hand-written TOML world file (see `config/worlds/room.toml` for the
+//! schema) or built in code.
+//!
+//! The walls, boxes, pillars and objects are static; pucks and robots only get their starting
+//! places here (they move in [`super::SimWorld`]).
 //!
 //! Lengths are millimetres. In the file headings are degrees; in the Rust API they are radians.
 
@@ -22,6 +27,68 @@ pub const DEFAULT_OBJECT_HEIGHT_MM: f64 = 300.0;
 
 /// Number of ACTS colour channels (objects use channels `0..ACTS_CHANNELS`).
 pub const ACTS_CHANNELS: u8 = 32;
+
+/// Colour names a world file may use instead of a channel number: `colour = "red"` is channel
+/// 0, `"green"` 1, and so on (the ACTS channels a lab would train for these colours).
+pub const COLOUR_NAMES: [&str; 8] = [
+    "red", "green", "blue", "yellow", "magenta", "cyan", "orange", "purple",
+];
+
+/// Default puck radius, mm (a Pioneer gripper puck, 80 mm across).
+pub const DEFAULT_PUCK_RADIUS_MM: f64 = 40.0;
+
+/// Default map resolution (mm per bitmap cell), when `[world]` gives none.
+pub const DEFAULT_RESOLUTION_MM: f64 = 100.0;
+
+/// Default odometry noise when `noise = true`: one standard deviation of the error, as a
+/// fraction of the distance driven (translation) and of the angle turned (rotation).
+pub const DEFAULT_ODOMETRY_NOISE: (f64, f64) = (0.02, 0.02);
+
+/// Where a robot of the world starts, and how it is served.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RobotPlacement {
+    /// The robot's name (`robot0`, `robot1`, ... when the file gives none).
+    pub name: String,
+    /// Start pose: x mm, y mm, heading radians.
+    pub pose: (f64, f64, f64),
+    /// The ACTS channel of its colour marking (what other robots' cameras see), if any.
+    pub channel: Option<u8>,
+    /// The TCP port it is served on, if the file gives one.
+    pub port: Option<u16>,
+    /// The device codes it serves, if the file lists them (default: all seven).
+    pub devices: Option<Vec<u8>>,
+}
+
+/// A puck's starting place.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PuckPlacement {
+    /// Centre (x, y) mm.
+    pub center: (f64, f64),
+    /// Radius, mm.
+    pub radius: f64,
+    /// ACTS channel of its colour, if the camera should see it.
+    pub channel: Option<u8>,
+}
+
+/// The file format of the ground-truth log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TruthFormat {
+    /// `time,robot,x,y,heading` lines after a header line.
+    Csv,
+    /// One JSON object per line: `{"time":..,"robot":"..","x":..,"y":..,"heading":..}`.
+    JsonLines,
+}
+
+/// The ground-truth log a world file asks for (`[truth]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TruthLogSpec {
+    /// The file to write (relative paths: to the server's working directory).
+    pub file: PathBuf,
+    /// CSV or JSON lines.
+    pub format: TruthFormat,
+    /// Simulated seconds between records.
+    pub period: f64,
+}
 
 /// Why a world file could not be loaded.
 #[derive(Debug)]
@@ -215,17 +282,24 @@ pub struct RayHit {
     pub owner: Owner,
 }
 
-/// Static world geometry: bounds, walls, obstacles, coloured objects and the robot start pose.
+/// A world: static geometry (bounds, walls, obstacles, coloured objects), the robots' and
+/// pucks' starting places, and the simulation settings (seed, noise, truth log).
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorldMap {
     name: String,
     width: f64,
     height: f64,
+    resolution: f64,
     start_pose: (f64, f64, f64),
     walls: Vec<Wall>,
     boxes: Vec<BoxObstacle>,
     pillars: Vec<Pillar>,
     objects: Vec<ColouredObject>,
+    robots: Vec<RobotPlacement>,
+    pucks: Vec<PuckPlacement>,
+    seed: u64,
+    odometry_noise: Option<(f64, f64)>,
+    truth: Option<TruthLogSpec>,
     /// Every solid outline with its owner, boundary first. Rebuilt by every `with_*`.
     solids: Vec<(Shape, Owner)>,
 }
@@ -238,11 +312,17 @@ impl WorldMap {
             name: name.to_string(),
             width,
             height,
+            resolution: DEFAULT_RESOLUTION_MM,
             start_pose: (width / 2.0, height / 2.0, 0.0),
             walls: Vec::new(),
             boxes: Vec::new(),
             pillars: Vec::new(),
             objects: Vec::new(),
+            robots: Vec::new(),
+            pucks: Vec::new(),
+            seed: 0,
+            odometry_noise: None,
+            truth: None,
             solids: Vec::new(),
         };
         map.rebuild();
@@ -286,9 +366,37 @@ impl WorldMap {
         self
     }
 
+    /// Adds a robot (the first one added also sets the start pose). No overlap check.
+    pub fn with_robot(mut self, robot: RobotPlacement) -> WorldMap {
+        if self.robots.is_empty() {
+            self.start_pose = robot.pose;
+        }
+        self.robots.push(robot);
+        self
+    }
+
+    /// Adds a puck.
+    pub fn with_puck(mut self, puck: PuckPlacement) -> WorldMap {
+        self.pucks.push(puck);
+        self
+    }
+
+    /// Sets the random seed (odometry noise).
+    pub fn with_seed(mut self, seed: u64) -> WorldMap {
+        self.seed = seed;
+        self
+    }
+
+    /// Turns odometry noise on with these standard deviations (fractions of distance driven
+    /// and of angle turned), or off with `None`.
+    pub fn with_odometry_noise(mut self, noise: Option<(f64, f64)>) -> WorldMap {
+        self.odometry_noise = noise;
+        self
+    }
+
     /// The shipped `config/worlds/room.toml` (embedded in the binary).
     pub fn default_room() -> WorldMap {
-        match WorldMap::parse(ROOM_TOML, "config/worlds/room.toml") {
+        match WorldMap::parse(ROOM_TOML, "config/worlds/room.toml", Path::new(".")) {
             Ok(map) => map,
             // The file is checked by a unit test; this cannot happen in a tested build.
             Err(e) => panic!("the embedded room.toml is invalid: {e}"),
@@ -296,18 +404,23 @@ impl WorldMap {
     }
 
     /// Parses a world from TOML text. Errors name the offending key and say `<string>` as the
-    /// origin.
+    /// origin. A bitmap `file` is looked for relative to the current directory.
     pub fn from_toml_str(s: &str) -> Result<WorldMap, WorldError> {
-        WorldMap::parse(s, "<string>")
+        WorldMap::parse(s, "<string>", Path::new("."))
     }
 
-    /// Reads and parses a world file. Errors name the file.
+    /// Reads and parses a world file. Errors name the file; a bitmap `file` is looked for
+    /// relative to the world file's folder.
     pub fn from_file(path: &Path) -> Result<WorldMap, WorldError> {
         let text = std::fs::read_to_string(path).map_err(|source| WorldError::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        WorldMap::from_toml_str(&text).map_err(|e| e.with_origin(path))
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        WorldMap::parse(&text, "<string>", dir).map_err(|e| e.with_origin(path))
     }
 
     /// The world's name.
@@ -328,6 +441,38 @@ impl WorldMap {
     /// Robot start pose: x mm, y mm, heading radians.
     pub fn start_pose(&self) -> (f64, f64, f64) {
         self.start_pose
+    }
+
+    /// Map resolution: mm per bitmap cell (and the natural pixel size for pictures).
+    pub fn resolution(&self) -> f64 {
+        self.resolution
+    }
+
+    /// The robots the file places, in file order (empty when it places none: one robot is
+    /// then simulated at the start pose).
+    pub fn robots(&self) -> &[RobotPlacement] {
+        &self.robots
+    }
+
+    /// The pucks' starting places.
+    pub fn pucks(&self) -> &[PuckPlacement] {
+        &self.pucks
+    }
+
+    /// The random seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Odometry noise (standard deviations as fractions of distance and of angle), or `None`
+    /// when odometry is exact (the default).
+    pub fn odometry_noise(&self) -> Option<(f64, f64)> {
+        self.odometry_noise
+    }
+
+    /// The ground-truth log the file asks for, if any.
+    pub fn truth_log(&self) -> Option<&TruthLogSpec> {
+        self.truth.as_ref()
     }
 
     /// The walls.
@@ -361,7 +506,7 @@ impl WorldMap {
         let mut best: Option<RayHit> = None;
         for (shape, owner) in &self.solids {
             if let Some(t) = shape.ray_hit(origin, dir) {
-                if best.map_or(true, |b| t < b.distance) {
+                if best.is_none() || best.is_some_and(|b| t < b.distance) {
                     best = Some(RayHit {
                         distance: t,
                         owner: *owner,
@@ -416,7 +561,7 @@ impl WorldMap {
         }
         let dir = d * (1.0 / len);
         self.solids.iter().all(|(shape, owner)| {
-            Some(*owner) == except || shape.ray_hit(a, dir).map_or(true, |t| t >= len)
+            Some(*owner) == except || !shape.ray_hit(a, dir).is_some_and(|t| t < len)
         })
     }
 
@@ -457,8 +602,8 @@ impl WorldMap {
         self.solids = solids;
     }
 
-    /// Parses `text`; `origin` names it in errors.
-    fn parse(text: &str, origin: &str) -> Result<WorldMap, WorldError> {
+    /// Parses `text`; `origin` names it in errors; bitmap files are relative to `dir`.
+    fn parse(text: &str, origin: &str, dir: &Path) -> Result<WorldMap, WorldError> {
         let cfg = Config::builder()
             .add_source(File::from_str(text, FileFormat::Toml))
             .build()
@@ -491,14 +636,35 @@ impl WorldMap {
             Some(v) => table(origin, "world", v)?,
             None => return Err(WorldError::key(origin, "world", "missing [world] section")),
         };
-        let robot: Option<RobotSpec> = match root.remove("robot") {
-            Some(v) => Some(table(origin, "robot", v)?),
-            None => None,
+        // `[robot]` (one robot) or `[[robot]]` (any number).
+        let robots: Vec<(String, RobotSpec)> = match root.remove("robot") {
+            None => Vec::new(),
+            Some(v) => match v.clone().into_array() {
+                Ok(items) => items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, item)| {
+                        let key = format!("robot[{i}]");
+                        table(origin, &key, item).map(|r| (key, r))
+                    })
+                    .collect::<Result<_, _>>()?,
+                Err(_) => vec![("robot".to_string(), table(origin, "robot", v)?)],
+            },
         };
         let walls: Vec<WallSpec> = array(origin, "wall", root.remove("wall"))?;
+        let polygons: Vec<PolygonSpec> = array(origin, "polygon", root.remove("polygon"))?;
         let boxes: Vec<BoxSpec> = array(origin, "box", root.remove("box"))?;
         let pillars: Vec<PillarSpec> = array(origin, "pillar", root.remove("pillar"))?;
         let objects: Vec<ObjectSpec> = array(origin, "object", root.remove("object"))?;
+        let pucks: Vec<PuckSpec> = array(origin, "puck", root.remove("puck"))?;
+        let grid: Option<GridSpec> = match root.remove("grid") {
+            Some(v) => Some(table(origin, "grid", v)?),
+            None => None,
+        };
+        let truth: Option<TruthSpec> = match root.remove("truth") {
+            Some(v) => Some(table(origin, "truth", v)?),
+            None => None,
+        };
 
         positive(origin, "world.width", world.width)?;
         positive(origin, "world.height", world.height)?;
@@ -507,6 +673,27 @@ impl WorldMap {
             world.width,
             world.height,
         );
+        if let Some(r) = world.resolution {
+            positive(origin, "world.resolution", r)?;
+            map.resolution = r;
+        }
+        map.seed = world.seed.unwrap_or(0);
+        map.odometry_noise = match (world.noise.unwrap_or(false), &world.odometry_noise) {
+            (false, _) => None,
+            (true, None) => Some(DEFAULT_ODOMETRY_NOISE),
+            (true, Some(v)) => match v.as_slice() {
+                [t, r] if t.is_finite() && r.is_finite() && *t >= 0.0 && *r >= 0.0 => {
+                    Some((*t, *r))
+                }
+                _ => {
+                    return Err(WorldError::key(
+                        origin,
+                        "world.odometry_noise",
+                        format!("expected [translation, rotation] fractions >= 0, got {v:?}"),
+                    ))
+                }
+            },
+        };
 
         for (i, w) in walls.iter().enumerate() {
             let from = point(origin, &format!("wall[{i}].from"), &w.from)?;
@@ -520,6 +707,30 @@ impl WorldMap {
             }
             map.walls.push(Wall { from, to });
         }
+        for (i, poly) in polygons.iter().enumerate() {
+            let key = format!("polygon[{i}].points");
+            if poly.points.len() < 2 {
+                return Err(WorldError::key(
+                    origin,
+                    key,
+                    "a polygon needs at least two points",
+                ));
+            }
+            let pts: Vec<(f64, f64)> = poly
+                .points
+                .iter()
+                .enumerate()
+                .map(|(k, p)| point(origin, &format!("{key}[{k}]"), p))
+                .collect::<Result<_, _>>()?;
+            let closed = poly.closed.unwrap_or(true) && pts.len() > 2;
+            let n = if closed { pts.len() } else { pts.len() - 1 };
+            for k in 0..n {
+                let (from, to) = (pts[k], pts[(k + 1) % pts.len()]);
+                if from != to {
+                    map.walls.push(Wall { from, to });
+                }
+            }
+        }
         for (i, b) in boxes.iter().enumerate() {
             let min = point(origin, &format!("box[{i}].min"), &b.min)?;
             let max = point(origin, &format!("box[{i}].max"), &b.max)?;
@@ -532,6 +743,22 @@ impl WorldMap {
             }
             map.boxes.push(BoxObstacle { min, max });
         }
+        if let Some(grid) = grid {
+            let cells = grid_cells(origin, dir, &grid)?;
+            let res = grid.resolution.unwrap_or(map.resolution);
+            let (ox, oy) = match &grid.origin {
+                Some(o) => point(origin, "grid.origin", o)?,
+                None => (0.0, 0.0),
+            };
+            let rows = cells.len();
+            for (x0, x1, top, bottom) in merge_cells(&cells) {
+                // Row 0 is the top (north) of the picture.
+                map.boxes.push(BoxObstacle {
+                    min: (ox + x0 as f64 * res, oy + (rows - bottom) as f64 * res),
+                    max: (ox + x1 as f64 * res, oy + (rows - top) as f64 * res),
+                });
+            }
+        }
         for (i, p) in pillars.iter().enumerate() {
             let center = point(origin, &format!("pillar[{i}].center"), &p.center)?;
             positive(origin, &format!("pillar[{i}].radius"), p.radius)?;
@@ -543,39 +770,160 @@ impl WorldMap {
         for (i, o) in objects.iter().enumerate() {
             map.objects.push(object(origin, i, o)?);
         }
+        map.rebuild();
 
-        if let Some(robot) = robot {
-            let key = "robot.pose";
+        for (i, p) in pucks.iter().enumerate() {
+            let key = format!("puck[{i}]");
+            let center = point(origin, &format!("{key}.center"), &p.center)?;
+            let radius = p.radius.unwrap_or(DEFAULT_PUCK_RADIUS_MM);
+            positive(origin, &format!("{key}.radius"), radius)?;
+            let channel = colour_channel(origin, &key, p.channel, p.colour.as_deref())?;
+            let (clear, what) = map.clearance(Vec2::new(center.0, center.1), radius);
+            if clear < 0.0 {
+                let hit = what.map_or_else(|| "something".into(), |(_, o)| o.to_string());
+                return Err(WorldError::key(
+                    origin,
+                    format!("{key}.center"),
+                    format!("the puck at {center:?} overlaps {hit}"),
+                ));
+            }
+            map.pucks.push(PuckPlacement {
+                center,
+                radius,
+                channel,
+            });
+        }
+
+        for (i, (key, robot)) in robots.iter().enumerate() {
+            let pose_key = format!("{key}.pose");
             if robot.pose.len() != 3 || robot.pose.iter().any(|v| !v.is_finite()) {
                 return Err(WorldError::key(
                     origin,
-                    key,
+                    pose_key,
                     format!(
                         "expected [x, y, heading_degrees], got {} values",
                         robot.pose.len()
                     ),
                 ));
             }
-            map.start_pose = (robot.pose[0], robot.pose[1], robot.pose[2].to_radians());
+            let pose = (robot.pose[0], robot.pose[1], robot.pose[2].to_radians());
+            let (x, y, _) = pose;
+            let (clear, what) = map.clearance(Vec2::new(x, y), ROBOT_RADIUS_MM);
+            if clear < 0.0 {
+                let hit =
+                    what.map_or_else(|| "something".to_string(), |(_, owner)| owner.to_string());
+                return Err(WorldError::key(
+                    origin,
+                    pose_key,
+                    format!("the robot (radius {ROBOT_RADIUS_MM} mm) at ({x}, {y}) overlaps {hit}"),
+                ));
+            }
+            for other in &map.robots {
+                let d = Vec2::new(x - other.pose.0, y - other.pose.1).length();
+                if d < 2.0 * ROBOT_RADIUS_MM {
+                    return Err(WorldError::key(
+                        origin,
+                        pose_key,
+                        format!("the robot at ({x}, {y}) overlaps robot `{}`", other.name),
+                    ));
+                }
+            }
+            let name = robot.name.clone().unwrap_or_else(|| format!("robot{i}"));
+            if name.is_empty() || map.robots.iter().any(|r| r.name == name) {
+                return Err(WorldError::key(
+                    origin,
+                    format!("{key}.name"),
+                    format!("robot names must be unique and not empty, got `{name}`"),
+                ));
+            }
+            let channel = colour_channel(origin, key, robot.channel, robot.colour.as_deref())?;
+            let devices = match &robot.devices {
+                None => None,
+                Some(list) => Some(
+                    list.iter()
+                        .map(|d| match d.as_bytes() {
+                            [c] if DEVICE_CODES.contains(c) => Ok(*c),
+                            _ => Err(WorldError::key(
+                                origin,
+                                format!("{key}.devices"),
+                                format!(
+                                    "`{d}` is not a simulated device (one of {})",
+                                    String::from_utf8_lossy(DEVICE_CODES)
+                                ),
+                            )),
+                        })
+                        .collect::<Result<Vec<u8>, _>>()?,
+                ),
+            };
+            if i == 0 {
+                map.start_pose = pose;
+            }
+            map.robots.push(RobotPlacement {
+                name,
+                pose,
+                channel,
+                port: robot.port,
+                devices,
+            });
         }
-        map.rebuild();
 
-        let (x, y, _) = map.start_pose;
-        let (clear, what) = map.clearance(Vec2::new(x, y), ROBOT_RADIUS_MM);
-        if clear < 0.0 {
-            let hit = what.map_or_else(|| "something".to_string(), |(_, owner)| owner.to_string());
-            return Err(WorldError::key(
-                origin,
-                "robot.pose",
-                format!("the robot (radius {ROBOT_RADIUS_MM} mm) at ({x}, {y}) overlaps {hit}"),
-            ));
+        if robots.is_empty() {
+            let (x, y, _) = map.start_pose;
+            let (clear, what) = map.clearance(Vec2::new(x, y), ROBOT_RADIUS_MM);
+            if clear < 0.0 {
+                let hit =
+                    what.map_or_else(|| "something".to_string(), |(_, owner)| owner.to_string());
+                return Err(WorldError::key(
+                    origin,
+                    "robot.pose",
+                    format!(
+                        "no robot is placed and the default pose (the middle, ({x}, {y})) overlaps {hit}"
+                    ),
+                ));
+            }
+        }
+
+        if let Some(t) = truth {
+            let format = match t.format.as_deref() {
+                Some("csv") => TruthFormat::Csv,
+                Some("jsonl") | Some("json") => TruthFormat::JsonLines,
+                None if t.file.ends_with(".jsonl") || t.file.ends_with(".json") => {
+                    TruthFormat::JsonLines
+                }
+                None => TruthFormat::Csv,
+                Some(other) => {
+                    return Err(WorldError::key(
+                        origin,
+                        "truth.format",
+                        format!("expected \"csv\" or \"jsonl\", got \"{other}\""),
+                    ))
+                }
+            };
+            let period = t.period.unwrap_or(0.1);
+            if !(period.is_finite() && period > 0.0) {
+                return Err(WorldError::key(
+                    origin,
+                    "truth.period",
+                    format!("must be a positive number of seconds, got {period}"),
+                ));
+            }
+            map.truth = Some(TruthLogSpec {
+                file: PathBuf::from(t.file),
+                format,
+                period,
+            });
         }
         Ok(map)
     }
 }
 
+/// The device codes of the simulated robot.
+const DEVICE_CODES: &[u8] = b"psmglzv";
+
 /// Top-level sections a world file may have.
-const SECTIONS: [&str; 6] = ["world", "robot", "wall", "box", "pillar", "object"];
+const SECTIONS: [&str; 10] = [
+    "world", "robot", "wall", "polygon", "box", "pillar", "object", "puck", "grid", "truth",
+];
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -583,12 +931,21 @@ struct WorldSpec {
     name: Option<String>,
     width: f64,
     height: f64,
+    resolution: Option<f64>,
+    seed: Option<u64>,
+    noise: Option<bool>,
+    odometry_noise: Option<Vec<f64>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RobotSpec {
+    name: Option<String>,
     pose: Vec<f64>,
+    port: Option<u16>,
+    channel: Option<u8>,
+    colour: Option<String>,
+    devices: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -596,6 +953,13 @@ struct RobotSpec {
 struct WallSpec {
     from: Vec<f64>,
     to: Vec<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolygonSpec {
+    points: Vec<Vec<f64>>,
+    closed: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -615,11 +979,220 @@ struct PillarSpec {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ObjectSpec {
-    channel: u8,
+    channel: Option<u8>,
+    colour: Option<String>,
     center: Vec<f64>,
     radius: Option<f64>,
     size: Option<Vec<f64>>,
     height: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PuckSpec {
+    center: Vec<f64>,
+    radius: Option<f64>,
+    channel: Option<u8>,
+    colour: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GridSpec {
+    rows: Option<String>,
+    file: Option<String>,
+    resolution: Option<f64>,
+    origin: Option<Vec<f64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TruthSpec {
+    file: String,
+    format: Option<String>,
+    period: Option<f64>,
+}
+
+/// The colour of a robot, puck or object: `channel = n` or `colour = "name"`, not both.
+fn colour_channel(
+    origin: &str,
+    key: &str,
+    channel: Option<u8>,
+    colour: Option<&str>,
+) -> Result<Option<u8>, WorldError> {
+    match (channel, colour) {
+        (Some(_), Some(_)) => Err(WorldError::key(
+            origin,
+            key,
+            "give `channel` or `colour`, not both",
+        )),
+        (Some(c), None) if c >= ACTS_CHANNELS => Err(WorldError::key(
+            origin,
+            format!("{key}.channel"),
+            format!("ACTS channels are 0..{}, got {c}", ACTS_CHANNELS - 1),
+        )),
+        (Some(c), None) => Ok(Some(c)),
+        (None, Some(name)) => COLOUR_NAMES
+            .iter()
+            .position(|n| n.eq_ignore_ascii_case(name))
+            .map(|i| Some(i as u8))
+            .ok_or_else(|| {
+                WorldError::key(
+                    origin,
+                    format!("{key}.colour"),
+                    format!(
+                        "unknown colour `{name}` (one of: {}; or give `channel`)",
+                        COLOUR_NAMES.join(", ")
+                    ),
+                )
+            }),
+        (None, None) => Ok(None),
+    }
+}
+
+/// The grid's solid cells, row 0 at the top: from `rows` (`#` solid, anything else free) or
+/// from a bitmap `file` (`.png`: dark pixels solid; anything else: text like `rows`).
+fn grid_cells(origin: &str, dir: &Path, grid: &GridSpec) -> Result<Vec<Vec<bool>>, WorldError> {
+    if let Some(r) = grid.resolution {
+        positive(origin, "grid.resolution", r)?;
+    }
+    let cells =
+        match (&grid.rows, &grid.file) {
+            (Some(rows), None) => text_cells(rows),
+            (None, Some(file)) => {
+                let path = dir.join(file);
+                if path
+                    .extension()
+                    .is_some_and(|e| e.eq_ignore_ascii_case("png"))
+                {
+                    png_cells(&path).map_err(|e| {
+                        WorldError::key(
+                            origin,
+                            "grid.file",
+                            format!("cannot read {}: {e}", path.display()),
+                        )
+                    })?
+                } else {
+                    let text = std::fs::read_to_string(&path).map_err(|e| {
+                        WorldError::key(
+                            origin,
+                            "grid.file",
+                            format!("cannot read {}: {e}", path.display()),
+                        )
+                    })?;
+                    text_cells(&text)
+                }
+            }
+            _ => return Err(WorldError::key(
+                origin,
+                "grid",
+                "give exactly one of `rows` (the bitmap as text) or `file` (a .png or text file)",
+            )),
+        };
+    if cells.is_empty() {
+        return Err(WorldError::key(origin, "grid", "the bitmap has no rows"));
+    }
+    Ok(cells)
+}
+
+/// Text bitmap: one line per row, `#` solid. Blank lines at the start and end are dropped.
+fn text_cells(text: &str) -> Vec<Vec<bool>> {
+    let mut rows: Vec<Vec<bool>> = text
+        .lines()
+        .map(|l| l.trim_end().chars().map(|c| c == '#').collect())
+        .collect();
+    while rows.first().is_some_and(|r| r.is_empty()) {
+        rows.remove(0);
+    }
+    while rows.last().is_some_and(|r| r.is_empty()) {
+        rows.pop();
+    }
+    rows
+}
+
+/// PNG bitmap: a pixel darker than mid-grey (and not transparent) is solid.
+fn png_cells(path: &Path) -> Result<Vec<Vec<bool>>, String> {
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut decoder = png::Decoder::new(std::io::BufReader::new(file));
+    decoder.set_transformations(png::Transformations::normalize_to_color8());
+    let mut reader = decoder.read_info().map_err(|e| e.to_string())?;
+    let (w, h) = {
+        let info = reader.info();
+        (info.width as usize, info.height as usize)
+    };
+    if w.saturating_mul(h) > 16_000_000 {
+        return Err(format!("{w} x {h} pixels is too big a map"));
+    }
+    let size = reader
+        .output_buffer_size()
+        .ok_or_else(|| "image too large".to_string())?;
+    let mut buf = vec![0; size];
+    let frame = reader.next_frame(&mut buf).map_err(|e| e.to_string())?;
+    let channels = frame.color_type.samples();
+    let stride = frame.line_size;
+    Ok((0..h)
+        .map(|y| {
+            (0..w)
+                .map(|x| {
+                    let px = &buf[y * stride + x * channels..][..channels];
+                    let (lum, alpha) = match px {
+                        [g] => (u32::from(*g), 255),
+                        [g, a] => (u32::from(*g), *a),
+                        [r, g, b] => ((u32::from(*r) + u32::from(*g) + u32::from(*b)) / 3, 255),
+                        [r, g, b, a, ..] => {
+                            ((u32::from(*r) + u32::from(*g) + u32::from(*b)) / 3, *a)
+                        }
+                        [] => (255, 0),
+                    };
+                    alpha >= 128 && lum < 128
+                })
+                .collect()
+        })
+        .collect())
+}
+
+/// Merges solid cells into rectangles: runs along each row, stacked downwards while the
+/// run below is identical. Returns `(x0, x1, top, bottom)` in cells, end-exclusive.
+fn merge_cells(cells: &[Vec<bool>]) -> Vec<(usize, usize, usize, usize)> {
+    let runs = |row: &[bool]| {
+        let mut out = Vec::new();
+        let mut x = 0;
+        while x < row.len() {
+            if row[x] {
+                let s = x;
+                while x < row.len() && row[x] {
+                    x += 1;
+                }
+                out.push((s, x));
+            } else {
+                x += 1;
+            }
+        }
+        out
+    };
+    let all: Vec<Vec<(usize, usize)>> = cells.iter().map(|r| runs(r)).collect();
+    let mut used: Vec<Vec<bool>> = all.iter().map(|r| vec![false; r.len()]).collect();
+    let mut rects = Vec::new();
+    for y in 0..all.len() {
+        for (k, &(x0, x1)) in all[y].iter().enumerate() {
+            if used[y][k] {
+                continue;
+            }
+            used[y][k] = true;
+            let mut bottom = y + 1;
+            while bottom < all.len() {
+                match all[bottom].iter().position(|&r| r == (x0, x1)) {
+                    Some(j) if !used[bottom][j] => {
+                        used[bottom][j] = true;
+                        bottom += 1;
+                    }
+                    _ => break,
+                }
+            }
+            rects.push((x0, x1, y, bottom));
+        }
+    }
+    rects
 }
 
 /// Deserializes one table, prefixing errors with its key.
@@ -675,17 +1248,14 @@ fn positive(origin: &str, key: &str, v: f64) -> Result<(), WorldError> {
 }
 
 fn object(origin: &str, i: usize, o: &ObjectSpec) -> Result<ColouredObject, WorldError> {
-    if o.channel >= ACTS_CHANNELS {
+    let key = format!("object[{i}]");
+    let Some(channel) = colour_channel(origin, &key, o.channel, o.colour.as_deref())? else {
         return Err(WorldError::key(
             origin,
-            format!("object[{i}].channel"),
-            format!(
-                "ACTS channels are 0..{}, got {}",
-                ACTS_CHANNELS - 1,
-                o.channel
-            ),
+            key,
+            "a coloured object needs `channel` (0..31) or `colour`",
         ));
-    }
+    };
     let center = point(origin, &format!("object[{i}].center"), &o.center)?;
     let shape = match (o.radius, &o.size) {
         (Some(radius), None) => {
@@ -710,7 +1280,7 @@ fn object(origin: &str, i: usize, o: &ObjectSpec) -> Result<ColouredObject, Worl
     let height = o.height.unwrap_or(DEFAULT_OBJECT_HEIGHT_MM);
     positive(origin, &format!("object[{i}].height"), height)?;
     Ok(ColouredObject {
-        channel: o.channel,
+        channel,
         center,
         shape,
         height,

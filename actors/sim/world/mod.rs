@@ -20,17 +20,20 @@ pub mod camera;
 pub mod geom;
 pub mod gripper;
 pub mod map;
+pub mod rng;
 pub mod robot;
+pub mod simworld;
 
 pub use camera::{Blob, CameraView, PtzReading};
 pub use map::{
-    BoxObstacle, ColouredObject, ObjectShape, Owner, Pillar, RayHit, Wall, WorldError, WorldMap,
-    ROBOT_RADIUS_MM,
+    BoxObstacle, ColouredObject, ObjectShape, Owner, Pillar, PuckPlacement, RayHit, RobotPlacement,
+    TruthFormat, TruthLogSpec, Wall, WorldError, WorldMap, COLOUR_NAMES, ROBOT_RADIUS_MM,
 };
 pub use robot::{
-    GripperReading, MiscReading, PositionReading, RobotParams, SimRobot, LASER_MAX_MM,
+    Body, GripperReading, MiscReading, PositionReading, RobotParams, SimRobot, LASER_MAX_MM,
     LASER_SAMPLES, SONAR_MAX_MM, SONAR_POSES,
 };
+pub use simworld::{Puck, SimWorld, TruthRecord};
 
 #[cfg(test)]
 mod tests;

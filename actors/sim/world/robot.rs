@@ -14,9 +14,10 @@
 use std::sync::Arc;
 
 use super::camera::{Blob, CameraView, Ptz, PtzReading};
-use super::geom::{normalize_angle, Vec2};
+use super::geom::{normalize_angle, ray_circle, Vec2};
 use super::gripper::Gripper;
 use super::map::{WorldMap, ROBOT_RADIUS_MM};
+use super::rng::Rng;
 
 /// Translational speed limit, mm/s.
 pub const MAX_SPEED_MM_S: f64 = 500.0;
@@ -70,6 +71,57 @@ pub const SONAR_POSES: [(f64, f64, f64); 16] = [
     (-155.0, 115.0, 130.0),
     (-115.0, 130.0, 90.0),
 ];
+
+/// Height of a robot's colour marking above the floor, mm (what other cameras see).
+pub const ROBOT_HEIGHT_MM: f64 = 500.0;
+
+/// Something else in the world that moves: another robot or a puck, as a disc. The robot's
+/// sensors and bumpers take these into account in the `*_among` methods.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Body {
+    /// Centre, mm.
+    pub center: Vec2,
+    /// Radius, mm.
+    pub radius: f64,
+    /// Height, mm (for the camera).
+    pub height: f64,
+    /// The ACTS channel of its colour, if cameras should see it.
+    pub channel: Option<u8>,
+    /// Whether it stops robots and reflects sonar and laser (robots do; pucks lie below the
+    /// sensors and are pushed, not bumped into).
+    pub solid: bool,
+}
+
+/// Odometry that drifts: integrated from the wheels' motion with random errors.
+#[derive(Debug, Clone)]
+struct NoisyOdometry {
+    rng: Rng,
+    /// Standard deviations: translation error as a fraction of distance, rotation error as a
+    /// fraction of angle turned (and radians of heading error per metre driven).
+    sigma: (f64, f64),
+    /// The pose odometry believes, in the odometry frame: x, y mm, heading radians.
+    pose: (f64, f64, f64),
+}
+
+impl NoisyOdometry {
+    /// Adds one sub-step's motion: `ds` mm driven, `dth` radians turned.
+    fn integrate(&mut self, ds: f64, dth: f64) {
+        let (st, sr) = self.sigma;
+        // Random-walk errors whose variance grows with distance and angle: over 1 m the
+        // translation error is about `st` of it, over a full turn the rotation error `sr`.
+        let ds_m = ds + self.rng.gaussian() * st * (ds.abs() * 1000.0).sqrt();
+        let dth_m = dth
+            + self.rng.gaussian() * sr * (dth.abs() * std::f64::consts::TAU).sqrt()
+            + self.rng.gaussian() * sr * (ds.abs() / 1000.0).sqrt();
+        let (x, y, th) = self.pose;
+        let mid = th + dth_m / 2.0;
+        self.pose = (
+            x + ds_m * mid.cos(),
+            y + ds_m * mid.sin(),
+            normalize_angle(th + dth_m),
+        );
+    }
+}
 
 /// How a `SimRobot` starts.
 #[derive(Debug, Clone, PartialEq)]
@@ -157,6 +209,7 @@ pub struct SimRobot {
     ptz: Ptz,
     gripper: Gripper,
     elapsed: f64,
+    noisy_odometry: Option<NoisyOdometry>,
 }
 
 impl SimRobot {
@@ -181,7 +234,21 @@ impl SimRobot {
             ptz: Ptz::default(),
             gripper: Gripper::default(),
             elapsed: 0.0,
+            noisy_odometry: None,
         }
+    }
+
+    /// Turns odometry noise on (`Some((translation, rotation))` standard deviations: fractions
+    /// of the distance driven per metre and of the angle turned per full turn; the heading also
+    /// drifts by `rotation` radians per square-root metre) with the random sequence of `seed`,
+    /// or off (`None`: odometry is exact, the default). Restarts odometry at the current pose.
+    pub fn set_odometry_noise(&mut self, noise: Option<(f64, f64)>, seed: u64) {
+        self.odom_origin = self.pose;
+        self.noisy_odometry = noise.map(|sigma| NoisyOdometry {
+            rng: Rng::new(seed),
+            sigma,
+            pose: (0.0, 0.0, 0.0),
+        });
     }
 
     /// The world the robot lives in.
@@ -202,6 +269,12 @@ impl SimRobot {
     /// Advances the simulation by `dt` seconds, in sub-steps of at most `PHYSICS_STEP_S`.
     /// Non-positive or non-finite `dt` does nothing; more than `MAX_STEP_S` is cut to it.
     pub fn step(&mut self, dt: f64) {
+        self.step_among(dt, &[]);
+    }
+
+    /// As [`SimRobot::step`], with `others` (other robots, pucks) in the world: solid ones
+    /// stop the robot as walls do.
+    pub fn step_among(&mut self, dt: f64, others: &[Body]) {
         if !dt.is_finite() || dt <= 0.0 {
             return;
         }
@@ -209,7 +282,7 @@ impl SimRobot {
         let n = (dt / PHYSICS_STEP_S).ceil().max(1.0);
         let h = dt / n;
         for _ in 0..n as usize {
-            self.substep(h);
+            self.substep(h, others);
         }
     }
 
@@ -251,6 +324,9 @@ impl SimRobot {
     /// Makes the current true pose the odometry origin: x, y and heading read 0 afterwards.
     pub fn reset_odometry(&mut self) {
         self.odom_origin = self.pose;
+        if let Some(o) = self.noisy_odometry.as_mut() {
+            o.pose = (0.0, 0.0, 0.0);
+        }
     }
 
     /// PTZ targets (pan, tilt degrees; zoom 0..1023), clamped to the camera's ranges.
@@ -294,9 +370,14 @@ impl SimRobot {
     /// Odometry, speeds, compass and stall.
     pub fn position(&self) -> PositionReading {
         let (x, y, th) = self.pose;
-        let (ox, oy, oth) = self.odom_origin;
-        let d = Vec2::new(x - ox, y - oy).rotated(-oth);
-        let heading = (th - oth).to_degrees().round().rem_euclid(360.0);
+        let (d, odom_th) = match &self.noisy_odometry {
+            Some(o) => (Vec2::new(o.pose.0, o.pose.1), o.pose.2),
+            None => {
+                let (ox, oy, oth) = self.odom_origin;
+                (Vec2::new(x - ox, y - oy).rotated(-oth), th - oth)
+            }
+        };
+        let heading = odom_th.to_degrees().round().rem_euclid(360.0);
         let compass = (th.to_degrees() / 2.0).round().rem_euclid(180.0) * 2.0;
         PositionReading {
             x: d.x.round() as i32,
@@ -311,8 +392,14 @@ impl SimRobot {
 
     /// The 16 sonar ranges in mm, nearest obstacle in each +-15 degree cone, 5000 for nothing.
     pub fn sonar(&self) -> [u16; 16] {
+        self.sonar_among(&[])
+    }
+
+    /// As [`SimRobot::sonar`], with `others` in the world (solid ones echo).
+    pub fn sonar_among(&self, others: &[Body]) -> [u16; 16] {
         let (x, y, th) = self.pose;
         let centre = Vec2::new(x, y);
+        let near = within(others, centre, SONAR_MAX_MM + ROBOT_RADIUS_MM);
         let mut out = [0u16; 16];
         for (reading, &(sx, sy, sh)) in out.iter_mut().zip(SONAR_POSES.iter()) {
             let origin = centre + Vec2::new(sx, sy).rotated(th);
@@ -322,7 +409,7 @@ impl SimRobot {
             let nearest = (0..SONAR_RAYS)
                 .map(|k| {
                     let a = axis - half + 2.0 * half * k as f64 / span;
-                    self.map.range(origin, a, SONAR_MAX_MM)
+                    self.range_among(origin, a, SONAR_MAX_MM, &near)
                 })
                 .fold(SONAR_MAX_MM, f64::min);
             *reading = nearest.round() as u16;
@@ -333,14 +420,40 @@ impl SimRobot {
     /// The 361 laser ranges in mm: index 0 at the robot's right, 180 straight ahead, 360 at
     /// its left, 0.5 degrees apart; 8000 when nothing is hit.
     pub fn laser(&self) -> [u16; LASER_SAMPLES] {
+        self.laser_among(&[])
+    }
+
+    /// As [`SimRobot::laser`], with `others` in the world (solid ones reflect).
+    pub fn laser_among(&self, others: &[Body]) -> [u16; LASER_SAMPLES] {
         let (x, y, th) = self.pose;
-        let origin = Vec2::new(x, y) + Vec2::from_angle(th) * self.params.laser_x_mm;
+        let origin = self.laser_origin();
+        let near = within(others, Vec2::new(x, y), LASER_MAX_MM + ROBOT_RADIUS_MM);
         let mut out = [0u16; LASER_SAMPLES];
         for (i, reading) in out.iter_mut().enumerate() {
             let a = th + (-90.0 + 0.5 * i as f64).to_radians();
-            *reading = self.map.range(origin, a, LASER_MAX_MM).round() as u16;
+            *reading = self.range_among(origin, a, LASER_MAX_MM, &near).round() as u16;
         }
         out
+    }
+
+    /// Where the laser sits in the world, mm.
+    pub fn laser_origin(&self) -> Vec2 {
+        let (x, y, th) = self.pose;
+        Vec2::new(x, y) + Vec2::from_angle(th) * self.params.laser_x_mm
+    }
+
+    /// Distance along a ray to the first solid of the map or of `near`, capped at `max`.
+    fn range_among(&self, origin: Vec2, angle: f64, max: f64, near: &[Body]) -> f64 {
+        let mut d = self.map.range(origin, angle, max);
+        if !near.is_empty() {
+            let dir = Vec2::from_angle(angle);
+            for b in near {
+                if let Some(t) = ray_circle(origin, dir, b.center, b.radius) {
+                    d = d.min(t);
+                }
+            }
+        }
+        d
     }
 
     /// Bumpers and battery.
@@ -354,12 +467,32 @@ impl SimRobot {
 
     /// Gripper state and beams. The break beams look straight ahead from the robot's front.
     pub fn gripper(&self) -> GripperReading {
+        self.gripper_among(&[], (false, false))
+    }
+
+    /// As [`SimRobot::gripper`], with `others` in the world (solid ones break the beams as
+    /// walls do) and whether a puck breaks the outer and the inner beam.
+    pub fn gripper_among(&self, others: &[Body], puck_beams: (bool, bool)) -> GripperReading {
         let (x, y, th) = self.pose;
-        let ahead = self.map.range(Vec2::new(x, y), th, LASER_MAX_MM) - ROBOT_RADIUS_MM;
+        let centre = Vec2::new(x, y);
+        let near = within(others, centre, ROBOT_RADIUS_MM * 3.0);
+        let ahead = self.range_among(centre, th, LASER_MAX_MM, &near) - ROBOT_RADIUS_MM;
         GripperReading {
             state: self.gripper.state_byte(),
-            beams: self.gripper.beams_byte(ahead),
+            beams: self
+                .gripper
+                .beams_byte_with(ahead, puck_beams.0, puck_beams.1),
         }
+    }
+
+    /// The paddles and lift.
+    pub fn gripper_mechanism(&self) -> &Gripper {
+        &self.gripper
+    }
+
+    /// The paddles and lift, for the world to say when they hold a puck.
+    pub fn gripper_mechanism_mut(&mut self) -> &mut Gripper {
+        &mut self.gripper
     }
 
     /// Current pan, tilt and zoom.
@@ -370,6 +503,12 @@ impl SimRobot {
     /// The blobs the camera sees now, sorted by channel then area (largest first).
     pub fn vision(&self) -> Vec<Blob> {
         self.camera().blobs(&self.map)
+    }
+
+    /// As [`SimRobot::vision`], with `others` in the world: coloured ones are seen, solid
+    /// ones hide what is behind them.
+    pub fn vision_among(&self, others: &[Body]) -> Vec<Blob> {
+        self.camera().blobs_among(&self.map, others)
     }
 
     /// The camera's current view (position, axis, tilt, focal length).
@@ -383,7 +522,28 @@ impl SimRobot {
         }
     }
 
-    fn substep(&mut self, h: f64) {
+    /// Clearance between the robot's disc at `p` and the nearest solid of the map or of
+    /// `others` (negative when they overlap), and the nearest point of it.
+    fn clearance_among(&self, p: Vec2, others: &[Body]) -> (f64, Option<Vec2>) {
+        let (mut best, what) = self.map.clearance(p, ROBOT_RADIUS_MM);
+        let mut point = what.map(|(q, _)| q);
+        for b in others.iter().filter(|b| b.solid) {
+            let d = p - b.center;
+            let len = d.length();
+            let c = len - b.radius - ROBOT_RADIUS_MM;
+            if c < best {
+                best = c;
+                point = Some(if len > 0.0 {
+                    b.center + d * (b.radius / len)
+                } else {
+                    b.center
+                });
+            }
+        }
+        (best, point)
+    }
+
+    fn substep(&mut self, h: f64, others: &[Body]) {
         self.elapsed += h;
         self.ptz.advance(h);
         self.gripper.advance(h);
@@ -414,16 +574,18 @@ impl SimRobot {
         if v == 0.0 {
             self.pose.2 = new_th;
             self.actual = (0.0, w_deg);
+            self.odometry(0.0, w * h);
             self.release();
             return;
         }
         let here = Vec2::new(x, y);
         let there = arc_end(here, th, v, w, h);
-        let (clear_here, _) = self.map.clearance(here, ROBOT_RADIUS_MM);
-        let (clear_there, contact) = self.map.clearance(there, ROBOT_RADIUS_MM);
+        let (clear_here, _) = self.clearance_among(here, others);
+        let (clear_there, contact) = self.clearance_among(there, others);
         if clear_there >= 0.0 || clear_there > clear_here {
             self.pose = (there.x, there.y, new_th);
             self.actual = (v, w_deg);
+            self.odometry(v * h, w * h);
             self.release();
             return;
         }
@@ -435,7 +597,7 @@ impl SimRobot {
             for _ in 0..30 {
                 let mid = (lo + hi) / 2.0;
                 let p = arc_end(here, th, v, w, h * mid);
-                if self.map.clearance(p, ROBOT_RADIUS_MM).0 >= 0.0 {
+                if self.clearance_among(p, others).0 >= 0.0 {
                     lo = mid;
                 } else {
                     hi = mid;
@@ -445,16 +607,24 @@ impl SimRobot {
         }
         self.pose = (reached.x, reached.y, new_th);
         self.actual = (0.0, w_deg);
+        self.odometry((reached - here).length() * v.signum(), w * h);
         if self.separate_mode {
             self.drive.0 = 0.0;
         }
         self.stalled = true;
         let (front, rear) = match contact {
-            Some((point, _)) => bumper_bits((point - there).angle() - th, v > 0.0),
+            Some(point) => bumper_bits((point - there).angle() - th, v > 0.0),
             None => bumper_bits(if v > 0.0 { 0.0 } else { std::f64::consts::PI }, v > 0.0),
         };
         self.front_bumpers = front;
         self.rear_bumpers = rear;
+    }
+
+    /// Feeds one sub-step's motion to noisy odometry, if it is on.
+    fn odometry(&mut self, ds: f64, dth: f64) {
+        if let Some(o) = self.noisy_odometry.as_mut() {
+            o.integrate(ds, dth);
+        }
     }
 
     /// Nothing is being pushed: clear stall and bumpers.
@@ -463,6 +633,15 @@ impl SimRobot {
         self.front_bumpers = 0;
         self.rear_bumpers = 0;
     }
+}
+
+/// The bodies of `others` whose discs come within `range` of `p`.
+fn within(others: &[Body], p: Vec2, range: f64) -> Vec<Body> {
+    others
+        .iter()
+        .filter(|b| b.solid && (b.center - p).length() - b.radius <= range)
+        .copied()
+        .collect()
 }
 
 /// Moves `current` toward `target` by at most `max_step`.

@@ -1,0 +1,480 @@
+//! A world with every robot in it: the robots of a [`WorldMap`] stepped together at a fixed
+//! step, each an obstacle for the others' bumpers and sensors, plus the pucks they push, grip
+//! and carry, and the ground truth of where everyone is.
+//!
+//! Like [`SimRobot`], nothing here touches actors, sockets or clocks: the caller decides when
+//! to call [`SimWorld::tick`] (the driver: in real time; tests and benches: as fast as they
+//! can). The same world file and seed give the same run, tick for tick.
+//!
+//! Order within a tick: robots move one after the other in file order, each against the
+//! others' current poses, then push, grip or drag pucks. The gripper's mouth, in the robot's
+//! frame (x forward, y left): between the paddles, `|y| <= MOUTH_HALF_WIDTH_MM`, from the
+//! robot's front (`x = ROBOT_RADIUS_MM`) to the paddle tips (`x = PADDLE_TIP_MM`). With the
+//! paddles open and the lift down a puck can enter the mouth; closing paddles grip a puck in
+//! it; the lift then carries it; opening the paddles lets it go.
+
+use std::io::{self, Write};
+use std::sync::Arc;
+
+use super::geom::Vec2;
+use super::gripper::{HOLD_POSITION, INNER_BEAM_MM, OUTER_BEAM_MM};
+use super::map::{PuckPlacement, TruthFormat, WorldMap, ROBOT_RADIUS_MM};
+use super::robot::{
+    Body, GripperReading, MiscReading, PositionReading, RobotParams, SimRobot, LASER_SAMPLES,
+    ROBOT_HEIGHT_MM,
+};
+use super::{Blob, PtzReading};
+
+/// The fixed physics step, seconds.
+pub const STEP_S: f64 = 0.01;
+/// Half the gap between the open paddles, mm.
+pub const MOUTH_HALF_WIDTH_MM: f64 = 110.0;
+/// How far ahead of the robot's centre the paddle tips reach, mm.
+pub const PADDLE_TIP_MM: f64 = ROBOT_RADIUS_MM + 160.0;
+/// Height of a puck, mm (for the camera).
+pub const PUCK_HEIGHT_MM: f64 = 80.0;
+
+/// A puck: pushed by robots, gripped between the paddles, carried by the lift.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Puck {
+    /// Centre, mm.
+    pub center: Vec2,
+    /// Radius, mm.
+    pub radius: f64,
+    /// ACTS channel of its colour, if cameras see it.
+    pub channel: Option<u8>,
+    /// The robot (index) whose paddles hold it.
+    pub held_by: Option<usize>,
+    /// Whether the holding robot's lift has raised it off the floor.
+    pub lifted: bool,
+}
+
+/// One line of the ground-truth log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TruthRecord {
+    /// Simulated seconds since the world started.
+    pub time: f64,
+    /// The robot's name.
+    pub robot: String,
+    /// True x, mm.
+    pub x: f64,
+    /// True y, mm.
+    pub y: f64,
+    /// True heading, degrees counter-clockwise from +x, in (-180, 180].
+    pub heading: f64,
+}
+
+impl TruthRecord {
+    /// The record as one line (with its newline) in `format`.
+    pub fn line(&self, format: TruthFormat) -> String {
+        match format {
+            TruthFormat::Csv => format!(
+                "{:.3},{},{:.1},{:.1},{:.2}\n",
+                self.time, self.robot, self.x, self.y, self.heading
+            ),
+            TruthFormat::JsonLines => format!(
+                "{{\"time\":{:.3},\"robot\":\"{}\",\"x\":{:.1},\"y\":{:.1},\"heading\":{:.2}}}\n",
+                self.time,
+                json_escape(&self.robot),
+                self.x,
+                self.y,
+                self.heading
+            ),
+        }
+    }
+
+    /// The header line a log file in `format` starts with, if any.
+    pub fn header(format: TruthFormat) -> Option<&'static str> {
+        match format {
+            TruthFormat::Csv => Some("time,robot,x,y,heading\n"),
+            TruthFormat::JsonLines => None,
+        }
+    }
+}
+
+fn json_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[derive(Debug, Clone)]
+struct Member {
+    name: String,
+    channel: Option<u8>,
+    robot: SimRobot,
+    /// Where a held puck sits, mm ahead of the centre.
+    hold_x: f64,
+}
+
+/// Every robot and puck of one world, stepped together.
+#[derive(Debug, Clone)]
+pub struct SimWorld {
+    map: Arc<WorldMap>,
+    members: Vec<Member>,
+    pucks: Vec<Puck>,
+    ticks: u64,
+    scratch: Vec<Body>,
+}
+
+impl SimWorld {
+    /// The world of `map` with its robots at their start poses (one robot, `robot0`, at the
+    /// start pose when the map places none), motors on, odometry zeroed, and odometry noise
+    /// as the map says (each robot with its own random sequence derived from the seed).
+    pub fn new(map: Arc<WorldMap>) -> SimWorld {
+        let mut world = SimWorld {
+            map: map.clone(),
+            members: Vec::new(),
+            pucks: map.pucks().iter().map(puck_of).collect(),
+            ticks: 0,
+            scratch: Vec::new(),
+        };
+        if map.robots().is_empty() {
+            world.add_robot("robot0", map.start_pose(), None);
+        } else {
+            for r in map.robots() {
+                world.add_robot(&r.name, r.pose, r.channel);
+            }
+        }
+        world
+    }
+
+    /// Adds a robot at `pose` (x, y mm, heading radians) with colour `channel`; returns its
+    /// index. No overlap check.
+    pub fn add_robot(&mut self, name: &str, pose: (f64, f64, f64), channel: Option<u8>) -> usize {
+        let i = self.members.len();
+        let mut robot = SimRobot::new(
+            self.map.clone(),
+            RobotParams {
+                start_pose: Some(pose),
+                ..RobotParams::default()
+            },
+        );
+        robot.set_odometry_noise(self.map.odometry_noise(), robot_seed(self.map.seed(), i));
+        self.members.push(Member {
+            name: name.to_string(),
+            channel,
+            robot,
+            hold_x: 0.0,
+        });
+        i
+    }
+
+    /// Adds a puck; returns its index.
+    pub fn add_puck(&mut self, puck: PuckPlacement) -> usize {
+        self.pucks.push(puck_of(&puck));
+        self.pucks.len() - 1
+    }
+
+    /// The world's map.
+    pub fn map(&self) -> &Arc<WorldMap> {
+        &self.map
+    }
+
+    /// Number of robots.
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Whether the world has no robot.
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// The robots' names, in index order.
+    pub fn names(&self) -> Vec<&str> {
+        self.members.iter().map(|m| m.name.as_str()).collect()
+    }
+
+    /// The index of the robot called `name`.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.members.iter().position(|m| m.name == name)
+    }
+
+    /// Robot `i`'s colour channel.
+    pub fn channel(&self, i: usize) -> Option<u8> {
+        self.members[i].channel
+    }
+
+    /// Robot `i`. Panics if there is no such robot.
+    pub fn robot(&self, i: usize) -> &SimRobot {
+        &self.members[i].robot
+    }
+
+    /// Robot `i`, to command it. Panics if there is no such robot.
+    pub fn robot_mut(&mut self, i: usize) -> &mut SimRobot {
+        &mut self.members[i].robot
+    }
+
+    /// The pucks.
+    pub fn pucks(&self) -> &[Puck] {
+        &self.pucks
+    }
+
+    /// Simulated seconds since the world started.
+    pub fn time(&self) -> f64 {
+        self.ticks as f64 * STEP_S
+    }
+
+    /// Ticks so far.
+    pub fn ticks(&self) -> u64 {
+        self.ticks
+    }
+
+    /// Advances every robot and puck by one fixed step.
+    pub fn tick(&mut self) {
+        let mut others = std::mem::take(&mut self.scratch);
+        for i in 0..self.members.len() {
+            others.clear();
+            self.robots_except(i, &mut others);
+            self.members[i].robot.step_among(STEP_S, &others);
+            self.move_pucks(i);
+        }
+        self.scratch = others;
+        self.ticks += 1;
+    }
+
+    /// Runs `seconds` of simulated time (rounded to whole ticks) as fast as it can.
+    pub fn run(&mut self, seconds: f64) {
+        let n = (seconds / STEP_S).round().max(0.0) as u64;
+        for _ in 0..n {
+            self.tick();
+        }
+    }
+
+    /// Every robot but `i` as a solid body, appended to `out`.
+    fn robots_except(&self, i: usize, out: &mut Vec<Body>) {
+        for (j, m) in self.members.iter().enumerate() {
+            if j != i {
+                let (x, y, _) = m.robot.true_pose();
+                out.push(Body {
+                    center: Vec2::new(x, y),
+                    radius: ROBOT_RADIUS_MM,
+                    height: ROBOT_HEIGHT_MM,
+                    channel: m.channel,
+                    solid: true,
+                });
+            }
+        }
+    }
+
+    /// What robot `i`'s sensors see besides the map: the other robots and the pucks.
+    pub fn others(&self, i: usize) -> Vec<Body> {
+        let mut out = Vec::with_capacity(self.members.len() + self.pucks.len());
+        self.robots_except(i, &mut out);
+        out.extend(self.pucks.iter().map(|p| Body {
+            center: p.center,
+            radius: p.radius,
+            height: PUCK_HEIGHT_MM,
+            channel: p.channel,
+            solid: false,
+        }));
+        out
+    }
+
+    /// Robot `i`'s odometry, speeds, compass and stall.
+    pub fn position(&self, i: usize) -> PositionReading {
+        self.robot(i).position()
+    }
+
+    /// Robot `i`'s 16 sonar ranges, mm (other robots echo).
+    pub fn sonar(&self, i: usize) -> [u16; 16] {
+        self.robot(i).sonar_among(&self.others(i))
+    }
+
+    /// Robot `i`'s laser scan, mm (other robots reflect).
+    pub fn laser(&self, i: usize) -> [u16; LASER_SAMPLES] {
+        self.robot(i).laser_among(&self.others(i))
+    }
+
+    /// Robot `i`'s bumpers and battery.
+    pub fn misc(&self, i: usize) -> MiscReading {
+        self.robot(i).misc()
+    }
+
+    /// Robot `i`'s pan, tilt and zoom.
+    pub fn ptz(&self, i: usize) -> PtzReading {
+        self.robot(i).ptz()
+    }
+
+    /// The blobs robot `i`'s camera sees (coloured objects, robots and pucks).
+    pub fn vision(&self, i: usize) -> Vec<Blob> {
+        self.robot(i).vision_among(&self.others(i))
+    }
+
+    /// Robot `i`'s gripper state and beams (pucks in the mouth break the beams).
+    pub fn gripper(&self, i: usize) -> GripperReading {
+        let robot = self.robot(i);
+        let (x, y, th) = robot.true_pose();
+        let centre = Vec2::new(x, y);
+        let (mut outer, mut inner) = (false, false);
+        for p in &self.pucks {
+            if p.held_by.is_some_and(|h| h != i) {
+                continue;
+            }
+            let local = (p.center - centre).rotated(-th);
+            if local.y.abs() <= MOUTH_HALF_WIDTH_MM + p.radius {
+                outer |= (local.x - (ROBOT_RADIUS_MM + OUTER_BEAM_MM)).abs() <= p.radius;
+                inner |= (local.x - (ROBOT_RADIUS_MM + INNER_BEAM_MM)).abs() <= p.radius;
+            }
+        }
+        robot.gripper_among(&self.others(i), (outer, inner))
+    }
+
+    /// Where every robot truly is now.
+    pub fn truth(&self) -> Vec<TruthRecord> {
+        let time = self.time();
+        self.members
+            .iter()
+            .map(|m| {
+                let (x, y, th) = m.robot.true_pose();
+                TruthRecord {
+                    time,
+                    robot: m.name.clone(),
+                    x,
+                    y,
+                    heading: th.to_degrees(),
+                }
+            })
+            .collect()
+    }
+
+    /// Writes one truth line per robot in `format`.
+    pub fn write_truth(&self, out: &mut dyn Write, format: TruthFormat) -> io::Result<()> {
+        for r in self.truth() {
+            out.write_all(r.line(format).as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// After robot `i` moved: drag the puck it holds, push the free pucks it touches, grip
+    /// or let go.
+    fn move_pucks(&mut self, i: usize) {
+        let member = &self.members[i];
+        let (x, y, th) = member.robot.true_pose();
+        let centre = Vec2::new(x, y);
+        let g = member.robot.gripper_mechanism();
+        let (paddles, lift, closing, holding) = (g.paddles(), g.lift(), g.closing(), g.holding());
+        let hold_x = member.hold_x;
+        let mut grip: Option<(usize, f64)> = None;
+        let mut released = false;
+        for (k, puck) in self.pucks.iter_mut().enumerate() {
+            match puck.held_by {
+                Some(h) if h == i => {
+                    if paddles > HOLD_POSITION + 0.05 {
+                        // The paddles opened: the puck drops where it is.
+                        puck.held_by = None;
+                        puck.lifted = false;
+                        released = true;
+                    } else {
+                        puck.center = centre + Vec2::new(hold_x, 0.0).rotated(th);
+                        puck.lifted = lift > 0.5;
+                    }
+                    continue;
+                }
+                Some(_) => continue,
+                None => {}
+            }
+            let r = puck.radius;
+            let mut local = (puck.center - centre).rotated(-th);
+            let in_lane = local.x > 0.0 && local.y.abs() <= MOUTH_HALF_WIDTH_MM - r;
+            let mut moved = false;
+            if in_lane {
+                // Between the paddles: open (or raised) paddles let the puck up to the
+                // robot's front; closed lowered paddles keep it beyond their tips.
+                let reach = if paddles > HOLD_POSITION || lift > 0.5 {
+                    ROBOT_RADIUS_MM + r
+                } else {
+                    PADDLE_TIP_MM + r
+                };
+                if local.x < reach {
+                    local.x = reach;
+                    moved = true;
+                }
+            } else {
+                let d = local.length();
+                let min = ROBOT_RADIUS_MM + r;
+                if d < min {
+                    local = if d > 1e-9 {
+                        local * (min / d)
+                    } else {
+                        Vec2::new(min, 0.0)
+                    };
+                    moved = true;
+                }
+            }
+            if moved {
+                puck.center = centre + local.rotated(th);
+                puck.center = out_of_walls(&self.map, puck.center, r);
+            }
+            let local = (puck.center - centre).rotated(-th);
+            let in_mouth = local.x >= ROBOT_RADIUS_MM + r - 1.0
+                && local.x <= PADDLE_TIP_MM - r
+                && local.y.abs() <= MOUTH_HALF_WIDTH_MM - r;
+            if grip.is_none()
+                && !holding
+                && closing
+                && lift <= 0.1
+                && paddles <= HOLD_POSITION + 0.05
+                && in_mouth
+            {
+                grip = Some((k, local.x));
+            }
+        }
+        if let Some((k, at)) = grip {
+            let puck = &mut self.pucks[k];
+            puck.held_by = Some(i);
+            puck.center = centre + Vec2::new(at, 0.0).rotated(th);
+            let m = &mut self.members[i];
+            m.hold_x = at;
+            m.robot.gripper_mechanism_mut().set_holding(true);
+        } else if released {
+            self.members[i]
+                .robot
+                .gripper_mechanism_mut()
+                .set_holding(false);
+        }
+    }
+}
+
+/// Robot `i`'s random sequence: the world's seed mixed with the index.
+fn robot_seed(seed: u64, i: usize) -> u64 {
+    seed ^ (i as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03)
+}
+
+fn puck_of(p: &PuckPlacement) -> Puck {
+    Puck {
+        center: Vec2::new(p.center.0, p.center.1),
+        radius: p.radius,
+        channel: p.channel,
+        held_by: None,
+        lifted: false,
+    }
+}
+
+/// Moves a disc at `p` of radius `r` out of the map's solids it overlaps (a few passes, for
+/// corners).
+fn out_of_walls(map: &WorldMap, mut p: Vec2, r: f64) -> Vec2 {
+    for _ in 0..3 {
+        let (clear, what) = map.clearance(p, r);
+        let Some((q, _)) = what else { break };
+        if clear >= 0.0 {
+            break;
+        }
+        let inside = clear + r < 0.0;
+        let d = if inside { q - p } else { p - q };
+        let len = d.length();
+        if len < 1e-9 {
+            break;
+        }
+        p = q + d * (r / len);
+    }
+    p
+}

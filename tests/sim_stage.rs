@@ -1,0 +1,225 @@
+//! `-stage WORLD`: one process serves every robot of a world file, each on its own port with
+//! its own registry; the robots share one world and see each other. Checked over real TCP
+//! with the `player-client` crate, and at the level of the parsed settings.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use player::server::Server;
+use player::settings::{parse_args, Invocation, Settings};
+use player_client::Client;
+
+/// Generous: the machine may be loaded.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+fn world(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("config/worlds")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn settings(args: &[&str]) -> Result<Settings, String> {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    match parse_args(&args) {
+        Ok(Invocation::Run { settings, .. }) => Ok(*settings),
+        Ok(other) => panic!("{other:?}"),
+        Err(e) => Err(e.0),
+    }
+}
+
+/// A server on its own thread; dropping it shuts it down.
+struct Running {
+    addrs: Vec<SocketAddr>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Running {
+    fn start(settings: Settings) -> Running {
+        let (tx, rx) = mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let system = actix_rt::System::new();
+            system.block_on(async move {
+                let server = Server::start(
+                    &settings,
+                    &player::builtin_catalog(),
+                    PathBuf::from("."),
+                    player::logging::discard(),
+                )
+                .await
+                .expect("server starts");
+                tx.send(server.local_addrs()).unwrap();
+                let _ = stop_rx.await;
+                server.shutdown().await;
+            });
+        });
+        let addrs = rx.recv_timeout(TIMEOUT).expect("server started in time");
+        Running {
+            addrs,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }
+    }
+
+    fn client(&self, i: usize) -> Client {
+        let mut c = Client::connect_timeout(self.addrs[i], TIMEOUT).unwrap();
+        c.set_read_timeout(Some(TIMEOUT)).unwrap();
+        c
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn stage_flag_makes_one_served_robot_per_world_robot() {
+    let s = settings(&["-stage", &world("arena.toml")]).unwrap();
+    let robots: Vec<(&str, u16)> = s.robot.iter().map(|r| (r.name.as_str(), r.port)).collect();
+    assert_eq!(robots, [("leader", 6665), ("left", 6666), ("right", 6667)]);
+    for r in &s.robot {
+        assert_eq!(r.driver.len(), 1);
+        let d = &r.driver[0];
+        assert_eq!(d.driver, "sim");
+        let mut codes = d.device_codes().unwrap();
+        codes.sort_unstable();
+        assert_eq!(codes, b"glmpsvz");
+        let params = d.params.clone().into_table().unwrap();
+        assert_eq!(params["robot"].clone().into_string().unwrap(), r.name);
+        assert!(params["world"]
+            .clone()
+            .into_string()
+            .unwrap()
+            .ends_with("arena.toml"));
+    }
+    // -gp, before or after -stage, numbers the ports from its value.
+    for args in [
+        ["-gp", "7000", "-stage", &world("arena.toml")],
+        ["-stage", &world("arena.toml"), "-gp", "7000"],
+    ] {
+        let s = settings(&args).unwrap();
+        let ports: Vec<u16> = s.robot.iter().map(|r| r.port).collect();
+        assert_eq!(ports, [7000, 7001, 7002]);
+    }
+    // -gp 0: every robot on a free port of the system's choosing.
+    let s = settings(&["-stage", &world("arena.toml"), "-gp", "0"]).unwrap();
+    assert!(s.robot.iter().all(|r| r.port == 0));
+}
+
+#[test]
+fn stage_flag_with_a_one_robot_world_keeps_the_configured_robot() {
+    let s = settings(&["-stage", &world("maze.toml")]).unwrap();
+    assert_eq!(s.robot.len(), 1);
+    assert_eq!(s.robot[0].port, 6665);
+    assert_eq!(s.robot[0].name, "pioneer");
+    let params = s.robot[0].driver[0].params.clone().into_table().unwrap();
+    assert!(params["world"]
+        .clone()
+        .into_string()
+        .unwrap()
+        .ends_with("maze.toml"));
+    // Devices of other drivers stay theirs.
+    let s = settings(&["-pp", "/dev/ttyS0", "-stage", &world("arena.toml")]).unwrap();
+    let first: Vec<&str> = s.robot[0]
+        .driver
+        .iter()
+        .map(|d| d.driver.as_str())
+        .collect();
+    assert_eq!(first, ["sim", "p2os"]);
+    assert_eq!(s.robot[1].driver[0].devices.len(), 7);
+}
+
+#[test]
+fn stage_flag_errors_name_the_problem() {
+    let e = settings(&["-stage", "/no/such/world.toml"]).unwrap_err();
+    assert!(e.contains("/no/such/world.toml"), "{e}");
+    let dir = std::env::temp_dir().join(format!("player-stage-flag-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "[world]\nwidth = 5000\nheight = 5000\ncolour = 3\n").unwrap();
+    let clash = dir.join("clash.toml");
+    std::fs::write(
+        &clash,
+        "[world]\nwidth = 5000\nheight = 5000\n\
+         [[robot]]\nname = \"a\"\npose = [1000, 1000, 0]\nport = 7100\n\
+         [[robot]]\nname = \"b\"\npose = [3000, 1000, 0]\nport = 7100\n",
+    )
+    .unwrap();
+    let e1 = settings(&["-stage", bad.to_str().unwrap()]).unwrap_err();
+    let e2 = settings(&["-stage", clash.to_str().unwrap()]).unwrap_err();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(e1.contains("bad.toml") && e1.contains("colour"), "{e1}");
+    assert!(
+        e2.contains("7100") && e2.contains("'a'") && e2.contains("'b'"),
+        "{e2}"
+    );
+}
+
+/// Reads rounds until `pred` holds for one of them (or the deadline passes).
+fn read_until(c: &mut Client, what: &str, pred: impl Fn(&player_client::Round) -> bool) {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let round = c.read().unwrap();
+        if pred(round) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+    }
+}
+
+#[test]
+fn each_robot_of_a_world_answers_on_its_own_port_and_sees_the_others() {
+    let server = Running::start(settings(&["-stage", &world("arena.toml"), "-gp", "0"]).unwrap());
+    assert_eq!(server.addrs.len(), 3);
+    let mut ports: Vec<u16> = server.addrs.iter().map(|a| a.port()).collect();
+    ports.dedup();
+    assert_eq!(ports.len(), 3, "{:?}", server.addrs);
+
+    let mut leader = server.client(0);
+    let mut left = server.client(1);
+    let mut right = server.client(2);
+    for c in [&mut leader, &mut left, &mut right] {
+        c.request("lrsrpa").unwrap().check().unwrap();
+    }
+    // The followers see the leader 1.5 m ahead and 1.2 m to the side (range 1921 - 250).
+    let l = left.read().unwrap().laser.clone().unwrap();
+    let r = right.read().unwrap().laser.clone().unwrap();
+    assert!(l.ranges[103].abs_diff(1671) <= 10, "{}", l.ranges[103]);
+    assert!(r.ranges[257].abs_diff(1671) <= 10, "{}", r.ranges[257]);
+    // The leader's rear sonars see the followers behind it.
+    let s = leader.read().unwrap().sonar.clone().unwrap();
+    assert!(s.ranges[9] < 2000 && s.ranges[14] < 2000, "{:?}", s.ranges);
+
+    // The left follower's rightmost laser ray (index 0) meets the right follower, 2400 mm
+    // to its right: 2400 - 250.
+    assert!(l.ranges[0].abs_diff(2150) <= 5, "{}", l.ranges[0]);
+
+    // Drive only the right follower, through its own port: it moves, the others do not.
+    right.set_speed(300, 0).unwrap();
+    read_until(&mut right, "the right follower to move", |round| {
+        round.position.as_ref().is_some_and(|p| p.x > 300)
+    });
+    right.set_speed(0, 0).unwrap();
+    for c in [&mut leader, &mut left] {
+        let p = c.read().unwrap().position.clone().unwrap();
+        assert_eq!((p.x, p.y, p.speed), (0, 0, 0));
+    }
+    // It has left the left follower's rightmost ray, which now reaches the south wall,
+    // 6200 mm away.
+    read_until(&mut left, "the right follower to leave the ray", |round| {
+        round.laser.as_ref().is_some_and(|l| l.ranges[0] == 6200)
+    });
+}
