@@ -10,7 +10,6 @@ use actix::prelude::*;
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// When a reading was taken: seconds and microseconds since the Unix epoch.
@@ -114,16 +113,22 @@ pub struct Stop {
     pub device: u8,
 }
 
-/// Registry → driver: the sessions that now read `device`.
+/// Identifies one client session within the server.
+pub type SessionId = u64;
+
+/// Registry → driver: a session starts or stops reading `device`. A session that starts
+/// reading is sent the device's current reading at once (by [`Publisher`]), so a client
+/// never waits a whole period, or forever for a device that has gone quiet, for its first
+/// data.
 #[derive(Message, Clone)]
 #[rtype(result = "()")]
 pub struct Subscribers {
     /// The device code.
     pub device: u8,
-    /// Every session reading the device.
-    pub recipients: Arc<[Recipient<DeviceData>]>,
-    /// A session that just started reading, to be sent the current reading at once.
-    pub added: Option<Recipient<DeviceData>>,
+    /// The session.
+    pub session: SessionId,
+    /// Where its data goes; `None` when it stops reading.
+    pub recipient: Option<Recipient<DeviceData>>,
 }
 
 /// Server → driver: the server is exiting. Stop the robot, close the ports, stop the actor.
@@ -216,12 +221,12 @@ impl DriverHandle {
 
 #[derive(Default)]
 struct Channel {
-    recipients: Option<Arc<[Recipient<DeviceData>]>>,
+    recipients: Vec<(SessionId, Recipient<DeviceData>)>,
     latest: Option<DeviceData>,
     seq: u64,
 }
 
-/// A driver's side of publishing: the subscribers and newest reading of each device.
+/// A driver's side of publishing: the readers and newest reading of each device.
 #[derive(Default)]
 pub struct Publisher {
     channels: HashMap<u8, Channel>,
@@ -233,13 +238,25 @@ impl Publisher {
         Self::default()
     }
 
-    /// Takes the registry's new subscriber list; sends the current reading, if any, to a
-    /// session that just joined.
+    /// Applies the registry's change of readers; sends the current reading, if any, to a
+    /// session that starts reading.
     pub fn set_subscribers(&mut self, msg: Subscribers) {
         let ch = self.channels.entry(msg.device).or_default();
-        ch.recipients = Some(msg.recipients);
-        if let (Some(added), Some(latest)) = (msg.added, &ch.latest) {
-            added.do_send(latest.clone());
+        let at = ch.recipients.iter().position(|(id, _)| *id == msg.session);
+        match (msg.recipient, at) {
+            (Some(r), at) => {
+                if let Some(latest) = &ch.latest {
+                    r.do_send(latest.clone());
+                }
+                match at {
+                    Some(i) => ch.recipients[i].1 = r,
+                    None => ch.recipients.push((msg.session, r)),
+                }
+            }
+            (None, Some(i)) => {
+                ch.recipients.swap_remove(i);
+            }
+            (None, None) => {}
         }
     }
 
@@ -258,10 +275,8 @@ impl Publisher {
             timestamp,
             seq: ch.seq,
         };
-        if let Some(rs) = &ch.recipients {
-            for r in rs.iter() {
-                r.do_send(msg.clone());
-            }
+        for (_, r) in &ch.recipients {
+            r.do_send(msg.clone());
         }
         ch.latest = Some(msg);
     }
@@ -277,7 +292,6 @@ impl Publisher {
     pub fn has_subscribers(&self, device: u8) -> bool {
         self.channels
             .get(&device)
-            .and_then(|c| c.recipients.as_ref())
-            .is_some_and(|r| !r.is_empty())
+            .is_some_and(|c| !c.recipients.is_empty())
     }
 }

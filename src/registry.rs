@@ -17,11 +17,9 @@ use futures::channel::oneshot;
 use player_proto::device;
 use slog::{info, warn, Logger};
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-/// Identifies one client session within the server.
-pub type SessionId = u64;
+pub use crate::driver::SessionId;
 
 /// What a session was granted on a device.
 #[derive(Debug, Clone)]
@@ -172,23 +170,19 @@ impl Registry {
         v
     }
 
-    fn publish_readers(&self, code: u8, added: Option<Recipient<DeviceData>>) {
+    /// Tells the driver that `session` starts (`Some`) or stops (`None`) reading `code`;
+    /// nothing while the device is not up (setup sends the whole list when it is).
+    fn tell_reader(&self, code: u8, session: SessionId, recipient: Option<Recipient<DeviceData>>) {
         let Some(d) = self.devices.get(&code) else {
             return;
         };
-        if !matches!(d.state, State::Up) {
+        if !matches!(d.state, State::Up) || !d.spec.readable {
             return;
         }
-        let recipients: Arc<[Recipient<DeviceData>]> = d
-            .holders
-            .values()
-            .filter(|h| h.read && d.spec.readable)
-            .map(|h| h.recipient.clone())
-            .collect();
         d.driver.subscribers.do_send(Subscribers {
             device: code,
-            recipients,
-            added,
+            session,
+            recipient,
         });
     }
 
@@ -204,12 +198,16 @@ impl Registry {
         if h.write && d.spec.command_size.is_some() && !matches!(d.state, State::Down) {
             d.driver.stop.do_send(Stop { device: code });
         }
+        if h.read {
+            self.tell_reader(code, session, None);
+        }
+        let Some(d) = self.devices.get_mut(&code) else {
+            return;
+        };
         if d.holders.is_empty() && matches!(d.state, State::Up) {
             d.state = State::Down;
             info!(self.log, "device shut down"; "device" => device::name(code), "driver" => &d.driver_name);
             d.driver.shutdown.do_send(Shutdown { device: code });
-        } else if h.read {
-            self.publish_readers(code, None);
         }
     }
 
@@ -231,8 +229,14 @@ impl Registry {
                 if d.holders.is_empty() {
                     d.state = State::Down;
                     d.driver.shutdown.do_send(Shutdown { device: code });
-                } else {
-                    self.publish_readers(code, None);
+                } else if d.spec.readable {
+                    for (&session, h) in d.holders.iter().filter(|(_, h)| h.read) {
+                        d.driver.subscribers.do_send(Subscribers {
+                            device: code,
+                            session,
+                            recipient: Some(h.recipient.clone()),
+                        });
+                    }
                 }
             }
             Err(e) => {
@@ -287,8 +291,8 @@ impl Handler<Subscribe> for Registry {
         match &mut d.state {
             State::Up => {
                 if msg.read != had_read {
-                    let added = (msg.read && !had_read).then_some(msg.recipient);
-                    self.publish_readers(code, added);
+                    let r = msg.read.then_some(msg.recipient);
+                    self.tell_reader(code, msg.session, r);
                 }
                 Box::pin(fut::ready(Ok(grant)))
             }
