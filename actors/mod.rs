@@ -1,11 +1,21 @@
 //! Device driver actors. Each driver lives in its own module and registers a factory in
 //! the catalog under its name; the core never names a device model.
+//!
+//! - [`sim`]: the simulated Pioneer 2-DX (every device).
+//! - [`p2os`]: a real Pioneer 2 base over a serial line (`p s m g`).
+//! - [`emulators`]: emulated devices speaking the real protocols over pseudo-terminals and
+//!   TCP, for trying and testing the hardware drivers without hardware.
+//! - [`link`]: serial-port plumbing shared by the hardware drivers.
 
 use crate::catalog::Catalog;
 
+pub mod emulators;
+pub mod link;
+pub mod p2os;
 pub mod sim;
 
 /// Registers every shipped driver.
 pub fn register_all(catalog: &mut Catalog) {
     sim::register(catalog);
+    p2os::register(catalog);
 }

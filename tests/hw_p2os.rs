@@ -1,0 +1,341 @@
+//! The P2OS driver end to end: a TCP client, the server, the real `p2os` driver, a
+//! pseudo-terminal and the emulated Pioneer, both ways; and its faults (missing port,
+//! corrupt frames, a silent robot, unplugging, a robot left open by a crashed server,
+//! shutdown).
+
+mod hw_support;
+
+use hw_support::*;
+use player::actors::emulators::{EmuWorld, SerialEmulator};
+use player::actors::p2os::emulator::{P2osEmulator, Phase};
+use player_client::{device, grip};
+use std::time::{Duration, Instant};
+
+type Robot = SerialEmulator<P2osEmulator>;
+
+fn robot() -> (Robot, EmuWorld) {
+    let world = EmuWorld::room();
+    let emu = SerialEmulator::start(P2osEmulator::new(world.clone()), None).unwrap();
+    (emu, world)
+}
+
+fn p2os_toml(path: &str, extra: &str) -> String {
+    robot_toml(&[("p2os", "psmg", &format!("port = \"{path}\"\n{extra}"))])
+}
+
+#[test]
+fn speed_commands_drive_the_emulated_wheels_and_readings_reach_the_client() {
+    let (emu, world) = robot();
+    let server = start_server(&p2os_toml(emu.path().to_str().unwrap(), "motors_on = true"));
+    let mut c = server.client();
+    c.request("pasrmrgr").unwrap().check().unwrap();
+    assert_eq!(emu.device(|d| d.phase()), Phase::Open);
+    assert!(
+        emu.device(|d| d.motors_enabled()),
+        "motors_on sends ENABLE 1"
+    );
+
+    // Readings: sizes are checked by the client's decoder; values against the world.
+    let round = c.read().unwrap().clone();
+    let pos = round.position.expect("position");
+    assert_eq!(
+        (pos.x, pos.y, pos.heading, pos.speed, pos.stall),
+        (0, 0, 0, 0, 0)
+    );
+    let truth = world.with(|r| (r.sonar(), r.misc(), r.position().compass));
+    let sonar = round.sonar.expect("sonar").ranges;
+    for (i, (&got, &want)) in sonar.iter().zip(truth.0.iter()).enumerate() {
+        assert!(
+            (i32::from(got) - i32::from(want)).abs() <= 1,
+            "sonar {i}: {got} mm, the world says {want} mm"
+        );
+    }
+    assert_eq!(round.misc.expect("misc").voltage, truth.1.voltage);
+    assert_eq!(pos.compass, truth.2);
+    assert!(round.gripper.is_some());
+
+    // Client → wheels: 200 mm/s straight on is VEL2 10/10.
+    c.set_speed(200, 0).unwrap();
+    wait_for("the wheels to turn at 200 mm/s", || {
+        emu.device(|d| d.wheels()) == (200, 200)
+    });
+    // ... and the robot moves in the world; the client sees odometry and speed.
+    read_until(&mut c, "odometry to show the robot moving", |r| {
+        let p = r.position.unwrap();
+        p.x > 100 && p.speed > 150
+    });
+    // Turning on the spot: 30 deg/s is 83.8 mm/s at each wheel, VEL2 -4/+4.
+    c.set_speed(0, 30).unwrap();
+    wait_for("the wheels to turn in place", || {
+        emu.device(|d| d.wheels()) == (-80, 80)
+    });
+    read_until(&mut c, "a counter-clockwise turn rate", |r| {
+        r.position.unwrap().turn_rate > 20
+    });
+    c.set_speed(0, 0).unwrap();
+    wait_for("the wheels to stop", || {
+        emu.device(|d| d.wheels()) == (0, 0)
+    });
+}
+
+#[test]
+fn configs_motor_power_velocity_mode_odometry_reset_and_gripper_reach_the_robot() {
+    let (emu, _world) = robot();
+    let server = start_server(&p2os_toml(emu.path().to_str().unwrap(), ""));
+    let mut c = server.client();
+    c.request("pagw").unwrap().check().unwrap();
+    assert!(
+        !emu.device(|d| d.motors_enabled()),
+        "motors stay off by default"
+    );
+    c.set_motor_power(true).unwrap();
+    wait_for("ENABLE 1", || emu.device(|d| d.received.enables == vec![1]));
+    c.set_velocity_mode(true).unwrap();
+    c.set_speed(150, 10).unwrap();
+    wait_for("VEL and RVEL in separate mode", || {
+        emu.device(|d| d.received.vel > 0 && d.received.rvel > 0)
+    });
+    read_until(&mut c, "the robot to move", |r| r.position.unwrap().x > 20);
+    c.set_speed(0, 0).unwrap();
+    read_until(&mut c, "the robot to ramp down to a stop", |r| {
+        r.position.unwrap().speed == 0
+    });
+    c.reset_odometry().unwrap();
+    wait_for("SETO", || emu.device(|d| d.received.setos == 1));
+    read_until(&mut c, "odometry back to zero", |r| {
+        let p = r.position.unwrap();
+        p.x.abs() <= 1 && p.y.abs() <= 1
+    });
+    c.gripper(grip::CLOSE, 0).unwrap();
+    wait_for("GRIPPER close", || {
+        emu.device(|d| d.received.gripper == vec![(33, 2)])
+    });
+    c.gripper(grip::PRESS, 20).unwrap();
+    wait_for("GRIPPER press with its value", || {
+        emu.device(|d| d.received.gripper[1..] == [(33, 16), (36, 20)])
+    });
+    c.set_motor_power(false).unwrap();
+    wait_for("ENABLE 0", || {
+        emu.device(|d| d.received.enables == vec![1, 0])
+    });
+}
+
+#[test]
+fn a_port_that_does_not_exist_gives_e_and_a_log_line_naming_it() {
+    let server = start_server(&p2os_toml("/dev/ttyNOPE-hw-test", ""));
+    let mut c = server.client();
+    let grant = c.request("pr").unwrap();
+    assert_eq!(grant.access(device::POSITION), Some(b'e'));
+    assert!(
+        server.log.has(&["/dev/ttyNOPE-hw-test"]),
+        "no log line names the port:\n{}",
+        server.log.dump()
+    );
+}
+
+#[test]
+fn a_silent_port_fails_setup_naming_the_port() {
+    // A pty with nothing behind it: the port opens, but no robot answers.
+    let pty = player::actors::emulators::pty::Pty::open().unwrap();
+    let path = pty.slave_path().to_str().unwrap().to_string();
+    let server = start_server(&p2os_toml(&path, "sync_timeout = 0.1"));
+    let mut c = server.client();
+    let grant = c.request("sr").unwrap();
+    assert_eq!(grant.access(device::SONAR), Some(b'e'));
+    assert!(
+        server.log.has(&["no P2OS robot answers", &path]),
+        "{}",
+        server.log.dump()
+    );
+}
+
+#[test]
+fn a_robot_left_open_by_a_crashed_server_is_closed_and_resynced() {
+    let world = EmuWorld::room();
+    let emu = SerialEmulator::start(P2osEmulator::left_open(world), None).unwrap();
+    // It streams SIPs to nobody, as after a crash.
+    wait_for("the left-open robot to stream", || emu.stats().frames > 3);
+    let server = start_server(&p2os_toml(emu.path().to_str().unwrap(), ""));
+    let mut c = server.client();
+    let t = Instant::now();
+    c.request("pr").unwrap().check().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        t.elapsed()
+    );
+    let r = emu.device(|d| d.received.clone());
+    assert!(
+        r.closes >= 1,
+        "the driver closes the open robot first: {r:?}"
+    );
+    assert_eq!(r.opens, 1);
+    c.read().unwrap();
+}
+
+#[test]
+fn closing_the_last_device_and_server_exit_stop_the_robot_and_close_the_link() {
+    let (emu, _world) = robot();
+    let server = start_server(&p2os_toml(emu.path().to_str().unwrap(), "motors_on = true"));
+    let mut c = server.client();
+    c.request("pasr").unwrap().check().unwrap();
+    c.set_speed(100, 0).unwrap();
+    wait_for("the wheels to turn", || {
+        emu.device(|d| d.wheels()) == (100, 100)
+    });
+    // Closing p leaves s open: the link stays up.
+    c.request("pc").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(emu.device(|d| d.phase()), Phase::Open);
+    c.request("sc").unwrap();
+    wait_for("STOP and CLOSE", || {
+        emu.device(|d| d.received.stops >= 1 && d.received.closes == 1)
+    });
+    assert_eq!(
+        emu.device(|d| (d.phase(), d.wheels())),
+        (Phase::Unsynced(0), (0, 0))
+    );
+    wait_for("the port to be closed", || !emu.stats().port_open);
+
+    // Open again, then exit the server with the link up.
+    c.request("pa").unwrap().check().unwrap();
+    c.set_speed(100, 0).unwrap();
+    wait_for("the wheels to turn again", || {
+        emu.device(|d| d.wheels()) == (100, 100)
+    });
+    drop(c);
+    server.shutdown();
+    let r = emu.device(|d| d.received.clone());
+    assert_eq!(r.closes, 2, "{r:?}");
+    assert_eq!(emu.device(|d| d.wheels()), (0, 0));
+    wait_for("the port to be closed at exit", || !emu.stats().port_open);
+}
+
+#[test]
+fn a_disconnecting_writer_stops_the_wheels() {
+    let (emu, _world) = robot();
+    let server = start_server(&p2os_toml(emu.path().to_str().unwrap(), "motors_on = true"));
+    let mut reader = server.client();
+    reader.request("sr").unwrap().check().unwrap();
+    let mut driver = server.client();
+    driver.request("pw").unwrap().check().unwrap();
+    driver.set_speed(-100, 0).unwrap();
+    wait_for("the wheels to reverse", || {
+        emu.device(|d| d.wheels()) == (-100, -100)
+    });
+    drop(driver);
+    wait_for("the wheels to stop", || {
+        emu.device(|d| d.wheels()) == (0, 0)
+    });
+    reader.read().unwrap();
+}
+
+#[test]
+fn corrupt_frames_are_counted_logged_skipped_and_data_keeps_flowing() {
+    let (emu, _world) = robot();
+    let server = start_server(&p2os_toml(emu.path().to_str().unwrap(), ""));
+    let mut c = server.client();
+    c.request("pr").unwrap().check().unwrap();
+    c.set_data_mode(player_client::DataMode::PushNew).unwrap();
+    emu.faults(|f| {
+        f.corrupt = 3;
+        f.junk = 3;
+        f.truncate = 2;
+    });
+    wait_for("the faults to go out", || {
+        emu.faults(|f| f.corrupt == 0 && f.junk == 0 && f.truncate == 0)
+    });
+    // Fresh readings still arrive after the damage.
+    for _ in 0..5 {
+        c.read_new(TIMEOUT).unwrap();
+    }
+    assert!(
+        server.log.has(&["corrupt packet skipped", "bad_frames"]),
+        "{}",
+        server.log.dump()
+    );
+}
+
+#[test]
+fn a_robot_that_stops_answering_is_reopened_while_other_devices_carry_on() {
+    let (emu, _world) = robot();
+    let toml = robot_toml(&[
+        (
+            "p2os",
+            "psmg",
+            &format!("port = \"{}\"\nsilence = 0.5", emu.path().display()),
+        ),
+        ("sim", "l", "world = \"room\""),
+    ]);
+    let server = start_server(&toml);
+    let mut c = server.client();
+    c.request("prlr").unwrap().check().unwrap();
+    c.set_timestamps(true).unwrap();
+    let mut other = server.client();
+    other.request("lr").unwrap().check().unwrap();
+    emu.faults(|f| f.silent = true);
+    wait_for("the driver to notice", || {
+        server.log.has(&["robot link lost", "no SIP"])
+    });
+    // Meanwhile the laser keeps coming, to this client and to another one, while the
+    // position reading stands still.
+    let stamps = |c: &mut player_client::Client| {
+        let r = c.read().unwrap();
+        (r.timestamp(device::POSITION), r.timestamp(device::LASER))
+    };
+    let (p0, l0) = stamps(&mut c);
+    let before = Instant::now();
+    for _ in 0..3 {
+        other.read().unwrap();
+    }
+    assert!(before.elapsed() < Duration::from_secs(5));
+    read_until(&mut c, "new laser data while the base is away", |r| {
+        r.timestamp(device::LASER) > l0
+    });
+    assert_eq!(
+        c.round().timestamp(device::POSITION),
+        p0,
+        "no SIPs, no new position"
+    );
+    emu.faults(|f| f.silent = false);
+    wait_for("the robot to be reopened", || {
+        emu.device(|d| d.received.opens >= 2)
+    });
+    read_until(&mut c, "position data again", |r| {
+        r.timestamp(device::POSITION) > p0
+    });
+}
+
+#[test]
+fn unplugging_and_plugging_back_in_recovers_without_a_restart() {
+    let dir = scratch_dir("p2os-unplug");
+    let link = dir.join("ttyPioneer");
+    let world = EmuWorld::room();
+    let emu = SerialEmulator::start(P2osEmulator::new(world), Some(&link)).unwrap();
+    let server = start_server(&p2os_toml(link.to_str().unwrap(), "silence = 0.5"));
+    let mut c = server.client();
+    c.request("pr").unwrap().check().unwrap();
+    c.set_data_mode(player_client::DataMode::PushNew).unwrap();
+    c.read_new(TIMEOUT).unwrap();
+    let opens = emu.stats().opens;
+    emu.unplug();
+    wait_for("the driver to notice the unplug", || {
+        server.log.has(&["robot link lost"])
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    emu.replug();
+    // The robot stayed powered (still open) while unplugged; the driver closes it, syncs
+    // and opens it again, and SIPs reach the client again.
+    wait_for("the driver to reopen the port", || {
+        emu.stats().opens > opens
+    });
+    let mut seen = 0;
+    let deadline = Instant::now() + TIMEOUT;
+    while seen < 3 && Instant::now() < deadline {
+        let r = c.read_new(TIMEOUT).unwrap();
+        if r.updated.contains(&device::POSITION) {
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 3, "{}", server.log.dump());
+}
