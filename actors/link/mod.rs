@@ -2,7 +2,6 @@
 //! it, changing its speed, reading with a deadline, reconnect backoff, and rate-limited
 //! logging of bad frames. Byte layouts stay in each device's codec module.
 
-use crate::driver::{Publisher, Subscribers};
 use std::io;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
@@ -119,19 +118,6 @@ impl LogThrottle {
     /// Events counted so far.
     pub fn count(&self) -> u64 {
         self.seen
-    }
-}
-
-/// Hands subscriber changes to a [`Publisher`]. The registry now names every session that
-/// starts reading, including those that waited for the setup itself, so the publisher sends
-/// each of them the current reading; nothing is left for this type to add.
-#[derive(Default)]
-pub struct Readers;
-
-impl Readers {
-    /// Applies `msg` to `publisher`.
-    pub fn apply(&mut self, publisher: &mut Publisher, msg: Subscribers) {
-        publisher.set_subscribers(msg);
     }
 }
 

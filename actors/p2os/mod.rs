@@ -17,7 +17,7 @@
 pub mod codec;
 pub mod emulator;
 
-use crate::actors::link::{self, Backoff, LogThrottle, Readers};
+use crate::actors::link::{self, Backoff, LogThrottle};
 use crate::catalog::{Catalog, DriverContext, StartedDriver};
 use crate::driver::{
     Command, Config, DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, Stop,
@@ -115,7 +115,6 @@ pub struct P2osDriver {
     devices: Vec<u8>,
     up: BTreeSet<u8>,
     publisher: Publisher,
-    readers: Readers,
     link: Option<Link>,
     previous: Option<tokio::task::JoinHandle<()>>,
     started: Instant,
@@ -155,7 +154,6 @@ impl P2osDriver {
             devices: ctx.devices.clone(),
             up: BTreeSet::new(),
             publisher: Publisher::new(),
-            readers: Readers::default(),
             link: None,
             previous: None,
             started: ctx.started,
@@ -377,7 +375,7 @@ impl Handler<Subscribers> for P2osDriver {
     type Result = ();
 
     fn handle(&mut self, msg: Subscribers, _ctx: &mut Self::Context) {
-        self.readers.apply(&mut self.publisher, msg);
+        self.publisher.set_subscribers(msg);
     }
 }
 
