@@ -246,8 +246,13 @@ impl Server {
                 .map_err(|e| StartError(e.to_string()))?;
             bound.push((robot, std_listener, local, rlog));
         }
-        let workers: Vec<Arbiter> = (0..workers_n).map(|_| Arbiter::new()).collect();
-        let handles: Vec<ArbiterHandle> = workers.iter().map(Arbiter::handle).collect();
+        // One session thread per core: this (the drivers') arbiter takes sessions too, so
+        // a core is not left to a thread that only publishes, and data for the sessions
+        // here needs no cross-thread wake.
+        let workers: Vec<Arbiter> = (1..workers_n).map(|_| Arbiter::new()).collect();
+        let handles: Vec<ArbiterHandle> = std::iter::once(Arbiter::current())
+            .chain(workers.iter().map(Arbiter::handle))
+            .collect();
         let ids = Arc::new(AtomicU64::new(1));
         for (robot, std_listener, local, rlog) in bound {
             let mut registry = Registry::new(

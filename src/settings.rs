@@ -31,7 +31,7 @@ pub struct Settings {
 pub struct ServerSettings {
     /// Most clients connected at once per robot port; more are closed at accept.
     pub max_clients: usize,
-    /// Worker threads for client sessions; 0 means one per core.
+    /// Threads serving client sessions (the drivers' thread included); 0 means one per core.
     pub workers: usize,
     /// Debug logging (`-debug`).
     pub debug: bool,
