@@ -3,6 +3,7 @@
 //!
 //! - [`sim`]: the simulated Pioneer 2-DX (every device).
 //! - [`p2os`]: a real Pioneer 2 base over a serial line (`p s m g`).
+//! - [`sick`]: a real SICK LMS-200 laser over a serial line (`l`).
 //! - [`emulators`]: emulated devices speaking the real protocols over pseudo-terminals and
 //!   TCP, for trying and testing the hardware drivers without hardware.
 //! - [`link`]: serial-port plumbing shared by the hardware drivers.
@@ -12,10 +13,12 @@ use crate::catalog::Catalog;
 pub mod emulators;
 pub mod link;
 pub mod p2os;
+pub mod sick;
 pub mod sim;
 
 /// Registers every shipped driver.
 pub fn register_all(catalog: &mut Catalog) {
     sim::register(catalog);
     p2os::register(catalog);
+    sick::register(catalog);
 }

@@ -306,7 +306,10 @@ fn run<D: SerialDevice>(shared: Arc<Shared<D>>, pty: Pty) {
         }
         let faults = lock(&shared.faults).clone();
         let mut d = lock(&shared.device);
-        let matched = speeds_match(p.baud(), d.baud());
+        // Replies go out at the speed the device had when the request came (a speed
+        // change takes effect after its reply); what it sends on its own, at the new one.
+        let baud_before = d.baud();
+        let matched = speeds_match(p.baud(), baud_before);
         out.clear();
         if ready == Ready::Data {
             let n = p.read(&mut buf).unwrap_or(0);
@@ -318,13 +321,15 @@ fn run<D: SerialDevice>(shared: Arc<Shared<D>>, pty: Pty) {
                 }
             }
         }
+        let replies = out.len();
         d.tick(Instant::now(), &mut out);
-        let device_baud = d.baud();
+        let baud_after = d.baud();
         drop(d);
         if faults.silent {
             continue;
         }
-        for frame in out.drain(..) {
+        for (i, frame) in out.drain(..).enumerate() {
+            let device_baud = if i < replies { baud_before } else { baud_after };
             let matched = speeds_match(p.baud(), device_baud);
             let mut bytes = frame;
             let mut f = lock(&shared.faults);

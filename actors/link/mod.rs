@@ -121,6 +121,34 @@ impl LogThrottle {
     }
 }
 
+/// Held by a link task while it runs; dropping it (the task ended, or was dropped with its
+/// arbiter) tells every [`Done`] watcher.
+pub struct DoneGuard(tokio::sync::watch::Sender<bool>);
+
+impl Drop for DoneGuard {
+    fn drop(&mut self) {
+        let _ = self.0.send(true);
+    }
+}
+
+/// Watches whether a link task has ended, so that a new link never opens the port before
+/// the old one has closed it, and shutdown waits for the close to be sent.
+#[derive(Clone)]
+pub struct Done(tokio::sync::watch::Receiver<bool>);
+
+impl Done {
+    /// A guard for a task and the watcher of its end.
+    pub fn new() -> (DoneGuard, Done) {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        (DoneGuard(tx), Done(rx))
+    }
+
+    /// Waits until the task has ended, at most `timeout`.
+    pub async fn wait(mut self, timeout: Duration) {
+        let _ = tokio::time::timeout(timeout, self.0.wait_for(|d| *d)).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,7 @@
 pub mod codec;
 pub mod emulator;
 
-use crate::actors::link::{self, Backoff, LogThrottle};
+use crate::actors::link::{self, Backoff, Done, LogThrottle};
 use crate::catalog::{Catalog, DriverContext, StartedDriver};
 use crate::driver::{
     Command, Config, DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, Stop,
@@ -116,7 +116,7 @@ pub struct P2osDriver {
     up: BTreeSet<u8>,
     publisher: Publisher,
     link: Option<Link>,
-    previous: Option<tokio::task::JoinHandle<()>>,
+    previous: Option<Done>,
     started: Instant,
     gripper_seq: u64,
     log: Logger,
@@ -186,13 +186,15 @@ impl P2osDriver {
             state: state_tx,
         };
         let previous = self.previous.take();
-        let handle = actix::spawn(async move {
+        let (guard, done) = Done::new();
+        actix::spawn(async move {
             if let Some(p) = previous {
-                let _ = p.await;
+                p.wait(Duration::from_secs(5)).await;
             }
-            task.run().await
+            task.run().await;
+            drop(guard);
         });
-        self.previous = Some(handle);
+        self.previous = Some(done);
         self.link = Some(Link {
             ctl: ctl_tx,
             motion: motion_tx,
@@ -203,7 +205,7 @@ impl P2osDriver {
     /// Asks the link to stop the robot, close and end; resolves when it has.
     fn close_link(&mut self) -> impl std::future::Future<Output = ()> {
         let link = self.link.take();
-        let previous = self.previous.take();
+        let previous = self.previous.clone();
         async move {
             if let Some(link) = link {
                 let (tx, rx) = oneshot::channel();
@@ -212,7 +214,7 @@ impl P2osDriver {
                 }
             }
             if let Some(p) = previous {
-                let _ = tokio::time::timeout(Duration::from_secs(3), p).await;
+                p.wait(Duration::from_secs(3)).await;
             }
         }
     }
