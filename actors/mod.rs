@@ -4,6 +4,7 @@
 //! - [`sim`]: the simulated Pioneer 2-DX (every device).
 //! - [`p2os`]: a real Pioneer 2 base over a serial line (`p s m g`).
 //! - [`sick`]: a real SICK LMS-200 laser over a serial line (`l`).
+//! - [`ptz`]: a real Sony EVI-D30 pan-tilt-zoom camera over a serial line (`z`).
 //! - [`emulators`]: emulated devices speaking the real protocols over pseudo-terminals and
 //!   TCP, for trying and testing the hardware drivers without hardware.
 //! - [`link`]: serial-port plumbing shared by the hardware drivers.
@@ -13,6 +14,7 @@ use crate::catalog::Catalog;
 pub mod emulators;
 pub mod link;
 pub mod p2os;
+pub mod ptz;
 pub mod sick;
 pub mod sim;
 
@@ -21,4 +23,5 @@ pub fn register_all(catalog: &mut Catalog) {
     sim::register(catalog);
     p2os::register(catalog);
     sick::register(catalog);
+    ptz::register(catalog);
 }

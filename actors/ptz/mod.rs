@@ -1,0 +1,581 @@
+//! The Sony EVI-D30 pan-tilt-zoom camera driver (`sonyptz`): the ptz device (`z`) over a
+//! serial line speaking VISCA (sony-ptz.md).
+//!
+//! A link task owns the port. Setup succeeds once the camera answers a position inquiry
+//! (else it fails naming the port). Then, ten times a second and at once when a client's
+//! command changes, the task sends an absolute pan/tilt and a direct zoom when the command
+//! differs from what was last sent (cancelling both sockets first if the camera says its
+//! buffer is full), asks for the pan/tilt and zoom positions, and publishes them in the
+//! manual's units (pan −100…100° counter-clockwise positive, so the camera's sign is
+//! flipped; tilt −25…25°; zoom 0…1023). Every wait has a timeout; replies that cannot be
+//! read are counted, logged and skipped. A camera that stops answering is reopened with
+//! backoff. On shutdown the camera is recentred and zoomed out, as 0.7.4a does.
+
+pub mod codec;
+pub mod emulator;
+
+use crate::actors::link::{self, Backoff, Done, LogThrottle};
+use crate::catalog::{Catalog, DriverContext, StartedDriver};
+use crate::driver::{
+    Command, Config, DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, Stop,
+    Subscribers, Terminate, Timestamp,
+};
+use actix::prelude::*;
+use bytes::Bytes;
+use codec::{Parser, Reply};
+use player_proto::data::Ptz;
+use player_proto::device;
+use serde::Deserialize;
+use slog::{debug, info, warn, Logger};
+use std::time::{Duration, Instant};
+use tokio::sync::{oneshot, watch};
+use tokio_serial::SerialStream;
+
+/// Parameters of the `sonyptz` driver.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PtzParams {
+    /// The serial port, e.g. `/dev/ttyS2`.
+    pub port: String,
+    /// Position readings per second.
+    #[serde(default = "ten")]
+    pub rate: f64,
+    /// Seconds to wait for each reply.
+    #[serde(default = "reply_wait")]
+    pub reply_timeout: f64,
+    /// Seconds without any good reply after which the camera is reopened.
+    #[serde(default = "one")]
+    pub silence: f64,
+}
+
+fn ten() -> f64 {
+    10.0
+}
+fn reply_wait() -> f64 {
+    0.3
+}
+fn one() -> f64 {
+    1.0
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum LinkState {
+    Connecting,
+    Up,
+    Reconnecting,
+    Failed(String),
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+struct PtzReading {
+    ptz: Ptz,
+    at: Timestamp,
+}
+
+struct Link {
+    close: Option<oneshot::Sender<oneshot::Sender<()>>>,
+    target: watch::Sender<(i16, i16, i16)>,
+    state: watch::Receiver<LinkState>,
+}
+
+/// The Sony PTZ driver actor.
+pub struct PtzDriver {
+    params: PtzParams,
+    publisher: Publisher,
+    link: Option<Link>,
+    previous: Option<Done>,
+    log: Logger,
+}
+
+impl PtzDriver {
+    fn new(ctx: &DriverContext) -> Result<PtzDriver, DriverError> {
+        let params: PtzParams = ctx.params()?;
+        for (name, v, max) in [
+            ("rate", params.rate, 100.0),
+            ("reply_timeout", params.reply_timeout, 10.0),
+            ("silence", params.silence, 60.0),
+        ] {
+            if !(v.is_finite() && v > 0.0 && v <= max) {
+                return Err(DriverError(format!(
+                    "sonyptz parameter {name} = {v}: must be above 0 and at most {max}"
+                )));
+            }
+        }
+        if ctx.devices != [device::PTZ] {
+            return Err(DriverError(
+                "the sonyptz driver serves exactly the ptz device 'z'".into(),
+            ));
+        }
+        let log = ctx.logger.new(slog::o!("port" => params.port.clone()));
+        Ok(PtzDriver {
+            params,
+            publisher: Publisher::new(),
+            link: None,
+            previous: None,
+            log,
+        })
+    }
+
+    fn start_link(&mut self, ctx: &mut Context<Self>) {
+        let (close_tx, close_rx) = oneshot::channel();
+        let (state_tx, state_rx) = watch::channel(LinkState::Connecting);
+        let (target_tx, target_rx) = watch::channel((0, 0, 0));
+        let task = LinkTask {
+            params: self.params.clone(),
+            log: self.log.clone(),
+            readings: ctx.address().recipient(),
+            close: close_rx,
+            target: target_rx,
+            state: state_tx,
+        };
+        let previous = self.previous.take();
+        let (guard, done) = Done::new();
+        actix::spawn(async move {
+            if let Some(p) = previous {
+                p.wait(Duration::from_secs(5)).await;
+            }
+            task.run().await;
+            drop(guard);
+        });
+        self.previous = Some(done);
+        self.link = Some(Link {
+            close: Some(close_tx),
+            target: target_tx,
+            state: state_rx,
+        });
+    }
+
+    fn close_link(&mut self) -> impl std::future::Future<Output = ()> {
+        let link = self.link.take();
+        let previous = self.previous.clone();
+        async move {
+            if let Some(mut link) = link {
+                if let Some(close) = link.close.take() {
+                    let (tx, rx) = oneshot::channel();
+                    if close.send(tx).is_ok() {
+                        let _ = tokio::time::timeout(Duration::from_secs(3), rx).await;
+                    }
+                }
+            }
+            if let Some(p) = previous {
+                p.wait(Duration::from_secs(3)).await;
+            }
+        }
+    }
+}
+
+impl Actor for PtzDriver {
+    type Context = Context<Self>;
+}
+
+impl Handler<Setup> for PtzDriver {
+    type Result = ResponseActFuture<Self, Result<(), DriverError>>;
+
+    fn handle(&mut self, msg: Setup, ctx: &mut Self::Context) -> Self::Result {
+        if msg.device != device::PTZ {
+            let e = DriverError(format!(
+                "the sonyptz driver does not serve '{}'",
+                char::from(msg.device)
+            ));
+            return Box::pin(actix::fut::ready(Err(e)));
+        }
+        if self.link.is_none() {
+            self.start_link(ctx);
+        }
+        let mut state = self.link.as_ref().map(|l| l.state.clone()).expect("link");
+        let wait = async move {
+            loop {
+                match &*state.borrow_and_update() {
+                    LinkState::Up | LinkState::Reconnecting => return Ok(()),
+                    LinkState::Failed(e) => return Err(DriverError(e.clone())),
+                    LinkState::Connecting => {}
+                }
+                if state.changed().await.is_err() {
+                    return Err(DriverError("the camera link ended during setup".into()));
+                }
+            }
+        };
+        Box::pin(wait.into_actor(self).map(|res, act, _| {
+            if let Err(e) = &res {
+                warn!(act.log, "camera setup failed"; "error" => %e);
+                act.link = None;
+            }
+            res
+        }))
+    }
+}
+
+impl Handler<Shutdown> for PtzDriver {
+    type Result = ResponseActFuture<Self, ()>;
+
+    fn handle(&mut self, _msg: Shutdown, _ctx: &mut Self::Context) -> Self::Result {
+        self.publisher.clear(device::PTZ);
+        let close = self.close_link();
+        Box::pin(close.into_actor(self))
+    }
+}
+
+impl Handler<Command> for PtzDriver {
+    type Result = ();
+
+    fn handle(&mut self, msg: Command, _ctx: &mut Self::Context) {
+        if let (Some(link), Ok(z)) = (&self.link, Ptz::decode(&msg.payload)) {
+            let _ = link.target.send((z.pan, z.tilt, z.zoom));
+        }
+    }
+}
+
+impl Handler<Config> for PtzDriver {
+    type Result = ();
+
+    fn handle(&mut self, msg: Config, _ctx: &mut Self::Context) {
+        info!(self.log, "config ignored: the camera takes no configs"; "client" => &msg.client);
+    }
+}
+
+impl Handler<Stop> for PtzDriver {
+    type Result = ();
+
+    fn handle(&mut self, _msg: Stop, _ctx: &mut Self::Context) {}
+}
+
+impl Handler<Subscribers> for PtzDriver {
+    type Result = ();
+
+    fn handle(&mut self, msg: Subscribers, _ctx: &mut Self::Context) {
+        self.publisher.set_subscribers(msg);
+    }
+}
+
+impl Handler<PtzReading> for PtzDriver {
+    type Result = ();
+
+    fn handle(&mut self, msg: PtzReading, _ctx: &mut Self::Context) {
+        self.publisher
+            .publish_at(device::PTZ, Bytes::from(msg.ptz.encode()), msg.at);
+    }
+}
+
+impl Handler<Terminate> for PtzDriver {
+    type Result = ResponseActFuture<Self, ()>;
+
+    fn handle(&mut self, _msg: Terminate, _ctx: &mut Self::Context) -> Self::Result {
+        let close = self.close_link();
+        Box::pin(close.into_actor(self).map(|_, act, ctx| {
+            info!(act.log, "sonyptz driver stopped");
+            ctx.stop();
+        }))
+    }
+}
+
+struct LinkTask {
+    params: PtzParams,
+    log: Logger,
+    readings: Recipient<PtzReading>,
+    close: oneshot::Receiver<oneshot::Sender<()>>,
+    target: watch::Receiver<(i16, i16, i16)>,
+    state: watch::Sender<LinkState>,
+}
+
+const WRITE_TIMEOUT: Duration = Duration::from_millis(500);
+
+struct Conn {
+    port: SerialStream,
+    parser: Parser,
+    /// Camera units last commanded: (pan, tilt), zoom.
+    sent_pt: Option<(i16, i16)>,
+    sent_zoom: Option<i16>,
+    busy: [bool; 2],
+    last_good: Instant,
+    bad: LogThrottle,
+    junk_seen: u64,
+}
+
+enum Want {
+    /// An ACK (or an error) for a command.
+    Ack,
+    /// An information reply with this many nibbles.
+    Info(usize),
+}
+
+impl Conn {
+    fn new(port: SerialStream) -> Conn {
+        Conn {
+            port,
+            parser: Parser::new(),
+            sent_pt: None,
+            sent_zoom: None,
+            busy: [false; 2],
+            last_good: Instant::now(),
+            bad: LogThrottle::default(),
+            junk_seen: 0,
+        }
+    }
+
+    /// Sends `packet` and waits for the wanted reply; `Ok(None)` on timeout.
+    async fn exchange(
+        &mut self,
+        packet: &[u8],
+        want: Want,
+        timeout: Duration,
+        log: &Logger,
+    ) -> std::io::Result<Option<Reply>> {
+        link::write_all(&mut self.port, packet, WRITE_TIMEOUT).await?;
+        let deadline = Instant::now() + timeout;
+        let mut buf = [0u8; 64];
+        loop {
+            while let Some(r) = self.parser.next_reply() {
+                match r {
+                    Ok(Reply::Completion(s)) => {
+                        if let Some(b) = self.busy.get_mut(usize::from(s).wrapping_sub(1)) {
+                            *b = false;
+                        }
+                    }
+                    Ok(Reply::Ack(s)) if matches!(want, Want::Ack) => {
+                        if let Some(b) = self.busy.get_mut(usize::from(s).wrapping_sub(1)) {
+                            *b = true;
+                        }
+                        self.last_good = Instant::now();
+                        return Ok(Some(Reply::Ack(s)));
+                    }
+                    Ok(Reply::Error(s, code)) if matches!(want, Want::Ack) => {
+                        self.last_good = Instant::now();
+                        return Ok(Some(Reply::Error(s, code)));
+                    }
+                    Ok(Reply::Info(d)) if matches!(want, Want::Info(n) if n == d.len()) => {
+                        self.last_good = Instant::now();
+                        return Ok(Some(Reply::Info(d)));
+                    }
+                    Ok(other) => {
+                        debug!(log, "camera reply not waited for"; "reply" => format!("{other:?}"));
+                    }
+                    Err(()) => {
+                        if self.bad.hit() {
+                            warn!(log, "unreadable camera reply skipped; resynchronising"; "bad_replies" => self.bad.count(), "junk_bytes" => self.parser.junk);
+                        }
+                    }
+                }
+            }
+            if self.parser.junk > self.junk_seen {
+                self.junk_seen = self.parser.junk;
+                if self.bad.hit() {
+                    warn!(log, "junk before a camera reply skipped"; "junk_bytes" => self.parser.junk);
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            if let Some(n) = link::read_some(&mut self.port, &mut buf, left).await? {
+                self.parser.push(&buf[..n]);
+            }
+        }
+    }
+
+    /// Sends a motion command; if the camera's two sockets are busy, cancels them and
+    /// tries once more. True when the camera took it.
+    async fn command(
+        &mut self,
+        packet: &[u8],
+        timeout: Duration,
+        log: &Logger,
+    ) -> std::io::Result<bool> {
+        for attempt in 0..2 {
+            match self.exchange(packet, Want::Ack, timeout, log).await? {
+                Some(Reply::Ack(_)) => return Ok(true),
+                Some(Reply::Error(_, 3)) if attempt == 0 => {
+                    debug!(log, "camera buffer full; cancelling both sockets");
+                    for s in [1, 2] {
+                        let _ = self
+                            .exchange(&codec::cancel(s), Want::Ack, timeout, log)
+                            .await?;
+                        self.busy[usize::from(s) - 1] = false;
+                    }
+                }
+                Some(Reply::Error(s, code)) => {
+                    warn!(log, "camera refused a command"; "socket" => s, "code" => code);
+                    return Ok(false);
+                }
+                _ => return Ok(false),
+            }
+        }
+        Ok(false)
+    }
+
+    /// The camera's position in camera units, if it answers both inquiries.
+    async fn position(
+        &mut self,
+        timeout: Duration,
+        log: &Logger,
+    ) -> std::io::Result<Option<(i16, i16, i16)>> {
+        let Some(Reply::Info(pt)) = self
+            .exchange(&codec::PAN_TILT_INQ, Want::Info(8), timeout, log)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let Some(Reply::Info(z)) = self
+            .exchange(&codec::ZOOM_INQ, Want::Info(4), timeout, log)
+            .await?
+        else {
+            return Ok(None);
+        };
+        Ok(Some((
+            codec::from_nibbles(&pt[..4]),
+            codec::from_nibbles(&pt[4..]),
+            codec::from_nibbles(&z),
+        )))
+    }
+}
+
+enum Ended {
+    Closed,
+    Lost(String),
+}
+
+impl LinkTask {
+    async fn run(mut self) {
+        let mut backoff = Backoff::default();
+        let mut ever_up = false;
+        loop {
+            let result = tokio::select! {
+                r = connect(&self.params, &self.log) => r,
+                ack = &mut self.close => {
+                    if let Ok(ack) = ack { let _ = ack.send(()); }
+                    return;
+                }
+            };
+            match result {
+                Ok((mut conn, first)) => {
+                    backoff.reset();
+                    self.publish(first);
+                    let _ = self.state.send(LinkState::Up);
+                    ever_up = true;
+                    match self.serve(&mut conn).await {
+                        Ended::Closed => return,
+                        Ended::Lost(why) => {
+                            warn!(self.log, "camera link lost; reopening with backoff"; "why" => why);
+                            let _ = self.state.send(LinkState::Reconnecting);
+                        }
+                    }
+                }
+                Err(e) => {
+                    if !ever_up {
+                        let _ = self.state.send(LinkState::Failed(e));
+                        return;
+                    }
+                    debug!(self.log, "camera reconnect failed"; "error" => e);
+                }
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(backoff.next_delay()) => {}
+                ack = &mut self.close => {
+                    if let Ok(ack) = ack { let _ = ack.send(()); }
+                    return;
+                }
+            }
+        }
+    }
+
+    fn publish(&self, cam: (i16, i16, i16)) {
+        let (pan, tilt, zoom) = codec::from_camera(cam.0, cam.1, cam.2);
+        self.readings.do_send(PtzReading {
+            ptz: Ptz { pan, tilt, zoom },
+            at: Timestamp::now(),
+        });
+    }
+
+    /// Sends what changed, reads the position back, publishes it.
+    async fn cycle(&mut self, conn: &mut Conn) -> std::io::Result<()> {
+        let timeout = Duration::from_secs_f64(self.params.reply_timeout);
+        let (pan, tilt, zoom) = *self.target.borrow_and_update();
+        let (cp, ct, cz) = codec::to_camera(pan, tilt, zoom);
+        if conn.sent_pt != Some((cp, ct))
+            && conn
+                .command(&codec::absolute_pan_tilt(cp, ct), timeout, &self.log)
+                .await?
+        {
+            conn.sent_pt = Some((cp, ct));
+        }
+        if conn.sent_zoom != Some(cz)
+            && conn
+                .command(&codec::zoom_direct(cz), timeout, &self.log)
+                .await?
+        {
+            conn.sent_zoom = Some(cz);
+        }
+        if let Some(cam) = conn.position(timeout, &self.log).await? {
+            self.publish(cam);
+        }
+        Ok(())
+    }
+
+    async fn serve(&mut self, conn: &mut Conn) -> Ended {
+        let period = Duration::from_secs_f64(1.0 / self.params.rate);
+        let silence = Duration::from_secs_f64(self.params.silence);
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                changed = self.target.changed() => {
+                    if changed.is_err() {
+                        return Ended::Closed;
+                    }
+                }
+                ack = &mut self.close => {
+                    // Recentre and zoom out, as 0.7.4a does, then close.
+                    let timeout = Duration::from_secs_f64(self.params.reply_timeout);
+                    let _ = conn.command(&codec::absolute_pan_tilt(0, 0), timeout, &self.log).await;
+                    let _ = conn.command(&codec::zoom_direct(0), timeout, &self.log).await;
+                    info!(self.log, "camera recentred; port closed"; "bad_replies" => conn.bad.count());
+                    if let Ok(ack) = ack { let _ = ack.send(()); }
+                    return Ended::Closed;
+                }
+            }
+            if let Err(e) = self.cycle(conn).await {
+                return Ended::Lost(format!("I/O error: {e}"));
+            }
+            if conn.last_good.elapsed() > silence {
+                return Ended::Lost(format!(
+                    "no answer for {:.1} s",
+                    conn.last_good.elapsed().as_secs_f64()
+                ));
+            }
+        }
+    }
+}
+
+/// Opens the port and checks that a camera answers.
+async fn connect(params: &PtzParams, log: &Logger) -> Result<(Conn, (i16, i16, i16)), String> {
+    let path = &params.port;
+    let port = link::open_serial(path, 9600)?;
+    let mut conn = Conn::new(port);
+    let timeout = Duration::from_secs_f64(params.reply_timeout);
+    for _ in 0..2 {
+        match conn.position(timeout, log).await {
+            Ok(Some(cam)) => {
+                info!(log, "camera answers"; "pan_units" => cam.0, "tilt_units" => cam.1, "zoom" => cam.2);
+                return Ok((conn, cam));
+            }
+            Ok(None) => {}
+            Err(e) => return Err(format!("camera on {path}: {e}")),
+        }
+    }
+    Err(format!(
+        "camera not connected or not on {path}: no answer to the position inquiry"
+    ))
+}
+
+/// Registers the `sonyptz` driver.
+pub fn register(catalog: &mut Catalog) {
+    catalog.register("sonyptz", |ctx: DriverContext| {
+        let driver = PtzDriver::new(&ctx)?;
+        let addr = driver.start();
+        Ok(StartedDriver {
+            handle: DriverHandle::of(&addr),
+            devices: vec![DeviceSpec::read_write(device::PTZ, Ptz::SIZE)],
+        })
+    });
+}
