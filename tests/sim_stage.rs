@@ -8,6 +8,7 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use player::actors::sim::world::TruthRecord;
 use player::server::Server;
 use player::settings::{parse_args, Invocation, Settings};
 use player_client::Client;
@@ -200,7 +201,7 @@ fn each_robot_of_a_world_answers_on_its_own_port_and_sees_the_others() {
     assert!(l.ranges[103].abs_diff(1671) <= 10, "{}", l.ranges[103]);
     assert!(r.ranges[257].abs_diff(1671) <= 10, "{}", r.ranges[257]);
     // The leader's rear sonars see the followers behind it.
-    let s = leader.read().unwrap().sonar.clone().unwrap();
+    let s = leader.read().unwrap().sonar.unwrap();
     assert!(s.ranges[9] < 2000 && s.ranges[14] < 2000, "{:?}", s.ranges);
 
     // The left follower's rightmost laser ray (index 0) meets the right follower, 2400 mm
@@ -214,7 +215,7 @@ fn each_robot_of_a_world_answers_on_its_own_port_and_sees_the_others() {
     });
     right.set_speed(0, 0).unwrap();
     for c in [&mut leader, &mut left] {
-        let p = c.read().unwrap().position.clone().unwrap();
+        let p = c.read().unwrap().position.unwrap();
         assert_eq!((p.x, p.y, p.speed), (0, 0, 0));
     }
     // It has left the left follower's rightmost ray, which now reaches the south wall,
@@ -222,4 +223,50 @@ fn each_robot_of_a_world_answers_on_its_own_port_and_sees_the_others() {
     read_until(&mut left, "the right follower to leave the ray", |round| {
         round.laser.as_ref().is_some_and(|l| l.ranges[0] == 6200)
     });
+}
+
+#[test]
+fn a_served_world_writes_its_ground_truth_log() {
+    let dir = std::env::temp_dir().join(format!("player-stage-truth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("truth.jsonl");
+    let world = dir.join("two.toml");
+    std::fs::write(
+        &world,
+        format!(
+            "[world]\nwidth = 6000\nheight = 4000\n\
+             [[robot]]\nname = \"a\"\npose = [1000, 1000, 0]\n\
+             [[robot]]\nname = \"b\"\npose = [4000, 3000, 180]\n\
+             [truth]\nfile = \"{}\"\nperiod = 0.1\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    let server =
+        Running::start(settings(&["-stage", world.to_str().unwrap(), "-gp", "0"]).unwrap());
+    // Drive robot a for a while so its truth changes.
+    let mut a = server.client(0);
+    a.request("pa").unwrap().check().unwrap();
+    a.set_speed(200, 0).unwrap();
+    read_until(&mut a, "robot a to move", |round| {
+        round.position.as_ref().is_some_and(|p| p.x > 100)
+    });
+    drop(a);
+    drop(server);
+    let text = std::fs::read_to_string(&log).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let records: Vec<TruthRecord> = text.lines().filter_map(TruthRecord::parse).collect();
+    assert_eq!(records.len(), text.lines().count(), "{text}");
+    let a: Vec<&TruthRecord> = records.iter().filter(|r| r.robot == "a").collect();
+    let b: Vec<&TruthRecord> = records.iter().filter(|r| r.robot == "b").collect();
+    assert_eq!(a.len(), b.len());
+    assert!(a.len() >= 5, "{text}");
+    // Records every 0.1 s of simulated time, from 0.
+    for (k, r) in a.iter().enumerate() {
+        assert!((r.time - 0.1 * k as f64).abs() < 1e-6, "{text}");
+    }
+    assert_eq!((a[0].x, a[0].y, a[0].heading), (1000.0, 1000.0, 0.0));
+    assert!(a.last().unwrap().x > 1100.0, "{text}");
+    assert!(b.iter().all(|r| (r.x, r.y) == (4000.0, 3000.0)));
+    assert!((b[0].heading - 180.0).abs() < 1e-9);
 }

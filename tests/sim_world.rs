@@ -161,7 +161,10 @@ fn camera_follows_pan_and_zoom_at_the_slew_limits() {
     // A ball 2 m away, 45 degrees to the left: outside the 48.8 degree field of view.
     let ball = ColouredObject {
         channel: 3,
-        center: (5000.0 + 2000.0 * 0.707_106_8, 5000.0 + 2000.0 * 0.707_106_8),
+        center: (
+            5000.0 + 2000.0 * std::f64::consts::FRAC_1_SQRT_2,
+            5000.0 + 2000.0 * std::f64::consts::FRAC_1_SQRT_2,
+        ),
         shape: ObjectShape::Circle { radius: 100.0 },
         height: 300.0,
     };

@@ -20,6 +20,7 @@ pub mod camera;
 pub mod geom;
 pub mod gripper;
 pub mod map;
+pub mod render;
 pub mod rng;
 pub mod robot;
 pub mod simworld;

@@ -83,6 +83,50 @@ impl TruthRecord {
         }
     }
 
+    /// Parses one line of a truth log in either format (a JSON line starts with `{`); `None`
+    /// for a header, blank or malformed line.
+    pub fn parse(line: &str) -> Option<TruthRecord> {
+        let line = line.trim();
+        if line.starts_with('{') {
+            let field = |key: &str| -> Option<&str> {
+                let at = line.find(&format!("\"{key}\":"))? + key.len() + 3;
+                let rest = &line[at..];
+                if let Some(s) = rest.strip_prefix('"') {
+                    // A string: up to the first unescaped quote.
+                    let mut end = 0;
+                    let bytes = s.as_bytes();
+                    while end < bytes.len() && bytes[end] != b'"' {
+                        end += if bytes[end] == b'\\' { 2 } else { 1 };
+                    }
+                    s.get(..end)
+                } else {
+                    rest.split([',', '}']).next()
+                }
+            };
+            Some(TruthRecord {
+                time: field("time")?.trim().parse().ok()?,
+                robot: field("robot")?.replace("\\\"", "\"").replace("\\\\", "\\"),
+                x: field("x")?.trim().parse().ok()?,
+                y: field("y")?.trim().parse().ok()?,
+                heading: field("heading")?.trim().parse().ok()?,
+            })
+        } else {
+            let mut parts = line.split(',');
+            let time = parts.next()?.parse().ok()?;
+            let robot = parts.next()?.to_string();
+            let x = parts.next()?.parse().ok()?;
+            let y = parts.next()?.parse().ok()?;
+            let heading = parts.next()?.parse().ok()?;
+            parts.next().is_none().then_some(TruthRecord {
+                time,
+                robot,
+                x,
+                y,
+                heading,
+            })
+        }
+    }
+
     /// The header line a log file in `format` starts with, if any.
     pub fn header(format: TruthFormat) -> Option<&'static str> {
         match format {
