@@ -5,12 +5,14 @@
 //! - [`p2os`]: a real Pioneer 2 base over a serial line (`p s m g`).
 //! - [`sick`]: a real SICK LMS-200 laser over a serial line (`l`).
 //! - [`ptz`]: a real Sony EVI-D30 pan-tilt-zoom camera over a serial line (`z`).
+//! - [`acts`]: ACTS colour vision over TCP (`v`).
 //! - [`emulators`]: emulated devices speaking the real protocols over pseudo-terminals and
 //!   TCP, for trying and testing the hardware drivers without hardware.
 //! - [`link`]: serial-port plumbing shared by the hardware drivers.
 
 use crate::catalog::Catalog;
 
+pub mod acts;
 pub mod emulators;
 pub mod link;
 pub mod p2os;
@@ -24,4 +26,5 @@ pub fn register_all(catalog: &mut Catalog) {
     p2os::register(catalog);
     sick::register(catalog);
     ptz::register(catalog);
+    acts::register(catalog);
 }
