@@ -79,3 +79,60 @@ fn the_laser_on_the_emulated_robot_sees_it_drive_towards_a_wall() {
     });
     c.set_speed(0, 0).unwrap();
 }
+
+#[test]
+fn the_shipped_pioneer_configuration_names_every_real_driver() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/pioneer.toml");
+    let s = player::settings::Settings::from_file(&path).unwrap();
+    let drivers: Vec<(&str, Vec<String>)> = s.robot[0]
+        .driver
+        .iter()
+        .map(|d| (d.driver.as_str(), d.devices.clone()))
+        .collect();
+    assert_eq!(
+        drivers,
+        vec![
+            ("p2os", vec!["p".into(), "s".into(), "m".into(), "g".into()]),
+            ("sicklms200", vec!["l".into()]),
+            ("sonyptz", vec!["z".into()]),
+            ("acts", vec!["v".into()]),
+        ]
+    );
+    // Every driver accepts its parameters (the factories start when a server runs; here,
+    // at least the catalog knows every name).
+    let catalog = player::builtin_catalog();
+    for (name, _) in &drivers {
+        assert!(catalog.get(name).is_some(), "{name} is not registered");
+    }
+}
+
+#[test]
+fn the_player_emulate_program_serves_a_robot_the_driver_can_drive() {
+    let dir = scratch_dir("emulate-bin");
+    let link = dir.join("ttyP2OS");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_player-emulate"))
+        .args(["p2os", "--link", link.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the emulator's link", || link.exists());
+    let server = start_server(&robot_toml(&[(
+        "p2os",
+        "psmg",
+        &format!("port = \"{}\"\nmotors_on = true", link.display()),
+    )]));
+    let mut c = server.client();
+    let ok = c.request("pa").and_then(|g| g.check()).is_ok();
+    let moved = ok && {
+        c.set_speed(200, 0).unwrap();
+        let deadline = Instant::now() + TIMEOUT;
+        let mut moved = false;
+        while !moved && Instant::now() < deadline {
+            moved = c.read().unwrap().position.unwrap().x > 50;
+        }
+        moved
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(ok && moved, "{}", server.log.dump());
+}

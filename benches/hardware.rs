@@ -1,0 +1,149 @@
+//! Latency through the real hardware drivers, on the emulators: from a client's `c p` to
+//! the motor command on the serial line (the emulated P2OS has decoded it), and from a SIP
+//! or a laser scan leaving the emulated device to the client having it. Prints a table of
+//! p50/p99/max. Run with `cargo bench --bench hardware`. The reading client uses push-new
+//! mode at 1000 Hz, so the table shows the driver and session path rather than the wait
+//! for a 10 Hz round.
+
+use player::actors::emulators::{EmuWorld, SerialEmulator};
+use player::actors::p2os::emulator::P2osEmulator;
+use player::actors::sick::emulator::SickEmulator;
+use player::server::Server;
+use player::settings::Settings;
+use player_client::{device, Client, DataMode};
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const SAMPLES: usize = 200;
+
+fn start_server(
+    toml: String,
+) -> (
+    std::net::SocketAddr,
+    tokio::sync::oneshot::Sender<()>,
+    std::thread::JoinHandle<()>,
+) {
+    let mut settings = Settings::from_toml(&toml, "bench").expect("configuration");
+    for r in &mut settings.robot {
+        r.port = 0;
+        r.bind = "127.0.0.1".into();
+    }
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let system = actix_rt::System::new();
+        system.block_on(async move {
+            let catalog = player::builtin_catalog();
+            let server = Server::start(
+                &settings,
+                &catalog,
+                PathBuf::from("."),
+                player::logging::discard(),
+            )
+            .await
+            .expect("server starts");
+            ready_tx.send(server.local_addrs()[0]).unwrap();
+            let _ = stop_rx.await;
+            server.shutdown().await;
+        });
+    });
+    let addr = ready_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("server up");
+    (addr, stop_tx, thread)
+}
+
+fn stats(mut v: Vec<Duration>) -> (f64, f64, f64, usize) {
+    v.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let at = |q: f64| ms(v[((v.len() - 1) as f64 * q).round() as usize]);
+    (at(0.5), at(0.99), ms(*v.last().unwrap()), v.len())
+}
+
+fn main() {
+    let world = EmuWorld::room();
+    let base = SerialEmulator::start(P2osEmulator::new(world.clone()), None).unwrap();
+    let laser = SerialEmulator::start(SickEmulator::new(world.clone()), None).unwrap();
+    let toml = format!(
+        "[[robot]]\n[[robot.driver]]\ndriver = \"p2os\"\ndevices = [\"p\", \"s\", \"m\", \"g\"]\n[robot.driver.params]\nport = \"{}\"\nmotors_on = true\n[[robot.driver]]\ndriver = \"sicklms200\"\ndevices = [\"l\"]\n[robot.driver.params]\nport = \"{}\"\n",
+        base.path().display(),
+        laser.path().display()
+    );
+    let (addr, stop, thread) = start_server(toml);
+
+    // Command latency: c p -> VEL2 decoded by the emulated robot.
+    let mut c = Client::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.request("pw").unwrap().check().unwrap();
+    let mut cmd = Vec::new();
+    for i in 0..SAMPLES {
+        let speed = if i % 2 == 0 { 100 } else { 200 };
+        let before = base.device(|d| d.wheels_changed_at());
+        let t0 = Instant::now();
+        c.set_speed(speed, 0).unwrap();
+        let deadline = t0 + Duration::from_secs(5);
+        loop {
+            let now = base.device(|d| d.wheels_changed_at());
+            if now != before && base.device(|d| d.wheels()) == (i32::from(speed), i32::from(speed))
+            {
+                cmd.push(now.unwrap().saturating_duration_since(t0));
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the command never reached the line"
+            );
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    c.set_speed(0, 0).unwrap();
+    drop(c);
+
+    // Reading latency: SIP / scan leaves the emulator -> the client has it (push-new mode).
+    let mut r = Client::connect(addr).unwrap();
+    r.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    r.request("prlr").unwrap().check().unwrap();
+    r.set_data_mode(DataMode::PushNew).unwrap();
+    // Push-new rounds go out on the client's clock: at 1000 Hz the wait for the next round
+    // is at most 1 ms (at the default 10 Hz it would add up to 100 ms).
+    r.set_frequency(1000).unwrap();
+    let (mut sip, mut scan) = (Vec::new(), Vec::new());
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while (sip.len() < SAMPLES || scan.len() < SAMPLES / 2) && Instant::now() < deadline {
+        let round = r.read_new(Duration::from_secs(2)).unwrap();
+        let now = Instant::now();
+        if round.updated.contains(&device::POSITION) {
+            if let Some(t) = base.device(|d| d.last_sip) {
+                sip.push(now.saturating_duration_since(t));
+            }
+        }
+        if round.updated.contains(&device::LASER) {
+            if let Some(t) = laser.device(|d| d.last_scan) {
+                scan.push(now.saturating_duration_since(t));
+            }
+        }
+    }
+    drop(r);
+    let _ = stop.send(());
+    let _ = thread.join();
+
+    println!();
+    println!(
+        "hardware drivers on emulators (pty serial lines), {} samples per row",
+        SAMPLES
+    );
+    println!(
+        "{:<44} {:>9} {:>9} {:>9} {:>6}",
+        "path", "p50 ms", "p99 ms", "max ms", "n"
+    );
+    for (name, v) in [
+        ("command: client `c p` -> VEL2 on the line", cmd),
+        ("reading: SIP on the line -> client `p`", sip),
+        ("reading: LMS scan on the line -> client `l`", scan),
+    ] {
+        let (p50, p99, max, n) = stats(v);
+        println!("{name:<44} {p50:>9.3} {p99:>9.3} {max:>9.3} {n:>6}");
+    }
+}
