@@ -381,7 +381,7 @@ impl Session {
                 if !slot.reads() {
                     slot.latest = None;
                 } else if let Some(d) = self.early.remove(&dev) {
-                    if slot.latest.as_ref().map_or(true, |l| l.seq < d.seq) {
+                    if slot.latest.as_ref().is_none_or(|l| l.seq < d.seq) {
                         slot.latest = Some(d);
                     }
                 }

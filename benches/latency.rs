@@ -1,0 +1,161 @@
+//! Latency of our server on loopback, printed as a table.
+//!
+//! - Push new: clients in data mode 2 with timestamps on read the position device; for each
+//!   packet, latency = arrival time - the driver's timestamp (taken when it published). This
+//!   is driver publish → session → socket → client.
+//! - Request/reply: clients in data mode 1 send `x y d` ten times a second (each at its own
+//!   phase) and time the round trip to the complete round (position + sonar).
+//!
+//! At 1, 50 and 500 clients. `cargo bench --bench latency` (`-- --quick` for a short run).
+
+mod common;
+
+use common::{free_port, percentile, player_binary, ServerProcess};
+use player_proto::message;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn wall_us() -> i64 {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970");
+    d.as_micros() as i64
+}
+
+async fn connect(addr: SocketAddr, pairs: &[(u8, u8)], setup: &[Vec<u8>]) -> tokio::net::TcpStream {
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    s.set_nodelay(true).expect("nodelay");
+    let mut hello = Vec::new();
+    for m in setup {
+        hello.extend_from_slice(m);
+    }
+    hello.extend(message::request(pairs));
+    s.write_all(&hello).await.expect("write");
+    let mut reply = vec![0u8; 3 + 2 * pairs.len()];
+    s.read_exact(&mut reply).await.expect("reply");
+    s
+}
+
+/// Push-new latencies in microseconds.
+async fn push_client(addr: SocketAddr, until: Instant, from: Instant) -> Vec<i64> {
+    let setup = vec![
+        message::config(b'y', b't', &[1]),
+        message::config(b'y', b'r', &[2]),
+        message::config(b'y', b'f', &1000u16.to_be_bytes()),
+    ];
+    let mut s = connect(addr, &[(b'p', b'r')], &setup).await;
+    let mut out = Vec::new();
+    // position with timestamp: 3 + 8 + 21
+    let mut packet = [0u8; 32];
+    loop {
+        let r = tokio::time::timeout_at(until.into(), s.read_exact(&mut packet)).await;
+        match r {
+            Ok(Ok(_)) => {
+                let now = wall_us();
+                if Instant::now() < from {
+                    continue;
+                }
+                let sec = u32::from_be_bytes([packet[3], packet[4], packet[5], packet[6]]);
+                let usec = u32::from_be_bytes([packet[7], packet[8], packet[9], packet[10]]);
+                out.push(now - (i64::from(sec) * 1_000_000 + i64::from(usec)));
+            }
+            _ => return out,
+        }
+    }
+}
+
+/// Request/reply round trips in microseconds.
+async fn rr_client(addr: SocketAddr, until: Instant, from: Instant, phase: Duration) -> Vec<i64> {
+    let setup = vec![message::config(b'y', b'r', &[1])];
+    let mut s = connect(addr, &[(b'p', b'r'), (b's', b'r')], &setup).await;
+    let d = message::config(b'y', b'd', &[]);
+    let round = (3 + 21) + (3 + 32);
+    let mut buf = vec![0u8; round];
+    let mut out = Vec::new();
+    let mut next = Instant::now() + phase;
+    while next < until {
+        tokio::time::sleep_until(next.into()).await;
+        next += Duration::from_millis(100);
+        let t = Instant::now();
+        if s.write_all(&d).await.is_err() {
+            break;
+        }
+        match tokio::time::timeout(Duration::from_secs(2), s.read_exact(&mut buf)).await {
+            Ok(Ok(_)) => {
+                if t >= from {
+                    out.push(t.elapsed().as_micros() as i64);
+                }
+            }
+            _ => break,
+        }
+    }
+    out
+}
+
+fn stats(mut v: Vec<i64>) -> (usize, u64, u64, u64) {
+    v.sort_unstable();
+    let u: Vec<u64> = v.iter().map(|&x| x.max(0) as u64).collect();
+    (
+        u.len(),
+        percentile(&u, 0.5),
+        percentile(&u, 0.99),
+        u.last().copied().unwrap_or(0),
+    )
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let secs = if quick { 2.0 } else { 6.0 };
+    let port = free_port();
+    let server = ServerProcess::start(
+        &player_binary(),
+        &["-gp".to_string(), port.to_string()],
+        ([127, 0, 0, 1], port).into(),
+    );
+    let addr = server.addr;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    println!("latency: loopback, our server, {secs} s per row");
+    println!(
+        "{:<14} {:>7} {:>9} {:>9} {:>9} {:>9}",
+        "test", "clients", "samples", "p50 us", "p99 us", "max us"
+    );
+    for clients in [1usize, 50, 500] {
+        let (push, rr) = rt.block_on(async {
+            let warm = Instant::now() + Duration::from_millis(800 + 2 * clients as u64);
+            let until = warm + Duration::from_secs_f64(secs);
+            let tasks: Vec<_> = (0..clients)
+                .map(|_| tokio::spawn(push_client(addr, until, warm)))
+                .collect();
+            let mut push = Vec::new();
+            for t in tasks {
+                push.extend(t.await.unwrap_or_default());
+            }
+            let warm = Instant::now() + Duration::from_millis(800 + 2 * clients as u64);
+            let until = warm + Duration::from_secs_f64(secs);
+            let tasks: Vec<_> = (0..clients)
+                .map(|i| {
+                    let phase = Duration::from_micros((i as u64 * 100_000 / clients as u64) % 100_000);
+                    tokio::spawn(rr_client(addr, until, warm, phase))
+                })
+                .collect();
+            let mut rr = Vec::new();
+            for t in tasks {
+                rr.extend(t.await.unwrap_or_default());
+            }
+            (push, rr)
+        });
+        for (name, v) in [("push-new", push), ("request/reply", rr)] {
+            let (n, p50, p99, max) = stats(v);
+            println!("{name:<14} {clients:>7} {n:>9} {p50:>9} {p99:>9} {max:>9}");
+        }
+    }
+    println!(
+        "push-new: driver timestamp to client arrival (wall clock); request/reply: `x y d` sent \
+         to the whole round received. Targets: push-new p99 < 200 us at 50 clients; \
+         request/reply p50 < 100 us at 1 client."
+    );
+}
