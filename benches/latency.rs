@@ -138,7 +138,8 @@ fn main() {
             let until = warm + Duration::from_secs_f64(secs);
             let tasks: Vec<_> = (0..clients)
                 .map(|i| {
-                    let phase = Duration::from_micros((i as u64 * 100_000 / clients as u64) % 100_000);
+                    let phase =
+                        Duration::from_micros((i as u64 * 100_000 / clients as u64) % 100_000);
                     tokio::spawn(rr_client(addr, until, warm, phase))
                 })
                 .collect();

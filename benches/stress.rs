@@ -192,8 +192,11 @@ fn run_load(server: &ServerProcess, point: Point, measure: Duration) -> Load {
                 .map(|w| w[1].duration_since(w[0]).as_micros() as u64)
                 .collect();
             let mean = iv.iter().sum::<u64>() as f64 / iv.len() as f64;
-            let jitter =
-                iv.iter().map(|&v| (v as f64 - target_us).abs()).sum::<f64>() / iv.len() as f64;
+            let jitter = iv
+                .iter()
+                .map(|&v| (v as f64 - target_us).abs())
+                .sum::<f64>()
+                / iv.len() as f64;
             sum_mean += mean;
             sum_dev += (mean - target_us).abs();
             sum_jitter += jitter;
@@ -255,7 +258,11 @@ fn main() {
         grid.push(Point {
             clients: v[0].parse().expect("clients"),
             rate: v[1].parse().expect("rate"),
-            size: if v[2] == "small" { Size::Small } else { Size::Large },
+            size: if v[2] == "small" {
+                Size::Small
+            } else {
+                Size::Large
+            },
         });
     } else if quick {
         for (clients, rate, size) in [
