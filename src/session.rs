@@ -626,14 +626,15 @@ impl Session {
         match self.last_push {
             Some(last) if now < last + self.period => {
                 let at = last + self.period;
-                self.push_timer = Some(
-                    ctx.spawn(crate::timer::sleep_until(at).into_actor(self).map(
-                        |_, act, ctx| {
-                            act.push_timer = None;
-                            act.push_new(ctx);
-                        },
-                    )),
-                );
+                self.push_timer =
+                    Some(
+                        ctx.spawn(crate::timer::sleep_until(at).into_actor(self).map(
+                            |_, act, ctx| {
+                                act.push_timer = None;
+                                act.push_new(ctx);
+                            },
+                        )),
+                    );
             }
             _ => {
                 if self.send_round(true, ctx) {
