@@ -556,3 +556,57 @@ fn png_bitmap_walls() {
     assert_eq!(map.boxes()[0].min, (3000.0, 0.0));
     assert_eq!(SimWorld::new(Arc::new(map)).laser(0)[180], 2000);
 }
+
+#[test]
+fn laser_and_sonar_among_many_robots_match_casting_every_ray_at_everything() {
+    use player::actors::sim::world::geom::{ray_circle, Vec2};
+    use player::actors::sim::world::{LASER_MAX_MM, SONAR_MAX_MM, SONAR_POSES};
+    // 30 robots on a jittered grid, in all headings.
+    let mut robots = Vec::new();
+    for k in 0..30 {
+        let (row, col) = (k / 6, k % 6);
+        let jitter = f64::from((k * 37 % 11) as u8) * 20.0;
+        robots.push(placed(
+            &format!("r{k}"),
+            900.0 + 1400.0 * col as f64 + jitter,
+            900.0 + 1700.0 * row as f64 - jitter,
+            f64::from(k) * 47.0,
+            None,
+        ));
+    }
+    let w = world_with(&robots, |m| m.with_pillar((5000.0, 5000.0), 200.0));
+    let brute = |i: usize, origin: Vec2, angle: f64, max: f64| {
+        let mut d = w.robot(i).map().range(origin, angle, max);
+        for b in w.others(i).iter().filter(|b| b.solid) {
+            if let Some(t) = ray_circle(origin, Vec2::from_angle(angle), b.center, b.radius) {
+                d = d.min(t);
+            }
+        }
+        d.round() as u16
+    };
+    for i in 0..w.len() {
+        let r = w.robot(i);
+        let (x, y, th) = r.true_pose();
+        let laser = w.laser(i);
+        for (k, &got) in laser.iter().enumerate() {
+            let a = th + (-90.0 + 0.5 * k as f64).to_radians();
+            assert_eq!(
+                got,
+                brute(i, r.laser_origin(), a, LASER_MAX_MM),
+                "robot {i} ray {k}"
+            );
+        }
+        let sonar = w.sonar(i);
+        for (k, &(sx, sy, sh)) in SONAR_POSES.iter().enumerate() {
+            let origin = Vec2::new(x, y) + Vec2::new(sx, sy).rotated(th);
+            let expected = (0..7)
+                .map(|s| {
+                    let a = th + (sh - 15.0 + 5.0 * f64::from(s)).to_radians();
+                    brute(i, origin, a, SONAR_MAX_MM)
+                })
+                .min()
+                .unwrap();
+            assert_eq!(sonar[k], expected, "robot {i} sonar {k}");
+        }
+    }
+}

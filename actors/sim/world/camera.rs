@@ -196,9 +196,13 @@ impl CameraView {
     pub fn blobs_among(&self, map: &WorldMap, others: &[Body]) -> Vec<Blob> {
         let half_fov = (f64::from(IMAGE_WIDTH) / 2.0 / self.focal).atan();
         let mut out = Vec::new();
+        // Outside the field of view (by the centre's bearing, as `project` judges)?
+        let outside =
+            |c: Vec2| normalize_angle((c - self.position).angle() - self.axis).abs() > half_fov;
         for (i, obj) in map.objects().iter().enumerate() {
             let center = Vec2::new(obj.center.0, obj.center.1);
-            if !map.line_of_sight(self.position, center, Some(Owner::Object(i)))
+            if outside(center)
+                || !map.line_of_sight(self.position, center, Some(Owner::Object(i)))
                 || self.hidden_by(others, center, None)
             {
                 continue;
@@ -209,7 +213,8 @@ impl CameraView {
             let Some(channel) = body.channel else {
                 continue;
             };
-            if !map.line_of_sight(self.position, body.center, None)
+            if outside(body.center)
+                || !map.line_of_sight(self.position, body.center, None)
                 || self.hidden_by(others, body.center, Some(k))
             {
                 continue;

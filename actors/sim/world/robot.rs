@@ -400,16 +400,26 @@ impl SimRobot {
         let (x, y, th) = self.pose;
         let centre = Vec2::new(x, y);
         let near = within(others, centre, SONAR_MAX_MM + ROBOT_RADIUS_MM);
+        let mut cone: Vec<Body> = Vec::with_capacity(near.len());
         let mut out = [0u16; 16];
         for (reading, &(sx, sy, sh)) in out.iter_mut().zip(SONAR_POSES.iter()) {
             let origin = centre + Vec2::new(sx, sy).rotated(th);
             let axis = th + sh.to_radians();
             let half = SONAR_HALF_CONE_DEG.to_radians();
+            // Only the bodies that can be in this cone.
+            cone.clear();
+            cone.extend(near.iter().filter(|b| match angular_window(origin, b) {
+                None => true,
+                Some((bearing, width)) => {
+                    normalize_angle(bearing - axis).abs() <= half + width + 1e-9
+                }
+            }));
+            let near = &cone;
             let span = (SONAR_RAYS - 1) as f64;
             let nearest = (0..SONAR_RAYS)
                 .map(|k| {
                     let a = axis - half + 2.0 * half * k as f64 / span;
-                    self.range_among(origin, a, SONAR_MAX_MM, &near)
+                    self.range_among(origin, a, SONAR_MAX_MM, near)
                 })
                 .fold(SONAR_MAX_MM, f64::min);
             *reading = nearest.round() as u16;
@@ -428,10 +438,36 @@ impl SimRobot {
         let (x, y, th) = self.pose;
         let origin = self.laser_origin();
         let near = within(others, Vec2::new(x, y), LASER_MAX_MM + ROBOT_RADIUS_MM);
+        let angle = |i: usize| th + (-90.0 + 0.5 * i as f64).to_radians();
+        let mut ranges = [0.0f64; LASER_SAMPLES];
+        for (i, r) in ranges.iter_mut().enumerate() {
+            *r = self.map.range(origin, angle(i), LASER_MAX_MM);
+        }
+        // Each body only against the rays of the angle it covers.
+        for b in &near {
+            let (lo, hi) = match angular_window(origin, b) {
+                None => (0, LASER_SAMPLES - 1),
+                Some((bearing, width)) => {
+                    let rel = normalize_angle(bearing - th).to_degrees();
+                    let w = width.to_degrees();
+                    let lo = ((rel - w + 90.0) / 0.5).floor();
+                    let hi = ((rel + w + 90.0) / 0.5).ceil();
+                    if hi < 0.0 || lo > (LASER_SAMPLES - 1) as f64 {
+                        continue;
+                    }
+                    (lo.max(0.0) as usize, (hi as usize).min(LASER_SAMPLES - 1))
+                }
+            };
+            for (i, r) in ranges.iter_mut().enumerate().take(hi + 1).skip(lo) {
+                if let Some(t) = ray_circle(origin, Vec2::from_angle(angle(i)), b.center, b.radius)
+                {
+                    *r = r.min(t);
+                }
+            }
+        }
         let mut out = [0u16; LASER_SAMPLES];
-        for (i, reading) in out.iter_mut().enumerate() {
-            let a = th + (-90.0 + 0.5 * i as f64).to_radians();
-            *reading = self.range_among(origin, a, LASER_MAX_MM, &near).round() as u16;
+        for (o, r) in out.iter_mut().zip(ranges) {
+            *o = r.round() as u16;
         }
         out
     }
@@ -633,6 +669,17 @@ impl SimRobot {
         self.front_bumpers = 0;
         self.rear_bumpers = 0;
     }
+}
+
+/// The bearing (radians) of a body's centre seen from `origin`, and the half-angle its disc
+/// covers; `None` when `origin` is inside the disc (it covers every direction).
+fn angular_window(origin: Vec2, b: &Body) -> Option<(f64, f64)> {
+    let d = b.center - origin;
+    let dist = d.length();
+    if dist <= b.radius {
+        return None;
+    }
+    Some((d.angle(), (b.radius / dist).asin()))
 }
 
 /// The bodies of `others` whose discs come within `range` of `p`.
