@@ -518,15 +518,19 @@ impl Session {
     }
 
     /// Whether the client is keeping up: nothing of ours unsent, and no more than about two
-    /// rounds waiting in the kernel.
+    /// rounds the kernel has not yet sent (`SIOCOUTQNSD`: bytes sent but not yet
+    /// acknowledged do not count, so a slow link with a long round trip is not mistaken
+    /// for a client that stopped reading).
     fn can_send(&self) -> bool {
         if !self.out.is_empty() {
             return false;
         }
-        let mut queued: libc::c_int = 0;
-        // SAFETY: TIOCOUTQ writes one int for a valid socket descriptor.
-        let rc = unsafe { libc::ioctl(self.stream.as_raw_fd(), libc::TIOCOUTQ, &mut queued) };
-        rc != 0 || (queued as usize) <= 2 * self.last_round_len.max(1)
+        /// Linux's SIOCOUTQNSD: bytes in the send queue not yet sent.
+        const SIOCOUTQNSD: libc::c_ulong = 0x894B;
+        let mut unsent: libc::c_int = 0;
+        // SAFETY: SIOCOUTQNSD writes one int for a valid TCP socket descriptor.
+        let rc = unsafe { libc::ioctl(self.stream.as_raw_fd(), SIOCOUTQNSD as _, &mut unsent) };
+        rc != 0 || (unsent as usize) <= 2 * self.last_round_len.max(1)
     }
 
     /// After a change of devices or data: send what became sendable.
@@ -611,7 +615,8 @@ impl Session {
                 return; // wait for something new
             }
             self.rounds_requested -= 1;
-            self.send_round(only_new, ctx);
+            // A requested round is never skipped: the client asked for it (at most 16 wait).
+            self.write_round(only_new, ctx);
         }
         if self.rounds_requested > 0 && !self.ready() {
             self.check_quiet();
@@ -644,8 +649,9 @@ impl Session {
         }
     }
 
-    /// Writes one round (every read device, or only those with new data) in one write.
-    /// Returns whether it was written; a round is skipped while the client is not reading.
+    /// Writes one round (every read device, or only those with new data) in one write,
+    /// unless the client is not reading, in which case the round is skipped (it will get
+    /// the newest data when it reads again). Returns whether it was written.
     fn send_round(&mut self, only_new: bool, ctx: &mut Context<Self>) -> bool {
         if !self.can_send() {
             self.skipped += 1;
@@ -658,6 +664,11 @@ impl Session {
             return false;
         }
         self.stalled_since = None;
+        self.write_round(only_new, ctx)
+    }
+
+    /// Writes one round in one vectored write; returns whether there was anything to send.
+    fn write_round(&mut self, only_new: bool, ctx: &mut Context<Self>) -> bool {
         const MAX: usize = 64;
         let ts = if self.timestamps { TIMESTAMP_SIZE } else { 0 };
         let mut heads = [[0u8; 3 + TIMESTAMP_SIZE]; MAX];
