@@ -50,6 +50,9 @@ const BASE: [u8; 4] = [
 /// The physics step.
 const STEP: f64 = world::simworld::STEP_S;
 
+/// How often the world is brought up to date when nothing else asks for it.
+const CATCH_UP: Duration = Duration::from_millis(100);
+
 /// Parameters of the `sim` driver (`[robot.driver.params]`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -96,6 +99,8 @@ pub struct SharedWorld {
     last_step: Instant,
     pending: f64,
     truth: Option<TruthLog>,
+    /// The world robots already served, with the server robot serving each.
+    claimed: Vec<(usize, String)>,
     log: Logger,
 }
 
@@ -138,6 +143,7 @@ impl SharedWorld {
             last_step: Instant::now(),
             pending: 0.0,
             truth,
+            claimed: Vec::new(),
             log,
         };
         shared.log_truth();
@@ -231,6 +237,8 @@ pub struct SimDriver {
     params: SimParams,
     devices: Vec<u8>,
     up: BTreeSet<u8>,
+    /// The publishing timers, running while any device is up.
+    timers: Vec<SpawnHandle>,
     publisher: Publisher,
     started: Instant,
     log: Logger,
@@ -289,6 +297,25 @@ impl SimDriver {
                     ))
                 })?,
             };
+            if let Some(by) = w
+                .claimed
+                .iter()
+                .find(|(i, _)| *i == index)
+                .map(|(_, b)| b.clone())
+            {
+                let name = w
+                    .world_mut()
+                    .names()
+                    .get(index)
+                    .cloned()
+                    .unwrap_or_default();
+                return Err(DriverError(format!(
+                    "world robot '{name}' is already served by robot '{by}'; give each \
+                     [[robot]] its own `robot = \"NAME\"` parameter"
+                )));
+            }
+            w.claimed.push((index, ctx.robot.clone()));
+            let sim = w.world_mut();
             let robot = sim.robot_mut(index);
             if let Some([x, y, h]) = params.pose {
                 robot.set_true_pose(x, y, h.to_radians());
@@ -304,6 +331,7 @@ impl SimDriver {
             params,
             devices: ctx.devices.clone(),
             up: BTreeSet::new(),
+            timers: Vec::new(),
             publisher: Publisher::new(),
             started: ctx.started,
             log: ctx.logger.clone(),
@@ -422,7 +450,7 @@ impl SimDriver {
         }
     }
 
-    fn every(&self, hz: f64, ctx: &mut Context<Self>, devices: Vec<u8>) {
+    fn every(&mut self, hz: f64, ctx: &mut Context<Self>, devices: Vec<u8>) {
         let devices: Vec<u8> = devices
             .into_iter()
             .filter(|d| self.devices.contains(d))
@@ -430,9 +458,25 @@ impl SimDriver {
         if devices.is_empty() {
             return;
         }
-        ctx.run_interval(Duration::from_secs_f64(1.0 / hz), move |act, _| {
+        let h = ctx.run_interval(Duration::from_secs_f64(1.0 / hz), move |act, _| {
             act.publish(&devices)
         });
+        self.timers.push(h);
+    }
+
+    /// Starts publishing when the first device comes up, stops after the last goes down:
+    /// an unused simulator costs no wake-ups.
+    fn update_timers(&mut self, ctx: &mut Context<Self>) {
+        if self.up.is_empty() {
+            for h in self.timers.drain(..) {
+                ctx.cancel_future(h);
+            }
+        } else if self.timers.is_empty() {
+            self.every(self.params.base_hz, ctx, BASE.to_vec());
+            self.every(self.params.laser_hz, ctx, vec![device::LASER]);
+            self.every(self.params.ptz_hz, ctx, vec![device::PTZ]);
+            self.every(self.params.vision_hz, ctx, vec![device::VISION]);
+        }
     }
 
     fn apply_config(&mut self, msg: &Config) {
@@ -471,20 +515,19 @@ impl Actor for SimDriver {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        if self.stepper {
-            ctx.run_interval(Duration::from_secs_f64(STEP), |act, _| act.advance());
+        if self.stepper && self.world.borrow().truth.is_some() {
+            // Physics runs in fixed 10 ms steps, caught up lazily before every reading and
+            // command; this timer only keeps the world and its truth log moving when nobody
+            // reads. Waking every step would cost more than the steps themselves.
+            ctx.run_interval(CATCH_UP, |act, _| act.advance());
         }
-        self.every(self.params.base_hz, ctx, BASE.to_vec());
-        self.every(self.params.laser_hz, ctx, vec![device::LASER]);
-        self.every(self.params.ptz_hz, ctx, vec![device::PTZ]);
-        self.every(self.params.vision_hz, ctx, vec![device::VISION]);
     }
 }
 
 impl Handler<Setup> for SimDriver {
     type Result = Result<(), DriverError>;
 
-    fn handle(&mut self, msg: Setup, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: Setup, ctx: &mut Self::Context) -> Self::Result {
         if !self.devices.contains(&msg.device) {
             return Err(DriverError(format!(
                 "the simulator does not serve '{}' here",
@@ -503,6 +546,7 @@ impl Handler<Setup> for SimDriver {
             info!(self.log, "simulated base opened"; "motors_on" => self.params.motors_on);
         }
         self.up.insert(msg.device);
+        self.update_timers(ctx);
         // A first reading at once, so a client's first round need not wait a period.
         self.publish(&[msg.device]);
         Ok(())
@@ -512,8 +556,9 @@ impl Handler<Setup> for SimDriver {
 impl Handler<Shutdown> for SimDriver {
     type Result = ();
 
-    fn handle(&mut self, msg: Shutdown, _ctx: &mut Self::Context) {
+    fn handle(&mut self, msg: Shutdown, ctx: &mut Self::Context) {
         self.up.remove(&msg.device);
+        self.update_timers(ctx);
         self.publisher.clear(msg.device);
         if BASE.contains(&msg.device) && !self.base_open() {
             self.with_robot(|r| r.stop());
