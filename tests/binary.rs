@@ -1,0 +1,196 @@
+//! The `player` binary: the manual's flags (section 2.2), configuration errors, and an
+//! orderly exit on SIGTERM and SIGINT.
+
+mod common;
+
+use common::*;
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const PLAYER: &str = env!("CARGO_BIN_EXE_player");
+
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(PLAYER)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run player");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn help_exits_zero_and_names_every_manual_flag() {
+    let (code, out, _) = run(&["--help"]);
+    assert_eq!(code, Some(0));
+    for flag in [
+        "-gp", "-pp", "-lp", "-zp", "-vp", "-vc", "-stage", "-debug", "-exp",
+    ] {
+        assert!(out.contains(flag), "--help does not mention {flag}:\n{out}");
+    }
+}
+
+#[test]
+fn a_bad_flag_value_exits_nonzero_naming_the_flag() {
+    let (code, _, err) = run(&["-gp", "notaport"]);
+    assert_ne!(code, Some(0));
+    assert!(code.is_some(), "killed by a signal?");
+    assert!(err.contains("-gp") && err.contains("notaport"), "{err}");
+}
+
+#[test]
+fn an_unknown_flag_exits_nonzero_naming_it() {
+    let (code, _, err) = run(&["-bogus"]);
+    assert_ne!(code, Some(0));
+    assert!(err.contains("-bogus"), "{err}");
+}
+
+#[test]
+fn a_config_file_with_an_unknown_key_exits_nonzero_naming_key_and_file() {
+    let dir = std::env::temp_dir().join(format!("player-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad-key.toml");
+    std::fs::write(
+        &path,
+        "[server]\nmax_clientz = 3\n\n[[robot]]\nport = 0\n[[robot.driver]]\ndriver = \"sim\"\ndevices = [\"p\"]\n",
+    )
+    .unwrap();
+    let (code, _, err) = run(&["--config", path.to_str().unwrap()]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_ne!(code, Some(0));
+    assert!(err.contains("max_clientz"), "{err}");
+    assert!(err.contains("bad-key.toml"), "{err}");
+}
+
+/// A free TCP port on 127.0.0.1 (bound, then released).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The binary running with `-gp <port>`, its standard error collected.
+struct Running {
+    child: Child,
+    port: u16,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Running {
+    fn start() -> Running {
+        let port = free_port();
+        let mut child = Command::new(PLAYER)
+            .args(["-gp", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start player");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut pipe = child.stderr.take().unwrap();
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Running {
+            child,
+            port,
+            stderr,
+        }
+    }
+
+    fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    fn log(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    fn signal(&self, sig: libc::c_int) {
+        // SAFETY: kill(2) on our own child's pid.
+        let rc = unsafe { libc::kill(self.child.id() as libc::pid_t, sig) };
+        assert_eq!(rc, 0, "kill failed");
+    }
+
+    /// Waits for the exit; its status code, or a failure after `within`.
+    fn wait(&mut self, within: Duration) -> Option<i32> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!(
+                    "player did not exit within {within:?}; its log:\n{}",
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn serves_a_driving_client_then_exits_on(sig: libc::c_int) {
+    let mut player = Running::start();
+    let mut c = Client::connect(player.addr());
+    assert_eq!(c.request(&[(b'p', b'a'), (b's', b'r')]), b"pasr");
+    c.drive(200, 0);
+    let p = c.position_after(Duration::from_millis(800));
+    assert!(p.speed > 100, "{p:?}");
+    let mut watcher = Client::connect(player.addr());
+    assert_eq!(watcher.request(&[(b'm', b'r')]), b"mr");
+    player.signal(sig);
+    let code = player.wait(Duration::from_secs(10));
+    assert_eq!(code, Some(0), "exit status; log:\n{}", player.log());
+    c.expect_closed(Duration::from_secs(5));
+    watcher.expect_closed(Duration::from_secs(5));
+    // The port is free again.
+    assert!(TcpListener::bind(player.addr()).is_ok());
+}
+
+#[test]
+fn sigterm_closes_clients_and_exits_zero() {
+    serves_a_driving_client_then_exits_on(libc::SIGTERM);
+}
+
+#[test]
+fn sigint_closes_clients_and_exits_zero() {
+    serves_a_driving_client_then_exits_on(libc::SIGINT);
+}
+
+#[test]
+fn a_port_in_use_exits_nonzero_naming_it() {
+    let busy = TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = busy.local_addr().unwrap().port().to_string();
+    let (code, _, err) = run(&["-gp", &port]);
+    assert_ne!(code, Some(0));
+    assert!(err.contains(&port), "{err}");
+}
