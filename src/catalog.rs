@@ -64,10 +64,16 @@ pub struct StartedDriver {
 /// A function that starts one driver instance on the current arbiter.
 pub type Factory = Arc<dyn Fn(DriverContext) -> Result<StartedDriver, DriverError> + Send + Sync>;
 
+/// Expands `-stage WORLD` into the robots to serve: given the settings, the world file and
+/// the `-gp` port if one was given. Registered by the simulator.
+pub type StageHandler =
+    fn(&mut crate::settings::Settings, &str, Option<u16>) -> Result<(), String>;
+
 /// The catalog of driver factories, by name.
 #[derive(Clone, Default)]
 pub struct Catalog {
     factories: BTreeMap<String, Factory>,
+    stage: Option<StageHandler>,
 }
 
 impl Catalog {
@@ -87,6 +93,16 @@ impl Catalog {
     /// The factory registered as `name`.
     pub fn get(&self, name: &str) -> Option<&Factory> {
         self.factories.get(name)
+    }
+
+    /// Registers what `-stage WORLD` does (a simulator driver registers it).
+    pub fn set_stage_handler(&mut self, handler: StageHandler) {
+        self.stage = Some(handler);
+    }
+
+    /// What `-stage WORLD` does, if a simulator is registered.
+    pub fn stage_handler(&self) -> Option<StageHandler> {
+        self.stage
     }
 
     /// The registered names, sorted.

@@ -2,14 +2,15 @@
 //! SIGINT or SIGTERM.
 
 use player::server::Server;
-use player::settings::{parse_args, Invocation, HELP};
+use player::settings::{parse_args_with, Invocation, HELP};
 use slog::{error, info};
 use std::process::ExitCode;
 use tokio::signal::unix::{signal, SignalKind};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (settings, base_dir) = match parse_args(&args) {
+    let catalog = player::builtin_catalog();
+    let (settings, base_dir) = match parse_args_with(&args, &catalog) {
         Ok(Invocation::Run { settings, base_dir }) => (settings, base_dir),
         Ok(Invocation::Help) => {
             print!("{HELP}");
@@ -25,7 +26,6 @@ fn main() -> ExitCode {
         }
     };
     let log = player::logging::terminal(settings.server.debug);
-    let catalog = player::builtin_catalog();
     let system = actix_rt::System::new();
     let result = system.block_on(async {
         // Install the handlers before anything can block, so no signal is lost.

@@ -4,6 +4,7 @@
 //! shipped `config/default.toml` when none is named), then command-line flags. A bad file,
 //! key or flag is an error that names it.
 
+use crate::catalog::Catalog;
 use crate::session::SessionOptions;
 use serde::Deserialize;
 use std::fmt;
@@ -280,7 +281,8 @@ FLAGS (the manual's, a flag overrides the configuration file):
                      'sonyptz' driver.
     -vp <port>       ACTS vision server TCP port: the vision device uses the 'acts' driver.
     -vc <path>       ACTS configuration file (with -vp, or alone: 'acts' driver).
-    -stage <path>    Serve the simulated robot in the world file <path> (TOML).
+    -stage <path>    Serve every robot of the world file <path> (TOML), each on its own
+                     port (the file's, else 6665 + i; with -gp P, P + i).
     -debug           Debug logging.
     -exp             Enable experimental features.
 
@@ -329,8 +331,13 @@ fn text(s: &str) -> config::Value {
     config::Value::new(None, config::ValueKind::String(s.to_string()))
 }
 
-/// Parses the command line (without the program name).
+/// Parses the command line (without the program name), with the shipped drivers.
 pub fn parse_args(args: &[String]) -> Result<Invocation, SettingsError> {
+    parse_args_with(args, &crate::builtin_catalog())
+}
+
+/// Parses the command line (without the program name); `catalog` says what `-stage` does.
+pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation, SettingsError> {
     let mut config_file: Option<PathBuf> = None;
     let mut flags: Vec<(&str, Option<&String>)> = Vec::new();
     let mut it = args.iter();
@@ -398,7 +405,10 @@ pub fn parse_args(args: &[String]) -> Result<Invocation, SettingsError> {
                     .rev()
                     .find(|w| w[0] == "-gp")
                     .and_then(|w| w[1].parse::<u16>().ok());
-                crate::actors::sim::apply_stage(&mut settings, v, gp).map_err(SettingsError)?;
+                let stage = catalog.stage_handler().ok_or_else(|| {
+                    SettingsError("flag -stage: no simulator driver is registered".into())
+                })?;
+                stage(&mut settings, v, gp).map_err(SettingsError)?;
             }
             "-debug" => settings.server.debug = true,
             "-exp" => settings.server.experimental = true,

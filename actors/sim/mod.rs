@@ -632,8 +632,9 @@ impl Handler<Terminate> for SimDriver {
     }
 }
 
-/// Registers the `sim` driver.
+/// Registers the `sim` driver and what `-stage WORLD` does.
 pub fn register(catalog: &mut Catalog) {
+    catalog.set_stage_handler(apply_stage);
     catalog.register("sim", |ctx: DriverContext| {
         let driver = SimDriver::new(&ctx)?;
         let devices = driver.specs();
