@@ -66,8 +66,7 @@ pub type Factory = Arc<dyn Fn(DriverContext) -> Result<StartedDriver, DriverErro
 
 /// Expands `-stage WORLD` into the robots to serve: given the settings, the world file and
 /// the `-gp` port if one was given. Registered by the simulator.
-pub type StageHandler =
-    fn(&mut crate::settings::Settings, &str, Option<u16>) -> Result<(), String>;
+pub type StageHandler = fn(&mut crate::settings::Settings, &str, Option<u16>) -> Result<(), String>;
 
 /// The catalog of driver factories, by name.
 #[derive(Clone, Default)]
