@@ -20,7 +20,7 @@ pub mod world;
 use crate::catalog::{Catalog, DriverContext, StartedDriver};
 use crate::driver::{
     Command, Config, DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, Stop,
-    Subscribers, Terminate,
+    Subscribers, Terminate, Timestamp,
 };
 use crate::settings::{DriverSettings, RobotSettings, Settings};
 use actix::prelude::*;
@@ -440,13 +440,19 @@ impl SimDriver {
         Bytes::from(bytes)
     }
 
+    /// Takes a reading of each of `devices` that is up, then publishes them together with
+    /// one timestamp: the readings are of one instant, and none waits for the others to be
+    /// computed after its timestamp was taken.
     fn publish(&mut self, devices: &[u8]) {
         self.advance();
-        for &d in devices {
-            if self.up.contains(&d) {
-                let data = self.reading(d);
-                self.publisher.publish(d, data);
-            }
+        let readings: Vec<(u8, Bytes)> = devices
+            .iter()
+            .filter(|d| self.up.contains(d))
+            .map(|&d| (d, self.reading(d)))
+            .collect();
+        let now = Timestamp::now();
+        for (d, data) in readings {
+            self.publisher.publish_at(d, data, now);
         }
     }
 
