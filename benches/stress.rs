@@ -225,8 +225,8 @@ fn cpu_per_1000(l: &Load) -> f64 {
 
 fn measure_time(point: Point, quick: bool) -> Duration {
     let base: f64 = if quick { 2.0 } else { 5.0 };
-    // At least ten intervals per client.
-    Duration::from_secs_f64(base.max(10.0 / f64::from(point.rate)))
+    // At least thirty intervals per client: the mean of fewer is set by the window's edges.
+    Duration::from_secs_f64(base.max(30.0 / f64::from(point.rate)))
 }
 
 fn ours(port: u16) -> ServerProcess {
@@ -306,9 +306,9 @@ fn main() {
         if quick { ", quick" } else { "" }
     );
     println!(
-        "{:>7} {:>4} {:>5} | {:>6} {:>4} {:>7} | {:>8} {:>7} {:>7} {:>7} {:>7} | {:>7} {:>6} | {:>7} {:>7} {:>7} {:>7} {:>4} | {:>5} | {:>5}",
+        "{:>7} {:>4} {:>5} | {:>6} {:>4} {:>7} | {:>8} {:>7} {:>7} {:>7} {:>7} | {:>7} {:>6} | {:>7} {:>7} {:>7} {:>7} {:>7} {:>4} | {:>5} | {:>5}",
         "clients", "Hz", "size", "served", "drop", "deliv%", "mean ms", "dev us", "jit us", "p99 ms",
-        "max ms", "cpu/1k", "RSS MB", "b dev", "b jit", "b p99", "b cpu", "b dr", "ratio", "secs"
+        "max ms", "cpu/1k", "RSS MB", "b del%", "b dev", "b jit", "b p99", "b cpu", "b dr", "ratio", "secs"
     );
     for point in grid {
         let measure = measure_time(point, quick);
@@ -323,7 +323,7 @@ fn main() {
         };
         let ratio = cpu_per_1000(&ours_load) / cpu_per_1000(&base_load);
         println!(
-            "{:>7} {:>4} {:>5} | {:>6} {:>4} {:>7.2} | {:>8.3} {:>7.1} {:>7.1} {:>7.3} {:>7.3} | {:>7.2} {:>6.1} | {:>7.1} {:>7.1} {:>7.3} {:>7.2} {:>4} | {:>5.2} | {:>5.1}",
+            "{:>7} {:>4} {:>5} | {:>6} {:>4} {:>7.2} | {:>8.3} {:>7.1} {:>7.1} {:>7.3} {:>7.3} | {:>7.2} {:>6.1} | {:>7.2} {:>7.1} {:>7.1} {:>7.3} {:>7.2} {:>4} | {:>5.2} | {:>5.1}",
             point.clients,
             point.rate,
             point.size.name(),
@@ -337,6 +337,7 @@ fn main() {
             ours_load.max_us as f64 / 1e3,
             cpu_per_1000(&ours_load),
             ours_load.rss as f64 / (1024.0 * 1024.0),
+            100.0 * base_load.rounds as f64 / base_load.expected,
             base_load.mean_dev_us,
             base_load.jitter_us,
             base_load.p99_us as f64 / 1e3,

@@ -694,17 +694,20 @@ impl Session {
         if n == 0 {
             return false;
         }
-        let mut iov: Vec<IoSlice> = Vec::with_capacity(2 * n);
+        // On the stack: a round costs no allocation.
+        let mut slices = [IoSlice::new(&[]); 2 * MAX];
+        let mut k = 0;
         for (head, &i) in heads.iter().zip(&picks[..n]) {
             let Some(d) = &self.slots[i].latest else {
                 continue;
             };
-            iov.push(IoSlice::new(&head[..3 + ts]));
-            iov.push(IoSlice::new(&d.data));
+            slices[k] = IoSlice::new(&head[..3 + ts]);
+            slices[k + 1] = IoSlice::new(&d.data);
+            k += 2;
         }
+        let iov = &slices[..k];
         self.last_round_len = iov.iter().map(|s| s.len()).sum();
-        let r = write_whole(&self.stream, &mut self.out, &iov);
-        drop(iov);
+        let r = write_whole(&self.stream, &mut self.out, iov);
         self.after_write(r, ctx);
         true
     }
