@@ -8,8 +8,9 @@
 
 use actix::prelude::*;
 use bytes::Bytes;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// When a reading was taken: seconds and microseconds since the Unix epoch.
@@ -48,6 +49,39 @@ pub struct DeviceData {
     /// Increases with every reading of this device, so a session can tell new data from
     /// data it has already sent.
     pub seq: u64,
+}
+
+/// Several devices' readings taken at one instant (one P2OS packet gives position, sonar,
+/// misc and gripper; a simulator reads all its sensors at once), published as one message
+/// to every session that reads any of them. Each session takes the devices it reads and
+/// ignores the rest; the readings are shared, never copied per client. One message instead
+/// of one per device is what keeps fan-out to thousands of sessions cheap.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct DeviceDataBatch(pub Arc<[DeviceData]>);
+
+/// Where one session's data goes: single readings and batches.
+#[derive(Clone)]
+pub struct DataRecipient {
+    /// For [`DeviceData`].
+    pub single: Recipient<DeviceData>,
+    /// For [`DeviceDataBatch`].
+    pub batch: Recipient<DeviceDataBatch>,
+}
+
+impl DataRecipient {
+    /// The recipient of an actor that handles both.
+    pub fn of<A>(addr: &Addr<A>) -> Self
+    where
+        A: Actor + Handler<DeviceData> + Handler<DeviceDataBatch>,
+        A::Context:
+            actix::dev::ToEnvelope<A, DeviceData> + actix::dev::ToEnvelope<A, DeviceDataBatch>,
+    {
+        DataRecipient {
+            single: addr.clone().recipient(),
+            batch: addr.clone().recipient(),
+        }
+    }
 }
 
 /// Why a driver could not do what was asked.
@@ -128,7 +162,7 @@ pub struct Subscribers {
     /// The session.
     pub session: SessionId,
     /// Where its data goes; `None` when it stops reading.
-    pub recipient: Option<Recipient<DeviceData>>,
+    pub recipient: Option<DataRecipient>,
 }
 
 /// Server → driver: the server is exiting. Stop the robot, close the ports, stop the actor.
@@ -221,7 +255,7 @@ impl DriverHandle {
 
 #[derive(Default)]
 struct Channel {
-    recipients: Vec<(SessionId, Recipient<DeviceData>)>,
+    recipients: Vec<(SessionId, DataRecipient)>,
     latest: Option<DeviceData>,
     seq: u64,
 }
@@ -246,7 +280,7 @@ impl Publisher {
         match (msg.recipient, at) {
             (Some(r), at) => {
                 if let Some(latest) = &ch.latest {
-                    r.do_send(latest.clone());
+                    r.single.do_send(latest.clone());
                 }
                 match at {
                     Some(i) => ch.recipients[i].1 = r,
@@ -276,9 +310,40 @@ impl Publisher {
             seq: ch.seq,
         };
         for (_, r) in &ch.recipients {
-            r.do_send(msg.clone());
+            r.single.do_send(msg.clone());
         }
         ch.latest = Some(msg);
+    }
+
+    /// Publishes readings of several devices taken at `timestamp` as one
+    /// [`DeviceDataBatch`] to every session reading any of them.
+    pub fn publish_batch(&mut self, readings: Vec<(u8, Bytes)>, timestamp: Timestamp) {
+        let batch: Arc<[DeviceData]> = readings
+            .into_iter()
+            .map(|(device, data)| {
+                let ch = self.channels.entry(device).or_default();
+                ch.seq += 1;
+                let msg = DeviceData {
+                    device,
+                    data,
+                    timestamp,
+                    seq: ch.seq,
+                };
+                ch.latest = Some(msg.clone());
+                msg
+            })
+            .collect();
+        let mut sent: HashSet<SessionId> = HashSet::new();
+        for d in batch.iter() {
+            let Some(ch) = self.channels.get(&d.device) else {
+                continue;
+            };
+            for (id, r) in &ch.recipients {
+                if sent.insert(*id) {
+                    r.batch.do_send(DeviceDataBatch(batch.clone()));
+                }
+            }
+        }
     }
 
     /// Forgets `device`'s reading (after its shutdown, so the next setup starts fresh).
@@ -293,5 +358,86 @@ impl Publisher {
         self.channels
             .get(&device)
             .is_some_and(|c| !c.recipients.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[derive(Default)]
+    struct Seen {
+        singles: Vec<u8>,
+        batches: Vec<Vec<u8>>,
+    }
+
+    struct Collector(Arc<Mutex<Seen>>);
+
+    impl Actor for Collector {
+        type Context = Context<Self>;
+    }
+
+    impl Handler<DeviceData> for Collector {
+        type Result = ();
+        fn handle(&mut self, msg: DeviceData, _: &mut Self::Context) {
+            self.0.lock().unwrap().singles.push(msg.device);
+        }
+    }
+
+    impl Handler<DeviceDataBatch> for Collector {
+        type Result = ();
+        fn handle(&mut self, msg: DeviceDataBatch, _: &mut Self::Context) {
+            let devices = msg.0.iter().map(|d| d.device).collect();
+            self.0.lock().unwrap().batches.push(devices);
+        }
+    }
+
+    #[actix_rt::test]
+    async fn a_batch_reaches_each_reader_once_and_newcomers_get_the_latest() {
+        let seen_a = Arc::new(Mutex::new(Seen::default()));
+        let seen_b = Arc::new(Mutex::new(Seen::default()));
+        let a = DataRecipient::of(&Collector(seen_a.clone()).start());
+        let b = DataRecipient::of(&Collector(seen_b.clone()).start());
+        let mut p = Publisher::new();
+        // Session 1 reads p and s, session 2 reads only l.
+        for (device, session, r) in [(b'p', 1, &a), (b's', 1, &a), (b'l', 2, &b)] {
+            p.set_subscribers(Subscribers {
+                device,
+                session,
+                recipient: Some(r.clone()),
+            });
+        }
+        let batch = vec![
+            (b'p', Bytes::from_static(&[1])),
+            (b's', Bytes::from_static(&[2])),
+        ];
+        p.publish_batch(batch, Timestamp::now());
+        // Session 2 starts reading s: it is sent s's latest reading at once.
+        p.set_subscribers(Subscribers {
+            device: b's',
+            session: 2,
+            recipient: Some(b.clone()),
+        });
+        // Session 1 stops reading p and s: later batches do not reach it.
+        for device in [b'p', b's'] {
+            p.set_subscribers(Subscribers {
+                device,
+                session: 1,
+                recipient: None,
+            });
+        }
+        p.publish_batch(vec![(b's', Bytes::from_static(&[3]))], Timestamp::now());
+        actix_rt::time::sleep(std::time::Duration::from_millis(50)).await;
+        let a = seen_a.lock().unwrap();
+        assert_eq!(
+            a.batches,
+            vec![vec![b'p', b's']],
+            "one message, both devices"
+        );
+        assert!(a.singles.is_empty());
+        let b = seen_b.lock().unwrap();
+        assert_eq!(b.singles, vec![b's']);
+        assert_eq!(b.batches, vec![vec![b's']]);
     }
 }

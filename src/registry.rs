@@ -8,7 +8,7 @@
 //! a slow device never holds up requests for another one.
 
 use crate::driver::{
-    Command, Config, DeviceData, DeviceSpec, DriverError, DriverHandle, Setup, Shutdown, Stop,
+    Command, Config, DataRecipient, DeviceSpec, DriverError, DriverHandle, Setup, Shutdown, Stop,
     Subscribers, Terminate,
 };
 use actix::prelude::*;
@@ -45,7 +45,7 @@ pub struct Subscribe {
     /// Whether the session may command the device.
     pub write: bool,
     /// Where the device's data goes.
-    pub recipient: Recipient<DeviceData>,
+    pub recipient: DataRecipient,
     /// The client's address, for log lines.
     pub client: String,
 }
@@ -90,7 +90,7 @@ pub struct ShutdownAll;
 struct Holder {
     read: bool,
     write: bool,
-    recipient: Recipient<DeviceData>,
+    recipient: DataRecipient,
 }
 
 enum State {
@@ -172,7 +172,7 @@ impl Registry {
 
     /// Tells the driver that `session` starts (`Some`) or stops (`None`) reading `code`;
     /// nothing while the device is not up (setup sends the whole list when it is).
-    fn tell_reader(&self, code: u8, session: SessionId, recipient: Option<Recipient<DeviceData>>) {
+    fn tell_reader(&self, code: u8, session: SessionId, recipient: Option<DataRecipient>) {
         let Some(d) = self.devices.get(&code) else {
             return;
         };

@@ -19,7 +19,7 @@
 //! gets the newest data when it can take it and nobody else waits for it.
 
 use crate::codec::{ClientDecoder, ClientMessage};
-use crate::driver::{Command, DeviceData};
+use crate::driver::{Command, DataRecipient, DeviceData, DeviceDataBatch};
 use crate::registry::{Disconnect, Registry, RouteConfig, SessionId, Subscribe, Unsubscribe};
 use actix::prelude::*;
 use bytes::{Bytes, BytesMut};
@@ -139,6 +139,8 @@ pub struct Session {
     slots: Vec<Slot>,
     /// Readings that arrived for a device before its grant was applied.
     early: HashMap<u8, DeviceData>,
+    /// Devices whose subscription is in flight.
+    requesting: Vec<u8>,
     mode: DataMode,
     period: Duration,
     timestamps: bool,
@@ -189,6 +191,7 @@ impl Session {
             opts,
             slots: Vec::new(),
             early: HashMap::new(),
+            requesting: Vec::new(),
             mode: DataMode::Continuous,
             period: Duration::from_millis(100),
             timestamps: false,
@@ -262,7 +265,7 @@ impl Session {
         }
         // Net changes, in order of first appearance.
         let mut calls = Vec::new();
-        let recipient = ctx.address().recipient::<DeviceData>();
+        let recipient = DataRecipient::of(&ctx.address());
         for &(dev, new) in &finals {
             let listed = self.slots.iter().any(|s| s.code == dev);
             let cur = self
@@ -294,6 +297,9 @@ impl Session {
                 }
                 _ => continue,
             };
+            if call.is_some() {
+                self.requesting.push(dev);
+            }
             calls.push((dev, new, call));
         }
         let futs: Vec<_> = calls
@@ -310,6 +316,7 @@ impl Session {
             futures::future::join_all(futs)
                 .into_actor(self)
                 .map(move |results, act, ctx| {
+                    act.requesting.clear();
                     for (dev, new, r) in results {
                         act.apply_grant(dev, new, r);
                     }
@@ -842,32 +849,58 @@ impl Handler<ReadEnded> for Session {
     }
 }
 
-impl Handler<DeviceData> for Session {
-    type Result = ();
-
-    fn handle(&mut self, msg: DeviceData, ctx: &mut Self::Context) {
+impl Session {
+    /// Takes one reading; returns whether it may make something sendable. `pending_only`:
+    /// keep a reading for a device not (yet) in the list only if a request for it is in
+    /// flight (a batch carries devices this client never asked for).
+    fn take(&mut self, msg: DeviceData, pending_only: bool) -> bool {
         let Some(slot) = self.slots.iter_mut().find(|s| s.code == msg.device) else {
-            self.early.insert(msg.device, msg);
-            return;
-        };
-        if !slot.reads() {
-            if slot.access != access::CLOSE {
+            if !pending_only || self.requesting.contains(&msg.device) {
                 self.early.insert(msg.device, msg);
             }
-            return;
+            return false;
+        };
+        if !slot.reads() {
+            if slot.access != access::CLOSE
+                && (!pending_only || self.requesting.contains(&msg.device))
+            {
+                self.early.insert(msg.device, msg);
+            }
+            return false;
         }
         if slot
             .latest
             .as_ref()
             .is_some_and(|l| l.seq >= msg.seq && l.seq != 0)
         {
-            return;
+            return false;
         }
         let was_missing = slot.latest.is_none();
         slot.latest = Some(msg);
-        match self.mode {
-            DataMode::Continuous if !was_missing && !self.round_due => {}
-            _ => self.after_change(ctx),
+        !matches!(self.mode, DataMode::Continuous) || was_missing || self.round_due
+    }
+}
+
+impl Handler<DeviceData> for Session {
+    type Result = ();
+
+    fn handle(&mut self, msg: DeviceData, ctx: &mut Self::Context) {
+        if self.take(msg, false) {
+            self.after_change(ctx);
+        }
+    }
+}
+
+impl Handler<DeviceDataBatch> for Session {
+    type Result = ();
+
+    fn handle(&mut self, msg: DeviceDataBatch, ctx: &mut Self::Context) {
+        let mut changed = false;
+        for d in msg.0.iter() {
+            changed |= self.take(d.clone(), true);
+        }
+        if changed {
+            self.after_change(ctx);
         }
     }
 }

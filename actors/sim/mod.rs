@@ -440,9 +440,9 @@ impl SimDriver {
         Bytes::from(bytes)
     }
 
-    /// Takes a reading of each of `devices` that is up, then publishes them together with
-    /// one timestamp: the readings are of one instant, and none waits for the others to be
-    /// computed after its timestamp was taken.
+    /// Takes a reading of each of `devices` that is up, then publishes them as one batch
+    /// with one timestamp: the readings are of one instant, none waits for the others to
+    /// be computed after its timestamp was taken, and each session gets one message.
     fn publish(&mut self, devices: &[u8]) {
         self.advance();
         let readings: Vec<(u8, Bytes)> = devices
@@ -450,9 +450,8 @@ impl SimDriver {
             .filter(|d| self.up.contains(d))
             .map(|&d| (d, self.reading(d)))
             .collect();
-        let now = Timestamp::now();
-        for (d, data) in readings {
-            self.publisher.publish_at(d, data, now);
+        if !readings.is_empty() {
+            self.publisher.publish_batch(readings, Timestamp::now());
         }
     }
 
@@ -471,17 +470,29 @@ impl SimDriver {
     }
 
     /// Starts publishing when the first device comes up, stops after the last goes down:
-    /// an unused simulator costs no wake-ups.
+    /// an unused simulator costs no wake-ups. Devices published at the same rate share one
+    /// timer and one batch.
     fn update_timers(&mut self, ctx: &mut Context<Self>) {
         if self.up.is_empty() {
             for h in self.timers.drain(..) {
                 ctx.cancel_future(h);
             }
         } else if self.timers.is_empty() {
-            self.every(self.params.base_hz, ctx, BASE.to_vec());
-            self.every(self.params.laser_hz, ctx, vec![device::LASER]);
-            self.every(self.params.ptz_hz, ctx, vec![device::PTZ]);
-            self.every(self.params.vision_hz, ctx, vec![device::VISION]);
+            let mut groups: Vec<(f64, Vec<u8>)> = Vec::new();
+            for (hz, devices) in [
+                (self.params.base_hz, BASE.to_vec()),
+                (self.params.laser_hz, vec![device::LASER]),
+                (self.params.ptz_hz, vec![device::PTZ]),
+                (self.params.vision_hz, vec![device::VISION]),
+            ] {
+                match groups.iter_mut().find(|(h, _)| *h == hz) {
+                    Some((_, d)) => d.extend(devices),
+                    None => groups.push((hz, devices)),
+                }
+            }
+            for (hz, devices) in groups {
+                self.every(hz, ctx, devices);
+            }
         }
     }
 
