@@ -17,7 +17,9 @@
 pub mod codec;
 pub mod emulator;
 
-use crate::actors::link::{Backoff, Done, LogThrottle};
+use crate::actors::link::{
+    close_channel, Backoff, CloseReceiver, LinkState, LinkSupervisor, LogThrottle,
+};
 use crate::catalog::{Catalog, DriverContext, StartedDriver};
 use crate::driver::{
     Command, Config, DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, Stop,
@@ -32,7 +34,7 @@ use slog::{debug, info, warn, Logger};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 
 /// Parameters of the `acts` driver (`-vp` gives `port`, `-vc` gives `config`).
 #[derive(Debug, Clone, Deserialize)]
@@ -71,14 +73,6 @@ fn one() -> f64 {
     1.0
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum LinkState {
-    Connecting,
-    Up,
-    Reconnecting,
-    Failed(String),
-}
-
 #[derive(Message)]
 #[rtype(result = "()")]
 struct Packet {
@@ -86,18 +80,12 @@ struct Packet {
     at: Timestamp,
 }
 
-struct Link {
-    close: Option<oneshot::Sender<oneshot::Sender<()>>>,
-    state: watch::Receiver<LinkState>,
-}
-
 /// The ACTS driver actor.
 pub struct ActsDriver {
     params: ActsParams,
     config_path: Option<String>,
     publisher: Publisher,
-    link: Option<Link>,
-    previous: Option<Done>,
+    link: LinkSupervisor,
     log: Logger,
 }
 
@@ -130,56 +118,25 @@ impl ActsDriver {
             params,
             config_path,
             publisher: Publisher::new(),
-            link: None,
-            previous: None,
+            link: LinkSupervisor::new("ACTS"),
             log,
         })
     }
 
     fn start_link(&mut self, ctx: &mut Context<Self>) {
-        let (close_tx, close_rx) = oneshot::channel();
-        let (state_tx, state_rx) = watch::channel(LinkState::Connecting);
-        let task = LinkTask {
-            params: self.params.clone(),
-            config_path: self.config_path.clone(),
-            log: self.log.clone(),
-            packets: ctx.address().recipient(),
-            close: close_rx,
-            state: state_tx,
-            child: None,
-        };
-        let previous = self.previous.take();
-        let (guard, done) = Done::new();
-        actix::spawn(async move {
-            if let Some(p) = previous {
-                p.wait(Duration::from_secs(5)).await;
+        let (close, close_rx) = close_channel();
+        self.link.start(close, |state| {
+            LinkTask {
+                params: self.params.clone(),
+                config_path: self.config_path.clone(),
+                log: self.log.clone(),
+                packets: ctx.address().recipient(),
+                close: close_rx,
+                state,
+                child: None,
             }
-            task.run().await;
-            drop(guard);
+            .run()
         });
-        self.previous = Some(done);
-        self.link = Some(Link {
-            close: Some(close_tx),
-            state: state_rx,
-        });
-    }
-
-    fn close_link(&mut self) -> impl std::future::Future<Output = ()> {
-        let link = self.link.take();
-        let previous = self.previous.clone();
-        async move {
-            if let Some(mut link) = link {
-                if let Some(close) = link.close.take() {
-                    let (tx, rx) = oneshot::channel();
-                    if close.send(tx).is_ok() {
-                        let _ = tokio::time::timeout(Duration::from_secs(3), rx).await;
-                    }
-                }
-            }
-            if let Some(p) = previous {
-                p.wait(Duration::from_secs(3)).await;
-            }
-        }
     }
 }
 
@@ -198,26 +155,14 @@ impl Handler<Setup> for ActsDriver {
             ));
             return Box::pin(actix::fut::ready(Err(e)));
         }
-        if self.link.is_none() {
+        if !self.link.is_running() {
             self.start_link(ctx);
         }
-        let mut state = self.link.as_ref().map(|l| l.state.clone()).expect("link");
-        let wait = async move {
-            loop {
-                match &*state.borrow_and_update() {
-                    LinkState::Up | LinkState::Reconnecting => return Ok(()),
-                    LinkState::Failed(e) => return Err(DriverError(e.clone())),
-                    LinkState::Connecting => {}
-                }
-                if state.changed().await.is_err() {
-                    return Err(DriverError("the ACTS link ended during setup".into()));
-                }
-            }
-        };
+        let wait = self.link.wait_ready();
         Box::pin(wait.into_actor(self).map(|res, act, _| {
             if let Err(e) = &res {
                 warn!(act.log, "vision setup failed"; "error" => %e);
-                act.link = None;
+                act.link.abandon();
             }
             res
         }))
@@ -229,7 +174,7 @@ impl Handler<Shutdown> for ActsDriver {
 
     fn handle(&mut self, _msg: Shutdown, _ctx: &mut Self::Context) -> Self::Result {
         self.publisher.clear(device::VISION);
-        let close = self.close_link();
+        let close = self.link.close();
         Box::pin(close.into_actor(self))
     }
 }
@@ -274,7 +219,7 @@ impl Handler<Terminate> for ActsDriver {
     type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, _msg: Terminate, _ctx: &mut Self::Context) -> Self::Result {
-        let close = self.close_link();
+        let close = self.link.close();
         Box::pin(close.into_actor(self).map(|_, act, ctx| {
             info!(act.log, "acts driver stopped");
             ctx.stop();
@@ -287,7 +232,7 @@ struct LinkTask {
     config_path: Option<String>,
     log: Logger,
     packets: Recipient<Packet>,
-    close: oneshot::Receiver<oneshot::Sender<()>>,
+    close: CloseReceiver,
     state: watch::Sender<LinkState>,
     child: Option<std::process::Child>,
 }

@@ -1,6 +1,13 @@
 //! Plumbing shared by the hardware drivers: opening a serial port with an error that names
-//! it, changing its speed, reading with a deadline, reconnect backoff, and rate-limited
-//! logging of bad frames. Byte layouts stay in each device's codec module.
+//! it, changing its speed, reading with a deadline, reconnect backoff, rate-limited
+//! logging of bad frames, and the life of a link task as its actor sees it (start, wait
+//! for setup, close: [`LinkSupervisor`]). Byte layouts stay in each device's codec module.
+
+mod supervisor;
+
+pub use supervisor::{
+    close_channel, CloseAck, CloseReceiver, CloseSender, LinkHandle, LinkState, LinkSupervisor,
+};
 
 use std::io;
 use std::time::Duration;

@@ -17,7 +17,9 @@
 pub mod codec;
 pub mod emulator;
 
-use crate::actors::link::{self, Backoff, Done, LogThrottle};
+use crate::actors::link::{
+    self, Backoff, CloseAck, LinkHandle, LinkState, LinkSupervisor, LogThrottle,
+};
 use crate::catalog::{Catalog, DriverContext, StartedDriver};
 use crate::driver::{
     Command, Config, DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, Stop,
@@ -87,14 +89,6 @@ enum Ctl {
     Close(oneshot::Sender<()>),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum LinkState {
-    Connecting,
-    Up,
-    Reconnecting,
-    Failed(String),
-}
-
 /// A SIP's readings, from the link task to the actor.
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -103,10 +97,18 @@ struct SipReadings {
     at: Timestamp,
 }
 
+/// What the actor keeps of a running link. The close request goes through `ctl` like every
+/// other request, so it is applied after the configs sent before it.
 struct Link {
     ctl: mpsc::UnboundedSender<Ctl>,
     motion: watch::Sender<Motion>,
-    state: watch::Receiver<LinkState>,
+}
+
+impl LinkHandle for Link {
+    /// Asks the link to stop the robot, close and end.
+    fn request_close(&mut self, ack: CloseAck) -> bool {
+        self.ctl.send(Ctl::Close(ack)).is_ok()
+    }
 }
 
 /// The P2OS driver actor.
@@ -115,8 +117,7 @@ pub struct P2osDriver {
     devices: Vec<u8>,
     up: BTreeSet<u8>,
     publisher: Publisher,
-    link: Option<Link>,
-    previous: Option<Done>,
+    link: LinkSupervisor<Link>,
     started: Instant,
     gripper_seq: u64,
     log: Logger,
@@ -154,8 +155,7 @@ impl P2osDriver {
             devices: ctx.devices.clone(),
             up: BTreeSet::new(),
             publisher: Publisher::new(),
-            link: None,
-            previous: None,
+            link: LinkSupervisor::new("P2OS"),
             started: ctx.started,
             gripper_seq: 0,
             log,
@@ -174,55 +174,25 @@ impl P2osDriver {
     }
 
     fn start_link(&mut self, ctx: &mut Context<Self>) {
-        let (ctl_tx, ctl_rx) = mpsc::unbounded_channel();
-        let (motion_tx, motion_rx) = watch::channel(Motion::default());
-        let (state_tx, state_rx) = watch::channel(LinkState::Connecting);
-        let task = LinkTask {
-            params: self.params.clone(),
-            log: self.log.clone(),
-            readings: ctx.address().recipient(),
-            ctl: ctl_rx,
-            motion: motion_rx,
-            state: state_tx,
-        };
-        let previous = self.previous.take();
-        let (guard, done) = Done::new();
-        actix::spawn(async move {
-            if let Some(p) = previous {
-                p.wait(Duration::from_secs(5)).await;
+        let (ctl, ctl_rx) = mpsc::unbounded_channel();
+        let (motion, motion_rx) = watch::channel(Motion::default());
+        self.link.start(Link { ctl, motion }, |state| {
+            LinkTask {
+                params: self.params.clone(),
+                log: self.log.clone(),
+                readings: ctx.address().recipient(),
+                ctl: ctl_rx,
+                motion: motion_rx,
+                state,
             }
-            task.run().await;
-            drop(guard);
+            .run()
         });
-        self.previous = Some(done);
-        self.link = Some(Link {
-            ctl: ctl_tx,
-            motion: motion_tx,
-            state: state_rx,
-        });
-    }
-
-    /// Asks the link to stop the robot, close and end; resolves when it has.
-    fn close_link(&mut self) -> impl std::future::Future<Output = ()> {
-        let link = self.link.take();
-        let previous = self.previous.clone();
-        async move {
-            if let Some(link) = link {
-                let (tx, rx) = oneshot::channel();
-                if link.ctl.send(Ctl::Close(tx)).is_ok() {
-                    let _ = tokio::time::timeout(Duration::from_secs(3), rx).await;
-                }
-            }
-            if let Some(p) = previous {
-                p.wait(Duration::from_secs(3)).await;
-            }
-        }
     }
 
     fn link_up(&self) -> bool {
         self.link
-            .as_ref()
-            .is_some_and(|l| matches!(*l.state.borrow(), LinkState::Up))
+            .state()
+            .is_some_and(|s| matches!(*s, LinkState::Up))
     }
 }
 
@@ -241,23 +211,11 @@ impl Handler<Setup> for P2osDriver {
             ));
             return Box::pin(actix::fut::ready(Err(e)));
         }
-        if self.link.is_none() {
+        if !self.link.is_running() {
             // A fresh link: no command left over from an earlier session.
             self.start_link(ctx);
         }
-        let mut state = self.link.as_ref().map(|l| l.state.clone()).expect("link");
-        let wait = async move {
-            loop {
-                match &*state.borrow_and_update() {
-                    LinkState::Up | LinkState::Reconnecting => return Ok(()),
-                    LinkState::Failed(e) => return Err(DriverError(e.clone())),
-                    LinkState::Connecting => {}
-                }
-                if state.changed().await.is_err() {
-                    return Err(DriverError("the P2OS link ended during setup".into()));
-                }
-            }
-        };
+        let wait = self.link.wait_ready();
         let device = msg.device;
         Box::pin(wait.into_actor(self).map(move |res, act, _| {
             match &res {
@@ -266,12 +224,14 @@ impl Handler<Setup> for P2osDriver {
                 }
                 Err(e) => {
                     warn!(act.log, "setup failed"; "device" => device::name(device), "error" => %e);
+                    // Only a link that reports Failed is dropped (the single-device
+                    // drivers drop theirs on any setup error).
                     if act
                         .link
-                        .as_ref()
-                        .is_some_and(|l| matches!(*l.state.borrow(), LinkState::Failed(_)))
+                        .state()
+                        .is_some_and(|s| matches!(*s, LinkState::Failed(_)))
                     {
-                        act.link = None;
+                        act.link.abandon();
                     }
                 }
             }
@@ -286,12 +246,12 @@ impl Handler<Shutdown> for P2osDriver {
     fn handle(&mut self, msg: Shutdown, _ctx: &mut Self::Context) -> Self::Result {
         self.up.remove(&msg.device);
         self.publisher.clear(msg.device);
-        if self.up.is_empty() && self.link.is_some() {
+        if self.up.is_empty() && self.link.is_running() {
             info!(
                 self.log,
                 "last P2OS device closed; stopping the robot and closing the port"
             );
-            let close = self.close_link();
+            let close = self.link.close();
             return Box::pin(close.into_actor(self));
         }
         Box::pin(actix::fut::ready(()))
@@ -302,7 +262,9 @@ impl Handler<Command> for P2osDriver {
     type Result = ();
 
     fn handle(&mut self, msg: Command, _ctx: &mut Self::Context) {
-        let Some(link) = &self.link else { return };
+        let Some(link) = self.link.handle() else {
+            return;
+        };
         match msg.device {
             device::POSITION => {
                 if let Ok(c) = PositionCommand::decode(&msg.payload) {
@@ -343,7 +305,7 @@ impl Handler<Config> for P2osDriver {
                 return;
             }
         };
-        match &self.link {
+        match self.link.handle() {
             Some(link) if self.link_up() || !self.up.is_empty() => {
                 info!(self.log, "config"; "request" => format!("{ctl:?}"), "client" => &msg.client);
                 let _ = link.ctl.send(ctl);
@@ -362,7 +324,7 @@ impl Handler<Stop> for P2osDriver {
         if msg.device != device::POSITION {
             return;
         }
-        if let Some(link) = &self.link {
+        if let Some(link) = self.link.handle() {
             link.motion.send_modify(|m| {
                 m.speed = 0;
                 m.turn = 0;
@@ -405,7 +367,7 @@ impl Handler<Terminate> for P2osDriver {
 
     fn handle(&mut self, _msg: Terminate, _ctx: &mut Self::Context) -> Self::Result {
         self.up.clear();
-        let close = self.close_link();
+        let close = self.link.close();
         Box::pin(close.into_actor(self).map(|_, act, ctx| {
             info!(act.log, "p2os driver stopped");
             ctx.stop();

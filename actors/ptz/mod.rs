@@ -14,7 +14,10 @@
 pub mod codec;
 pub mod emulator;
 
-use crate::actors::link::{self, Backoff, Done, LogThrottle};
+use crate::actors::link::{
+    self, close_channel, Backoff, CloseAck, CloseReceiver, CloseSender, LinkHandle, LinkState,
+    LinkSupervisor, LogThrottle,
+};
 use crate::catalog::{Catalog, DriverContext, StartedDriver};
 use crate::driver::{
     Command, Config, DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, Stop,
@@ -28,7 +31,7 @@ use player_proto::device;
 use serde::Deserialize;
 use slog::{debug, info, warn, Logger};
 use std::time::{Duration, Instant};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 use tokio_serial::SerialStream;
 
 /// Parameters of the `sonyptz` driver.
@@ -58,14 +61,6 @@ fn one() -> f64 {
     1.0
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum LinkState {
-    Connecting,
-    Up,
-    Reconnecting,
-    Failed(String),
-}
-
 #[derive(Message)]
 #[rtype(result = "()")]
 struct PtzReading {
@@ -73,18 +68,24 @@ struct PtzReading {
     at: Timestamp,
 }
 
+/// What the actor keeps of a running link: the close request and the client's newest
+/// target (pan, tilt, zoom in the manual's units).
 struct Link {
-    close: Option<oneshot::Sender<oneshot::Sender<()>>>,
+    close: CloseSender,
     target: watch::Sender<(i16, i16, i16)>,
-    state: watch::Receiver<LinkState>,
+}
+
+impl LinkHandle for Link {
+    fn request_close(&mut self, ack: CloseAck) -> bool {
+        self.close.request_close(ack)
+    }
 }
 
 /// The Sony PTZ driver actor.
 pub struct PtzDriver {
     params: PtzParams,
     publisher: Publisher,
-    link: Option<Link>,
-    previous: Option<Done>,
+    link: LinkSupervisor<Link>,
     log: Logger,
 }
 
@@ -111,57 +112,25 @@ impl PtzDriver {
         Ok(PtzDriver {
             params,
             publisher: Publisher::new(),
-            link: None,
-            previous: None,
+            link: LinkSupervisor::new("camera"),
             log,
         })
     }
 
     fn start_link(&mut self, ctx: &mut Context<Self>) {
-        let (close_tx, close_rx) = oneshot::channel();
-        let (state_tx, state_rx) = watch::channel(LinkState::Connecting);
-        let (target_tx, target_rx) = watch::channel((0, 0, 0));
-        let task = LinkTask {
-            params: self.params.clone(),
-            log: self.log.clone(),
-            readings: ctx.address().recipient(),
-            close: close_rx,
-            target: target_rx,
-            state: state_tx,
-        };
-        let previous = self.previous.take();
-        let (guard, done) = Done::new();
-        actix::spawn(async move {
-            if let Some(p) = previous {
-                p.wait(Duration::from_secs(5)).await;
+        let (close, close_rx) = close_channel();
+        let (target, target_rx) = watch::channel((0, 0, 0));
+        self.link.start(Link { close, target }, |state| {
+            LinkTask {
+                params: self.params.clone(),
+                log: self.log.clone(),
+                readings: ctx.address().recipient(),
+                close: close_rx,
+                target: target_rx,
+                state,
             }
-            task.run().await;
-            drop(guard);
+            .run()
         });
-        self.previous = Some(done);
-        self.link = Some(Link {
-            close: Some(close_tx),
-            target: target_tx,
-            state: state_rx,
-        });
-    }
-
-    fn close_link(&mut self) -> impl std::future::Future<Output = ()> {
-        let link = self.link.take();
-        let previous = self.previous.clone();
-        async move {
-            if let Some(mut link) = link {
-                if let Some(close) = link.close.take() {
-                    let (tx, rx) = oneshot::channel();
-                    if close.send(tx).is_ok() {
-                        let _ = tokio::time::timeout(Duration::from_secs(3), rx).await;
-                    }
-                }
-            }
-            if let Some(p) = previous {
-                p.wait(Duration::from_secs(3)).await;
-            }
-        }
     }
 }
 
@@ -180,26 +149,14 @@ impl Handler<Setup> for PtzDriver {
             ));
             return Box::pin(actix::fut::ready(Err(e)));
         }
-        if self.link.is_none() {
+        if !self.link.is_running() {
             self.start_link(ctx);
         }
-        let mut state = self.link.as_ref().map(|l| l.state.clone()).expect("link");
-        let wait = async move {
-            loop {
-                match &*state.borrow_and_update() {
-                    LinkState::Up | LinkState::Reconnecting => return Ok(()),
-                    LinkState::Failed(e) => return Err(DriverError(e.clone())),
-                    LinkState::Connecting => {}
-                }
-                if state.changed().await.is_err() {
-                    return Err(DriverError("the camera link ended during setup".into()));
-                }
-            }
-        };
+        let wait = self.link.wait_ready();
         Box::pin(wait.into_actor(self).map(|res, act, _| {
             if let Err(e) = &res {
                 warn!(act.log, "camera setup failed"; "error" => %e);
-                act.link = None;
+                act.link.abandon();
             }
             res
         }))
@@ -211,7 +168,7 @@ impl Handler<Shutdown> for PtzDriver {
 
     fn handle(&mut self, _msg: Shutdown, _ctx: &mut Self::Context) -> Self::Result {
         self.publisher.clear(device::PTZ);
-        let close = self.close_link();
+        let close = self.link.close();
         Box::pin(close.into_actor(self))
     }
 }
@@ -220,7 +177,7 @@ impl Handler<Command> for PtzDriver {
     type Result = ();
 
     fn handle(&mut self, msg: Command, _ctx: &mut Self::Context) {
-        if let (Some(link), Ok(z)) = (&self.link, Ptz::decode(&msg.payload)) {
+        if let (Some(link), Ok(z)) = (self.link.handle(), Ptz::decode(&msg.payload)) {
             let _ = link.target.send((z.pan, z.tilt, z.zoom));
         }
     }
@@ -261,7 +218,7 @@ impl Handler<Terminate> for PtzDriver {
     type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, _msg: Terminate, _ctx: &mut Self::Context) -> Self::Result {
-        let close = self.close_link();
+        let close = self.link.close();
         Box::pin(close.into_actor(self).map(|_, act, ctx| {
             info!(act.log, "sonyptz driver stopped");
             ctx.stop();
@@ -273,7 +230,7 @@ struct LinkTask {
     params: PtzParams,
     log: Logger,
     readings: Recipient<PtzReading>,
-    close: oneshot::Receiver<oneshot::Sender<()>>,
+    close: CloseReceiver,
     target: watch::Receiver<(i16, i16, i16)>,
     state: watch::Sender<LinkState>,
 }

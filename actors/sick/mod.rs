@@ -13,7 +13,9 @@
 pub mod codec;
 pub mod emulator;
 
-use crate::actors::link::{self, Backoff, Done, LogThrottle};
+use crate::actors::link::{
+    self, close_channel, Backoff, CloseReceiver, LinkState, LinkSupervisor, LogThrottle,
+};
 use crate::catalog::{Catalog, DriverContext, StartedDriver};
 use crate::driver::{
     Command, Config, DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, Stop,
@@ -27,7 +29,7 @@ use player_proto::device;
 use serde::Deserialize;
 use slog::{debug, info, warn, Logger};
 use std::time::{Duration, Instant};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 use tokio_serial::SerialStream;
 
 /// Parameters of the `sicklms200` driver.
@@ -51,14 +53,6 @@ fn reply_wait() -> f64 {
     0.3
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum LinkState {
-    Connecting,
-    Up,
-    Reconnecting,
-    Failed(String),
-}
-
 #[derive(Message)]
 #[rtype(result = "()")]
 struct ScanReading {
@@ -66,18 +60,12 @@ struct ScanReading {
     at: Timestamp,
 }
 
-struct Link {
-    close: Option<oneshot::Sender<oneshot::Sender<()>>>,
-    state: watch::Receiver<LinkState>,
-}
-
 /// The SICK LMS-200 driver actor.
 pub struct SickDriver {
     params: SickParams,
     up: bool,
     publisher: Publisher,
-    link: Option<Link>,
-    previous: Option<Done>,
+    link: LinkSupervisor,
     log: Logger,
 }
 
@@ -104,54 +92,23 @@ impl SickDriver {
             params,
             up: false,
             publisher: Publisher::new(),
-            link: None,
-            previous: None,
+            link: LinkSupervisor::new("laser"),
             log,
         })
     }
 
     fn start_link(&mut self, ctx: &mut Context<Self>) {
-        let (close_tx, close_rx) = oneshot::channel();
-        let (state_tx, state_rx) = watch::channel(LinkState::Connecting);
-        let task = LinkTask {
-            params: self.params.clone(),
-            log: self.log.clone(),
-            scans: ctx.address().recipient(),
-            close: close_rx,
-            state: state_tx,
-        };
-        let previous = self.previous.take();
-        let (guard, done) = Done::new();
-        actix::spawn(async move {
-            if let Some(p) = previous {
-                p.wait(Duration::from_secs(5)).await;
+        let (close, close_rx) = close_channel();
+        self.link.start(close, |state| {
+            LinkTask {
+                params: self.params.clone(),
+                log: self.log.clone(),
+                scans: ctx.address().recipient(),
+                close: close_rx,
+                state,
             }
-            task.run().await;
-            drop(guard);
+            .run()
         });
-        self.previous = Some(done);
-        self.link = Some(Link {
-            close: Some(close_tx),
-            state: state_rx,
-        });
-    }
-
-    fn close_link(&mut self) -> impl std::future::Future<Output = ()> {
-        let link = self.link.take();
-        let previous = self.previous.clone();
-        async move {
-            if let Some(mut link) = link {
-                if let Some(close) = link.close.take() {
-                    let (tx, rx) = oneshot::channel();
-                    if close.send(tx).is_ok() {
-                        let _ = tokio::time::timeout(Duration::from_secs(3), rx).await;
-                    }
-                }
-            }
-            if let Some(p) = previous {
-                p.wait(Duration::from_secs(3)).await;
-            }
-        }
     }
 }
 
@@ -170,28 +127,16 @@ impl Handler<Setup> for SickDriver {
             ));
             return Box::pin(actix::fut::ready(Err(e)));
         }
-        if self.link.is_none() {
+        if !self.link.is_running() {
             self.start_link(ctx);
         }
-        let mut state = self.link.as_ref().map(|l| l.state.clone()).expect("link");
-        let wait = async move {
-            loop {
-                match &*state.borrow_and_update() {
-                    LinkState::Up | LinkState::Reconnecting => return Ok(()),
-                    LinkState::Failed(e) => return Err(DriverError(e.clone())),
-                    LinkState::Connecting => {}
-                }
-                if state.changed().await.is_err() {
-                    return Err(DriverError("the laser link ended during setup".into()));
-                }
-            }
-        };
+        let wait = self.link.wait_ready();
         Box::pin(wait.into_actor(self).map(|res, act, _| {
             match &res {
                 Ok(()) => act.up = true,
                 Err(e) => {
                     warn!(act.log, "laser setup failed"; "error" => %e);
-                    act.link = None;
+                    act.link.abandon();
                 }
             }
             res
@@ -209,7 +154,7 @@ impl Handler<Shutdown> for SickDriver {
             self.log,
             "laser closed; stopping the scan stream and closing the port"
         );
-        let close = self.close_link();
+        let close = self.link.close();
         Box::pin(close.into_actor(self))
     }
 }
@@ -257,7 +202,7 @@ impl Handler<Terminate> for SickDriver {
 
     fn handle(&mut self, _msg: Terminate, _ctx: &mut Self::Context) -> Self::Result {
         self.up = false;
-        let close = self.close_link();
+        let close = self.link.close();
         Box::pin(close.into_actor(self).map(|_, act, ctx| {
             info!(act.log, "sicklms200 driver stopped");
             ctx.stop();
@@ -269,7 +214,7 @@ struct LinkTask {
     params: SickParams,
     log: Logger,
     scans: Recipient<ScanReading>,
-    close: oneshot::Receiver<oneshot::Sender<()>>,
+    close: CloseReceiver,
     state: watch::Sender<LinkState>,
 }
 
