@@ -205,6 +205,11 @@ fn closing_the_last_device_and_server_exit_stop_the_robot_and_close_the_link() {
     });
     drop(c);
     server.shutdown();
+    // The server has written STOP and CLOSE before it exits; the emulator's thread may
+    // take a moment to read them from the pty.
+    wait_for("STOP and CLOSE at exit", || {
+        emu.device(|d| d.received.closes >= 2)
+    });
     let r = emu.device(|d| d.received.clone());
     assert_eq!(r.closes, 2, "{r:?}");
     assert_eq!(emu.device(|d| d.wheels()), (0, 0));
