@@ -350,15 +350,21 @@ impl Handler<SipReadings> for P2osDriver {
         let r = msg.readings;
         let mut position = r.position;
         position.time = self.started.elapsed().as_millis() as u32;
-        for &d in &self.devices {
-            let data = match d {
-                device::POSITION => position.encode(),
-                device::SONAR => r.sonar.encode(),
-                device::MISC => r.misc.encode(),
-                _ => r.gripper.encode(),
-            };
-            self.publisher.publish_at(d, Bytes::from(data), msg.at);
-        }
+        // One SIP, one instant: the four readings go to each session as one batch.
+        let readings = self
+            .devices
+            .iter()
+            .map(|&d| {
+                let data = match d {
+                    device::POSITION => position.encode(),
+                    device::SONAR => r.sonar.encode(),
+                    device::MISC => r.misc.encode(),
+                    _ => r.gripper.encode(),
+                };
+                (d, Bytes::from(data))
+            })
+            .collect();
+        self.publisher.publish_batch(readings, msg.at);
     }
 }
 
