@@ -60,7 +60,16 @@ pub fn start_server() -> TestServer {
 
 /// Starts a server with these settings (every robot moved to 127.0.0.1 port 0) and
 /// catalog.
-pub fn start_server_with(mut settings: Settings, catalog: Catalog) -> TestServer {
+pub fn start_server_with(settings: Settings, catalog: Catalog) -> TestServer {
+    start_server_logged(settings, catalog, test_logger())
+}
+
+/// Starts a server like [`start_server_with`], logging to `logger`.
+pub fn start_server_logged(
+    mut settings: Settings,
+    catalog: Catalog,
+    logger: slog::Logger,
+) -> TestServer {
     for r in &mut settings.robot {
         r.port = 0;
         r.bind = "127.0.0.1".into();
@@ -75,7 +84,7 @@ pub fn start_server_with(mut settings: Settings, catalog: Catalog) -> TestServer
             system.block_on(async move {
                 let started = Instant::now();
                 let base = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-                match Server::start(&settings, &catalog, base, test_logger()).await {
+                match Server::start(&settings, &catalog, base, logger).await {
                     Ok(server) => {
                         let _ = ready_tx.send(Ok((server.local_addrs(), started)));
                         let _ = stop_rx.await;

@@ -5,15 +5,16 @@
 //! Set `PLAYER_TEST_LOG=1` to also see the server's log on standard error.
 #![allow(dead_code)]
 
-use player::server::Server;
+#[path = "../common/mod.rs"]
+mod common;
+
 use player::settings::Settings;
 use player_client::Client;
 use slog::{Drain, Key, OwnedKVList, Record, Serializer, KV};
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{mpsc, Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long any single expected event may take before the test fails.
@@ -73,110 +74,46 @@ impl Drain for Capture {
     }
 }
 
-/// A server running in-process on its own thread. Dropping it shuts it down.
+/// A server running in-process on its own thread (the integration tests' harness), with
+/// its log captured. Dropping it shuts it down.
 pub struct TestServer {
-    addr: SocketAddr,
+    inner: common::TestServer,
     /// The server's log.
     pub log: LogLines,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    done: mpsc::Receiver<()>,
-    thread: Option<JoinHandle<()>>,
 }
 
 /// Starts a server configured by `toml` (one robot; its port and address are replaced by
 /// 127.0.0.1 port 0).
 pub fn start_server(toml: &str) -> TestServer {
-    let mut settings = Settings::from_toml(toml, "test").expect("test configuration");
-    for r in &mut settings.robot {
-        r.port = 0;
-        r.bind = "127.0.0.1".into();
-    }
+    let settings = Settings::from_toml(toml, "test").expect("test configuration");
     let log = LogLines::default();
     let drain = Capture {
         lines: log.clone(),
         echo: std::env::var_os("PLAYER_TEST_LOG").is_some(),
     };
     let logger = slog::Logger::root(Mutex::new(drain).fuse(), slog::o!());
-    let (ready_tx, ready_rx) = mpsc::channel();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let (done_tx, done_rx) = mpsc::channel();
-    let thread = std::thread::Builder::new()
-        .name("player-server".into())
-        .spawn(move || {
-            let system = actix_rt::System::new();
-            system.block_on(async move {
-                let base = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-                let catalog = player::builtin_catalog();
-                match Server::start(&settings, &catalog, base, logger).await {
-                    Ok(server) => {
-                        let _ = ready_tx.send(Ok(server.local_addrs()[0]));
-                        let _ = stop_rx.await;
-                        server.shutdown().await;
-                    }
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e.to_string()));
-                    }
-                }
-            });
-            drop(system);
-            let _ = done_tx.send(());
-        })
-        .expect("spawn the server thread");
-    let addr = match ready_rx.recv_timeout(TIMEOUT) {
-        Ok(Ok(a)) => a,
-        Ok(Err(e)) => panic!("server did not start: {e}"),
-        Err(e) => panic!("server did not start within {TIMEOUT:?}: {e}"),
-    };
     TestServer {
-        addr,
+        inner: common::start_server_logged(settings, player::builtin_catalog(), logger),
         log,
-        stop: Some(stop_tx),
-        done: done_rx,
-        thread: Some(thread),
     }
 }
 
 impl TestServer {
     /// The robot's address.
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.inner.addr()
     }
 
     /// A connected client with a generous read timeout.
     pub fn client(&self) -> Client {
-        let mut c = Client::connect(self.addr).expect("connect to the test server");
+        let mut c = Client::connect(self.addr()).expect("connect to the test server");
         c.set_read_timeout(Some(TIMEOUT)).unwrap();
         c
     }
 
     /// Shuts the server down and waits for it (at most 15 s).
-    pub fn shutdown(mut self) {
-        self.stop_and_join();
-    }
-
-    fn stop_and_join(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        let Some(thread) = self.thread.take() else {
-            return;
-        };
-        match self.done.recv_timeout(Duration::from_secs(15)) {
-            Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => {
-                let _ = thread.join();
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                if !std::thread::panicking() {
-                    panic!("the server did not shut down within 15 s");
-                }
-            }
-        }
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        self.stop_and_join();
+    pub fn shutdown(self) {
+        self.inner.shutdown();
     }
 }
 
