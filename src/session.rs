@@ -542,6 +542,14 @@ impl Session {
 
     /// After a change of devices or data: send what became sendable.
     fn after_change(&mut self, ctx: &mut Context<Self>) {
+        if self.mode == DataMode::Continuous
+            && self.tick.is_none()
+            && self.slots.iter().any(Slot::reads)
+        {
+            // Ticking stopped while the client read nothing; start again, one period on.
+            self.next_tick = Instant::now() + self.period;
+            self.schedule_tick(ctx);
+        }
         if !self.ready() {
             if self.waiting_since.is_none() {
                 self.waiting_since = Some(Instant::now());
@@ -587,15 +595,17 @@ impl Session {
         if self.mode != DataMode::Continuous {
             return;
         }
+        if !self.slots.iter().any(Slot::reads) {
+            // Nothing to send: stop ticking until a device is granted (`after_change`).
+            return;
+        }
         self.next_tick += self.period;
         self.schedule_tick(ctx);
-        if self.slots.iter().any(Slot::reads) {
-            if self.ready() {
-                self.send_round(false, ctx);
-            } else {
-                self.round_due = true;
-                self.check_quiet();
-            }
+        if self.ready() {
+            self.send_round(false, ctx);
+        } else {
+            self.round_due = true;
+            self.check_quiet();
         }
     }
 
