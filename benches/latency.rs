@@ -104,8 +104,65 @@ fn stats(mut v: Vec<i64>) -> (usize, u64, u64, u64) {
     )
 }
 
+/// What this machine itself costs, whatever the server: the time to write 32 bytes to each
+/// of 50 loopback connections (one core, no wake-ups: the readers are not waiting), and how
+/// late a thread sleeping on a timer wakes.
+fn machine_floor() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let mut pairs = Vec::new();
+    for _ in 0..50 {
+        let c = std::net::TcpStream::connect(addr).expect("connect");
+        let (s, _) = listener.accept().expect("accept");
+        c.set_nodelay(true).expect("nodelay");
+        s.set_nodelay(true).expect("nodelay");
+        pairs.push((s, c));
+    }
+    let data = [7u8; 32];
+    let mut buf = [0u8; 32];
+    let mut bursts = Vec::new();
+    for _ in 0..500 {
+        let t = Instant::now();
+        for (s, _) in pairs.iter_mut() {
+            s.write_all(&data).expect("write");
+        }
+        bursts.push(t.elapsed().as_micros() as u64);
+        for (_, c) in pairs.iter_mut() {
+            c.read_exact(&mut buf).expect("read");
+        }
+    }
+    bursts.sort_unstable();
+    let burst = percentile(&bursts, 0.5);
+    println!(
+        "machine: 50 writes of 32 bytes to loopback sockets take {burst} us (p50), {:.1} us each",
+        burst as f64 / 50.0
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let local = tokio::task::LocalSet::new();
+    let mut late: Vec<u64> = local.block_on(&rt, async {
+        let mut late = Vec::new();
+        for _ in 0..100 {
+            let at = Instant::now() + Duration::from_millis(5);
+            player::timer::sleep_until(at).await;
+            late.push(Instant::now().saturating_duration_since(at).as_micros() as u64);
+        }
+        late
+    });
+    late.sort_unstable();
+    println!(
+        "machine: a thread sleeping on a timer wakes {} us late (p50), {} us (p90)",
+        percentile(&late, 0.5),
+        percentile(&late, 0.9)
+    );
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
+    machine_floor();
     let secs = if quick { 2.0 } else { 6.0 };
     let port = free_port();
     let server = ServerProcess::start(
