@@ -123,16 +123,23 @@ fn laser_and_sonar_follow_the_motion() {
     }
 }
 
-#[test]
-fn the_robot_stops_when_its_driving_client_disconnects() {
-    let server = start_server();
+/// A watcher reading position, and a driver that made `request` (answered by `reply`) and
+/// drives at 300 mm/s, checked to be moving.
+fn watched_driver(server: &TestServer, request: &[(u8, u8)], reply: &[u8]) -> (Client, Client) {
     let mut watcher = Client::connect(server.addr());
     assert_eq!(watcher.request(&[(b'p', b'r')]), b"pr");
     let mut driver = Client::connect(server.addr());
-    assert_eq!(driver.request(&[(b'p', b'a')]), b"pa");
+    assert_eq!(driver.request(request), reply);
     driver.drive(300, 0);
     let moving = watcher.position_after(Duration::from_millis(800));
     assert!(moving.speed > 250, "{moving:?}");
+    (watcher, driver)
+}
+
+#[test]
+fn the_robot_stops_when_its_driving_client_disconnects() {
+    let server = start_server();
+    let (mut watcher, driver) = watched_driver(&server, &[(b'p', b'a')], b"pa");
     drop(driver);
     assert_stops(&mut watcher);
 }
@@ -140,13 +147,7 @@ fn the_robot_stops_when_its_driving_client_disconnects() {
 #[test]
 fn the_robot_stops_when_a_write_only_client_disconnects() {
     let server = start_server();
-    let mut watcher = Client::connect(server.addr());
-    assert_eq!(watcher.request(&[(b'p', b'r')]), b"pr");
-    let mut driver = Client::connect(server.addr());
-    assert_eq!(driver.request(&[(b'p', b'w')]), b"pw");
-    driver.drive(300, 0);
-    let moving = watcher.position_after(Duration::from_millis(800));
-    assert!(moving.speed > 250, "{moving:?}");
+    let (mut watcher, driver) = watched_driver(&server, &[(b'p', b'w')], b"pw");
     drop(driver);
     assert_stops(&mut watcher);
 }
@@ -154,13 +155,7 @@ fn the_robot_stops_when_a_write_only_client_disconnects() {
 #[test]
 fn closing_position_stops_the_robot() {
     let server = start_server();
-    let mut watcher = Client::connect(server.addr());
-    assert_eq!(watcher.request(&[(b'p', b'r')]), b"pr");
-    let mut driver = Client::connect(server.addr());
-    assert_eq!(driver.request(&[(b'p', b'a'), (b's', b'r')]), b"pasr");
-    driver.drive(300, 0);
-    let moving = watcher.position_after(Duration::from_millis(800));
-    assert!(moving.speed > 250, "{moving:?}");
+    let (mut watcher, mut driver) = watched_driver(&server, &[(b'p', b'a'), (b's', b'r')], b"pasr");
     assert_eq!(driver.request(&[(b'p', b'c')]), b"pc");
     assert_stops(&mut watcher);
 }
