@@ -301,18 +301,10 @@ impl Publisher {
 
     /// Publishes a reading of `device` taken at `timestamp` to every subscriber.
     pub fn publish_at(&mut self, device: u8, data: Bytes, timestamp: Timestamp) {
-        let ch = self.channels.entry(device).or_default();
-        ch.seq += 1;
-        let msg = DeviceData {
-            device,
-            data,
-            timestamp,
-            seq: ch.seq,
-        };
-        for (_, r) in &ch.recipients {
+        let msg = self.record(device, data, timestamp);
+        for (_, r) in &self.channels[&device].recipients {
             r.single.do_send(msg.clone());
         }
-        ch.latest = Some(msg);
     }
 
     /// Publishes readings of several devices taken at `timestamp` as one
@@ -320,18 +312,7 @@ impl Publisher {
     pub fn publish_batch(&mut self, readings: Vec<(u8, Bytes)>, timestamp: Timestamp) {
         let batch: Arc<[DeviceData]> = readings
             .into_iter()
-            .map(|(device, data)| {
-                let ch = self.channels.entry(device).or_default();
-                ch.seq += 1;
-                let msg = DeviceData {
-                    device,
-                    data,
-                    timestamp,
-                    seq: ch.seq,
-                };
-                ch.latest = Some(msg.clone());
-                msg
-            })
+            .map(|(device, data)| self.record(device, data, timestamp))
             .collect();
         let mut sent: HashSet<SessionId> = HashSet::new();
         for d in batch.iter() {
@@ -344,6 +325,20 @@ impl Publisher {
                 }
             }
         }
+    }
+
+    /// Numbers a new reading of `device` and keeps it as the latest.
+    fn record(&mut self, device: u8, data: Bytes, timestamp: Timestamp) -> DeviceData {
+        let ch = self.channels.entry(device).or_default();
+        ch.seq += 1;
+        let msg = DeviceData {
+            device,
+            data,
+            timestamp,
+            seq: ch.seq,
+        };
+        ch.latest = Some(msg.clone());
+        msg
     }
 
     /// Forgets `device`'s reading (after its shutdown, so the next setup starts fresh).

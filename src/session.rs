@@ -102,9 +102,31 @@ impl Slot {
         matches!(self.access, access::WRITE | access::ALL)
     }
 
+    /// Leaves the device holding `access` (`c` or `e`): no commands, no data.
+    fn release(&mut self, access: u8) {
+        self.access = access;
+        self.command = None;
+        self.latest = None;
+    }
+
     fn is_new(&self) -> bool {
         self.latest.as_ref().is_some_and(|d| d.seq != self.sent_seq)
     }
+}
+
+/// A request or reply as text for the log (`srpw`), unprintable bytes as `?`.
+fn pairs_text(pairs: &[(u8, u8)]) -> String {
+    pairs
+        .iter()
+        .flat_map(|&(d, a)| [d, a])
+        .map(|b| {
+            if b.is_ascii_graphic() {
+                char::from(b)
+            } else {
+                '?'
+            }
+        })
+        .collect()
 }
 
 /// The access a client holds after asking for `req` while holding `cur` (0 when the device
@@ -215,6 +237,15 @@ impl Session {
 
     // ----- client messages -------------------------------------------------------------
 
+    /// The access the client holds on `dev`; 0 when the device is not in its list (a listed
+    /// device always has one of `r w a c e`).
+    fn access_of(&self, dev: u8) -> u8 {
+        self.slots
+            .iter()
+            .find(|s| s.code == dev)
+            .map_or(0, |s| s.access)
+    }
+
     fn on_request(
         &mut self,
         second: u8,
@@ -251,11 +282,7 @@ impl Session {
             }
             let cur = match finals.iter().find(|(d, _)| *d == dev) {
                 Some(&(_, a)) => a,
-                None => self
-                    .slots
-                    .iter()
-                    .find(|s| s.code == dev)
-                    .map_or(0, |s| s.access),
+                None => self.access_of(dev),
             };
             let new = next_access(cur, req);
             match finals.iter_mut().find(|(d, _)| *d == dev) {
@@ -267,16 +294,11 @@ impl Session {
         let mut calls = Vec::new();
         let recipient = DataRecipient::of(&ctx.address());
         for &(dev, new) in &finals {
-            let listed = self.slots.iter().any(|s| s.code == dev);
-            let cur = self
-                .slots
-                .iter()
-                .find(|s| s.code == dev)
-                .map_or(0, |s| s.access);
+            let cur = self.access_of(dev);
             if new == cur {
                 continue;
             }
-            if !listed && self.slots.len() + calls.len() >= self.opts.max_devices {
+            if cur == 0 && self.slots.len() + calls.len() >= self.opts.max_devices {
                 continue;
             }
             let call = match new {
@@ -322,25 +344,12 @@ impl Session {
                     }
                     let reply: Vec<(u8, u8)> = pairs
                         .iter()
-                        .map(|&(dev, _)| {
-                            let a = act
-                                .slots
-                                .iter()
-                                .find(|s| s.code == dev)
-                                .map_or(access::ERROR, |s| s.access);
-                            (dev, if a == 0 { access::ERROR } else { a })
+                        .map(|&(dev, _)| match act.access_of(dev) {
+                            0 => (dev, access::ERROR),
+                            a => (dev, a),
                         })
                         .collect();
-                    let text: String = reply
-                        .iter()
-                        .flat_map(|&(d, a)| [char::from(d), char::from(a)])
-                        .collect();
-                    let asked: String = pairs
-                        .iter()
-                        .flat_map(|&(d, a)| [char::from(d), char::from(a)])
-                        .filter(|c| c.is_ascii_graphic())
-                        .collect();
-                    info!(act.log, "request answered"; "request" => asked, "reply" => text.replace(|c: char| !c.is_ascii_graphic(), "?"));
+                    info!(act.log, "request answered"; "request" => pairs_text(&pairs), "reply" => pairs_text(&reply));
                     let bytes = message::reply(&reply);
                     act.write(&[IoSlice::new(&bytes)], ctx);
                     act.after_change(ctx);
@@ -372,12 +381,7 @@ impl Session {
         };
         let slot = &mut self.slots[idx];
         match result {
-            None => {
-                // Close.
-                slot.access = access::CLOSE;
-                slot.command = None;
-                slot.latest = None;
-            }
+            None => slot.release(access::CLOSE),
             Some(Ok(Ok(grant))) => {
                 slot.access = new;
                 slot.readable = grant.spec.readable;
@@ -395,15 +399,11 @@ impl Session {
             }
             Some(Ok(Err(e))) => {
                 warn!(self.log, "device refused"; "device" => format!("{} ({})", char::from(dev), device::name(dev)), "error" => %e);
-                slot.access = access::ERROR;
-                slot.command = None;
-                slot.latest = None;
+                slot.release(access::ERROR);
             }
             Some(Err(e)) => {
                 warn!(self.log, "registry unavailable"; "error" => %e);
-                slot.access = access::ERROR;
-                slot.command = None;
-                slot.latest = None;
+                slot.release(access::ERROR);
             }
         }
         self.early.remove(&dev);
