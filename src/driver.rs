@@ -347,13 +347,6 @@ impl Publisher {
             ch.latest = None;
         }
     }
-
-    /// Whether anyone reads `device`.
-    pub fn has_subscribers(&self, device: u8) -> bool {
-        self.channels
-            .get(&device)
-            .is_some_and(|c| !c.recipients.is_empty())
-    }
 }
 
 #[cfg(test)]

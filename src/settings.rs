@@ -230,19 +230,6 @@ impl Settings {
             params: config::Value::new(None, config::ValueKind::Table(table)),
         });
     }
-
-    /// Sets a parameter of every instance of driver `name` on the first robot; false if
-    /// there is none.
-    pub fn set_param(&mut self, name: &str, key: &str, value: config::Value) -> bool {
-        let mut found = false;
-        for d in self.robot[0].driver.iter_mut().filter(|d| d.driver == name) {
-            let mut table = d.params.clone().into_table().unwrap_or_default();
-            table.insert(key.into(), value.clone());
-            d.params = config::Value::new(None, config::ValueKind::Table(table));
-            found = true;
-        }
-        found
-    }
 }
 
 /// What the command line asks for.
