@@ -149,7 +149,10 @@ fn the_emergency_stop_latches_until_released_and_everyone_watching_is_told() {
     assert!(text.contains("emergency stop"), "{text}");
     watch_until(&mut driver, "the robot to stop", |p| p.speed == 0);
     let held = driver.position_after(Duration::from_millis(1000));
-    assert_eq!(held.speed, 0, "held stopped while commands arrive: {held:?}");
+    assert_eq!(
+        held.speed, 0,
+        "held stopped while commands arrive: {held:?}"
+    );
 
     // Released explicitly: the next commands drive again.
     bystander.config(b'y', b'E', &[0]);
@@ -175,7 +178,10 @@ fn a_read_only_client_may_latch_but_not_release_the_emergency_stop() {
     rw.config(b'y', b'k', b"sesame");
     notices_on(&mut rw);
     let (_, text) = wait_notice(&mut rw, b'E', Duration::from_secs(3));
-    assert!(text.contains("latched"), "a new watcher learns it is latched: {text}");
+    assert!(
+        text.contains("latched"),
+        "a new watcher learns it is latched: {text}"
+    );
     rw.config(b'y', b'E', &[0]);
     wait_notice(&mut ro, b'e', Duration::from_secs(3));
 }
