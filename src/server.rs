@@ -409,6 +409,13 @@ impl Server {
         let handles: Vec<ArbiterHandle> = std::iter::once(Arbiter::current())
             .chain(workers.iter().map(Arbiter::handle))
             .collect();
+        // Each session thread's timer descriptor is opened now, not by its first client
+        // (which may come when the process is at its descriptor limit).
+        for h in &handles {
+            h.spawn_fn(|| {
+                crate::timer::init_thread();
+            });
+        }
         let ids = Arc::new(AtomicU64::new(1));
         let policy = Arc::new(
             Policy::new(&settings.access).map_err(|e| StartError(format!("configuration: {e}")))?,

@@ -376,3 +376,33 @@ fn a_client_that_floods_requests_without_reading_is_bounded_and_disconnected() {
     );
     streamer.assert_rate(from, Instant::now(), 10.0, "a watcher during the flood");
 }
+
+#[test]
+fn a_message_left_unfinished_ends_the_session_after_partial_timeout() {
+    let server = start_server_with(
+        settings_with(|s| s.server.partial_timeout = 1.0),
+        player::builtin_catalog(),
+    );
+    let streamer = Streamer::start(server.addr(), &[(b'p', b'r')], None);
+    // Half a header, and half a request; then nothing.
+    let mut half_header = Client::connect(server.addr());
+    half_header.send(b"dr");
+    let mut half_request = Client::connect(server.addr());
+    half_request.send(&[b'd', b'r', 0, 4, b'p']);
+    let from = Instant::now();
+    half_header.expect_closed(Duration::from_secs(5));
+    half_request.expect_closed(Duration::from_secs(5));
+    assert!(
+        from.elapsed() >= Duration::from_millis(800),
+        "{:?}",
+        from.elapsed()
+    );
+    // A slow but steady client is not cut: one byte every 200 ms, finished in time.
+    let mut slow = Client::connect(server.addr());
+    for b in player_proto::message::request(&[(b'p', b'r')]) {
+        slow.send(&[b]);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(slow.read_reply_skipping_data().1, b"pr");
+    streamer.assert_rate(from, Instant::now(), 10.0, "a watcher meanwhile");
+}
