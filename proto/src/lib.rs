@@ -12,9 +12,12 @@
 //!   `<command>` field of each commandable device (Table 5).
 //! - [`message`]: the framing of every message in both directions (Tables 9 and 10), and
 //!   an incremental decoder of server messages for clients.
+//! - [`ext`]: the opt-in extensions: error channel, e-stop, key and device list configs,
+//!   and the notices and device list the server sends in `y` packets.
 #![deny(missing_docs)]
 
 pub mod data;
+pub mod ext;
 pub mod message;
 
 /// Device codes (manual Table 3a), plus the server's own configurable device `y`.
