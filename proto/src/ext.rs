@@ -414,7 +414,7 @@ mod tests {
             text: String::new(),
         };
         assert_eq!(whole.to_string(), "unknown (0x51)");
-        assert_eq!(Notice::decode(&[b'E']), Err(ExtError::Short(1)));
+        assert_eq!(Notice::decode(b"E"), Err(ExtError::Short(1)));
         assert_eq!(decode_packet(&[]), Err(ExtError::Short(0)));
     }
 
