@@ -6,7 +6,7 @@ use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use player_proto::data::{GripperCommand, PositionCommand, Ptz};
-use player_proto::ext::{self, DeviceEntry, Notice, ServerPacket};
+use player_proto::ext::{self, DeviceEntry, Extension, Notice};
 use player_proto::message::{self, decode_server, FrameError, ServerMessage, SERVER_HEADER};
 use player_proto::{access, config, device, DataMode};
 
@@ -470,7 +470,7 @@ impl Client {
             if bytes.len() < end {
                 return Ok(None);
             }
-            let filed = ext::decode_packet(&bytes[SERVER_HEADER..end]);
+            let filed = ext::decode(&bytes[SERVER_HEADER..end]);
             self.consume(end);
             self.file_extension(filed.map_err(Error::Extension)?);
             return Ok(Some(Decoded::Extension));
@@ -504,16 +504,16 @@ impl Client {
     }
 
     /// Files a `y` packet: a notice in the queue, a device list in its slot.
-    fn file_extension(&mut self, packet: ServerPacket) {
+    fn file_extension(&mut self, packet: Extension) {
         match packet {
-            ServerPacket::Notice(n) => {
+            Extension::Notice(n) => {
                 if self.notices.len() == MAX_QUEUED_NOTICES {
                     self.notices.pop_front();
                     self.notices_dropped += 1;
                 }
                 self.notices.push_back(n);
             }
-            ServerPacket::DeviceList(list) => self.device_list = Some(list),
+            Extension::DeviceList(list) => self.device_list = Some(list),
         }
     }
 
@@ -803,8 +803,7 @@ impl Client {
     /// [`ext::MAX_KEY`] bytes. A server configured with a key refuses requests until the
     /// right one is presented, and closes the connection on a wrong one.
     pub fn present_key(&mut self, key: &[u8]) -> Result<(), Error> {
-        let msg =
-            ext::key(key).map_err(|_| Error::InvalidArgument("a key is at most 64 bytes long"))?;
+        let msg = ext::key(key).map_err(|e| Error::InvalidArgument(e.0))?;
         self.send(&msg)
     }
 

@@ -533,12 +533,12 @@ fn notices_between_timestamped_rounds_are_queued_not_read_as_data() {
             p.expect(&[0x78, 0x79, 0x00, 0x02, b't', 0x01]);
             p.expect(&[0x64, 0x72, 0x00, 0x02, b'm', b'r']);
             // A refusal notice can come before the reply.
-            p.send(&ext::notice_packet(&notice(b'r', b'm', "no")));
+            p.send(&ext::notice(b'r', b'm', "no"));
             p.send(&reply(&[(b'm', b'r')]));
             let mut bytes = data(b'm', Some((5, 6)), &misc(100).encode());
             // Short notices (2 + text < 8 bytes) must not be taken for timestamped data.
-            bytes.extend(ext::notice_packet(&notice(b'E', 0, "")));
-            bytes.extend(ext::notice_packet(&notice(b'f', b'p', "link lost")));
+            bytes.extend(ext::notice(b'E', 0, ""));
+            bytes.extend(ext::notice(b'f', b'p', "link lost"));
             bytes.extend(data(b'm', Some((5, 7)), &misc(101).encode()));
             p.send_in_pieces(&bytes, 3);
             p.expect_close();
@@ -572,11 +572,7 @@ fn wait_notice_reads_data_meanwhile_and_times_out_with_none() {
             p.expect(&[0x64, 0x72, 0x00, 0x02, b's', b'r']);
             p.send(&reply(&[(b's', b'r')]));
             p.send(&data(b's', None, &sonar(7).encode()));
-            p.send(&ext::notice_packet(&notice(
-                b'w',
-                b'p',
-                "no command for 1 s",
-            )));
+            p.send(&ext::notice(b'w', b'p', "no command for 1 s"));
             p.expect_close();
         },
         |c| {
@@ -622,8 +618,8 @@ fn device_list_skips_rounds_and_notices_until_the_list() {
             p.send(&reply(&[(b'p', b'r')]));
             p.expect(&ext::device_list_request());
             p.send(&data(b'p', None, &position(1).encode()));
-            p.send(&ext::notice_packet(&notice(b'u', b'p', "")));
-            let mut packet = data(b'y', None, &ext::encode_device_list(&sent));
+            p.send(&ext::notice(b'u', b'p', ""));
+            let mut packet = ext::device_list(&sent);
             packet.extend(data(b'p', None, &position(2).encode()));
             p.send_in_pieces(&packet, 5);
             p.expect(&ext::estop(true));
@@ -653,7 +649,7 @@ fn a_bad_y_packet_is_reported_and_skipped() {
             p.expect(&[0x64, 0x72, 0x00, 0x02, b'm', b'r']);
             p.send(&reply(&[(b'm', b'r')]));
             // A device list that declares 3 entries and holds none.
-            p.send(&data(b'y', None, &[b'l', 0, 3]));
+            p.send(&[b'y', 0, 3, b'l', 0, 3]);
             p.send(&data(b'm', None, &misc(1).encode()));
             p.send(&data(b'm', None, &misc(2).encode()));
             p.expect_close();
@@ -681,7 +677,7 @@ fn the_notice_queue_is_bounded() {
             p.send(&reply(&[(b'm', b'r')]));
             let mut bytes = Vec::new();
             for i in 0..crate::MAX_QUEUED_NOTICES + extra {
-                bytes.extend(ext::notice_packet(&notice(b'c', b'p', &i.to_string())));
+                bytes.extend(ext::notice(b'c', b'p', &i.to_string()));
             }
             bytes.extend(data(b'm', None, &misc(1).encode()));
             p.send(&bytes);

@@ -6,68 +6,15 @@
 //! Timeouts are generous (the machine is small and shared); nothing asserts a duration
 //! beyond "within seconds".
 
+mod common;
+
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use common::{TestServer, PATIENCE};
 use player::actors::emulators::pty::{Pty, Ready};
-use player::server::Server;
-use player::settings::Settings;
 use player_client::Client;
-
-const PATIENCE: Duration = Duration::from_secs(20);
-
-/// The default configuration (the simulated Pioneer), served on its own thread.
-struct TestServer {
-    addr: SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl TestServer {
-    fn start() -> TestServer {
-        let mut settings = Settings::default_config();
-        for r in &mut settings.robot {
-            r.port = 0;
-            r.bind = "127.0.0.1".into();
-        }
-        let (ready_tx, ready_rx) = mpsc::channel();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let system = actix_rt::System::new();
-            system.block_on(async move {
-                let catalog = player::builtin_catalog();
-                let base = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-                let server = Server::start(&settings, &catalog, base, player::logging::discard())
-                    .await
-                    .expect("the server starts");
-                let _ = ready_tx.send(server.local_addrs()[0]);
-                let _ = stop_rx.await;
-                server.shutdown().await;
-            });
-        });
-        let addr = ready_rx.recv_timeout(PATIENCE).expect("server up");
-        TestServer {
-            addr,
-            stop: Some(stop_tx),
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
 
 fn cli() -> Command {
     Command::new(env!("CARGO_BIN_EXE_player-cli"))

@@ -348,37 +348,33 @@ fn describe(r: &Round, dev: u8) -> String {
 
 fn estop(c: &mut Client, latch: bool) -> Result<(), Error> {
     c.set_notices(true)?;
-    if !latch {
-        // Releasing needs write access to a device: the base's.
-        let g = c.request("pw")?;
-        if !g.all_granted() {
-            eprintln!(
-                "player-cli: no write access to the position device; the release may be refused"
-            );
-        }
-    }
     c.estop(latch)?;
-    // The server answers with an E or e notice (or says why it refused).
+    // The server confirms with an E (latched) or e (released) notice, or says why it
+    // refused. (Turning notices on while the stop is latched also brings an E first.)
+    let want = if latch {
+        kind::ESTOP
+    } else {
+        kind::ESTOP_RELEASED
+    };
     let deadline = Instant::now() + Duration::from_secs(5);
     while let Some(left) = deadline.checked_duration_since(Instant::now()) {
         match c.wait_notice(left)? {
-            Some(n) if n.kind == kind::ESTOP_LATCHED || n.kind == kind::ESTOP_RELEASED => {
+            Some(n) if n.kind == want => {
                 println!("{n}");
                 return Ok(());
             }
-            Some(n) => {
+            Some(n) if n.kind == kind::ACCESS || n.kind == kind::CONFIG => {
                 eprintln!("notice: {n}");
-                if n.kind == kind::CONFIG_IGNORED || n.kind == kind::ACCESS {
-                    return Err(Error::InvalidArgument(
-                        "the server refused the e-stop change",
-                    ));
-                }
+                return Err(Error::InvalidArgument(
+                    "the server refused the emergency stop change",
+                ));
             }
+            Some(_) => {}
             None => break,
         }
     }
     println!(
-        "e-stop {} sent (no confirmation from the server)",
+        "e-stop {} sent; the server did not confirm within 5 s",
         if latch { "latch" } else { "release" }
     );
     Ok(())
