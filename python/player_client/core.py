@@ -495,16 +495,19 @@ class ClientCore:
                 device is None or n.device == str(device)
             )
 
+        for n in list(self.notices):
+            if match(n):
+                self.notices.remove(n)
+                return n
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            for i, n in enumerate(list(self.notices)):
-                if match(n):
-                    del self.notices[i]
-                    return n
             try:
                 m = self._next()
             except FrameError:
                 continue
+            if isinstance(m, Notice) and match(m):
+                self.notices.remove(m)
+                return m
             if m is not None:
                 continue
             if deadline is None:

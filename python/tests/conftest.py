@@ -53,11 +53,14 @@ world = "room"
 class Server:
     """A running ``player`` process serving the simulated robot."""
 
-    def __init__(self, workdir: Path, server_toml: str = "", robot_toml: str = "") -> None:
+    def __init__(
+        self, workdir: Path, server_toml: str = "", robot_toml: str = "", access_toml: str = ""
+    ) -> None:
         self.workdir = workdir
         config = workdir / "player.toml"
         config.write_text(
             (f"[server]\n{server_toml}\n" if server_toml else "")
+            + (f"[access]\n{access_toml}\n" if access_toml else "")
             + '[[robot]]\nname = "pioneer"\nport = 0\nbind = "127.0.0.1"\n'
             + robot_toml
             + DEFAULT_DRIVER
@@ -109,14 +112,14 @@ class Server:
 
 @pytest.fixture
 def make_server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
-    """A factory of servers (with extra ``[server]``/``[[robot]]`` TOML lines), all
-    stopped at the end of the test; each must exit with status 0."""
+    """A factory of servers (with extra ``[server]``, ``[access]`` and ``[[robot]]`` TOML
+    lines), all stopped at the end of the test; each must exit with status 0."""
     servers: List[Server] = []
 
-    def make(server_toml: str = "", robot_toml: str = "") -> Server:
+    def make(server_toml: str = "", robot_toml: str = "", access_toml: str = "") -> Server:
         d = tmp_path / f"server{len(servers)}"
         d.mkdir()
-        s = Server(d, server_toml, robot_toml)
+        s = Server(d, server_toml, robot_toml, access_toml)
         servers.append(s)
         return s
 

@@ -8,7 +8,14 @@ import time
 
 import pytest
 
-from player_client import AsyncClient, ConnectionClosed, DataMode, PlayerTimeout, RequestRefused
+from player_client import (
+    AsyncClient,
+    ConnectionClosed,
+    DataMode,
+    NoticeKind,
+    PlayerTimeout,
+    RequestRefused,
+)
 
 
 def run(coro):
@@ -118,6 +125,23 @@ def test_async_client_sees_the_server_close(server):
         with pytest.raises(ConnectionClosed):
             for _ in range(100):
                 await c.read()
+        await c.close()
+
+    run(main())
+
+
+def test_async_error_channel_and_device_list(server):
+    async def main():
+        c = await AsyncClient.connect(server.address, timeout=30)
+        await c.enable_notices()
+        (await c.request("pa")).check()
+        await c.read()
+        await c.command("p", bytes(5))
+        n = await c.wait_notice([NoticeKind.COMMAND_IGNORED], device="p", timeout=20)
+        assert n is not None and "5 bytes" in n.text
+        devices = {d.device: d for d in await c.list_devices()}
+        assert devices["p"].writers == 1 and devices["p"].driver == "sim"
+        assert (await c.read()).position is not None
         await c.close()
 
     run(main())
