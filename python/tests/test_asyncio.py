@@ -92,16 +92,18 @@ def test_async_commands_while_another_task_reads(server):
 
 def test_async_modes_and_timeouts(server):
     async def main():
-        c = await AsyncClient.connect(server.address, timeout=1.0)
+        c = await AsyncClient.connect(server.address, timeout=30)
         (await c.request("mr")).check()
         await c.read()
         await c.set_data_mode(DataMode.REQUEST_REPLY)
+        c.timeout = 1.0
         try:
             await c.read()
         except PlayerTimeout:
             pass
         with pytest.raises(PlayerTimeout):
             await c.read()
+        c.timeout = 30
         await c.request_data()
         assert (await c.read()).misc is not None
         await c.set_timestamps(True)

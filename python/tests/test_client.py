@@ -138,12 +138,13 @@ def test_typed_commands_need_write_access(server):
 
 
 def test_request_reply_mode_sends_one_round_per_request(server):
-    with connect(server, timeout=1.5) as c:
+    with connect(server) as c:
         c.request("sr").check()
         c.read()
         c.set_data_mode(DataMode.REQUEST_REPLY)
         assert c.data_mode is DataMode.REQUEST_REPLY
         # At most the round that was due when the mode changed, then nothing.
+        c.timeout = 1.5
         try:
             c.read()
         except PlayerTimeout:
@@ -152,7 +153,9 @@ def test_request_reply_mode_sends_one_round_per_request(server):
             c.read()
         for _ in range(3):
             c.request_data()
+            c.timeout = 30
             assert c.read().updated == ["s"]
+        c.timeout = 1.5
         with pytest.raises(PlayerTimeout):
             c.read()
 
@@ -169,7 +172,7 @@ def test_push_new_mode_sends_data_as_it_becomes_new(server):
 
 
 def test_pull_new_mode_sends_only_new_data_per_request(server):
-    with connect(server, timeout=2.0) as c:
+    with connect(server) as c:
         c.request("prsr").check()
         c.read()
         c.set_data_mode(DataMode.PULL_NEW)
@@ -229,9 +232,10 @@ def test_a_server_that_stops_is_a_closed_connection(server):
 
 
 def test_a_timeout_keeps_the_connection_in_step(server):
-    with connect(server, timeout=0.5) as c:
+    with connect(server) as c:
         c.request("lr").check()
         c.set_data_mode(DataMode.REQUEST_REPLY)
+        c.timeout = 0.5
         try:
             c.read()
         except PlayerTimeout:
