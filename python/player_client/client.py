@@ -14,7 +14,6 @@ The Python counterpart of the manual's C++ ``CRobot`` (Appendix A)::
 from __future__ import annotations
 
 import socket
-import time
 from typing import Generator, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from .codec import Message, Pair, pairs_of
@@ -349,13 +348,3 @@ class Client:
     def fileno(self) -> int:
         """The socket's file descriptor (for ``select``)."""
         return self._sock.fileno()
-
-    def wait_for(self, seconds: float) -> None:
-        """Sleeps ``seconds`` while keeping up with the server: data arriving meanwhile
-        updates :attr:`round` (a client that stops reading is eventually disconnected)."""
-        end = time.monotonic() + seconds
-        while True:
-            left = end - time.monotonic()
-            if left <= 0:
-                return
-            self.read_new(left)
