@@ -623,7 +623,10 @@ impl Handler<Subscribe> for Registry {
         let code = msg.device;
         let guard = ctx.address().recipient::<Command>();
         let Some(d) = self.devices.get_mut(&code) else {
-            let e = DriverError(format!("no device '{}' on this robot", char::from(code)));
+            let e = DriverError(format!(
+                "no device {} on this robot",
+                crate::logging::code(code)
+            ));
             return Box::pin(fut::ready(Err(e)));
         };
         let spec = d.spec;
@@ -906,8 +909,8 @@ impl Handler<RouteConfig> for Registry {
     fn handle(&mut self, msg: RouteConfig, _ctx: &mut Self::Context) -> Self::Result {
         let Some(d) = self.devices.get(&msg.device) else {
             return Err(DriverError(format!(
-                "no device '{}' on this robot",
-                char::from(msg.device)
+                "no device {} on this robot",
+                crate::logging::code(msg.device)
             )));
         };
         d.driver.config.do_send(Config {

@@ -504,7 +504,7 @@ impl SimDriver {
             return;
         }
         if !self.base_open() {
-            warn!(self.log, "config ignored: open position, sonar, misc or gripper first"; "client" => &msg.client, "code" => format!("{}", char::from(code)));
+            warn!(self.log, "config ignored: open position, sonar, misc or gripper first"; "client" => &msg.client, "code" => crate::logging::code(code));
             return;
         }
         self.advance();
