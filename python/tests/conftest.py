@@ -33,7 +33,7 @@ def player_binary() -> Path:
     """The ``player`` binary to test, built if missing."""
     env = os.environ.get("PLAYER_BIN")
     if env:
-        return Path(env)
+        return Path(env).resolve()
     target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
     binary = target / "debug" / "player"
     if not binary.exists():

@@ -273,3 +273,40 @@ def test_addresses():
     assert split_address("[::1]:7000") == ("::1", 7000)
     assert split_address("::1") == ("::1", 6665)
     assert split_address("") == ("localhost", 6665)
+
+
+def test_grants_merge_and_refuse_as_the_server_answers():
+    from player_client import Grant, RequestRefused
+
+    g = Grant((("p", "w"),), (("p", "a"),))
+    assert g.ok and not g.exact and g.access("p") == "a"
+    g = Grant((("l", "r"), ("p", "a")), (("l", "e"), ("p", "r")))
+    assert not g and g.refused == [("l", "r", "e"), ("p", "a", "r")]
+    with pytest.raises(RequestRefused, match="'l'") as e:
+        g.check()
+    assert e.value.refused == g.refused
+    assert not Grant((("s", "r"),), ()).ok
+
+
+def test_a_round_is_a_snapshot_of_the_latest_readings():
+    from player_client.core import ClientCore
+
+    core = ClientCore()
+    core.feed(encode_reply([("m", "r")]) + encode_data("m", b"\x00\x00\x78"))
+    op = core.op_request([("m", "r")])
+    with pytest.raises(StopIteration):
+        next(op)
+    assert core.take_output() == encode_request([("m", "r")])
+    op = core.op_read()
+    with pytest.raises(StopIteration) as done:
+        next(op)
+    first = done.value.value
+    assert first.misc == Misc(0, 0, 120) and first.updated == ["m"]
+    core.feed(encode_data("m", b"\x01\x00\x79"))
+    op = core.op_read()
+    with pytest.raises(StopIteration) as done:
+        next(op)
+    assert done.value.value.misc == Misc(1, 0, 121)
+    assert first.misc == Misc(0, 0, 120)
+    # Nothing buffered: the operation asks for bytes.
+    assert next(core.op_read()).timeout is None
