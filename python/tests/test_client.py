@@ -259,3 +259,15 @@ def test_many_clients_each_at_its_own_rate(server):
     finally:
         for c in clients:
             c.close()
+
+
+def test_gripper_command_deploys_the_gripper(server):
+    with connect(server) as c:
+        c.request("ga").check()
+        g = c.read().gripper
+        assert g.paddles_closed and g.lift_up  # stored at start
+        c.gripper(GripperAction.DEPLOY)
+        deadline = time.monotonic() + 30
+        while not (g.paddles_open and g.lift_down) and time.monotonic() < deadline:
+            g = c.read().gripper
+        assert g.paddles_open and g.lift_down, g
