@@ -7,6 +7,7 @@
 //! terminate every driver (the robot stops, ports close).
 
 use crate::catalog::{Catalog, DriverContext};
+use crate::record::{RecordSource, RecorderHandle};
 use crate::registry::{Registry, SessionId, ShutdownAll};
 use crate::session::{Close, Session, SessionClosed, SessionOptions};
 use crate::settings::Settings;
@@ -209,6 +210,7 @@ pub struct Server {
     listeners: Vec<(Addr<Listener>, SocketAddr)>,
     registries: Vec<Addr<Registry>>,
     workers: Vec<Arbiter>,
+    recorder: Option<RecorderHandle>,
     log: Logger,
 }
 
@@ -254,7 +256,9 @@ impl Server {
             .chain(workers.iter().map(Arbiter::handle))
             .collect();
         let ids = Arc::new(AtomicU64::new(1));
+        let mut sources = Vec::new();
         for (robot, std_listener, local, rlog) in bound {
+            let mut specs = Vec::new();
             let mut registry = Registry::new(
                 &robot.name,
                 Duration::from_secs_f64(settings.server.setup_timeout),
@@ -288,8 +292,15 @@ impl Server {
                 registry
                     .add_driver(&d.driver, sd.handle, &sd.devices)
                     .map_err(StartError)?;
+                specs.extend(sd.devices.iter().map(|s| (*s, d.driver.clone())));
             }
             let registry = registry.start();
+            sources.push(RecordSource {
+                robot: robot.name.clone(),
+                registry: registry.clone(),
+                devices: specs,
+                session: ids.fetch_add(1, Ordering::Relaxed),
+            });
             let listener = TcpListener::from_std(std_listener)
                 .map_err(|e| StartError(format!("cannot listen on {local}: {e}")))?;
             info!(rlog, "listening"; "address" => %local);
@@ -311,10 +322,19 @@ impl Server {
             listeners.push((l, local));
             registries.push(registry);
         }
+        // The recorder subscribes like a client, on a thread of its own.
+        let recorder = if settings.record.enabled() {
+            let r = RecorderHandle::start(&settings.record, &base_dir, sources, log.clone())
+                .map_err(StartError)?;
+            Some(r)
+        } else {
+            None
+        };
         Ok(Server {
             listeners,
             registries,
             workers,
+            recorder,
             log,
         })
     }
@@ -331,6 +351,9 @@ impl Server {
         info!(self.log, "shutting down");
         for (l, _) in &self.listeners {
             let _ = l.send(StopListening).await;
+        }
+        if let Some(r) = self.recorder {
+            r.finish().await;
         }
         for r in &self.registries {
             let _ = r.send(ShutdownAll).await;
