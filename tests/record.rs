@@ -187,7 +187,10 @@ fn drive_for(addr: SocketAddr, d: Duration) -> usize {
     while Instant::now() < end {
         c.drive(300, 20);
         n += 1;
-        let _ = c.drain(Duration::from_millis(100));
+        let next = Instant::now() + Duration::from_millis(100);
+        while Instant::now() < next {
+            let _ = c.read_message_within(Duration::from_millis(20));
+        }
     }
     c.drive(0, 0);
     n + 1
@@ -202,17 +205,24 @@ fn the_binary_records_every_device_and_the_python_mcap_package_reads_the_file() 
     let t0 = Instant::now();
     // No client for a while: the recorder holds the devices open by itself.
     std::thread::sleep(Duration::from_secs(2));
-    drive_for(p.addr, Duration::from_secs(2));
+    let sent = drive_for(p.addr, Duration::from_secs(2));
     let st = p.signal(libc::SIGINT);
     let secs = t0.elapsed().as_secs_f64();
     let log = p.log();
     assert_eq!(st.code(), Some(0), "exit status {st}; log:\n{log}");
     assert!(log.contains("recording finished"), "{log}");
-    let out = check(
-        &py,
-        &file,
-        &["--min-seconds", &format!("{:.1}", secs - 1.5)],
-    );
+    // The commands and the config the client sent are recorded too.
+    let min = format!("{:.1}", secs - 1.5);
+    let commands = (sent / 2).to_string();
+    let args = [
+        "--min-seconds",
+        &min,
+        "--commands",
+        &commands,
+        "--configs",
+        "1",
+    ];
+    let out = check(&py, &file, &args);
     assert!(out.contains("/pioneer/l/scan"), "{out}");
 }
 

@@ -15,7 +15,8 @@
 //!   `foxglove.LaserScan`, `/<robot>/p/tf` as `foxglove.FrameTransform`), so Foxglove draws
 //!   the scan around the moving robot;
 //! - the commands and configs clients send, on `/<robot>/<code>/cmd` and `/<robot>/<code>/cfg`
-//!   (raw bytes as received), when the registry reports them ([`Tapped`]).
+//!   (raw bytes as received), as the registry passes them on to the drivers (its
+//!   [`crate::registry::Tap`]).
 //!
 //! Chunks are small (`chunk_bytes`, and closed at least every `chunk_seconds`), built in
 //! memory and written with one `write` each, so a server killed with SIGKILL leaves a file
@@ -26,8 +27,8 @@ pub mod foxglove;
 
 use crate::driver::{DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, Timestamp};
 use crate::registry::{Disconnect, Registry, SessionId, Subscribe};
+pub use crate::registry::{Sent, Tapped};
 use actix::prelude::*;
-use bytes::Bytes;
 use foxglove::Foxglove;
 pub use foxglove::{RAW_ENCODING, RAW_SCHEMA_ENCODING};
 use mcap::records::MessageHeader;
@@ -134,29 +135,6 @@ pub struct RecordSource {
     pub devices: Vec<(DeviceSpec, String)>,
     /// The session id the recorder uses with this registry.
     pub session: SessionId,
-}
-
-/// What a client sent to a device, as the registry reports it to a tap.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Sent {
-    /// A command (`c`).
-    Command,
-    /// A config (`x`).
-    Config,
-}
-
-/// A command or config a robot's registry passed on, for the recording.
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "()")]
-pub struct Tapped {
-    /// Command or config.
-    pub kind: Sent,
-    /// The device code.
-    pub device: u8,
-    /// The bytes as received (a config's code and arguments).
-    pub payload: Bytes,
-    /// When it was received.
-    pub timestamp: Timestamp,
 }
 
 /// Totals of a finished recording.
