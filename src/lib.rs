@@ -13,6 +13,7 @@
 //! - [`catalog`]: driver factories found by name, so configuration decides which driver
 //!   backs which device.
 //! - [`settings`]: configuration files and the manual's flags.
+//! - [`record`]: recording every reading (and the commands and configs) to MCAP files.
 //! - [`server`]: starting and stopping it all.
 //! - [`timer`]: precise per-thread timers for client schedules.
 //! - [`actors`]: the driver actors (the simulated robot; real hardware drivers).
@@ -28,6 +29,7 @@ pub mod codec;
 pub mod driver;
 pub mod logging;
 pub mod notice;
+pub mod record;
 pub mod registry;
 pub mod server;
 pub mod session;

@@ -37,6 +37,39 @@ pub use crate::driver::SessionId;
 /// The session id the registry's own tap reads devices under.
 const TAP: SessionId = u64::MAX;
 
+/// What a client sent to a device, as the registry reports it to a tap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Sent {
+    /// A command (`c`).
+    Command,
+    /// A config (`x`).
+    Config,
+}
+
+/// Registry → tap: a command or config the registry passed on to a driver (commands only
+/// when the guard let them through).
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct Tapped {
+    /// Command or config.
+    pub kind: Sent,
+    /// The device code.
+    pub device: u8,
+    /// The bytes as received (a config's code and arguments).
+    pub payload: Bytes,
+    /// When the registry passed it on.
+    pub timestamp: crate::driver::Timestamp,
+}
+
+/// Observer → registry: send every command and config passed on to a driver to
+/// `recipient` as [`Tapped`] (the recorder records them).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Tap {
+    /// Where they go.
+    pub recipient: Recipient<Tapped>,
+}
+
 /// What a session was granted on a device.
 #[derive(Debug, Clone)]
 pub struct Grant {
@@ -207,6 +240,7 @@ pub struct Registry {
     estop: Option<String>,
     watchdog_check: Option<(SpawnHandle, Instant)>,
     health_check: Option<SpawnHandle>,
+    taps: Vec<Recipient<Tapped>>,
     log: Logger,
 }
 
@@ -224,6 +258,7 @@ impl Registry {
             estop: None,
             watchdog_check: None,
             health_check: None,
+            taps: Vec::new(),
             log,
         }
     }
@@ -758,6 +793,14 @@ impl Handler<Command> for Registry {
             self.notify(msg.session, Notice::new(kind::COMMAND, code, text));
             return;
         }
+        for t in &self.taps {
+            t.do_send(Tapped {
+                kind: Sent::Command,
+                device: code,
+                payload: msg.payload.clone(),
+                timestamp: crate::driver::Timestamp::now(),
+            });
+        }
         if d.watchdog.timeout.is_some() {
             d.watchdog.last = Some(Instant::now());
             if d.watchdog.tripped {
@@ -913,12 +956,28 @@ impl Handler<RouteConfig> for Registry {
                 crate::logging::code(msg.device)
             )));
         };
+        for t in &self.taps {
+            t.do_send(Tapped {
+                kind: Sent::Config,
+                device: msg.device,
+                payload: msg.payload.clone(),
+                timestamp: crate::driver::Timestamp::now(),
+            });
+        }
         d.driver.config.do_send(Config {
             device: msg.device,
             payload: msg.payload,
             client: msg.client,
         });
         Ok(())
+    }
+}
+
+impl Handler<Tap> for Registry {
+    type Result = ();
+
+    fn handle(&mut self, msg: Tap, _ctx: &mut Self::Context) {
+        self.taps.push(msg.recipient);
     }
 }
 

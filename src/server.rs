@@ -10,7 +10,8 @@ use crate::access::Policy;
 use crate::catalog::{Catalog, DriverContext};
 use crate::driver::StatusSink;
 use crate::notice::{kind, Notice};
-use crate::registry::{EStop, Registry, SessionId, ShutdownAll};
+use crate::record::{RecordSource, RecorderHandle};
+use crate::registry::{EStop, Registry, SessionId, ShutdownAll, Tap};
 use crate::session::{Close, Session, SessionClosed, SessionOptions};
 use crate::settings::Settings;
 use actix::prelude::*;
@@ -365,6 +366,7 @@ pub struct Server {
     listeners: Vec<(Addr<Listener>, SocketAddr)>,
     registries: Vec<Addr<Registry>>,
     workers: Vec<Arbiter>,
+    recorder: Option<RecorderHandle>,
     log: Logger,
 }
 
@@ -421,7 +423,9 @@ impl Server {
             Policy::new(&settings.access).map_err(|e| StartError(format!("configuration: {e}")))?,
         );
         let sockets = SocketOptions::from_settings(settings);
+        let mut sources = Vec::new();
         for (robot, std_listener, local, rlog) in bound {
+            let mut recorded = Vec::new();
             let mut registry = Registry::new(
                 &robot.name,
                 Duration::from_secs_f64(settings.server.setup_timeout),
@@ -468,6 +472,7 @@ impl Server {
                 registry
                     .add_driver(&d.driver, sd.handle, &specs)
                     .map_err(StartError)?;
+                recorded.extend(specs.iter().map(|s| (*s, d.driver.clone())));
             }
             let mut devices = [false; 256];
             for c in registry.device_codes() {
@@ -477,6 +482,12 @@ impl Server {
             robot_opts.devices = Arc::new(devices);
             robot_opts.policy = policy.clone();
             let registry = registry_ctx.run(registry);
+            sources.push(RecordSource {
+                robot: robot.name.clone(),
+                registry: registry.clone(),
+                devices: recorded,
+                session: ids.fetch_add(1, Ordering::Relaxed),
+            });
             let listener = TcpListener::from_std(std_listener)
                 .map_err(|e| StartError(format!("cannot listen on {local}: {e}")))?;
             info!(rlog, "listening"; "address" => %local);
@@ -504,10 +515,24 @@ impl Server {
             listeners.push((l, local));
             registries.push(registry);
         }
+        // The recorder subscribes like a client, on a thread of its own.
+        let recorder = if settings.record.enabled() {
+            let r = RecorderHandle::start(&settings.record, &base_dir, sources, log.clone())
+                .map_err(StartError)?;
+            for (i, registry) in registries.iter().enumerate() {
+                if let Some(recipient) = r.tap(i) {
+                    registry.do_send(Tap { recipient });
+                }
+            }
+            Some(r)
+        } else {
+            None
+        };
         Ok(Server {
             listeners,
             registries,
             workers,
+            recorder,
             log,
         })
     }
@@ -539,6 +564,9 @@ impl Server {
         info!(self.log, "shutting down");
         for (l, _) in &self.listeners {
             let _ = l.send(StopListening).await;
+        }
+        if let Some(r) = self.recorder {
+            r.finish().await;
         }
         for r in &self.registries {
             let _ = r.send(ShutdownAll).await;

@@ -28,6 +28,9 @@ pub struct Settings {
     /// The robots served, each on its own port with its own registry.
     #[serde(default)]
     pub robot: Vec<RobotSettings>,
+    /// Recording to MCAP (`[record]`, `-record FILE`).
+    #[serde(default)]
+    pub record: crate::record::RecordSettings,
 }
 
 /// Server-wide settings (`[server]`).
@@ -235,6 +238,9 @@ impl Settings {
                 check_seconds(origin, &format!("robot '{}' command_timeout", r.name), t)?;
             }
         }
+        self.record
+            .check()
+            .map_err(|e| SettingsError(format!("{origin}: {e}")))?;
         crate::access::Policy::new(&self.access)
             .map_err(|e| SettingsError(format!("{origin}: {e}")))?;
         if self.server.max_frequency == 0 {
@@ -346,6 +352,9 @@ FLAGS (the manual's, a flag overrides the configuration file):
     -vc <path>       ACTS configuration file (with -vp, or alone: 'acts' driver).
     -stage <path>    Serve every robot of the world file <path> (TOML), each on its own
                      port (the file's, else 6665 + i; with -gp P, P + i).
+    -record <file>   Record every device's readings (and the commands and configs
+                     clients send) to the MCAP file <file>, whether or not clients read.
+    -replay <file>   Serve a recording (MCAP, as -record writes) as the robot's devices.
     -debug           Debug logging.
     -exp             Enable experimental features.
     -bind <addr>     Listen on <addr> only (e.g. 127.0.0.1; default 0.0.0.0, every
@@ -382,6 +391,15 @@ CONFIGURATION FILE (TOML; see config/default.toml):
     read_allow = []        # addresses/networks that may connect, e.g. [\"10.0.0.0/8\"]
     write_allow = []       # addresses/networks that may command
     max_per_address = 0    # connections per address and robot port (0 = no limit)
+
+    [record]               # recording to MCAP (Foxglove opens the files)
+    path = \"run.mcap\"     # empty = off; -record <file> sets it
+    max_bytes = 0          # start a new file (run.1.mcap, ...) past this size, 0 = never
+    max_seconds = 0.0      # start a new file after this long, 0 = never
+    chunk_bytes = 262144   # chunk size; a killed server loses at most the open chunk
+    chunk_seconds = 1.0    # close a chunk at least this often
+    foxglove = true        # also write foxglove.LaserScan and FrameTransform channels
+    retry_seconds = 5.0    # retry a device that could not be opened
 
     [[robot]]              # one per robot; each has its own port and device table
     name = \"pioneer\"
@@ -424,6 +442,17 @@ fn text(s: &str) -> config::Value {
     config::Value::new(None, config::ValueKind::String(s.to_string()))
 }
 
+/// `p` made absolute against the current directory (a flag's path means what it means
+/// where the command was typed, not where the configuration file is).
+fn absolute(p: &str) -> PathBuf {
+    let p = PathBuf::from(p);
+    if p.is_absolute() {
+        p
+    } else {
+        std::env::current_dir().unwrap_or_default().join(p)
+    }
+}
+
 /// Parses the command line (without the program name), with the shipped drivers.
 pub fn parse_args(args: &[String]) -> Result<Invocation, SettingsError> {
     parse_args_with(args, &crate::builtin_catalog())
@@ -441,7 +470,8 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
             "--config" | "-config" => {
                 config_file = Some(PathBuf::from(value_of(a, &mut it)?));
             }
-            "-gp" | "-pp" | "-lp" | "-zp" | "-vp" | "-vc" | "-stage" | "-bind" => {
+            "-gp" | "-pp" | "-lp" | "-zp" | "-vp" | "-vc" | "-stage" | "-bind" | "-record"
+            | "-replay" => {
                 let v = value_of(a, &mut it)?;
                 flags.push((a.as_str(), Some(v)));
             }
@@ -503,6 +533,16 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
                     SettingsError("flag -stage: no simulator driver is registered".into())
                 })?;
                 stage(&mut settings, v, gp).map_err(SettingsError)?;
+            }
+            "-record" => settings.record.path = absolute(v).display().to_string(),
+            "-replay" => {
+                if !Path::new(v).is_file() {
+                    return Err(SettingsError(format!(
+                        "flag -replay: recording '{v}' does not exist"
+                    )));
+                }
+                let file = absolute(v).display().to_string();
+                settings.assign("replay", b"psmglzv", vec![("file", text(&file))]);
             }
             "-bind" => {
                 if v.parse::<std::net::IpAddr>().is_err() {
