@@ -13,6 +13,7 @@
 //! - [`settings`]: configuration files and the manual's flags.
 //! - [`server`]: starting and stopping it all.
 //! - [`timer`]: precise per-thread timers for client schedules.
+//! - [`web`]: the web viewer and Foxglove WebSocket endpoint of each robot.
 //! - [`actors`]: the driver actors (the simulated robot; real hardware drivers).
 //!
 //! See ARCHITECTURE.md for how data flows between them.
@@ -29,6 +30,7 @@ pub mod server;
 pub mod session;
 pub mod settings;
 pub mod timer;
+pub mod web;
 
 /// The catalog with every driver shipped with the server.
 pub fn builtin_catalog() -> catalog::Catalog {

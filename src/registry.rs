@@ -8,8 +8,8 @@
 //! a slow device never holds up requests for another one.
 
 use crate::driver::{
-    Command, Config, DataRecipient, DeviceSpec, DriverError, DriverHandle, Setup, Shutdown, Stop,
-    Subscribers, Terminate,
+    Command, Config, DataRecipient, DeviceSpec, DriverError, DriverHandle, MapOutline, MapRequest,
+    Setup, Shutdown, Stop, Subscribers, Terminate,
 };
 use actix::prelude::*;
 use bytes::Bytes;
@@ -79,6 +79,15 @@ pub struct RouteConfig {
     pub payload: Bytes,
     /// The client's address, for log lines.
     pub client: String,
+}
+
+/// Any front end → registry: the map of the robot's surroundings, from the first driver
+/// that has one (the simulator has its world's walls); `None` when no driver has a map.
+#[derive(Message)]
+#[rtype(result = "Option<MapOutline>")]
+pub struct GetMap {
+    /// Whether to include the walls (false: only where odometry lies in the map).
+    pub walls: bool,
 }
 
 /// Server → registry: the server is exiting. Shut every open device down and terminate
@@ -388,6 +397,33 @@ impl Handler<RouteConfig> for Registry {
             client: msg.client,
         });
         Ok(())
+    }
+}
+
+impl Handler<GetMap> for Registry {
+    type Result = ResponseFuture<Option<MapOutline>>;
+
+    fn handle(&mut self, msg: GetMap, _ctx: &mut Self::Context) -> Self::Result {
+        let asks: Vec<_> = self
+            .devices
+            .iter()
+            .filter_map(|(code, d)| d.driver.map.clone().map(|m| (*code, m)))
+            .collect();
+        Box::pin(async move {
+            for (device, map) in asks {
+                let answer = map
+                    .send(MapRequest {
+                        device,
+                        walls: msg.walls,
+                    })
+                    .timeout(Duration::from_secs(5))
+                    .await;
+                if let Ok(Some(outline)) = answer {
+                    return Some(outline);
+                }
+            }
+            None
+        })
     }
 }
 

@@ -14,6 +14,9 @@ use std::time::Duration;
 /// The shipped default configuration: the simulated Pioneer 2-DX on port 6665.
 pub const DEFAULT_CONFIG: &str = include_str!("../config/default.toml");
 
+/// The first robot's web viewer port when none is configured (Foxglove's default port).
+pub const DEFAULT_WEB_PORT: u16 = 8765;
+
 /// The whole configuration.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -82,6 +85,11 @@ pub struct RobotSettings {
     /// The address to listen on.
     #[serde(default = "default_bind")]
     pub bind: String,
+    /// The web viewer's port (HTTP and Foxglove WebSocket); 0 turns it off. Unset: robot
+    /// `i` of the configuration gets [`DEFAULT_WEB_PORT`]` + i`, and a busy default port
+    /// is logged, not fatal (a configured one that cannot be bound is an error).
+    #[serde(default)]
+    pub web_port: Option<u16>,
     /// The drivers backing this robot's devices.
     #[serde(default)]
     pub driver: Vec<DriverSettings>,
@@ -211,6 +219,18 @@ impl Settings {
         }
     }
 
+    /// Robot `i`'s web viewer port and whether it was configured (a configured port that
+    /// cannot be bound stops the server; the default is best effort); `None` when off.
+    pub fn web_port_of(&self, i: usize) -> Option<(u16, bool)> {
+        match self.robot.get(i)?.web_port {
+            Some(0) => None,
+            Some(p) => Some((p, true)),
+            None => u16::try_from(usize::from(DEFAULT_WEB_PORT) + i)
+                .ok()
+                .map(|p| (p, false)),
+        }
+    }
+
     /// Makes driver `name` (with `params`) back `codes` on the first robot, taking them
     /// from the drivers that had them; drivers left with no device are dropped.
     pub fn assign(&mut self, name: &str, codes: &[u8], params: Vec<(&str, config::Value)>) {
@@ -270,6 +290,11 @@ FLAGS (the manual's, a flag overrides the configuration file):
     -vc <path>       ACTS configuration file (with -vp, or alone: 'acts' driver).
     -stage <path>    Serve every robot of the world file <path> (TOML), each on its own
                      port (the file's, else 6665 + i; with -gp P, P + i).
+    -web <port>      Web viewer (HTTP page and Foxglove WebSocket) of the first robot on
+                     <port>, robot i of a world on <port> + i; 0 turns it off. Default 8765
+                     (+ i), skipped with a log line when that port is busy. Open
+                     http://HOST:8765/ in a browser, or point Foxglove or Lichtblick at
+                     ws://HOST:8765.
     -debug           Debug logging.
     -exp             Enable experimental features.
 
@@ -296,6 +321,7 @@ CONFIGURATION FILE (TOML; see config/default.toml):
     name = \"pioneer\"
     port = 6665
     bind = \"0.0.0.0\"
+    web_port = 8765        # web viewer + Foxglove WebSocket; 0 = off; unset = 8765 + i
 
     [[robot.driver]]       # which driver backs which device codes
     driver = \"sim\"
@@ -335,7 +361,7 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
             "--config" | "-config" => {
                 config_file = Some(PathBuf::from(value_of(a, &mut it)?));
             }
-            "-gp" | "-pp" | "-lp" | "-zp" | "-vp" | "-vc" | "-stage" => {
+            "-gp" | "-pp" | "-lp" | "-zp" | "-vp" | "-vc" | "-stage" | "-web" => {
                 let v = value_of(a, &mut it)?;
                 flags.push((a.as_str(), Some(v)));
             }
@@ -358,6 +384,7 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
         None => (Settings::default_config(), PathBuf::from(".")),
     };
     let mut acts: Vec<(&str, config::Value)> = Vec::new();
+    let mut web: Option<u16> = None;
     for (flag, value) in flags {
         let v = value.map(String::as_str).unwrap_or_default();
         match flag {
@@ -397,6 +424,11 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
                 })?;
                 stage(&mut settings, v, gp).map_err(SettingsError)?;
             }
+            "-web" => {
+                web = Some(v.parse().map_err(|_| {
+                    SettingsError(format!("flag -web: '{v}' is not a TCP port number"))
+                })?);
+            }
             "-debug" => settings.server.debug = true,
             "-exp" => settings.server.experimental = true,
             _ => unreachable!("flag list above"),
@@ -404,6 +436,20 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
     }
     if !acts.is_empty() {
         settings.assign("acts", b"v", acts);
+    }
+    // After -stage, so every robot of the world gets its port.
+    if let Some(base) = web {
+        for (i, r) in settings.robot.iter_mut().enumerate() {
+            r.web_port = Some(if base == 0 {
+                0
+            } else {
+                u16::try_from(usize::from(base) + i).map_err(|_| {
+                    SettingsError(format!(
+                        "flag -web: robot {i}'s port {base} + {i} is past 65535"
+                    ))
+                })?
+            });
+        }
     }
     Ok(Invocation::Run {
         settings: Box::new(settings),
@@ -475,6 +521,22 @@ mod tests {
             .unwrap_err()
             .0
             .contains("/no/such/world.toml"));
+    }
+
+    #[test]
+    fn web_ports_default_per_robot_and_the_flag_sets_or_turns_them_off() {
+        let s = run(&[]).unwrap();
+        assert_eq!(s.web_port_of(0), Some((DEFAULT_WEB_PORT, false)));
+        let s = run(&["-web", "9000"]).unwrap();
+        assert_eq!(s.web_port_of(0), Some((9000, true)));
+        let s = run(&["-web", "0"]).unwrap();
+        assert_eq!(s.web_port_of(0), None);
+        assert!(run(&["-web", "x"]).unwrap_err().0.contains("-web"));
+        let t = "[[robot]]\nweb_port = 0\n[[robot]]\nport = 7\n[[robot]]\nweb_port = 9100\n";
+        let s = Settings::from_toml(t, "t").unwrap();
+        assert_eq!(s.web_port_of(0), None);
+        assert_eq!(s.web_port_of(1), Some((DEFAULT_WEB_PORT + 1, false)));
+        assert_eq!(s.web_port_of(2), Some((9100, true)));
     }
 
     #[test]
