@@ -596,10 +596,10 @@ mod tests {
             .as_array()
             .unwrap();
         assert_eq!(pts.len(), 48);
-        // Sonar 3 points almost straight ahead: its far corners are ~2 m ahead.
+        // Sonar 3 points 10 degrees left: its cone spans -5 to 25 degrees, 2 m long.
         let far = pts[3 * 3 + 1]["x"].as_f64().unwrap();
         assert!(
-            (far - (0.21 + 2.0 * 25f64.to_radians().cos())).abs() < 1e-6,
+            (far - (0.21 + 2.0 * 5f64.to_radians().cos())).abs() < 1e-6,
             "{far}"
         );
     }
