@@ -26,10 +26,13 @@ test("the Foxglove client library subscribes to every channel and decodes each",
   try {
     const ws = new WebSocket(player.ws, [FoxgloveClient.SUPPORTED_SUBPROTOCOL]);
     const client = new FoxgloveClient({ ws });
-    const info = await within(20_000, "serverInfo", (done) => client.on("serverInfo", done));
+    // Both listeners first: the server sends serverInfo and advertise back to back.
+    const gotInfo = within(20_000, "serverInfo", (done) => client.on("serverInfo", done));
+    const gotChannels = within(20_000, "advertise", (done) => client.on("advertise", done));
+    const info = await gotInfo;
     assert.ok(info.capabilities.includes("clientPublish"));
     assert.deepEqual(info.supportedEncodings, ["json"]);
-    const channels = await within(20_000, "advertise", (done) => client.on("advertise", done));
+    const channels = await gotChannels;
     const topics = channels.map((c) => c.topic).sort();
     for (const t of ["/laser", "/pose", "/tf", "/sonar", "/misc", "/map", "/position"]) {
       assert.ok(topics.includes(t), `${t} advertised (got ${topics})`);
