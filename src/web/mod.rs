@@ -14,6 +14,7 @@ pub mod foxglove;
 pub mod schema;
 pub mod session;
 
+use crate::access::Policy;
 use crate::registry::{GetMap, Registry, SessionId};
 use actix::prelude::*;
 use bytes::Bytes;
@@ -66,6 +67,8 @@ pub struct Shared {
     pub sessions: Mutex<HashMap<SessionId, Addr<WebSession>>>,
     /// Numbers sessions, shared with the TCP listeners so ids are unique in the registry.
     pub ids: Arc<AtomicU64>,
+    /// Who may connect and command (the same policy as the TCP listeners').
+    pub policy: Arc<Policy>,
     /// Logger carrying the robot name.
     pub log: Logger,
 }
@@ -86,6 +89,8 @@ pub struct WebOptions {
     pub stall_timeout: Duration,
     /// See [`Shared::max_clients`].
     pub max_clients: usize,
+    /// See [`Shared::policy`].
+    pub policy: Arc<Policy>,
     /// Logger.
     pub log: Logger,
 }
@@ -130,6 +135,7 @@ impl WebEndpoint {
             max_clients: opts.max_clients,
             sessions: Mutex::new(HashMap::new()),
             ids: opts.ids,
+            policy: opts.policy,
             log: opts.log,
         });
         info!(shared.log, "web viewer listening"; "url" => format!("http://{addr}/"));
@@ -219,6 +225,31 @@ async fn serve_connection(std_stream: std::net::TcpStream, peer: SocketAddr, sha
     }
 }
 
+/// `%XX` escapes of a URL query value decoded to bytes (`+` is a space); at most 256
+/// bytes are looked at.
+fn percent_decode(s: &str) -> Vec<u8> {
+    let b = &s.as_bytes()[..s.len().min(256)];
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match b[i] {
+            b'%' if i + 2 < b.len() => match (hex(b[i + 1]), hex(b[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b'+' => out.push(b' '),
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    out
+}
+
 fn plain(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
     let mut r = Response::new(Full::new(Bytes::from(text.to_string())));
     *r.status_mut() = status;
@@ -302,6 +333,33 @@ fn upgrade(
         Ok(p) => p,
         Err(e) => return plain(StatusCode::BAD_REQUEST, &format!("{e}\n")),
     };
+    // The access policy, as for a TCP client; a key comes as `?key=` on the URL (the
+    // Foxglove protocol has no other place for one).
+    let rights = match shared.policy.admit(peer.ip()) {
+        Ok(r) => r,
+        Err(why) => {
+            warn!(shared.log, "web connection refused"; "client" => %peer, "reason" => why);
+            return plain(StatusCode::FORBIDDEN, &format!("{why}\n"));
+        }
+    };
+    let presented = req.uri().query().and_then(|q| {
+        q.split('&')
+            .find_map(|kv| kv.strip_prefix("key="))
+            .map(percent_decode)
+    });
+    let may_write = match presented {
+        Some(k) if shared.policy.has_key() => {
+            if !shared.policy.key_matches(&k) {
+                warn!(shared.log, "web connection refused: wrong key"; "client" => %peer);
+                return plain(StatusCode::FORBIDDEN, "wrong key\n");
+            }
+            shared.policy.may_write(peer.ip())
+        }
+        _ if rights.must_present_key => {
+            return plain(StatusCode::FORBIDDEN, "this server needs ?key=KEY\n");
+        }
+        _ => rights.write,
+    };
     let open = shared
         .sessions
         .lock()
@@ -330,7 +388,15 @@ fn upgrade(
         let socket =
             WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(config))
                 .await;
-        WebSession::new(id, socket, format!("web {peer}"), subprotocol, shared).start();
+        WebSession::new(
+            id,
+            socket,
+            format!("web {peer}"),
+            subprotocol,
+            may_write,
+            shared,
+        )
+        .start();
     });
     let mut r = Response::new(Full::new(Bytes::new()));
     *r.status_mut() = StatusCode::SWITCHING_PROTOCOLS;

@@ -14,13 +14,17 @@ use super::foxglove::{self, ClientOp, Level};
 use super::schema::{self, Channel, Source};
 use super::Shared;
 use crate::driver::{Command, DataRecipient, DeviceData, DeviceDataBatch, MapOutline, Timestamp};
-use crate::registry::{Disconnect, GetMap, RouteConfig, SessionId, Subscribe, Unsubscribe};
+use crate::notice::{kind, Notice};
+use crate::registry::{
+    Disconnect, EStop, GetMap, ListDevices, RouteConfig, SessionId, Subscribe, Unsubscribe, Watch,
+};
 use actix::prelude::*;
 use bytes::Bytes;
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
 use hyper::upgrade::Upgraded;
 use hyper_util::rt::TokioIo;
+use player_proto::ext::{state as list_state, DeviceEntry};
 use player_proto::{config as codes, device};
 use serde_json::Value;
 use slog::{debug, info, warn, Logger};
@@ -59,6 +63,9 @@ enum Target {
     Gripper,
     /// `{on}` → motor power config of the position device.
     MotorPower,
+    /// `{latch}` → the robot's emergency stop (anyone may latch it; releasing it takes
+    /// write rights).
+    EStop,
 }
 
 impl Target {
@@ -68,6 +75,7 @@ impl Target {
             "/ptz/cmd" => Some(Target::Ptz),
             "/gripper/cmd" => Some(Target::Gripper),
             "/motor_power" => Some(Target::MotorPower),
+            "/estop" => Some(Target::EStop),
             _ => None,
         }
     }
@@ -78,13 +86,13 @@ impl Target {
             Target::CmdVel => Some(device::POSITION),
             Target::Ptz => Some(device::PTZ),
             Target::Gripper => Some(device::GRIPPER),
-            Target::MotorPower => None,
+            Target::MotorPower | Target::EStop => None,
         }
     }
 }
 
 /// The topics a client may publish on, for messages naming them.
-pub const PUBLISH_TOPICS: &str = "/cmd_vel, /ptz/cmd, /gripper/cmd, /motor_power";
+pub const PUBLISH_TOPICS: &str = "/cmd_vel, /ptz/cmd, /gripper/cmd, /motor_power, /estop";
 
 /// What the socket is waiting to take.
 struct Outbox {
@@ -148,6 +156,10 @@ pub struct WebSession {
     id: SessionId,
     client: String,
     subprotocol: &'static str,
+    /// Whether the access policy lets this client command (and release the e-stop).
+    may_write: bool,
+    /// Whether the robot's emergency stop is latched (from the registry's notices).
+    estop: Option<String>,
     shared: Arc<Shared>,
     /// Subscription id → channel id.
     subs: HashMap<u32, u32>,
@@ -172,6 +184,7 @@ impl WebSession {
         socket: Socket,
         client: String,
         subprotocol: &'static str,
+        may_write: bool,
         shared: Arc<Shared>,
     ) -> WebSession {
         let (sink, stream) = socket.split();
@@ -180,6 +193,8 @@ impl WebSession {
             id,
             client,
             subprotocol,
+            may_write,
+            estop: None,
             shared,
             subs: HashMap::new(),
             pubs: HashMap::new(),
@@ -376,7 +391,7 @@ impl WebSession {
                             touched.insert(code);
                         }
                         Source::Map | Source::MapTransform => self.fetch_map(true, ctx),
-                        Source::Devices => self.send_devices(),
+                        Source::Devices => self.fetch_devices(ctx),
                     }
                 }
                 for code in touched {
@@ -414,6 +429,19 @@ impl WebSession {
                     };
                     if c.encoding != "json" {
                         let m = format!("topic '{}': only json encoding is accepted", c.topic);
+                        self.status(Level::Warning, &m, ctx);
+                        continue;
+                    }
+                    if target != Target::EStop && !self.may_write {
+                        let m = format!(
+                            "topic '{}' refused: this client may not command the robot (access policy{})",
+                            c.topic,
+                            if self.shared.policy.has_key() {
+                                "; connect with ?key=KEY"
+                            } else {
+                                ""
+                            }
+                        );
                         self.status(Level::Warning, &m, ctx);
                         continue;
                     }
@@ -497,11 +525,27 @@ impl WebSession {
                 info!(self.log, "motor power asked"; "on" => on);
                 return;
             }
+            Target::EStop => {
+                let latch = v["latch"].as_bool().unwrap_or(true);
+                if !latch && !self.may_write {
+                    return self.status(
+                        Level::Warning,
+                        "only a client that may command the robot can release the emergency stop",
+                        ctx,
+                    );
+                }
+                self.shared.registry.do_send(EStop {
+                    latch,
+                    client: self.client.clone(),
+                });
+                return;
+            }
         };
         match self.commands.get(&code) {
             Some(r) => r.do_send(Command {
                 device: code,
                 payload: Bytes::from(payload),
+                session: self.id,
             }),
             None => {
                 let st = self.devices.get(&code);
@@ -554,45 +598,46 @@ impl WebSession {
         }));
     }
 
-    fn send_devices(&mut self) {
-        let subs: Vec<u32> = self
-            .subs
+    fn device_subs(&self) -> Vec<u32> {
+        self.subs
             .iter()
             .filter(|(_, c)| {
                 self.channel(**c)
                     .is_some_and(|ch| ch.source == Source::Devices)
             })
             .map(|(s, _)| *s)
-            .collect();
-        if subs.is_empty() {
+            .collect()
+    }
+
+    /// Asks the registry for its device list and sends `/devices`: each device's state,
+    /// publish rate, readers and writers (every front end), and this client's access and
+    /// the rate it received.
+    fn fetch_devices(&mut self, ctx: &mut Context<Self>) {
+        if self.device_subs().is_empty() {
             return;
         }
-        let now = Instant::now();
-        let list: Vec<Value> = self
-            .shared
-            .devices
+        let fut = self.shared.registry.send(ListDevices);
+        ctx.spawn(fut.into_actor(self).map(|r, act, _| {
+            if let Ok(list) = r {
+                act.send_devices(&list);
+            }
+        }));
+    }
+
+    fn send_devices(&mut self, list: &[DeviceEntry]) {
+        let subs = self.device_subs();
+        let devices: Vec<Value> = list
             .iter()
-            .map(|&code| {
+            .map(|e| {
+                let code = e.code;
                 let st = self.devices.get(&code);
-                let state = match st {
-                    None
-                    | Some(DeviceState {
-                        held: None,
-                        failed: None,
-                        ..
-                    }) => "idle",
-                    Some(DeviceState {
-                        failed: Some(_), ..
-                    }) => "failed",
-                    Some(s) if s.setting_up => "setting up",
-                    Some(s)
-                        if s.held.is_some_and(|(r, _)| r)
-                            && s.last_reading
-                                .is_none_or(|t| now.duration_since(t) > Duration::from_secs(3)) =>
-                    {
-                        "quiet"
-                    }
-                    Some(_) => "up",
+                let state = match e.state {
+                    list_state::UP => "up",
+                    list_state::IDLE => "idle",
+                    list_state::SETTING_UP => "setting up",
+                    list_state::FAILED => "failed",
+                    list_state::RECONNECTING => "reconnecting",
+                    _ => "unknown",
                 };
                 let access = match st.and_then(|s| s.held) {
                     Some((true, true)) => "a",
@@ -601,15 +646,19 @@ impl WebSession {
                     _ => "-",
                 };
                 serde_json::json!({"code": char::from(code).to_string(),
-                    "name": device::name(code), "state": state,
-                    "rate_hz": st.map_or(0.0, |s| s.rate), "access": access,
+                    "name": device::name(code), "driver": e.driver, "state": state,
+                    "rate_hz": f64::from(e.rate_x10) / 10.0,
+                    "received_hz": st.map_or(0.0, |s| s.rate),
+                    "readers": e.readers, "writers": e.writers, "access": access,
                     "error": st.and_then(|s| s.failed.clone())})
             })
             .collect();
         let ts = Timestamp::now();
         let payload = serde_json::to_vec(&serde_json::json!({
             "timestamp": schema::time(ts), "robot": self.shared.robot,
-            "dropped": self.out.borrow().dropped, "devices": list}))
+            "estop": self.estop.is_some(), "estop_by": self.estop,
+            "may_write": self.may_write, "dropped": self.out.borrow().dropped,
+            "devices": devices}))
         .unwrap_or_default();
         for sub in subs {
             self.send_frame(
@@ -624,7 +673,7 @@ impl WebSession {
             st.rate = f64::from(st.count) / TICK.as_secs_f64();
             st.count = 0;
         }
-        self.send_devices();
+        self.fetch_devices(ctx);
         let wants_tf = self.subs.values().any(|c| {
             self.channel(*c)
                 .is_some_and(|ch| ch.source == Source::MapTransform)
@@ -690,6 +739,10 @@ impl Actor for WebSession {
         let channels: Vec<Channel> = self.shared.channels.clone();
         self.send_text(foxglove::advertise(&channels), ctx);
         ctx.run_interval(TICK, |act, ctx| act.tick(ctx));
+        self.shared.registry.do_send(Watch {
+            session: self.id,
+            recipient: Some(ctx.address().recipient()),
+        });
         self.shared
             .sessions
             .lock()
@@ -749,6 +802,34 @@ impl Handler<DeviceDataBatch> for WebSession {
         for d in msg.0.iter() {
             self.on_reading(d);
         }
+    }
+}
+
+impl Handler<Notice> for WebSession {
+    type Result = ();
+
+    /// The registry's notices become Foxglove status messages; the e-stop's also update
+    /// `/devices` at once.
+    fn handle(&mut self, n: Notice, ctx: &mut Self::Context) {
+        let level = match n.kind {
+            kind::UP | kind::ESTOP_RELEASED => Level::Info,
+            kind::ESTOP | kind::FAILED => Level::Error,
+            _ => Level::Warning,
+        };
+        let mut text = String::new();
+        if n.device != 0 {
+            text.push_str(&format!("{}: ", device::name(n.device)));
+        }
+        text.push_str(&n.text);
+        match n.kind {
+            kind::ESTOP => self.estop = Some(n.text.clone()),
+            kind::ESTOP_RELEASED => self.estop = None,
+            _ => {}
+        }
+        if matches!(n.kind, kind::ESTOP | kind::ESTOP_RELEASED) {
+            self.fetch_devices(ctx);
+        }
+        self.send_text(foxglove::status(level, &text), ctx);
     }
 }
 

@@ -94,6 +94,21 @@ test("the viewer page draws the laser, drives while the up arrow is held and sto
     const later = await page.evaluate(() => ({ ...viewer.pose }));
     assert.ok(Math.hypot(later.x - stoppedAt.x, later.y - stoppedAt.y) < 0.01, "stays stopped");
     assert.equal(await page.evaluate(() => viewer.sent), sentAtRelease, "no commands after release");
+    // The e-stop button: while the up arrow is held the robot drives; the button stops it
+    // and latches, so holding the key does nothing; the button again releases it.
+    await page.keyboard.down("ArrowUp");
+    await until("driving again", 20_000, () => page.evaluate(() => viewer.position.speed_mm_s > 0));
+    await page.click("#estop");
+    await until("e-stop latched", 10_000, () =>
+      page.evaluate(() => viewer.estop === true && viewer.position.speed_mm_s === 0),
+    );
+    await page.keyboard.down("ArrowUp");
+    await sleep(1000);
+    assert.equal(await page.evaluate(() => viewer.position.speed_mm_s), 0, "latched: no motion");
+    assert.equal(await page.textContent("#estop"), "RELEASE");
+    await page.keyboard.up("ArrowUp");
+    await page.click("#estop");
+    await until("e-stop released", 10_000, () => page.evaluate(() => viewer.estop === false));
     // The trail shows where it went; the side panel shows device states and rates.
     assert.ok((await page.evaluate(() => viewer.trail.length)) > 3);
     await until("device states", 10_000, () =>

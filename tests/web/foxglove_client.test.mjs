@@ -82,9 +82,12 @@ test("the Foxglove client library subscribes to every channel and decodes each",
     // Teleop as Foxglove's panel does it: a Twist on /cmd_vel, then silence.
     const cmd = client.advertise({ topic: "/cmd_vel", encoding: "json", schemaName: "geometry_msgs/Twist" });
     const poseSub = [...bySub].find(([, c]) => c.topic === "/position")[0];
+    const devicesSub = [...bySub].find(([, c]) => c.topic === "/devices")[0];
     let latest = null;
+    let latestDevices = null;
     client.on("message", ({ subscriptionId, data }) => {
       if (subscriptionId === poseSub) latest = JSON.parse(decoder.decode(data));
+      if (subscriptionId === devicesSub) latestDevices = JSON.parse(decoder.decode(data));
     });
     const twist = new TextEncoder().encode(
       JSON.stringify({ linear: { x: 0.3, y: 0, z: 0 }, angular: { x: 0, y: 0, z: 0 } }),
@@ -97,15 +100,35 @@ test("the Foxglove client library subscribes to every channel and decodes each",
       moved = latest !== null && latest.speed_mm_s > 0 && latest.x_mm > 20;
     }
     assert.ok(moved, `the robot drove forward: ${JSON.stringify(latest)}`);
-    // Unadvertising the command channel gives up write access: the robot stops.
-    client.unadvertise(cmd);
-    const stopDeadline = Date.now() + 20_000;
-    while (Date.now() < stopDeadline && !(latest && latest.speed_mm_s === 0)) {
+    // Silence, as Foxglove's Teleop panel does on release: the command watchdog stops the
+    // robot and says so in a status message.
+    const waitFor = async (what, fn) => {
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < deadline && !fn()) await new Promise((r) => setTimeout(r, 100));
+      assert.ok(fn(), what);
+    };
+    await waitFor("the watchdog stopped the robot", () => latest.speed_mm_s === 0);
+    await waitFor("a watchdog status", () => statuses.some((s) => /watchdog|no command/i.test(s.message)));
+    // The emergency stop: latched, commands are dropped; released, they drive again.
+    const estop = client.advertise({ topic: "/estop", encoding: "json", schemaName: "player.EStop" });
+    const send = (ch, obj) => client.sendMessage(ch, new TextEncoder().encode(JSON.stringify(obj)));
+    send(estop, { latch: true });
+    await waitFor("e-stop latched in /devices", () => latestDevices?.estop === true);
+    const x0 = latest.x_mm;
+    for (let i = 0; i < 15; i++) {
+      client.sendMessage(cmd, twist);
       await new Promise((r) => setTimeout(r, 100));
     }
-    assert.equal(latest.speed_mm_s, 0, "stopped after unadvertise");
+    assert.equal(latest.speed_mm_s, 0, "commands dropped while the e-stop is latched");
+    assert.ok(Math.abs(latest.x_mm - x0) < 5, "did not move while latched");
+    send(estop, { latch: false });
+    await waitFor("e-stop released in /devices", () => latestDevices?.estop === false);
+    // Unadvertising the command channel gives up write access: the robot stops.
+    client.unadvertise(cmd);
+    await waitFor("stopped after unadvertise", () => latest.speed_mm_s === 0);
+    // Errors: only the e-stop's own.
     assert.deepEqual(
-      statuses.filter((s) => s.level >= 2),
+      statuses.filter((s) => s.level >= 2 && !/emergency stop/.test(s.message)),
       [],
       "no error status",
     );
