@@ -19,8 +19,8 @@
 
 use crate::driver::{
     Command, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, DeviceState,
-    DeviceStatus, DriverError, DriverHandle, Setup, Shutdown, Stop, StopReason, Subscribers,
-    Terminate,
+    DeviceStatus, DriverError, DriverHandle, MapOutline, MapRequest, Setup, Shutdown, Stop,
+    StopReason, Subscribers, Terminate,
 };
 use crate::notice::{kind, Notice};
 use actix::prelude::*;
@@ -162,6 +162,15 @@ pub struct RouteConfig {
     pub payload: Bytes,
     /// The client's address, for log lines.
     pub client: String,
+}
+
+/// Any front end → registry: the map of the robot's surroundings, from the first driver
+/// that has one (the simulator has its world's walls); `None` when no driver has a map.
+#[derive(Message)]
+#[rtype(result = "Option<MapOutline>")]
+pub struct GetMap {
+    /// Whether to include the walls (false: only where odometry lies in the map).
+    pub walls: bool,
 }
 
 /// Server → registry: the server is exiting. Shut every open device down and terminate
@@ -978,6 +987,33 @@ impl Handler<Tap> for Registry {
 
     fn handle(&mut self, msg: Tap, _ctx: &mut Self::Context) {
         self.taps.push(msg.recipient);
+    }
+}
+
+impl Handler<GetMap> for Registry {
+    type Result = ResponseFuture<Option<MapOutline>>;
+
+    fn handle(&mut self, msg: GetMap, _ctx: &mut Self::Context) -> Self::Result {
+        let asks: Vec<_> = self
+            .devices
+            .iter()
+            .filter_map(|(code, d)| d.driver.map.clone().map(|m| (*code, m)))
+            .collect();
+        Box::pin(async move {
+            for (device, map) in asks {
+                let answer = map
+                    .send(MapRequest {
+                        device,
+                        walls: msg.walls,
+                    })
+                    .timeout(Duration::from_secs(5))
+                    .await;
+                if let Ok(Some(outline)) = answer {
+                    return Some(outline);
+                }
+            }
+            None
+        })
     }
 }
 
