@@ -5,7 +5,7 @@
 //! which starts the driver actor and declares the devices it serves. Adding a driver means
 //! registering one more factory; the registry and the sessions never change.
 
-use crate::driver::{DeviceSpec, DriverError, DriverHandle};
+use crate::driver::{DeviceSpec, DriverError, DriverHandle, StatusSink};
 use serde::de::DeserializeOwned;
 use slog::Logger;
 use std::collections::BTreeMap;
@@ -30,6 +30,9 @@ pub struct DriverContext {
     pub logger: Logger,
     /// When the server started (position time is "ms since the server started").
     pub started: Instant,
+    /// Where the driver reports its devices' state changes (link lost, reconnecting,
+    /// up again): the robot's registry.
+    pub status: StatusSink,
 }
 
 impl DriverContext {

@@ -106,6 +106,13 @@ impl ClientDecoder {
         Self::default()
     }
 
+    /// Whether the stream is in the middle of a message (after [`ClientDecoder::decode`]
+    /// returned `None`): part of a header or payload has arrived, or a skipped payload is
+    /// still streaming past.
+    pub fn mid_message(&self, buf: &[u8]) -> bool {
+        self.skip > 0 || !buf.is_empty()
+    }
+
     /// Takes the next complete message from the front of `buf`, or returns `None` when more
     /// bytes are needed. Bytes of skipped payloads are consumed as they arrive.
     pub fn decode(&mut self, buf: &mut BytesMut) -> Option<ClientMessage> {

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// When a reading was taken: seconds and microseconds since the Unix epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
@@ -114,7 +114,11 @@ pub struct Shutdown {
     pub device: u8,
 }
 
-/// Session → driver: a client's command. The newest command overwrites the previous one.
+/// Session → registry → driver: a client's command. Every front end sends it to the
+/// recipient of its [`crate::registry::Grant`], which is the registry's guard (it checks
+/// the sender still holds write access, drops it while the emergency stop is latched and
+/// feeds the command watchdog) and forwards it to the driver. The newest command overwrites
+/// the previous one.
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "()")]
 pub struct Command {
@@ -122,6 +126,8 @@ pub struct Command {
     pub device: u8,
     /// The `<command>` field (its size was checked against the device's command size).
     pub payload: Bytes,
+    /// The session that sent it (0 for the server itself).
+    pub session: SessionId,
 }
 
 /// Registry → driver: a client's configuration request for one of this driver's devices
@@ -137,14 +143,93 @@ pub struct Config {
     pub client: String,
 }
 
-/// Registry → driver: a client that held write access to `device` left it (disconnected,
-/// closed it or dropped to read-only). Put the device in its safe state: the position
-/// device stops the wheels.
+/// Why the registry stops a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// A client that held write access left it (disconnected, closed it, dropped to
+    /// read-only).
+    WriterLeft,
+    /// No command arrived within the device's `command_timeout` (the command watchdog).
+    Watchdog,
+    /// The emergency stop was latched.
+    EmergencyStop,
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StopReason::WriterLeft => "a client with write access left",
+            StopReason::Watchdog => "command watchdog: no command within command_timeout",
+            StopReason::EmergencyStop => "emergency stop",
+        })
+    }
+}
+
+/// Registry → driver: put `device` in its safe state, with its command zeroed: the
+/// position device stops the wheels. Sent when a writer leaves, when the command watchdog
+/// expires and when the emergency stop is latched.
 #[derive(Message, Debug, Clone, Copy)]
 #[rtype(result = "()")]
 pub struct Stop {
     /// The device code.
     pub device: u8,
+    /// Why.
+    pub reason: StopReason,
+}
+
+/// The state of a device as its driver sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceState {
+    /// Working.
+    Up,
+    /// Failed: the link is lost, the device is silent or refuses.
+    Failed,
+    /// The driver is reconnecting its link.
+    Reconnecting,
+}
+
+/// Driver → registry: a device changed state (its link was lost, it is reconnecting, it
+/// is back). The registry keeps it for the device list and tells clients that asked for
+/// notices.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct DeviceStatus {
+    /// The device code.
+    pub device: u8,
+    /// The new state.
+    pub state: DeviceState,
+    /// Why, for a person.
+    pub reason: String,
+}
+
+/// Where a driver reports [`DeviceStatus`] changes: the registry of its robot. A sink
+/// made with [`StatusSink::none`] drops them (for drivers started outside a server).
+#[derive(Clone, Default)]
+pub struct StatusSink(Option<Recipient<DeviceStatus>>);
+
+impl StatusSink {
+    /// A sink reporting to `recipient`.
+    pub fn new(recipient: Recipient<DeviceStatus>) -> Self {
+        StatusSink(Some(recipient))
+    }
+
+    /// A sink that drops every report.
+    pub fn none() -> Self {
+        StatusSink(None)
+    }
+
+    /// Reports that each of `devices` is now in `state`.
+    pub fn report(&self, devices: &[u8], state: DeviceState, reason: &str) {
+        if let Some(r) = &self.0 {
+            for &device in devices {
+                r.do_send(DeviceStatus {
+                    device,
+                    state,
+                    reason: reason.to_string(),
+                });
+            }
+        }
+    }
 }
 
 /// Identifies one client session within the server.
@@ -171,6 +256,9 @@ pub struct Subscribers {
 #[rtype(result = "()")]
 pub struct Terminate;
 
+/// The default `command_timeout` of a device whose commands keep something moving.
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_millis(500);
+
 /// What a device allows, declared by its driver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeviceSpec {
@@ -180,6 +268,10 @@ pub struct DeviceSpec {
     pub readable: bool,
     /// The exact size of its commands, if it takes commands.
     pub command_size: Option<usize>,
+    /// For a device whose commands keep something moving (a base): how long its command
+    /// holds without a fresh one before the registry's watchdog stops it. `None`: no
+    /// watchdog. The configuration's `command_timeout` overrides the driver's default.
+    pub command_timeout: Option<Duration>,
 }
 
 impl DeviceSpec {
@@ -189,6 +281,7 @@ impl DeviceSpec {
             code,
             readable: true,
             command_size: None,
+            command_timeout: None,
         }
     }
 
@@ -198,6 +291,17 @@ impl DeviceSpec {
             code,
             readable: true,
             command_size: Some(size),
+            command_timeout: None,
+        }
+    }
+
+    /// A device that produces data and takes commands of `size` bytes that keep it moving
+    /// (a base): watched by the command watchdog, [`DEFAULT_COMMAND_TIMEOUT`] unless the
+    /// configuration says otherwise.
+    pub fn moving(code: u8, size: usize) -> Self {
+        DeviceSpec {
+            command_timeout: Some(DEFAULT_COMMAND_TIMEOUT),
+            ..DeviceSpec::read_write(code, size)
         }
     }
 }

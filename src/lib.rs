@@ -4,6 +4,8 @@
 //! (laser, sonar, wheels, camera, gripper...), streams their data at its own rate and sends
 //! commands. The parts:
 //!
+//! - [`access`]: who may connect, read and command (bind, allow-lists, shared key).
+//! - [`notice`]: the error channel's notices to clients that asked for them.
 //! - [`codec`]: the pure decoder of client messages (byte layouts are in `player_proto`).
 //! - [`registry`]: one actor per robot, the device table and subscriptions.
 //! - [`session`]: one actor per client connection: requests, timing, data modes, writes.
@@ -18,12 +20,14 @@
 //! See ARCHITECTURE.md for how data flows between them.
 #![deny(missing_docs)]
 
+pub mod access;
 #[path = "../actors/mod.rs"]
 pub mod actors;
 pub mod catalog;
 pub mod codec;
 pub mod driver;
 pub mod logging;
+pub mod notice;
 pub mod registry;
 pub mod server;
 pub mod session;

@@ -1,5 +1,5 @@
 //! The `player` binary: parses the flags, starts the server, and shuts it down in order on
-//! SIGINT or SIGTERM.
+//! SIGINT or SIGTERM; SIGUSR1 latches every robot's emergency stop.
 
 use player::server::Server;
 use player::settings::{parse_args_with, Invocation, HELP};
@@ -31,12 +31,19 @@ fn main() -> ExitCode {
         // Install the handlers before anything can block, so no signal is lost.
         let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
         let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+        let mut usr1 = signal(SignalKind::user_defined1()).map_err(|e| e.to_string())?;
         let server = Server::start(&settings, &catalog, base_dir, log.clone())
             .await
             .map_err(|e| e.to_string())?;
-        let which = tokio::select! {
-            _ = int.recv() => "SIGINT",
-            _ = term.recv() => "SIGTERM",
+        let which = loop {
+            tokio::select! {
+                _ = int.recv() => break "SIGINT",
+                _ = term.recv() => break "SIGTERM",
+                _ = usr1.recv() => {
+                    info!(log, "signal received: latching the emergency stop"; "signal" => "SIGUSR1");
+                    server.emergency_stop("SIGUSR1");
+                }
+            }
         };
         info!(log, "signal received"; "signal" => which);
         server.shutdown().await;

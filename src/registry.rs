@@ -6,30 +6,80 @@
 //! sessions read it. A session losing write access to a device makes the registry tell the
 //! driver to [`Stop`] it (the robot stops when its driver leaves). Setups run concurrently:
 //! a slow device never holds up requests for another one.
+//!
+//! The registry is also the robot's safety guard. Every front end's commands come through
+//! it (the [`Grant`]'s command recipient is the registry): it checks that the sender still
+//! holds write access, drops commands while the emergency stop ([`EStop`]) is latched, and
+//! runs the command watchdog: a device whose commands keep something moving (its
+//! [`DeviceSpec::command_timeout`]) is stopped once when no command has arrived from any
+//! writer for that long, and resumes with the next command. It reads every device it has
+//! set up (a tap, like one more session) to know each device's rate and notice one that
+//! goes silent, keeps the state drivers report ([`DeviceStatus`]), answers the device list
+//! ([`ListDevices`]) and sends [`Notice`]s to the sessions that asked for them ([`Watch`]).
 
 use crate::driver::{
-    Command, Config, DataRecipient, DeviceSpec, DriverError, DriverHandle, Setup, Shutdown, Stop,
-    Subscribers, Terminate,
+    Command, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, DeviceState,
+    DeviceStatus, DriverError, DriverHandle, Setup, Shutdown, Stop, StopReason, Subscribers,
+    Terminate,
 };
+use crate::notice::{kind, Notice};
 use actix::prelude::*;
 use bytes::Bytes;
 use futures::channel::oneshot;
-use player_proto::device;
+use player_proto::ext::{state as list_state, DeviceEntry};
+use player_proto::{access, device};
 use slog::{info, warn, Logger};
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use crate::driver::SessionId;
+
+/// The session id the registry's own tap reads devices under.
+const TAP: SessionId = u64::MAX;
 
 /// What a session was granted on a device.
 #[derive(Debug, Clone)]
 pub struct Grant {
     /// What the device allows.
     pub spec: DeviceSpec,
-    /// Where to send commands, when the session asked for write access and the device
-    /// takes commands.
+    /// Where to send commands (the registry's guard, which forwards them to the driver),
+    /// when the session asked for write access and the device takes commands.
     pub command: Option<Recipient<Command>>,
 }
+
+/// Session → registry: send this session [`Notice`]s (`Some`) about the devices it holds
+/// and the robot's emergency stop, or stop sending them (`None`).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Watch {
+    /// The session.
+    pub session: SessionId,
+    /// Where its notices go.
+    pub recipient: Option<Recipient<Notice>>,
+}
+
+/// Anyone → registry: latch (`latch`) or release the robot's emergency stop. While it is
+/// latched every command is dropped and every device that takes commands has been stopped.
+/// Whether the sender may release it is the caller's decision (a session asks its access
+/// rights). The reply says whether the state changed.
+#[derive(Message)]
+#[rtype(result = "bool")]
+pub struct EStop {
+    /// Latch (true) or release (false).
+    pub latch: bool,
+    /// Who, for the log and the notices.
+    pub client: String,
+}
+
+/// Anyone → registry: the robot's device list, sorted by code.
+#[derive(Message)]
+#[rtype(result = "Vec<DeviceEntry>")]
+pub struct ListDevices;
+
+/// Anyone → registry: whether the emergency stop is latched, and by whom.
+#[derive(Message)]
+#[rtype(result = "Option<String>")]
+pub struct EStopState;
 
 /// Session → registry: set this session's access to a device (read and/or write). The
 /// first session to hold a device sets it up; the reply comes when the device is ready.
@@ -99,12 +149,51 @@ enum State {
     Up,
 }
 
+/// How a device is doing, beyond being set up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Health {
+    Ok,
+    /// The driver reported a failure or a reconnect.
+    Driver(DeviceState, String),
+    /// No reading for too long (seen by the tap).
+    Silent,
+    /// Its last setup failed.
+    SetupFailed,
+}
+
+/// The command watchdog of one device.
+#[derive(Debug, Default)]
+struct Watchdog {
+    /// `None`: the device is not watched.
+    timeout: Option<Duration>,
+    /// When the last command arrived, while a command holds (armed).
+    last: Option<Instant>,
+    /// It stopped the device and no command has arrived since.
+    tripped: bool,
+}
+
+/// Readings seen by the tap, for the device list and the silence check.
+#[derive(Debug, Default)]
+struct Seen {
+    last: Option<Instant>,
+    data_size: u16,
+    count: u32,
+    window_start: Option<Instant>,
+    rate_x10: u16,
+    /// Longest gap between two readings seen lately (a device that publishes slowly is not
+    /// called silent).
+    period: Duration,
+}
+
 struct Device {
     spec: DeviceSpec,
     driver: DriverHandle,
     driver_name: String,
     holders: HashMap<SessionId, Holder>,
     state: State,
+    health: Health,
+    watchdog: Watchdog,
+    seen: Seen,
 }
 
 /// The registry actor of one robot.
@@ -113,6 +202,11 @@ pub struct Registry {
     devices: HashMap<u8, Device>,
     drivers: Vec<(String, DriverHandle)>,
     setup_timeout: Duration,
+    quiet_after: Duration,
+    watchers: HashMap<SessionId, Recipient<Notice>>,
+    estop: Option<String>,
+    watchdog_check: Option<(SpawnHandle, Instant)>,
+    health_check: Option<SpawnHandle>,
     log: Logger,
 }
 
@@ -125,8 +219,20 @@ impl Registry {
             devices: HashMap::new(),
             drivers: Vec::new(),
             setup_timeout,
+            quiet_after: Duration::from_secs(3),
+            watchers: HashMap::new(),
+            estop: None,
+            watchdog_check: None,
+            health_check: None,
             log,
         }
+    }
+
+    /// How long a device that has published may stay silent before clients are told it
+    /// failed (default 3 s; a device that publishes slowly gets three of its periods).
+    pub fn with_quiet_after(mut self, quiet_after: Duration) -> Self {
+        self.quiet_after = quiet_after;
+        self
     }
 
     /// Adds a started driver and the devices it serves. A device code served twice is an
@@ -156,6 +262,12 @@ impl Registry {
                     driver_name: name.to_string(),
                     holders: HashMap::new(),
                     state: State::Down,
+                    health: Health::Ok,
+                    watchdog: Watchdog {
+                        timeout: spec.command_timeout.filter(|t| !t.is_zero()),
+                        ..Watchdog::default()
+                    },
+                    seen: Seen::default(),
                 },
             );
         }
@@ -186,17 +298,50 @@ impl Registry {
         });
     }
 
+    /// Sends `notice` to every watching session that holds `code`.
+    fn notify_holders(&self, code: u8, notice: Notice) {
+        let Some(d) = self.devices.get(&code) else {
+            return;
+        };
+        for session in d.holders.keys() {
+            if let Some(w) = self.watchers.get(session) {
+                w.do_send(notice.clone());
+            }
+        }
+    }
+
+    /// Sends `notice` to one session, if it watches.
+    fn notify(&self, session: SessionId, notice: Notice) {
+        if let Some(w) = self.watchers.get(&session) {
+            w.do_send(notice);
+        }
+    }
+
+    /// Stops a device that is set up (or being set up) for `reason`.
+    fn stop_device(&mut self, code: u8, reason: StopReason) {
+        let Some(d) = self.devices.get_mut(&code) else {
+            return;
+        };
+        d.watchdog.last = None;
+        if !matches!(d.state, State::Down) {
+            d.driver.stop.do_send(Stop {
+                device: code,
+                reason,
+            });
+        }
+    }
+
     /// Removes a session from a device; stops the device if it lost a writer and shuts it
     /// down if it lost its last holder.
-    fn release(&mut self, session: SessionId, code: u8) {
+    fn release(&mut self, session: SessionId, code: u8, ctx: &mut Context<Self>) {
         let Some(d) = self.devices.get_mut(&code) else {
             return;
         };
         let Some(h) = d.holders.remove(&session) else {
             return;
         };
-        if h.write && d.spec.command_size.is_some() && !matches!(d.state, State::Down) {
-            d.driver.stop.do_send(Stop { device: code });
+        if h.write && d.spec.command_size.is_some() {
+            self.stop_device(code, StopReason::WriterLeft);
         }
         if h.read {
             self.tell_reader(code, session, None);
@@ -205,13 +350,26 @@ impl Registry {
             return;
         };
         if d.holders.is_empty() && matches!(d.state, State::Up) {
+            if d.spec.readable {
+                d.driver.subscribers.do_send(Subscribers {
+                    device: code,
+                    session: TAP,
+                    recipient: None,
+                });
+            }
             d.state = State::Down;
+            d.seen = Seen::default();
+            if d.health == Health::Silent {
+                d.health = Health::Ok;
+            }
             info!(self.log, "device shut down"; "device" => device::name(code), "driver" => &d.driver_name);
             d.driver.shutdown.do_send(Shutdown { device: code });
         }
+        self.update_health_check(ctx);
     }
 
-    fn setup_done(&mut self, code: u8, result: Result<(), DriverError>) {
+    fn setup_done(&mut self, code: u8, result: Result<(), DriverError>, ctx: &mut Context<Self>) {
+        let tap = DataRecipient::of(&ctx.address());
         let Some(d) = self.devices.get_mut(&code) else {
             return;
         };
@@ -226,6 +384,9 @@ impl Registry {
             Ok(()) => {
                 info!(self.log, "device set up"; "device" => device::name(code), "driver" => &d.driver_name);
                 d.state = State::Up;
+                if matches!(d.health, Health::SetupFailed | Health::Silent) {
+                    d.health = Health::Ok;
+                }
                 if d.holders.is_empty() {
                     d.state = State::Down;
                     d.driver.shutdown.do_send(Shutdown { device: code });
@@ -237,15 +398,202 @@ impl Registry {
                             recipient: Some(h.recipient.clone()),
                         });
                     }
+                    d.driver.subscribers.do_send(Subscribers {
+                        device: code,
+                        session: TAP,
+                        recipient: Some(tap),
+                    });
                 }
             }
             Err(e) => {
                 warn!(self.log, "device setup failed"; "device" => device::name(code), "driver" => &d.driver_name, "error" => %e);
+                d.health = Health::SetupFailed;
                 d.holders.clear();
             }
         }
         for w in waiters {
             let _ = w.send(result.clone());
+        }
+        self.update_health_check(ctx);
+    }
+
+    // ----- command watchdog ------------------------------------------------------------
+
+    /// Arms the watchdog check at the earliest deadline of any armed device.
+    fn schedule_watchdog(&mut self, ctx: &mut Context<Self>) {
+        let next = self
+            .devices
+            .values()
+            .filter_map(|d| Some(d.watchdog.last? + d.watchdog.timeout?))
+            .min();
+        let Some(at) = next else { return };
+        match self.watchdog_check {
+            // A check is due no later: it re-arms for later deadlines when it runs.
+            Some((_, pending)) if pending <= at => return,
+            Some((h, _)) => {
+                ctx.cancel_future(h);
+            }
+            None => {}
+        }
+        let wait = at.saturating_duration_since(Instant::now());
+        let h = ctx.run_later(wait, |act, ctx| {
+            act.watchdog_check = None;
+            act.check_watchdogs(ctx);
+        });
+        self.watchdog_check = Some((h, at));
+    }
+
+    /// Stops every device whose command has not been renewed within its timeout (once:
+    /// the next command re-arms it).
+    fn check_watchdogs(&mut self, ctx: &mut Context<Self>) {
+        let now = Instant::now();
+        let expired: Vec<(u8, Duration)> = self
+            .devices
+            .iter()
+            .filter_map(|(&code, d)| {
+                let (last, timeout) = (d.watchdog.last?, d.watchdog.timeout?);
+                (now >= last + timeout).then_some((code, timeout))
+            })
+            .collect();
+        for (code, timeout) in expired {
+            self.stop_device(code, StopReason::Watchdog);
+            let d = self.devices.get_mut(&code).expect("listed above");
+            d.watchdog.tripped = true;
+            warn!(self.log, "command watchdog: no command in time; device stopped"; "device" => device::name(code), "command_timeout_s" => timeout.as_secs_f64());
+            self.notify_holders(
+                code,
+                Notice::new(
+                    kind::WATCHDOG,
+                    code,
+                    format!(
+                        "no command for {:.2} s (command_timeout): stopped until the next command",
+                        timeout.as_secs_f64()
+                    ),
+                ),
+            );
+        }
+        self.schedule_watchdog(ctx);
+    }
+
+    // ----- health: readings seen by the tap, states reported by drivers ------------------
+
+    fn update_health_check(&mut self, ctx: &mut Context<Self>) {
+        let any_up = self
+            .devices
+            .values()
+            .any(|d| matches!(d.state, State::Up) && d.spec.readable);
+        match (any_up, self.health_check.is_some()) {
+            (true, false) => {
+                self.health_check = Some(ctx.run_interval(Duration::from_secs(1), |act, _| {
+                    act.check_health();
+                }));
+            }
+            (false, true) => {
+                if let Some(h) = self.health_check.take() {
+                    ctx.cancel_future(h);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Updates each device's rate, and tells holders about a device that has gone silent.
+    fn check_health(&mut self) {
+        let now = Instant::now();
+        let quiet_after = self.quiet_after;
+        let mut silent = Vec::new();
+        for (&code, d) in self.devices.iter_mut() {
+            let s = &mut d.seen;
+            if let Some(start) = s.window_start {
+                let span = now.duration_since(start);
+                if span >= Duration::from_secs(2) {
+                    let rate = f64::from(s.count) / span.as_secs_f64();
+                    s.rate_x10 = (rate * 10.0).round().min(f64::from(u16::MAX)) as u16;
+                    s.count = 0;
+                    s.window_start = Some(now);
+                }
+            }
+            if !matches!(d.state, State::Up) || d.health != Health::Ok {
+                continue;
+            }
+            let Some(last) = s.last else { continue };
+            let allowed = quiet_after.max(s.period * 3);
+            if now.duration_since(last) >= allowed {
+                s.rate_x10 = 0;
+                d.health = Health::Silent;
+                silent.push((code, now.duration_since(last)));
+            }
+        }
+        for (code, quiet) in silent {
+            warn!(self.log, "device silent"; "device" => device::name(code), "seconds" => quiet.as_secs());
+            self.notify_holders(
+                code,
+                Notice::new(
+                    kind::FAILED,
+                    code,
+                    format!("no reading for {} s", quiet.as_secs()),
+                ),
+            );
+        }
+    }
+
+    /// The tap saw a reading of `code`.
+    fn seen(&mut self, code: u8, size: usize) {
+        let now = Instant::now();
+        let Some(d) = self.devices.get_mut(&code) else {
+            return;
+        };
+        let s = &mut d.seen;
+        if let Some(last) = s.last {
+            let gap = now.duration_since(last);
+            s.period = if gap > s.period {
+                gap
+            } else {
+                (s.period * 7 + gap) / 8
+            };
+        }
+        s.last = Some(now);
+        s.data_size = size.min(usize::from(u16::MAX)) as u16;
+        s.count += 1;
+        s.window_start.get_or_insert(now);
+        if d.health == Health::Silent {
+            d.health = Health::Ok;
+            info!(self.log, "device publishing again"; "device" => device::name(code));
+            self.notify_holders(code, Notice::new(kind::UP, code, "readings again"));
+        }
+    }
+
+    fn entry(code: u8, d: &Device) -> DeviceEntry {
+        let access = match (d.spec.readable, d.spec.command_size.is_some()) {
+            (true, true) => access::ALL,
+            (false, true) => access::WRITE,
+            _ => access::READ,
+        };
+        let state = match (&d.state, &d.health) {
+            (State::SettingUp(_), _) => list_state::SETTING_UP,
+            (_, Health::Driver(DeviceState::Reconnecting, _)) => list_state::RECONNECTING,
+            (_, Health::Driver(DeviceState::Failed, _) | Health::Silent | Health::SetupFailed) => {
+                list_state::FAILED
+            }
+            (State::Up, _) => list_state::UP,
+            (State::Down, _) => list_state::IDLE,
+        };
+        let count = |f: fn(&Holder) -> bool| {
+            d.holders
+                .values()
+                .filter(|h| f(h))
+                .count()
+                .min(usize::from(u16::MAX)) as u16
+        };
+        DeviceEntry {
+            code,
+            access,
+            state,
+            readers: count(|h| h.read),
+            writers: count(|h| h.write),
+            data_size: d.seen.data_size,
+            rate_x10: d.seen.rate_x10,
+            driver: d.driver_name.clone(),
         }
     }
 }
@@ -253,24 +601,37 @@ impl Registry {
 impl Actor for Registry {
     type Context = Context<Self>;
 
-    fn started(&mut self, _ctx: &mut Self::Context) {
+    fn started(&mut self, ctx: &mut Self::Context) {
+        // Many sessions on other threads send here; the default mailbox (16) would make
+        // them wait on each other.
+        ctx.set_mailbox_capacity(4096);
         let codes: String = self.device_codes().into_iter().map(char::from).collect();
-        info!(self.log, "registry ready"; "devices" => codes);
+        let watched: String = self
+            .device_codes()
+            .into_iter()
+            .filter(|c| self.devices[c].watchdog.timeout.is_some())
+            .map(char::from)
+            .collect();
+        info!(self.log, "registry ready"; "devices" => codes, "watchdog" => watched);
     }
 }
 
 impl Handler<Subscribe> for Registry {
     type Result = ResponseActFuture<Self, Result<Grant, DriverError>>;
 
-    fn handle(&mut self, msg: Subscribe, _ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: Subscribe, ctx: &mut Self::Context) -> Self::Result {
         let code = msg.device;
+        let guard = ctx.address().recipient::<Command>();
         let Some(d) = self.devices.get_mut(&code) else {
-            let e = DriverError(format!("no device '{}' on this robot", char::from(code)));
+            let e = DriverError(format!(
+                "no device {} on this robot",
+                crate::logging::code(code)
+            ));
             return Box::pin(fut::ready(Err(e)));
         };
         let spec = d.spec;
         let command = if msg.write {
-            spec.command_size.map(|_| d.driver.command.clone())
+            spec.command_size.map(|_| guard)
         } else {
             None
         };
@@ -285,8 +646,9 @@ impl Handler<Subscribe> for Registry {
             },
         );
         if had_write && !msg.write && spec.command_size.is_some() {
-            d.driver.stop.do_send(Stop { device: code });
+            self.stop_device(code, StopReason::WriterLeft);
         }
+        let d = self.devices.get_mut(&code).expect("looked up above");
         let grant = Grant { spec, command };
         match &mut d.state {
             State::Up => {
@@ -333,8 +695,8 @@ impl Handler<Subscribe> for Registry {
                         (result, rx)
                     }
                     .into_actor(self)
-                    .then(move |(result, rx), act, _| {
-                        act.setup_done(code, result);
+                    .then(move |(result, rx), act, ctx| {
+                        act.setup_done(code, result, ctx);
                         async move {
                             rx.await
                                 .unwrap_or_else(|_| Err(DriverError("setup abandoned".into())))
@@ -351,15 +713,16 @@ impl Handler<Subscribe> for Registry {
 impl Handler<Unsubscribe> for Registry {
     type Result = ();
 
-    fn handle(&mut self, msg: Unsubscribe, _ctx: &mut Self::Context) {
-        self.release(msg.session, msg.device);
+    fn handle(&mut self, msg: Unsubscribe, ctx: &mut Self::Context) {
+        self.release(msg.session, msg.device, ctx);
     }
 }
 
 impl Handler<Disconnect> for Registry {
     type Result = ();
 
-    fn handle(&mut self, msg: Disconnect, _ctx: &mut Self::Context) {
+    fn handle(&mut self, msg: Disconnect, ctx: &mut Self::Context) {
+        self.watchers.remove(&msg.session);
         let codes: Vec<u8> = self
             .devices
             .iter()
@@ -367,7 +730,175 @@ impl Handler<Disconnect> for Registry {
             .map(|(c, _)| *c)
             .collect();
         for code in codes {
-            self.release(msg.session, code);
+            self.release(msg.session, code, ctx);
+        }
+    }
+}
+
+impl Handler<Command> for Registry {
+    type Result = ();
+
+    /// The guard on every command: the sender must still hold write access, nothing passes
+    /// while the emergency stop is latched, and a watched device's command re-arms its
+    /// watchdog.
+    fn handle(&mut self, msg: Command, ctx: &mut Self::Context) {
+        let code = msg.device;
+        let Some(d) = self.devices.get_mut(&code) else {
+            return;
+        };
+        if msg.session != 0 && !d.holders.get(&msg.session).is_some_and(|h| h.write) {
+            self.notify(
+                msg.session,
+                Notice::new(kind::COMMAND, code, "command ignored: no write access"),
+            );
+            return;
+        }
+        if let Some(by) = &self.estop {
+            let text = format!("command ignored: emergency stop latched by {by}");
+            self.notify(msg.session, Notice::new(kind::COMMAND, code, text));
+            return;
+        }
+        if d.watchdog.timeout.is_some() {
+            d.watchdog.last = Some(Instant::now());
+            if d.watchdog.tripped {
+                d.watchdog.tripped = false;
+                info!(self.log, "command watchdog: commands again; device resumed"; "device" => device::name(code));
+            }
+            d.driver.command.do_send(msg);
+            self.schedule_watchdog(ctx);
+        } else {
+            d.driver.command.do_send(msg);
+        }
+    }
+}
+
+impl Handler<Watch> for Registry {
+    type Result = ();
+
+    fn handle(&mut self, msg: Watch, _ctx: &mut Self::Context) {
+        match msg.recipient {
+            Some(r) => {
+                if let Some(by) = &self.estop {
+                    r.do_send(Notice::new(
+                        kind::ESTOP,
+                        0,
+                        format!("emergency stop latched by {by}"),
+                    ));
+                }
+                self.watchers.insert(msg.session, r);
+            }
+            None => {
+                self.watchers.remove(&msg.session);
+            }
+        }
+    }
+}
+
+impl Handler<EStop> for Registry {
+    type Result = bool;
+
+    fn handle(&mut self, msg: EStop, ctx: &mut Self::Context) -> bool {
+        let notice = match (msg.latch, &self.estop) {
+            (true, None) => {
+                self.estop = Some(msg.client.clone());
+                let codes: Vec<u8> = self
+                    .devices
+                    .iter()
+                    .filter(|(_, d)| d.spec.command_size.is_some())
+                    .map(|(c, _)| *c)
+                    .collect();
+                for code in codes {
+                    self.stop_device(code, StopReason::EmergencyStop);
+                }
+                if let Some((h, _)) = self.watchdog_check.take() {
+                    ctx.cancel_future(h);
+                }
+                warn!(self.log, "EMERGENCY STOP latched: every command is ignored until it is released"; "by" => &msg.client);
+                Notice::new(
+                    kind::ESTOP,
+                    0,
+                    format!("emergency stop latched by {}", msg.client),
+                )
+            }
+            (false, Some(_)) => {
+                self.estop = None;
+                warn!(self.log, "emergency stop released"; "by" => &msg.client);
+                Notice::new(
+                    kind::ESTOP_RELEASED,
+                    0,
+                    format!("emergency stop released by {}", msg.client),
+                )
+            }
+            _ => return false,
+        };
+        for w in self.watchers.values() {
+            w.do_send(notice.clone());
+        }
+        true
+    }
+}
+
+impl Handler<EStopState> for Registry {
+    type Result = Option<String>;
+
+    fn handle(&mut self, _msg: EStopState, _ctx: &mut Self::Context) -> Option<String> {
+        self.estop.clone()
+    }
+}
+
+impl Handler<ListDevices> for Registry {
+    type Result = Vec<DeviceEntry>;
+
+    fn handle(&mut self, _msg: ListDevices, _ctx: &mut Self::Context) -> Vec<DeviceEntry> {
+        self.device_codes()
+            .into_iter()
+            .map(|c| Registry::entry(c, &self.devices[&c]))
+            .collect()
+    }
+}
+
+impl Handler<DeviceStatus> for Registry {
+    type Result = ();
+
+    fn handle(&mut self, msg: DeviceStatus, _ctx: &mut Self::Context) {
+        let code = msg.device;
+        let Some(d) = self.devices.get_mut(&code) else {
+            return;
+        };
+        let (health, k) = match msg.state {
+            DeviceState::Up => (Health::Ok, kind::UP),
+            other => (Health::Driver(other, msg.reason.clone()), kind::FAILED),
+        };
+        if d.health == health {
+            return;
+        }
+        d.health = health;
+        match msg.state {
+            DeviceState::Up => {
+                info!(self.log, "device up again"; "device" => device::name(code), "reason" => &msg.reason)
+            }
+            _ => {
+                warn!(self.log, "device failed"; "device" => device::name(code), "reason" => &msg.reason)
+            }
+        }
+        self.notify_holders(code, Notice::new(k, code, msg.reason));
+    }
+}
+
+impl Handler<DeviceData> for Registry {
+    type Result = ();
+
+    fn handle(&mut self, msg: DeviceData, _ctx: &mut Self::Context) {
+        self.seen(msg.device, msg.data.len());
+    }
+}
+
+impl Handler<DeviceDataBatch> for Registry {
+    type Result = ();
+
+    fn handle(&mut self, msg: DeviceDataBatch, _ctx: &mut Self::Context) {
+        for d in msg.0.iter() {
+            self.seen(d.device, d.data.len());
         }
     }
 }
@@ -378,8 +909,8 @@ impl Handler<RouteConfig> for Registry {
     fn handle(&mut self, msg: RouteConfig, _ctx: &mut Self::Context) -> Self::Result {
         let Some(d) = self.devices.get(&msg.device) else {
             return Err(DriverError(format!(
-                "no device '{}' on this robot",
-                char::from(msg.device)
+                "no device {} on this robot",
+                crate::logging::code(msg.device)
             )));
         };
         d.driver.config.do_send(Config {

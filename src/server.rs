@@ -6,21 +6,28 @@
 //! the listeners and sessions, then has the registries shut every device down and
 //! terminate every driver (the robot stops, ports close).
 
+use crate::access::Policy;
 use crate::catalog::{Catalog, DriverContext};
-use crate::registry::{Registry, SessionId, ShutdownAll};
+use crate::driver::StatusSink;
+use crate::notice::{kind, Notice};
+use crate::registry::{EStop, Registry, SessionId, ShutdownAll};
 use crate::session::{Close, Session, SessionClosed, SessionOptions};
 use crate::settings::Settings;
 use actix::prelude::*;
 use futures::channel::oneshot;
+use futures::FutureExt;
 use slog::{info, o, warn, Logger};
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::net::TcpListener;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 
 /// Why the server could not start.
 #[derive(Debug)]
@@ -47,8 +54,77 @@ struct Registered {
     addr: Addr<Session>,
 }
 
-/// The listener actor of one robot port: accepts connections and starts their sessions on
-/// the worker arbiters, round robin.
+/// TCP options every client socket gets: keepalive, so a peer that vanished (link down,
+/// no FIN) is noticed within seconds, and `TCP_USER_TIMEOUT`, so data it never
+/// acknowledges (or a window it never opens) does not hold the connection for minutes.
+#[derive(Debug, Clone)]
+pub struct SocketOptions {
+    /// Keepalive probing, if on.
+    pub keepalive: Option<socket2::TcpKeepalive>,
+    /// `TCP_USER_TIMEOUT`, if set.
+    pub user_timeout: Option<Duration>,
+}
+
+impl SocketOptions {
+    /// The options the settings ask for.
+    pub fn from_settings(settings: &Settings) -> Self {
+        let s = &settings.server;
+        let keepalive = (s.keepalive_idle > 0.0).then(|| {
+            socket2::TcpKeepalive::new()
+                .with_time(Duration::from_secs_f64(s.keepalive_idle))
+                .with_interval(Duration::from_secs_f64(s.keepalive_interval.max(0.001)))
+                .with_retries(s.keepalive_count.max(1))
+        });
+        let user_timeout = (s.user_timeout > 0.0).then(|| Duration::from_secs_f64(s.user_timeout));
+        SocketOptions {
+            keepalive,
+            user_timeout,
+        }
+    }
+
+    /// Applies them to an accepted socket.
+    pub fn apply(&self, stream: &TcpStream) -> std::io::Result<()> {
+        let sock = socket2::SockRef::from(stream);
+        if let Some(k) = &self.keepalive {
+            sock.set_tcp_keepalive(k)?;
+        }
+        if self.user_timeout.is_some() {
+            sock.set_tcp_user_timeout(self.user_timeout)?;
+        }
+        stream.set_nodelay(true)
+    }
+}
+
+/// A rate limit for the listener's own log lines: one a second, with a count of the rest.
+#[derive(Default)]
+struct EverySecond {
+    last: Option<Instant>,
+    unlogged: u64,
+}
+
+impl EverySecond {
+    /// `Some(n)`: log now, `n` events were not logged since the last line.
+    fn tick(&mut self) -> Option<u64> {
+        let now = Instant::now();
+        if self
+            .last
+            .is_some_and(|l| now.duration_since(l) < Duration::from_secs(1))
+        {
+            self.unlogged += 1;
+            return None;
+        }
+        self.last = Some(now);
+        Some(std::mem::take(&mut self.unlogged))
+    }
+}
+
+/// The most refused connections told why at once; past this they are just closed.
+const MAX_REFUSALS_IN_FLIGHT: usize = 16;
+
+/// The listener actor of one robot port: accepts connections, admits them by the access
+/// policy and the connection limits, and starts their sessions on the worker arbiters,
+/// round robin. At the descriptor limit it keeps one descriptor in reserve, so it can
+/// still take a waiting connection and close it instead of leaving it queued unserved.
 pub struct Listener {
     robot: String,
     listener: Option<TcpListener>,
@@ -56,12 +132,81 @@ pub struct Listener {
     registry: Addr<Registry>,
     workers: Vec<ArbiterHandle>,
     next_worker: usize,
-    sessions: HashMap<SessionId, Option<Addr<Session>>>,
+    sessions: HashMap<SessionId, (Option<Addr<Session>>, IpAddr)>,
+    per_address: HashMap<IpAddr, usize>,
     ids: Arc<AtomicU64>,
     max_clients: usize,
     opts: SessionOptions,
+    policy: Arc<Policy>,
+    sockets: SocketOptions,
+    refusals_in_flight: Rc<Cell<usize>>,
+    refusal_log: EverySecond,
+    accept_error_log: EverySecond,
     stopping: Option<oneshot::Sender<()>>,
     log: Logger,
+}
+
+/// Accepts connections one after another. When the process is out of descriptors, the
+/// reserve descriptor is given up to take the waiting connection and close it (the
+/// client sees the connection closed instead of waiting unserved), then taken back.
+fn accept_stream(
+    listener: TcpListener,
+) -> impl futures::Stream<Item = std::io::Result<(TcpStream, SocketAddr)>> {
+    let spare = std::fs::File::open("/dev/null").ok();
+    futures::stream::unfold((listener, spare), |(l, mut spare)| async move {
+        let r = l.accept().await;
+        if let Err(e) = &r {
+            if matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)) {
+                drop(spare.take());
+                if let Some(Ok((s, _))) = l.accept().now_or_never() {
+                    drop(s);
+                }
+                spare = std::fs::File::open("/dev/null").ok();
+                if spare.is_none() {
+                    // No reserve to be had: do not spin on the full queue.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+        Some((r, (l, spare)))
+    })
+}
+
+/// Tells a refused client why, if its first message (within half a second) asks for
+/// notices (`x y e 1`), then closes the connection.
+async fn tell_refused(mut stream: TcpStream, reason: String) {
+    let mut first = [0u8; 6];
+    let asked = matches!(
+        tokio::time::timeout(Duration::from_millis(500), stream.read_exact(&mut first)).await,
+        Ok(Ok(_))
+    ) && first[..5] == [b'x', b'y', 0, 2, player_proto::config::ERRORS]
+        && first[5] != 0;
+    if asked {
+        let n = Notice::new(kind::ACCESS, 0, format!("connection refused: {reason}"));
+        let _ =
+            tokio::time::timeout(Duration::from_millis(500), stream.write_all(&n.encode())).await;
+    }
+}
+
+impl Listener {
+    /// Closes a connection that may not be served, logging it (once a second at most) and
+    /// telling the client why if it asks.
+    fn refuse(&mut self, stream: TcpStream, peer: SocketAddr, reason: &str) {
+        if let Some(unlogged) = self.refusal_log.tick() {
+            warn!(self.log, "connection refused"; "client" => %peer, "reason" => reason, "refused_unlogged" => unlogged);
+        }
+        if self.refusals_in_flight.get() >= MAX_REFUSALS_IN_FLIGHT {
+            return;
+        }
+        self.refusals_in_flight
+            .set(self.refusals_in_flight.get() + 1);
+        let in_flight = self.refusals_in_flight.clone();
+        let reason = reason.to_string();
+        actix::spawn(async move {
+            tell_refused(stream, reason).await;
+            in_flight.set(in_flight.get() - 1);
+        });
+    }
 }
 
 impl Actor for Listener {
@@ -69,38 +214,41 @@ impl Actor for Listener {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         if let Some(listener) = self.listener.take() {
-            let accepts = futures::stream::unfold(listener, |l| async move {
-                let r = l.accept().await;
-                Some((r, l))
-            });
-            self.accepting = Some(ctx.add_stream(accepts));
+            self.accepting = Some(ctx.add_stream(accept_stream(listener)));
         }
     }
 }
 
-impl StreamHandler<std::io::Result<(tokio::net::TcpStream, SocketAddr)>> for Listener {
-    fn handle(
-        &mut self,
-        item: std::io::Result<(tokio::net::TcpStream, SocketAddr)>,
-        ctx: &mut Self::Context,
-    ) {
+impl StreamHandler<std::io::Result<(TcpStream, SocketAddr)>> for Listener {
+    fn handle(&mut self, item: std::io::Result<(TcpStream, SocketAddr)>, ctx: &mut Self::Context) {
         let (stream, peer) = match item {
             Ok(x) => x,
             Err(e) => {
-                // Out of descriptors, say: back off a little rather than spin.
-                warn!(self.log, "accept failed"; "error" => %e);
-                ctx.wait(actix::clock::sleep(Duration::from_millis(50)).into_actor(self));
+                if let Some(unlogged) = self.accept_error_log.tick() {
+                    warn!(self.log, "accept failed; newcomers are closed, existing clients served"; "error" => %e, "failures_unlogged" => unlogged);
+                }
                 return;
             }
         };
         if self.stopping.is_some() {
             return;
         }
+        let ip = peer.ip();
         if self.sessions.len() >= self.max_clients {
-            warn!(self.log, "connection refused: too many clients"; "client" => %peer, "max" => self.max_clients);
-            return;
+            let why = format!("too many clients (max_clients = {})", self.max_clients);
+            return self.refuse(stream, peer, &why);
         }
-        let _ = stream.set_nodelay(true);
+        if let Err(why) = self.policy.admit(ip) {
+            return self.refuse(stream, peer, why);
+        }
+        let limit = self.policy.max_per_address();
+        if limit > 0 && self.per_address.get(&ip).copied().unwrap_or(0) >= limit {
+            let why = format!("too many connections from this address (max_per_address = {limit})");
+            return self.refuse(stream, peer, &why);
+        }
+        if let Err(e) = self.sockets.apply(&stream) {
+            warn!(self.log, "cannot set socket options"; "client" => %peer, "error" => %e);
+        }
         let std_stream = match stream.into_std() {
             Ok(s) => s,
             Err(e) => {
@@ -109,7 +257,8 @@ impl StreamHandler<std::io::Result<(tokio::net::TcpStream, SocketAddr)>> for Lis
             }
         };
         let id = self.ids.fetch_add(1, Ordering::Relaxed);
-        self.sessions.insert(id, None);
+        self.sessions.insert(id, (None, ip));
+        *self.per_address.entry(ip).or_default() += 1;
         let registry = self.registry.clone();
         let me = ctx.address();
         let closed = me.clone().recipient::<SessionClosed>();
@@ -143,7 +292,7 @@ impl Handler<Registered> for Listener {
             if self.stopping.is_some() {
                 msg.addr.do_send(Close);
             }
-            *slot = Some(msg.addr);
+            slot.0 = Some(msg.addr);
         }
     }
 }
@@ -152,7 +301,14 @@ impl Handler<SessionClosed> for Listener {
     type Result = ();
 
     fn handle(&mut self, msg: SessionClosed, _ctx: &mut Self::Context) {
-        self.sessions.remove(&msg.id);
+        if let Some((_, ip)) = self.sessions.remove(&msg.id) {
+            if let Some(n) = self.per_address.get_mut(&ip) {
+                *n -= 1;
+                if *n == 0 {
+                    self.per_address.remove(&ip);
+                }
+            }
+        }
         if self.sessions.is_empty() {
             if let Some(tx) = self.stopping.take() {
                 let _ = tx.send(());
@@ -175,7 +331,7 @@ impl Handler<StopListening> for Listener {
             let _ = tx.send(());
         } else {
             self.stopping = Some(tx);
-            for addr in self.sessions.values().flatten() {
+            for addr in self.sessions.values().filter_map(|(a, _)| a.as_ref()) {
                 addr.do_send(Close);
             }
         }
@@ -253,13 +409,28 @@ impl Server {
         let handles: Vec<ArbiterHandle> = std::iter::once(Arbiter::current())
             .chain(workers.iter().map(Arbiter::handle))
             .collect();
+        // Each session thread's timer descriptor is opened now, not by its first client
+        // (which may come when the process is at its descriptor limit).
+        for h in &handles {
+            h.spawn_fn(|| {
+                crate::timer::init_thread();
+            });
+        }
         let ids = Arc::new(AtomicU64::new(1));
+        let policy = Arc::new(
+            Policy::new(&settings.access).map_err(|e| StartError(format!("configuration: {e}")))?,
+        );
+        let sockets = SocketOptions::from_settings(settings);
         for (robot, std_listener, local, rlog) in bound {
             let mut registry = Registry::new(
                 &robot.name,
                 Duration::from_secs_f64(settings.server.setup_timeout),
                 rlog.clone(),
-            );
+            )
+            .with_quiet_after(Duration::from_secs_f64(settings.server.quiet_after));
+            // The registry's address exists before the drivers, which report to it.
+            let registry_ctx = Context::<Registry>::new();
+            let status = StatusSink::new(registry_ctx.address().recipient());
             for d in &robot.driver {
                 let factory = catalog.get(&d.driver).ok_or_else(|| {
                     StartError(format!(
@@ -278,6 +449,7 @@ impl Server {
                     base_dir: base_dir.clone(),
                     logger: rlog.new(o!("driver" => d.driver.clone())),
                     started,
+                    status: status.clone(),
                 };
                 let sd = factory(ctx).map_err(|e| {
                     StartError(format!(
@@ -285,11 +457,26 @@ impl Server {
                         robot.name, d.driver
                     ))
                 })?;
+                let specs: Vec<_> = sd
+                    .devices
+                    .iter()
+                    .map(|spec| crate::driver::DeviceSpec {
+                        command_timeout: Settings::command_timeout(robot, d, spec.command_timeout),
+                        ..*spec
+                    })
+                    .collect();
                 registry
-                    .add_driver(&d.driver, sd.handle, &sd.devices)
+                    .add_driver(&d.driver, sd.handle, &specs)
                     .map_err(StartError)?;
             }
-            let registry = registry.start();
+            let mut devices = [false; 256];
+            for c in registry.device_codes() {
+                devices[usize::from(c)] = true;
+            }
+            let mut robot_opts = opts.clone();
+            robot_opts.devices = Arc::new(devices);
+            robot_opts.policy = policy.clone();
+            let registry = registry_ctx.run(registry);
             let listener = TcpListener::from_std(std_listener)
                 .map_err(|e| StartError(format!("cannot listen on {local}: {e}")))?;
             info!(rlog, "listening"; "address" => %local);
@@ -301,9 +488,15 @@ impl Server {
                 workers: handles.clone(),
                 next_worker: 0,
                 sessions: HashMap::new(),
+                per_address: HashMap::new(),
                 ids: ids.clone(),
                 max_clients: settings.server.max_clients,
-                opts: opts.clone(),
+                opts: robot_opts,
+                policy: policy.clone(),
+                sockets: sockets.clone(),
+                refusals_in_flight: Rc::new(Cell::new(0)),
+                refusal_log: EverySecond::default(),
+                accept_error_log: EverySecond::default(),
                 stopping: None,
                 log: rlog,
             }
@@ -317,6 +510,21 @@ impl Server {
             workers,
             log,
         })
+    }
+
+    /// The robots' registries, in configuration order (for front ends and tests).
+    pub fn registries(&self) -> &[Addr<Registry>] {
+        &self.registries
+    }
+
+    /// Latches the emergency stop of every robot (SIGUSR1).
+    pub fn emergency_stop(&self, by: &str) {
+        for r in &self.registries {
+            r.do_send(EStop {
+                latch: true,
+                client: by.to_string(),
+            });
+        }
     }
 
     /// The address each robot listens on, in configuration order.

@@ -4,6 +4,7 @@
 //! shipped `config/default.toml` when none is named), then command-line flags. A bad file,
 //! key or flag is an error that names it.
 
+use crate::access::AccessSettings;
 use crate::catalog::Catalog;
 use crate::session::SessionOptions;
 use serde::Deserialize;
@@ -21,6 +22,9 @@ pub struct Settings {
     /// Server-wide settings.
     #[serde(default)]
     pub server: ServerSettings,
+    /// Who may connect, read and command (`[access]`).
+    #[serde(default)]
+    pub access: AccessSettings,
     /// The robots served, each on its own port with its own registry.
     #[serde(default)]
     pub robot: Vec<RobotSettings>,
@@ -50,6 +54,21 @@ pub struct ServerSettings {
     pub max_devices: usize,
     /// Depth of the listening sockets' accept queue.
     pub listen_backlog: u32,
+    /// Seconds a connection may be idle before TCP keepalive probes start (0: no
+    /// keepalive).
+    pub keepalive_idle: f64,
+    /// Seconds between keepalive probes.
+    pub keepalive_interval: f64,
+    /// Unanswered probes before the connection is dropped.
+    pub keepalive_count: u32,
+    /// Seconds written data may stay unacknowledged (or the peer's window shut) before the
+    /// kernel drops the connection (`TCP_USER_TIMEOUT`; 0: the kernel's default, minutes).
+    pub user_timeout: f64,
+    /// Seconds a client may take to finish a message it has started (0: forever).
+    pub partial_timeout: f64,
+    /// Bytes of replies and notices a client may leave unread before its input is no
+    /// longer read (it is disconnected after `stall_timeout`).
+    pub max_output: usize,
 }
 
 impl Default for ServerSettings {
@@ -65,6 +84,12 @@ impl Default for ServerSettings {
             max_frequency: 1000,
             max_devices: 16,
             listen_backlog: 1024,
+            keepalive_idle: 2.0,
+            keepalive_interval: 1.0,
+            keepalive_count: 3,
+            user_timeout: 5.0,
+            partial_timeout: 10.0,
+            max_output: 256 * 1024,
         }
     }
 }
@@ -79,9 +104,14 @@ pub struct RobotSettings {
     /// The TCP port clients connect to (`-gp` sets the first robot's).
     #[serde(default = "default_port")]
     pub port: u16,
-    /// The address to listen on.
+    /// The address to listen on (`-bind` sets every robot's).
     #[serde(default = "default_bind")]
     pub bind: String,
+    /// Seconds a moving device's command holds without a fresh one before the watchdog
+    /// stops it, for every driver of this robot that has no `command_timeout` of its own
+    /// (0: no watchdog; unset: the driver's default, 0.5 s for a base).
+    #[serde(default)]
+    pub command_timeout: Option<f64>,
     /// The drivers backing this robot's devices.
     #[serde(default)]
     pub driver: Vec<DriverSettings>,
@@ -95,9 +125,22 @@ pub struct DriverSettings {
     pub driver: String,
     /// The device codes it serves, one character each (for example `["p", "s"]`).
     pub devices: Vec<String>,
+    /// Seconds its moving devices' commands hold (overrides the robot's; 0: no watchdog).
+    #[serde(default)]
+    pub command_timeout: Option<f64>,
     /// Driver-specific parameters.
     #[serde(default = "empty_table")]
     pub params: config::Value,
+}
+
+fn check_seconds(origin: &str, key: &str, v: f64) -> Result<(), SettingsError> {
+    if v.is_finite() && (0.0..=1e9).contains(&v) {
+        Ok(())
+    } else {
+        Err(SettingsError(format!(
+            "{origin}: {key} must be a non-negative number of seconds"
+        )))
+    }
 }
 
 fn default_robot_name() -> String {
@@ -180,8 +223,20 @@ impl Settings {
             for d in &r.driver {
                 d.device_codes()
                     .map_err(|e| SettingsError(format!("{origin}: robot '{}': {e}", r.name)))?;
+                if let Some(t) = d.command_timeout {
+                    check_seconds(
+                        origin,
+                        &format!("robot '{}' driver '{}' command_timeout", r.name, d.driver),
+                        t,
+                    )?;
+                }
+            }
+            if let Some(t) = r.command_timeout {
+                check_seconds(origin, &format!("robot '{}' command_timeout", r.name), t)?;
             }
         }
+        crate::access::Policy::new(&self.access)
+            .map_err(|e| SettingsError(format!("{origin}: {e}")))?;
         if self.server.max_frequency == 0 {
             return Err(SettingsError(format!(
                 "{origin}: server.max_frequency must be at least 1"
@@ -191,24 +246,44 @@ impl Settings {
             ("server.setup_timeout", self.server.setup_timeout),
             ("server.quiet_after", self.server.quiet_after),
             ("server.stall_timeout", self.server.stall_timeout),
+            ("server.keepalive_idle", self.server.keepalive_idle),
+            ("server.keepalive_interval", self.server.keepalive_interval),
+            ("server.user_timeout", self.server.user_timeout),
+            ("server.partial_timeout", self.server.partial_timeout),
         ] {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(SettingsError(format!(
-                    "{origin}: {key} must be a non-negative number of seconds"
-                )));
-            }
+            check_seconds(origin, key, v)?;
         }
         Ok(())
     }
 
-    /// The per-session options.
+    /// The per-session options (without the robot's device table, which the server adds).
     pub fn session_options(&self) -> SessionOptions {
+        let policy = crate::access::Policy::new(&self.access).unwrap_or_default();
         SessionOptions {
             max_frequency: self.server.max_frequency,
             max_devices: self.server.max_devices,
             quiet_after: Duration::from_secs_f64(self.server.quiet_after),
             stall_timeout: Duration::from_secs_f64(self.server.stall_timeout),
+            partial_timeout: Duration::from_secs_f64(self.server.partial_timeout),
+            max_output: self.server.max_output.max(4096),
+            policy: std::sync::Arc::new(policy),
+            devices: std::sync::Arc::new([false; 256]),
         }
+    }
+
+    /// The command watchdog timeout for a device of `driver` on `robot` whose driver
+    /// declared `declared` (`None`: not a moving device, never watched).
+    pub fn command_timeout(
+        robot: &RobotSettings,
+        driver: &DriverSettings,
+        declared: Option<Duration>,
+    ) -> Option<Duration> {
+        let declared = declared?;
+        let t = match driver.command_timeout.or(robot.command_timeout) {
+            Some(secs) => Duration::from_secs_f64(secs),
+            None => declared,
+        };
+        (!t.is_zero()).then_some(t)
     }
 
     /// Makes driver `name` (with `params`) back `codes` on the first robot, taking them
@@ -225,6 +300,7 @@ impl Settings {
             table.insert(k.to_string(), v);
         }
         robot.driver.push(DriverSettings {
+            command_timeout: None,
             driver: name.into(),
             devices: codes.iter().map(|&c| char::from(c).to_string()).collect(),
             params: config::Value::new(None, config::ValueKind::Table(table)),
@@ -272,6 +348,8 @@ FLAGS (the manual's, a flag overrides the configuration file):
                      port (the file's, else 6665 + i; with -gp P, P + i).
     -debug           Debug logging.
     -exp             Enable experimental features.
+    -bind <addr>     Listen on <addr> only (e.g. 127.0.0.1; default 0.0.0.0, every
+                     interface).
 
 OTHER FLAGS:
     --config <file>  Read the configuration from <file> (TOML) instead of the built-in
@@ -289,21 +367,49 @@ CONFIGURATION FILE (TOML; see config/default.toml):
     max_frequency = 1000   # highest data rate a client may set, Hz
     max_devices = 16       # distinct devices per client
     listen_backlog = 1024  # pending connections the kernel queues
+    keepalive_idle = 2.0   # TCP keepalive: idle seconds before probes (0 = off)
+    keepalive_interval = 1.0
+    keepalive_count = 3    # unanswered probes before a vanished peer is dropped
+    user_timeout = 5.0     # seconds unacknowledged data may wait (TCP_USER_TIMEOUT)
+    partial_timeout = 10.0 # seconds a client may take to finish a started message
+    max_output = 262144    # bytes of unread replies/notices before input is paused
     debug = false
     experimental = false
+
+    [access]               # who may connect and command (defaults: anyone, as 0.7.4a)
+    key = \"\"               # shared key: a client sends x y k <key> to get write access
+    keyless = \"read\"       # without the key: \"read\" (read-only) or \"refuse\"
+    read_allow = []        # addresses/networks that may connect, e.g. [\"10.0.0.0/8\"]
+    write_allow = []       # addresses/networks that may command
+    max_per_address = 0    # connections per address and robot port (0 = no limit)
 
     [[robot]]              # one per robot; each has its own port and device table
     name = \"pioneer\"
     port = 6665
-    bind = \"0.0.0.0\"
+    bind = \"0.0.0.0\"       # -bind sets it
+    command_timeout = 0.5  # command watchdog (below); 0 turns it off for this robot
 
     [[robot.driver]]       # which driver backs which device codes
     driver = \"sim\"
     devices = [\"p\", \"s\", \"m\", \"g\", \"l\", \"z\", \"v\"]
+    command_timeout = 0.5  # per driver; overrides the robot's (0 = off)
     [robot.driver.params]  # driver-specific
     world = \"room\"
 
-SIGNALS: SIGINT or SIGTERM stops the robot, closes the devices and exits with status 0.
+SAFETY:
+    Command watchdog: a device whose commands keep it moving (the base) is stopped when
+    no command has reached it from any writer for command_timeout seconds (default 0.5,
+    the same for the simulator and real hardware; 0 disables it). The next command
+    resumes it. Send a command every round (the manual's examples do, at 10 Hz).
+    A writer that disconnects, closes the device or drops to read-only stops it too.
+    Emergency stop: any client can latch it (x y E 1); every command is then ignored and
+    the base held stopped until a client with write access releases it (x y E 0).
+    SIGUSR1 latches it too. Vanished peers are dropped by TCP keepalive within about
+    keepalive_idle + keepalive_interval * keepalive_count seconds.
+    Extensions (error channel, e-stop, key, device list): README, docs/extensions.md.
+
+SIGNALS: SIGINT or SIGTERM stops the robot, closes the devices and exits with status 0;
+SIGUSR1 latches the emergency stop of every robot.
 ";
 
 fn value_of<'a>(
@@ -335,7 +441,7 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
             "--config" | "-config" => {
                 config_file = Some(PathBuf::from(value_of(a, &mut it)?));
             }
-            "-gp" | "-pp" | "-lp" | "-zp" | "-vp" | "-vc" | "-stage" => {
+            "-gp" | "-pp" | "-lp" | "-zp" | "-vp" | "-vc" | "-stage" | "-bind" => {
                 let v = value_of(a, &mut it)?;
                 flags.push((a.as_str(), Some(v)));
             }
@@ -358,6 +464,7 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
         None => (Settings::default_config(), PathBuf::from(".")),
     };
     let mut acts: Vec<(&str, config::Value)> = Vec::new();
+    let mut bind: Option<String> = None;
     for (flag, value) in flags {
         let v = value.map(String::as_str).unwrap_or_default();
         match flag {
@@ -397,6 +504,14 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
                 })?;
                 stage(&mut settings, v, gp).map_err(SettingsError)?;
             }
+            "-bind" => {
+                if v.parse::<std::net::IpAddr>().is_err() {
+                    return Err(SettingsError(format!(
+                        "flag -bind: '{v}' is not an IP address (e.g. 127.0.0.1 or ::)"
+                    )));
+                }
+                bind = Some(v.to_string());
+            }
             "-debug" => settings.server.debug = true,
             "-exp" => settings.server.experimental = true,
             _ => unreachable!("flag list above"),
@@ -404,6 +519,12 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
     }
     if !acts.is_empty() {
         settings.assign("acts", b"v", acts);
+    }
+    // After -stage, so the robots of a world listen there too.
+    if let Some(bind) = bind {
+        for r in &mut settings.robot {
+            r.bind = bind.clone();
+        }
     }
     Ok(Invocation::Run {
         settings: Box::new(settings),

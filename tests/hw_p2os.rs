@@ -60,7 +60,7 @@ fn speed_commands_drive_the_emulated_wheels_and_readings_reach_the_client() {
         emu.device(|d| d.wheels()) == (200, 200)
     });
     // ... and the robot moves in the world; the client sees odometry and speed.
-    read_until(&mut c, "odometry to show the robot moving", |r| {
+    drive_until(&mut c, (200, 0), "odometry to show the robot moving", |r| {
         let p = r.position.unwrap();
         p.x > 100 && p.speed > 150
     });
@@ -69,7 +69,7 @@ fn speed_commands_drive_the_emulated_wheels_and_readings_reach_the_client() {
     wait_for("the wheels to turn in place", || {
         emu.device(|d| d.wheels()) == (-80, 80)
     });
-    read_until(&mut c, "a counter-clockwise turn rate", |r| {
+    drive_until(&mut c, (0, 30), "a counter-clockwise turn rate", |r| {
         r.position.unwrap().turn_rate > 20
     });
     c.set_speed(0, 0).unwrap();
@@ -95,7 +95,9 @@ fn configs_motor_power_velocity_mode_odometry_reset_and_gripper_reach_the_robot(
     wait_for("VEL and RVEL in separate mode", || {
         emu.device(|d| d.received.vel > 0 && d.received.rvel > 0)
     });
-    read_until(&mut c, "the robot to move", |r| r.position.unwrap().x > 20);
+    drive_until(&mut c, (150, 10), "the robot to move", |r| {
+        r.position.unwrap().x > 20
+    });
     c.set_speed(0, 0).unwrap();
     read_until(&mut c, "the robot to ramp down to a stop", |r| {
         r.position.unwrap().speed == 0
@@ -219,7 +221,10 @@ fn closing_the_last_device_and_server_exit_stop_the_robot_and_close_the_link() {
 #[test]
 fn a_disconnecting_writer_stops_the_wheels() {
     let (emu, _world) = robot();
-    let server = start_server(&p2os_toml(emu.path().to_str().unwrap(), "motors_on = true"));
+    // A long command watchdog: only the writer leaving can stop the wheels here.
+    let toml = p2os_toml(emu.path().to_str().unwrap(), "motors_on = true")
+        .replace("name = \"hw\"\n", "name = \"hw\"\ncommand_timeout = 60.0\n");
+    let server = start_server(&toml);
     let mut reader = server.client();
     reader.request("sr").unwrap().check().unwrap();
     let mut driver = server.client();

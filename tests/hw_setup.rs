@@ -74,9 +74,12 @@ fn the_laser_on_the_emulated_robot_sees_it_drive_towards_a_wall() {
     c.request("palr").unwrap().check().unwrap();
     let ahead = c.read().unwrap().laser.clone().unwrap().ranges[180];
     c.set_speed(300, 0).unwrap();
-    read_until(&mut c, "the range straight ahead to shrink", |r| {
-        r.laser.as_ref().unwrap().ranges[180] + 200 < ahead
-    });
+    drive_until(
+        &mut c,
+        (300, 0),
+        "the range straight ahead to shrink",
+        |r| r.laser.as_ref().unwrap().ranges[180] + 200 < ahead,
+    );
     c.set_speed(0, 0).unwrap();
 }
 
@@ -128,6 +131,7 @@ fn the_player_emulate_program_serves_a_robot_the_driver_can_drive() {
         let deadline = Instant::now() + TIMEOUT;
         let mut moved = false;
         while !moved && Instant::now() < deadline {
+            c.set_speed(200, 0).unwrap();
             moved = c.read().unwrap().position.unwrap().x > 50;
         }
         moved

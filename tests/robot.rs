@@ -14,8 +14,10 @@ use std::time::Duration;
 fn last_round_after(c: &mut Client, n: usize, d: Duration) -> Vec<Packet> {
     let end = std::time::Instant::now() + d;
     let mut last = c.read_round(n);
+    c.resend_held();
     while std::time::Instant::now() < end {
         last = c.read_round(n);
+        c.resend_held();
     }
     last
 }
@@ -28,8 +30,8 @@ fn a_speed_command_drives_the_robot_forward() {
     let start = c.next_position();
     assert!(start.x.abs() < 5 && start.y.abs() < 5, "{start:?}");
     assert_eq!(start.speed, 0);
-    // c p <4> speed 200 turn 0
-    c.send(&[0x63, b'p', 0x00, 0x04, 0x00, 0xC8, 0x00, 0x00]);
+    // c p <4> speed 200 turn 0, sent again every round (the command watchdog).
+    c.hold(&[0x63, b'p', 0x00, 0x04, 0x00, 0xC8, 0x00, 0x00]);
     let p = c.position_after(Duration::from_millis(1500));
     assert!(p.x > start.x + 150, "x did not increase enough: {p:?}");
     assert!(p.y.abs() < 20, "{p:?}");
@@ -139,7 +141,8 @@ fn watched_driver(server: &TestServer, request: &[(u8, u8)], reply: &[u8]) -> (C
 
 #[test]
 fn the_robot_stops_when_its_driving_client_disconnects() {
-    let server = start_server();
+    // A long command watchdog: only the writer leaving can stop the robot here.
+    let server = start_server_command_timeout(60.0);
     let (mut watcher, driver) = watched_driver(&server, &[(b'p', b'a')], b"pa");
     drop(driver);
     assert_stops(&mut watcher);
@@ -147,7 +150,8 @@ fn the_robot_stops_when_its_driving_client_disconnects() {
 
 #[test]
 fn the_robot_stops_when_a_write_only_client_disconnects() {
-    let server = start_server();
+    // A long command watchdog: only the writer leaving can stop the robot here.
+    let server = start_server_command_timeout(60.0);
     let (mut watcher, driver) = watched_driver(&server, &[(b'p', b'w')], b"pw");
     drop(driver);
     assert_stops(&mut watcher);
@@ -155,7 +159,8 @@ fn the_robot_stops_when_a_write_only_client_disconnects() {
 
 #[test]
 fn closing_position_stops_the_robot() {
-    let server = start_server();
+    // A long command watchdog: only the writer leaving can stop the robot here.
+    let server = start_server_command_timeout(60.0);
     let (mut watcher, mut driver) = watched_driver(&server, &[(b'p', b'a'), (b's', b'r')], b"pasr");
     assert_eq!(driver.request(&[(b'p', b'c')]), b"pc");
     assert_stops(&mut watcher);
@@ -163,7 +168,8 @@ fn closing_position_stops_the_robot() {
 
 #[test]
 fn dropping_to_read_only_stops_the_robot() {
-    let server = start_server();
+    // A long command watchdog: only the writer leaving can stop the robot here.
+    let server = start_server_command_timeout(60.0);
     let mut c = Client::connect(server.addr());
     assert_eq!(c.request(&[(b'p', b'a')]), b"pa");
     c.drive(300, 0);

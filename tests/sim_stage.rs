@@ -169,6 +169,25 @@ fn stage_flag_errors_name_the_problem() {
     );
 }
 
+/// Drives at `speed` mm/s, sending the command with every round (the command watchdog),
+/// until `pred` holds for a round (or the deadline passes).
+fn drive_until(
+    c: &mut Client,
+    speed: i16,
+    what: &str,
+    pred: impl Fn(&player_client::Round) -> bool,
+) {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        c.set_speed(speed, 0).unwrap();
+        let round = c.read().unwrap();
+        if pred(round) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+    }
+}
+
 /// Reads rounds until `pred` holds for one of them (or the deadline passes).
 fn read_until(c: &mut Client, what: &str, pred: impl Fn(&player_client::Round) -> bool) {
     let deadline = Instant::now() + TIMEOUT;
@@ -228,7 +247,7 @@ fn each_robot_of_a_world_answers_on_its_own_port_and_sees_the_others() {
 
     // Drive only the right follower, through its own port: it moves, the others do not.
     right.set_speed(300, 0).unwrap();
-    read_until(&mut right, "the right follower to move", |round| {
+    drive_until(&mut right, 300, "the right follower to move", |round| {
         round.position.as_ref().is_some_and(|p| p.x > 300)
     });
     right.set_speed(0, 0).unwrap();
@@ -269,7 +288,7 @@ fn a_served_world_writes_its_ground_truth_log() {
     let mut a = server.client(0);
     a.request("pa").unwrap().check().unwrap();
     a.set_speed(200, 0).unwrap();
-    read_until(&mut a, "robot a to move", |round| {
+    drive_until(&mut a, 200, "robot a to move", |round| {
         round.position.as_ref().is_some_and(|p| p.x > 100)
     });
     drop(a);

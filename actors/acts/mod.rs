@@ -118,7 +118,7 @@ impl ActsDriver {
             params,
             config_path,
             publisher: Publisher::new(),
-            link: LinkSupervisor::new("ACTS"),
+            link: LinkSupervisor::new("ACTS").report_to(ctx.status.clone(), ctx.devices.clone()),
             log,
         })
     }

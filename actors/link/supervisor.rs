@@ -9,7 +9,7 @@
 //! driver's own channel where the close must stay in order with other requests.
 
 use super::Done;
-use crate::driver::DriverError;
+use crate::driver::{DeviceState, DriverError, StatusSink};
 use std::future::Future;
 use std::time::Duration;
 use tokio::sync::{oneshot, watch};
@@ -66,6 +66,42 @@ impl LinkHandle for CloseSender {
     }
 }
 
+/// Forwards a link's state changes to the registry until the link task ends. The first
+/// `Up` is not reported (setup's answer says it); a loss and every recovery after it are.
+async fn forward_states(
+    mut state: watch::Receiver<LinkState>,
+    sink: StatusSink,
+    devices: Vec<u8>,
+    name: &'static str,
+) {
+    let mut was_lost = false;
+    while state.changed().await.is_ok() {
+        let now = state.borrow_and_update().clone();
+        match now {
+            LinkState::Up if was_lost => {
+                was_lost = false;
+                sink.report(
+                    &devices,
+                    DeviceState::Up,
+                    &format!("{name} link is up again"),
+                );
+            }
+            LinkState::Reconnecting => {
+                was_lost = true;
+                sink.report(
+                    &devices,
+                    DeviceState::Reconnecting,
+                    &format!("{name} link lost; reconnecting"),
+                );
+            }
+            LinkState::Failed(why) => {
+                sink.report(&devices, DeviceState::Failed, &format!("{name}: {why}"));
+            }
+            LinkState::Up | LinkState::Connecting => {}
+        }
+    }
+}
+
 struct Running<H> {
     handle: H,
     state: watch::Receiver<LinkState>,
@@ -77,6 +113,7 @@ pub struct LinkSupervisor<H = CloseSender> {
     name: &'static str,
     link: Option<Running<H>>,
     previous: Option<Done>,
+    status: Option<(StatusSink, Vec<u8>)>,
 }
 
 impl<H: LinkHandle + 'static> LinkSupervisor<H> {
@@ -87,7 +124,15 @@ impl<H: LinkHandle + 'static> LinkSupervisor<H> {
             name,
             link: None,
             previous: None,
+            status: None,
         }
+    }
+
+    /// Reports each later link's state changes (lost, reconnecting, up again) for
+    /// `devices` to `sink` (the registry, which tells clients and the device list).
+    pub fn report_to(mut self, sink: StatusSink, devices: Vec<u8>) -> Self {
+        self.status = Some((sink, devices));
+        self
     }
 
     /// Whether a link is held (started and neither closed nor abandoned).
@@ -114,6 +159,9 @@ impl<H: LinkHandle + 'static> LinkSupervisor<H> {
         F: Future<Output = ()> + 'static,
     {
         let (state_tx, state_rx) = watch::channel(LinkState::Connecting);
+        if let Some((sink, devices)) = self.status.clone() {
+            actix::spawn(forward_states(state_rx.clone(), sink, devices, self.name));
+        }
         let task = task(state_tx);
         let previous = self.previous.take();
         let (guard, done) = Done::new();

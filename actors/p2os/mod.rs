@@ -155,7 +155,7 @@ impl P2osDriver {
             devices: ctx.devices.clone(),
             up: BTreeSet::new(),
             publisher: Publisher::new(),
-            link: LinkSupervisor::new("P2OS"),
+            link: LinkSupervisor::new("P2OS").report_to(ctx.status.clone(), ctx.devices.clone()),
             started: ctx.started,
             gripper_seq: 0,
             log,
@@ -166,7 +166,7 @@ impl P2osDriver {
         self.devices
             .iter()
             .map(|&d| match d {
-                device::POSITION => DeviceSpec::read_write(d, PositionCommand::SIZE),
+                device::POSITION => DeviceSpec::moving(d, PositionCommand::SIZE),
                 device::GRIPPER => DeviceSpec::read_write(d, GripperCommand::SIZE),
                 _ => DeviceSpec::read_only(d),
             })
@@ -311,7 +311,7 @@ impl Handler<Config> for P2osDriver {
                 let _ = link.ctl.send(ctl);
             }
             _ => {
-                warn!(self.log, "config ignored: open position, sonar, misc or gripper first"; "client" => &msg.client, "code" => format!("{}", char::from(code)));
+                warn!(self.log, "config ignored: open position, sonar, misc or gripper first"; "client" => &msg.client, "code" => crate::logging::code(code));
             }
         }
     }
@@ -330,7 +330,7 @@ impl Handler<Stop> for P2osDriver {
                 m.turn = 0;
             });
             let _ = link.ctl.send(Ctl::Stop);
-            info!(self.log, "a client with write access left; robot stopped");
+            info!(self.log, "robot stopped"; "reason" => %msg.reason);
         }
     }
 }

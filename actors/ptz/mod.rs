@@ -112,7 +112,7 @@ impl PtzDriver {
         Ok(PtzDriver {
             params,
             publisher: Publisher::new(),
-            link: LinkSupervisor::new("camera"),
+            link: LinkSupervisor::new("camera").report_to(ctx.status.clone(), ctx.devices.clone()),
             log,
         })
     }

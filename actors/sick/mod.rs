@@ -92,7 +92,7 @@ impl SickDriver {
             params,
             up: false,
             publisher: Publisher::new(),
-            link: LinkSupervisor::new("laser"),
+            link: LinkSupervisor::new("laser").report_to(ctx.status.clone(), ctx.devices.clone()),
             log,
         })
     }

@@ -367,7 +367,7 @@ impl SimDriver {
         self.devices
             .iter()
             .map(|&d| match d {
-                device::POSITION => DeviceSpec::read_write(d, PositionCommand::SIZE),
+                device::POSITION => DeviceSpec::moving(d, PositionCommand::SIZE),
                 device::GRIPPER => DeviceSpec::read_write(d, GripperCommand::SIZE),
                 device::PTZ => DeviceSpec::read_write(d, wire::Ptz::SIZE),
                 _ => DeviceSpec::read_only(d),
@@ -522,7 +522,7 @@ impl SimDriver {
             return;
         }
         if !self.base_open() {
-            warn!(self.log, "config ignored: open position, sonar, misc or gripper first"; "client" => &msg.client, "code" => format!("{}", char::from(code)));
+            warn!(self.log, "config ignored: open position, sonar, misc or gripper first"; "client" => &msg.client, "code" => crate::logging::code(code));
             return;
         }
         self.advance();
@@ -643,7 +643,7 @@ impl Handler<Stop> for SimDriver {
     fn handle(&mut self, msg: Stop, _ctx: &mut Self::Context) {
         if msg.device == device::POSITION {
             self.with_robot(|r| r.stop());
-            info!(self.log, "a client with write access left; robot stopped");
+            info!(self.log, "robot stopped"; "reason" => %msg.reason);
         }
     }
 }
@@ -698,6 +698,7 @@ fn sim_driver_for(d: &DriverSettings, world: &str, robot: &str, keep_pose: bool)
         table.remove("pose");
     }
     DriverSettings {
+        command_timeout: None,
         driver: d.driver.clone(),
         devices: d.devices.clone(),
         params: config::Value::new(None, config::ValueKind::Table(table)),
@@ -791,6 +792,7 @@ pub fn apply_stage(settings: &mut Settings, world: &str, gp: Option<u16>) -> Res
         let mut d = sim_driver_for(&sim, &world_str, &p.name, false);
         d.devices = codes(&p.devices);
         robots.push(RobotSettings {
+            command_timeout: None,
             name: p.name.clone(),
             port: port_of(i, p.port)?,
             bind: first.bind.clone(),

@@ -10,11 +10,13 @@
 //! - [`device`] and [`access`]: the one-byte device and access codes (Table 3).
 //! - [`data`]: the `<data>` field of each device's data packet (Table 7) and the
 //!   `<command>` field of each commandable device (Table 5).
+//! - [`ext`]: the opt-in extensions' messages (notices, device list).
 //! - [`message`]: the framing of every message in both directions (Tables 9 and 10), and
 //!   an incremental decoder of server messages for clients.
 #![deny(missing_docs)]
 
 pub mod data;
+pub mod ext;
 pub mod message;
 
 /// Device codes (manual Table 3a), plus the server's own configurable device `y`.
@@ -80,6 +82,14 @@ pub mod config {
     pub const REQUEST_DATA: u8 = b'd';
     /// `y t <u8>`: timestamps on (non-zero) or off (extension).
     pub const TIMESTAMPS: u8 = b't';
+    /// `y e <u8>`: the error channel on (non-zero) or off (extension; docs/extensions.md).
+    pub const ERRORS: u8 = b'e';
+    /// `y E <u8>`: latch (non-zero) or release (0) the robot's emergency stop (extension).
+    pub const ESTOP: u8 = b'E';
+    /// `y k <key>`: present the shared access key (extension).
+    pub const KEY: u8 = b'k';
+    /// `y l`: ask for the device list (extension).
+    pub const DEVICE_LIST: u8 = b'l';
     /// `p m <u8>`: motor power off (0) or on.
     pub const MOTOR_POWER: u8 = b'm';
     /// `p v <u8>`: velocity mode: 0 direct wheel, non-zero separate translation/rotation.

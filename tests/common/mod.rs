@@ -53,12 +53,21 @@ pub fn default_settings() -> Settings {
     Settings::default_config()
 }
 
+/// Starts the default server with the command watchdog's timeout set to `secs` (tests of
+/// the other ways a robot stops use a long one, so only what they test can stop it).
+pub fn start_server_command_timeout(secs: f64) -> TestServer {
+    let mut settings = default_settings();
+    settings.robot[0].command_timeout = Some(secs);
+    start_server_with(settings, player::builtin_catalog())
+}
+
 /// Starts the default server (simulated Pioneer, devices l s p g m v z).
 pub fn start_server() -> TestServer {
     start_server_with(default_settings(), player::builtin_catalog())
 }
 
-/// Starts a server with these settings (every robot moved to 127.0.0.1 port 0) and
+/// Starts a server with these settings (every robot moved to port 0, and to 127.0.0.1
+/// unless the settings name another address to bind) and
 /// catalog.
 pub fn start_server_with(settings: Settings, catalog: Catalog) -> TestServer {
     start_server_logged(settings, catalog, test_logger())
@@ -72,7 +81,9 @@ pub fn start_server_logged(
 ) -> TestServer {
     for r in &mut settings.robot {
         r.port = 0;
-        r.bind = "127.0.0.1".into();
+        if r.bind == "0.0.0.0" {
+            r.bind = "127.0.0.1".into();
+        }
     }
     let (ready_tx, ready_rx) = mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -168,6 +179,8 @@ impl Drop for TestServer {
 /// A byte-level Player client. Every read fails the test after [`TIMEOUT`].
 pub struct Client {
     pub stream: TcpStream,
+    /// The position command this client holds (sent again with each position reading).
+    held: Option<Vec<u8>>,
 }
 
 fn is_timeout(e: &io::Error) -> bool {
@@ -200,7 +213,7 @@ impl Client {
         stream
             .set_write_timeout(Some(TIMEOUT))
             .expect("write timeout");
-        Client { stream }
+        Client { stream, held: None }
     }
 
     /// Sends raw bytes.
@@ -208,8 +221,15 @@ impl Client {
         self.stream.write_all(bytes).expect("send to the server");
     }
 
-    /// Sends a device request (`dr`) built by the proto crate.
+    /// Sends a device request (`dr`) built by the proto crate. Closing the position
+    /// device or dropping it to read-only ends the command this client holds.
     pub fn send_request(&mut self, pairs: &[(u8, u8)]) {
+        if pairs
+            .iter()
+            .any(|&(d, a)| d == b'p' && matches!(a, b'c' | b'r'))
+        {
+            self.held = None;
+        }
         self.send(&message::request(pairs));
     }
 
@@ -243,10 +263,32 @@ impl Client {
         self.config(b'y', b't', &[u8::from(on)]);
     }
 
-    /// Sends a position command (speed mm/s, turn rate degrees/s).
+    /// Sends a position command (speed mm/s, turn rate degrees/s) and holds it: like the
+    /// manual's examples, the client sends it again with every position reading it reads
+    /// through [`Client::next_position`], so the command watchdog sees a live controller.
     pub fn drive(&mut self, speed: i16, turn_rate: i16) {
-        let c = player_proto::data::PositionCommand { speed, turn_rate };
-        self.command(b'p', &c.encode());
+        let c = player_proto::data::PositionCommand { speed, turn_rate }.encode();
+        self.hold(&message::command(b'p', &c));
+    }
+
+    /// Sends a whole command message and holds it (see [`Client::drive`]).
+    pub fn hold(&mut self, msg: &[u8]) {
+        self.send(msg);
+        self.held = Some(msg.to_vec());
+    }
+
+    /// Sends the held command again, if any (a controller's command of this round).
+    pub fn resend_held(&mut self) {
+        if let Some(c) = self.held.clone() {
+            self.send(&c);
+        }
+    }
+
+    /// Sends one position command without holding it (a controller that then hangs).
+    pub fn drive_once(&mut self, speed: i16, turn_rate: i16) {
+        let c = player_proto::data::PositionCommand { speed, turn_rate }.encode();
+        self.command(b'p', &c);
+        self.held = None;
     }
 
     /// Reads exactly `n` bytes (fails the test after [`TIMEOUT`]).
@@ -417,6 +459,7 @@ impl Client {
             );
             let (d, payload) = self.read_message();
             if d == b'p' {
+                self.resend_held();
                 return Position::decode(&payload).expect("a 21-byte position packet");
             }
         }

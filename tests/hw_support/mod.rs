@@ -148,6 +148,32 @@ pub fn read_until(
     }
 }
 
+/// Drives at (`speed`, `turn`), sending the command again with every round read (as a
+/// controller does, so the command watchdog sees it alive), until `f` accepts a round;
+/// fails with `what` after [`TIMEOUT`].
+pub fn drive_until(
+    client: &mut Client,
+    (speed, turn): (i16, i16),
+    what: &str,
+    mut f: impl FnMut(&player_client::Round) -> bool,
+) {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        client
+            .set_speed(speed, turn)
+            .unwrap_or_else(|e| panic!("commanding while waiting for {what}: {e}"));
+        let round = client
+            .read()
+            .unwrap_or_else(|e| panic!("reading while waiting for {what}: {e}"));
+        if f(round) {
+            return;
+        }
+        if Instant::now() > deadline {
+            panic!("timed out waiting for {what}");
+        }
+    }
+}
+
 /// Reads partial rounds (push-new or pull-new modes) until `f` accepts one; fails with
 /// `what` after [`TIMEOUT`].
 pub fn read_new_until(

@@ -18,8 +18,14 @@
 //! couple of rounds in the kernel's send queue), due rounds are skipped, so a slow client
 //! gets the newest data when it can take it and nobody else waits for it.
 
-use crate::codec::{ClientDecoder, ClientMessage};
+mod extensions;
+mod reader;
+
+use crate::access::Policy;
+use crate::codec::ClientMessage;
 use crate::driver::{Command, DataRecipient, DeviceData, DeviceDataBatch};
+use crate::logging::{code as esc, Throttle};
+use crate::notice::{kind, Notice};
 use crate::registry::{Disconnect, Registry, RouteConfig, SessionId, Subscribe, Unsubscribe};
 use actix::prelude::*;
 use bytes::{Bytes, BytesMut};
@@ -31,6 +37,7 @@ use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 
@@ -45,6 +52,16 @@ pub struct SessionOptions {
     pub quiet_after: Duration,
     /// How long a client may leave its data unread before it is disconnected (zero: never).
     pub stall_timeout: Duration,
+    /// How long a client may take to finish a message it has started (zero: forever).
+    pub partial_timeout: Duration,
+    /// Bytes of replies and notices a client may leave unread before its input is no
+    /// longer read.
+    pub max_output: usize,
+    /// Who may do what.
+    pub policy: Arc<Policy>,
+    /// The robot's device codes (`true` where a device is served): an unknown device is
+    /// answered `e` at once and never takes one of the client's slots.
+    pub devices: Arc<[bool; 256]>,
 }
 
 impl Default for SessionOptions {
@@ -54,6 +71,10 @@ impl Default for SessionOptions {
             max_devices: 16,
             quiet_after: Duration::from_secs(3),
             stall_timeout: Duration::from_secs(60),
+            partial_timeout: Duration::from_secs(10),
+            max_output: 256 * 1024,
+            policy: Arc::new(Policy::default()),
+            devices: Arc::new([true; 256]),
         }
     }
 }
@@ -187,6 +208,18 @@ pub struct Session {
     warned_quiet: bool,
     reader: Option<actix_rt::task::JoinHandle<()>>,
     closing_reason: Option<String>,
+    /// Whether the client may command (its address may, and it presented the key when
+    /// one is set).
+    may_write: bool,
+    /// It must present the key before anything else.
+    must_present_key: bool,
+    /// It asked for notices (`x y e 1`).
+    notices: bool,
+    /// Notices dropped because the client left too much unread.
+    notices_dropped: u64,
+    /// Woken when `out` drains, for input paused on unread output.
+    drained: Option<futures::channel::oneshot::Sender<()>>,
+    throttle: Throttle,
 }
 
 impl Session {
@@ -202,7 +235,20 @@ impl Session {
     ) -> Self {
         let client = peer.to_string();
         let log = log.new(slog::o!("client" => client.clone(), "session" => id));
+        let rights = opts
+            .policy
+            .admit(peer.ip())
+            .unwrap_or(crate::access::Rights {
+                write: false,
+                must_present_key: false,
+            });
         Session {
+            may_write: rights.write,
+            must_present_key: rights.must_present_key,
+            notices: false,
+            notices_dropped: 0,
+            drained: None,
+            throttle: Throttle::default(),
             id,
             peer,
             client,
@@ -254,32 +300,43 @@ impl Session {
         ctx: &mut Context<Self>,
     ) -> ResponseActFuture<Self, ()> {
         if second != b'r' {
-            warn!(
-                self.log,
-                "device request with second byte {:#04x} instead of 'r'; treated as a request",
-                second
-            );
+            if let Some(n) = self.throttle.allow("request-second") {
+                warn!(self.log, "device request with second byte {} instead of 'r'; treated as a request", esc(second); "suppressed" => n);
+            }
         }
         if let Some(b) = odd_byte {
-            warn!(
-                self.log,
-                "device request of odd size; trailing byte {:#04x} ignored", b
-            );
+            if let Some(n) = self.throttle.allow("request-odd") {
+                warn!(self.log, "device request of odd size; trailing byte {} ignored", esc(b); "suppressed" => n);
+            }
         }
+        // Pairs refused before the registry is asked, with why (for the error channel).
+        let mut refused: Vec<(u8, String)> = Vec::new();
         // Work out each device's final access, left to right, as the original does.
         let mut finals: Vec<(u8, u8)> = Vec::new(); // (device, access after the request)
         for &(dev, req) in &pairs {
+            if !self.opts.devices[usize::from(dev)] {
+                // Unknown here: `e`, without taking a slot.
+                refused.push((dev, format!("no device {} on this robot", esc(dev))));
+                continue;
+            }
             if !matches!(
                 req,
                 access::READ | access::WRITE | access::ALL | access::CLOSE
             ) {
-                warn!(
-                    self.log,
-                    "unknown access code {:#04x} for device '{}'; ignored",
-                    req,
-                    char::from(dev)
-                );
+                if let Some(n) = self.throttle.allow("access-code") {
+                    warn!(self.log, "unknown access code {} for device {}; ignored", esc(req), esc(dev); "suppressed" => n);
+                }
+                refused.push((dev, format!("unknown access code {}", esc(req))));
             }
+            let req = if !self.may_write && matches!(req, access::WRITE | access::ALL) {
+                refused.push((dev, self.read_only_reason().into()));
+                if req == access::WRITE {
+                    continue;
+                }
+                access::READ
+            } else {
+                req
+            };
             let cur = match finals.iter().find(|(d, _)| *d == dev) {
                 Some(&(_, a)) => a,
                 None => self.access_of(dev),
@@ -299,6 +356,8 @@ impl Session {
                 continue;
             }
             if cur == 0 && self.slots.len() + calls.len() >= self.opts.max_devices {
+                let why = format!("more than {} devices for one client", self.opts.max_devices);
+                refused.push((dev, why));
                 continue;
             }
             let call = match new {
@@ -340,7 +399,9 @@ impl Session {
                 .map(move |results, act, ctx| {
                     act.requesting.clear();
                     for (dev, new, r) in results {
-                        act.apply_grant(dev, new, r);
+                        if let Some(why) = act.apply_grant(dev, new, r) {
+                            refused.push((dev, why));
+                        }
                     }
                     let reply: Vec<(u8, u8)> = pairs
                         .iter()
@@ -352,11 +413,16 @@ impl Session {
                     info!(act.log, "request answered"; "request" => pairs_text(&pairs), "reply" => pairs_text(&reply));
                     let bytes = message::reply(&reply);
                     act.write(&[IoSlice::new(&bytes)], ctx);
+                    for (dev, why) in refused {
+                        act.notice(Notice::new(kind::REFUSED, dev, why), ctx);
+                    }
                     act.after_change(ctx);
                 }),
         )
     }
 
+    /// Applies the registry's answer for one device; returns why it was refused, if it
+    /// was. A refused device leaves the client's list (it takes no slot).
     fn apply_grant(
         &mut self,
         dev: u8,
@@ -364,7 +430,7 @@ impl Session {
         result: Option<
             Result<Result<crate::registry::Grant, crate::driver::DriverError>, MailboxError>,
         >,
-    ) {
+    ) -> Option<String> {
         let idx = match self.slots.iter().position(|s| s.code == dev) {
             Some(i) => i,
             None => {
@@ -380,8 +446,11 @@ impl Session {
             }
         };
         let slot = &mut self.slots[idx];
-        match result {
-            None => slot.release(access::CLOSE),
+        let refused = match result {
+            None => {
+                slot.release(access::CLOSE);
+                None
+            }
             Some(Ok(Ok(grant))) => {
                 slot.access = new;
                 slot.readable = grant.spec.readable;
@@ -396,45 +465,76 @@ impl Session {
                         slot.latest = Some(d);
                     }
                 }
+                None
             }
             Some(Ok(Err(e))) => {
-                warn!(self.log, "device refused"; "device" => format!("{} ({})", char::from(dev), device::name(dev)), "error" => %e);
-                slot.release(access::ERROR);
+                warn!(self.log, "device refused"; "device" => format!("{} ({})", esc(dev), device::name(dev)), "error" => %e);
+                Some(e.to_string())
             }
             Some(Err(e)) => {
                 warn!(self.log, "registry unavailable"; "error" => %e);
-                slot.release(access::ERROR);
+                Some(format!("registry unavailable: {e}"))
             }
+        };
+        if refused.is_some() {
+            self.slots.remove(idx);
         }
         self.early.remove(&dev);
+        refused
     }
 
-    fn on_command(&mut self, dev: u8, payload: Bytes) {
-        let Some(slot) = self.slots.iter().find(|s| s.code == dev) else {
-            warn!(self.log, "command ignored: no write access"; "device" => format!("{}", char::from(dev)));
-            return;
+    fn on_command(&mut self, dev: u8, payload: Bytes, ctx: &mut Context<Self>) {
+        let why: Result<(), String> = match self.slots.iter().find(|s| s.code == dev) {
+            None => Err(format!("command to {} ignored: no write access", esc(dev))),
+            Some(slot) if !slot.writes() => Err(format!(
+                "command to {} ignored: no write access (holding {})",
+                esc(dev),
+                esc(slot.access)
+            )),
+            Some(Slot { command: None, .. }) => Err(format!(
+                "command to {} ignored: the device takes no commands",
+                esc(dev)
+            )),
+            Some(Slot {
+                command: Some((recipient, size)),
+                ..
+            }) => {
+                if payload.len() == *size {
+                    recipient.do_send(Command {
+                        device: dev,
+                        payload,
+                        session: self.id,
+                    });
+                    return;
+                }
+                Err(format!(
+                    "command to {} ignored: {} bytes, the device takes {}",
+                    esc(dev),
+                    payload.len(),
+                    size
+                ))
+            }
         };
-        if !slot.writes() {
-            warn!(self.log, "command ignored: no write access"; "device" => format!("{}", char::from(dev)), "access" => format!("{}", char::from(slot.access)));
-            return;
+        if let Err(why) = why {
+            if let Some(n) = self.throttle.allow("command") {
+                warn!(self.log, "{}", why; "suppressed" => n);
+            }
+            self.notice(Notice::new(kind::COMMAND, dev, why), ctx);
         }
-        let Some((recipient, size)) = &slot.command else {
-            warn!(self.log, "command ignored: device takes no commands"; "device" => device::name(dev));
-            return;
-        };
-        if payload.len() != *size {
-            warn!(self.log, "command ignored: wrong size"; "device" => device::name(dev), "size" => payload.len(), "expected" => *size);
-            return;
+    }
+
+    /// Logs (rate limited) and tells the client (when it asked) that a config was ignored.
+    fn config_ignored(&mut self, dev: u8, why: String, ctx: &mut Context<Self>) {
+        if let Some(n) = self.throttle.allow("config") {
+            warn!(self.log, "{}", why; "suppressed" => n);
         }
-        recipient.do_send(Command {
-            device: dev,
-            payload,
-        });
+        self.notice(Notice::new(kind::CONFIG, dev, why), ctx);
     }
 
     fn on_config(&mut self, dev: u8, payload: Bytes, ctx: &mut Context<Self>) {
         if payload.is_empty() {
-            warn!(self.log, "config ignored: no config code"; "device" => format!("{}", char::from(dev)));
+            let why = format!("config to {} ignored: no config code", esc(dev));
+            self.config_ignored(dev, why, ctx);
             return;
         }
         if dev != device::SERVER {
@@ -443,10 +543,13 @@ impl Session {
                 payload,
                 client: self.client.clone(),
             });
-            ctx.spawn(fut.into_actor(self).map(move |r, act, _| match r {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => warn!(act.log, "config ignored"; "error" => %e),
-                Err(e) => warn!(act.log, "config ignored: registry unavailable"; "error" => %e),
+            ctx.spawn(fut.into_actor(self).map(move |r, act, ctx| {
+                let why = match r {
+                    Ok(Ok(())) => return,
+                    Ok(Err(e)) => format!("config ignored: {e}"),
+                    Err(e) => format!("config ignored: registry unavailable: {e}"),
+                };
+                act.config_ignored(dev, why, ctx);
             }));
             return;
         }
@@ -456,7 +559,7 @@ impl Session {
             (config::FREQUENCY, 2) => {
                 let f = u16::from_be_bytes([args[0], args[1]]);
                 if f == 0 {
-                    warn!(self.log, "frequency 0 refused");
+                    self.config_ignored(dev, "frequency 0 refused".into(), ctx);
                     return;
                 }
                 let f = if f > self.opts.max_frequency {
@@ -502,9 +605,10 @@ impl Session {
                     self.rounds_requested = (self.rounds_requested + 1).min(16);
                     self.serve_requests(ctx);
                 }
-                _ => warn!(
-                    self.log,
-                    "data request ignored: not in a request/reply mode"
+                _ => self.config_ignored(
+                    dev,
+                    "data request ignored: not in a request/reply mode".into(),
+                    ctx,
                 ),
             },
             (config::TIMESTAMPS, 1) => {
@@ -512,7 +616,14 @@ impl Session {
                 debug!(self.log, "timestamps"; "on" => self.timestamps);
             }
             _ => {
-                warn!(self.log, "config ignored: unknown server config or wrong size"; "code" => format!("{:#04x}", code), "size" => payload.len())
+                if !self.on_extension(code, args, ctx) {
+                    let why = format!(
+                        "config ignored: unknown server config {} or wrong size ({} bytes)",
+                        esc(code),
+                        payload.len()
+                    );
+                    self.config_ignored(dev, why, ctx);
+                }
             }
         }
     }
@@ -783,6 +894,9 @@ impl Session {
         }
         // Drained: release the buffer of a burst and answer what waited for it.
         self.out = BytesMut::new();
+        if let Some(tx) = self.drained.take() {
+            let _ = tx.send(());
+        }
         if matches!(self.mode, DataMode::RequestReply | DataMode::PullNew) {
             self.serve_requests(ctx);
         }
@@ -803,9 +917,27 @@ impl Actor for Session {
         info!(self.log, "client connected");
         let addr = ctx.address();
         let stream = self.stream.clone();
-        self.reader = Some(actix_rt::spawn(read_loop(stream, addr)));
+        self.reader = Some(actix_rt::spawn(reader::read_loop(
+            stream,
+            addr,
+            self.opts.partial_timeout,
+        )));
         self.next_tick = Instant::now() + self.period;
         self.schedule_tick(ctx);
+        if self.must_present_key {
+            let wait = if self.opts.partial_timeout.is_zero() {
+                Duration::from_secs(10)
+            } else {
+                self.opts.partial_timeout
+            };
+            ctx.run_later(wait, |act, ctx| {
+                if act.must_present_key {
+                    warn!(act.log, "refused: no key presented in time");
+                    act.closing_reason = Some("no key presented".into());
+                    ctx.stop();
+                }
+            });
+        }
     }
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
@@ -817,7 +949,7 @@ impl Actor for Session {
             .closing_reason
             .take()
             .unwrap_or_else(|| "closed".into());
-        info!(self.log, "client disconnected"; "reason" => reason, "peer" => %self.peer, "rounds_skipped" => self.skipped);
+        info!(self.log, "client disconnected"; "reason" => reason, "peer" => %self.peer, "rounds_skipped" => self.skipped, "warnings_suppressed" => self.throttle.pending());
         if let Some(l) = self.listener.take() {
             l.do_send(SessionClosed { id: self.id });
         }
@@ -828,22 +960,91 @@ impl Handler<Incoming> for Session {
     type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, msg: Incoming, ctx: &mut Self::Context) -> Self::Result {
-        match msg.0 {
+        if self.must_present_key && !is_key(&msg.0) {
+            warn!(
+                self.log,
+                "refused: the key must be the first message (access.keyless = \"refuse\")"
+            );
+            self.closing_reason = Some("no key presented".into());
+            ctx.stop();
+            return Box::pin(fut::ready(()));
+        }
+        let handled: ResponseActFuture<Self, ()> = match msg.0 {
             ClientMessage::Request {
                 second,
                 pairs,
                 odd_byte,
-            } => return self.on_request(second, pairs, odd_byte, ctx),
-            ClientMessage::Command { device, payload } => self.on_command(device, payload),
-            ClientMessage::Config { device, payload } => self.on_config(device, payload, ctx),
+            } => self.on_request(second, pairs, odd_byte, ctx),
+            ClientMessage::Command { device, payload } => {
+                self.on_command(device, payload, ctx);
+                Box::pin(fut::ready(()))
+            }
+            ClientMessage::Config { device, payload } => {
+                self.on_config(device, payload, ctx);
+                Box::pin(fut::ready(()))
+            }
             ClientMessage::Unknown { kind, second, size } => {
-                warn!(self.log, "unknown message type; skipped"; "type" => format!("{:#04x}", kind), "second" => format!("{:#04x}", second), "size" => size);
+                if let Some(n) = self.throttle.allow("unknown") {
+                    warn!(self.log, "unknown message type; skipped"; "type" => esc(kind), "second" => esc(second), "size" => size, "suppressed" => n);
+                }
+                let why = format!("unknown message type {} skipped", esc(kind));
+                self.notice(Notice::new(kind::OVERLOAD, 0, why), ctx);
+                Box::pin(fut::ready(()))
             }
             ClientMessage::Oversized { kind, second, size } => {
-                warn!(self.log, "message too big; skipped"; "type" => format!("{:#04x}", kind), "second" => format!("{:#04x}", second), "size" => size, "max" => crate::codec::MAX_PAYLOAD);
+                if let Some(n) = self.throttle.allow("oversized") {
+                    warn!(self.log, "message too big; skipped"; "type" => esc(kind), "second" => esc(second), "size" => size, "max" => crate::codec::MAX_PAYLOAD, "suppressed" => n);
+                }
+                let why = format!(
+                    "message of {size} bytes skipped (at most {})",
+                    crate::codec::MAX_PAYLOAD
+                );
+                self.notice(Notice::new(kind::OVERLOAD, second, why), ctx);
+                Box::pin(fut::ready(()))
             }
+        };
+        // The next message is read only when the client has taken its replies.
+        Box::pin(handled.then(|(), act, ctx| act.until_drained(ctx)))
+    }
+}
+
+/// Whether a client message presents a key (`x y k ...`).
+fn is_key(m: &ClientMessage) -> bool {
+    matches!(m, ClientMessage::Config { device, payload }
+        if *device == device::SERVER && payload.first() == Some(&config::KEY))
+}
+
+impl Session {
+    /// Resolves at once while the client's unread replies and notices are within
+    /// `max_output`; otherwise when they have drained, or ends the session when they have
+    /// not within `stall_timeout` (its input is not read meanwhile).
+    fn until_drained(&mut self, _ctx: &mut Context<Self>) -> ResponseActFuture<Self, ()> {
+        if self.out.len() < self.opts.max_output {
+            return Box::pin(fut::ready(()));
         }
-        Box::pin(fut::ready(()))
+        if let Some(n) = self.throttle.allow("output-backlog") {
+            warn!(self.log, "client leaves its replies unread; its input waits"; "unread_bytes" => self.out.len(), "suppressed" => n);
+        }
+        let (tx, rx) = futures::channel::oneshot::channel();
+        self.drained = Some(tx);
+        let limit = self.opts.stall_timeout;
+        Box::pin(
+            async move {
+                if limit.is_zero() {
+                    rx.await.is_ok()
+                } else {
+                    matches!(tokio::time::timeout(limit, rx).await, Ok(Ok(())))
+                }
+            }
+            .into_actor(self)
+            .map(|drained, act, ctx| {
+                if !drained {
+                    warn!(act.log, "client has read none of its replies for too long; disconnecting"; "unread_bytes" => act.out.len());
+                    act.closing_reason = Some("stalled (replies unread)".into());
+                    ctx.stop();
+                }
+            }),
+        )
     }
 }
 
@@ -949,40 +1150,6 @@ fn write_whole(stream: &TcpStream, out: &mut BytesMut, iov: &[IoSlice]) -> io::R
         }
     }
     Ok(())
-}
-
-/// Reads and decodes the client's bytes, handing each message to the session and waiting
-/// until it has been dealt with (so a request finishes before the next message).
-async fn read_loop(stream: Rc<TcpStream>, addr: Addr<Session>) {
-    let mut buf = BytesMut::with_capacity(256);
-    let mut decoder = ClientDecoder::new();
-    loop {
-        while let Some(msg) = decoder.decode(&mut buf) {
-            if addr.send(Incoming(msg)).await.is_err() {
-                return;
-            }
-        }
-        if buf.capacity() - buf.len() < 64 {
-            buf.reserve(256);
-        }
-        if let Err(e) = stream.readable().await {
-            addr.do_send(ReadEnded(Some(format!("read failed: {e}"))));
-            return;
-        }
-        match stream.try_read_buf(&mut buf) {
-            Ok(0) => {
-                let why = decoder.decode_eof(&buf).err().map(|e| e.to_string());
-                addr.do_send(ReadEnded(why));
-                return;
-            }
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => {
-                addr.do_send(ReadEnded(Some(format!("read failed: {e}"))));
-                return;
-            }
-        }
-    }
 }
 
 #[cfg(test)]

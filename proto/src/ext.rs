@@ -1,0 +1,268 @@
+//! The byte layouts of this server's opt-in extensions (docs/extensions.md).
+//!
+//! Client to server, every extension is a config to the per-client device `y`
+//! ([`crate::config`] has the codes). Server to client, every extension message is a packet
+//! whose device code is `y`: a notice ([`Notice`]: kind, device, short text) or the device
+//! list ([`DeviceEntry`]). `y` never carries data, so a client cannot mistake one of these
+//! for a reading. Encoders and decoders here are pure and bounded: a decoder never reads
+//! past its slice and rejects counts or lengths that do not fit it.
+
+use std::fmt;
+
+/// The device code of every extension packet from the server.
+pub const PACKET: u8 = crate::device::SERVER;
+
+/// The longest notice text, in bytes.
+pub const MAX_NOTICE_TEXT: usize = 200;
+
+/// The longest shared key a client may present (`x y k <key>`).
+pub const MAX_KEY: usize = 64;
+
+/// Kinds of notices (the first byte of a notice packet's payload).
+pub mod kind {
+    /// A pair of a device request was refused or granted less than asked.
+    pub const REFUSED: u8 = b'r';
+    /// A command was ignored.
+    pub const COMMAND: u8 = b'c';
+    /// A config was ignored.
+    pub const CONFIG: u8 = b'x';
+    /// The command watchdog stopped the device.
+    pub const WATCHDOG: u8 = b'w';
+    /// The emergency stop was latched.
+    pub const ESTOP: u8 = b'E';
+    /// The emergency stop was released.
+    pub const ESTOP_RELEASED: u8 = b'e';
+    /// The device failed (lost link, silent).
+    pub const FAILED: u8 = b'f';
+    /// The device is up again.
+    pub const UP: u8 = b'u';
+    /// Access: read-only, wrong key, refused connection.
+    pub const ACCESS: u8 = b'a';
+    /// The client overloads the server (input or unread output over its bound).
+    pub const OVERLOAD: u8 = b'o';
+    /// The device list (not a notice: the answer to `x y l`).
+    pub const DEVICE_LIST: u8 = b'l';
+}
+
+/// A short message from the server about a request, a device or the robot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    /// What happened (one of [`kind`]; clients ignore kinds they do not know).
+    pub kind: u8,
+    /// The device it is about, or 0 for the robot or the connection.
+    pub device: u8,
+    /// A reason for a person.
+    pub text: String,
+}
+
+/// Makes `text` fit a notice: control characters become spaces, and it is cut to
+/// [`MAX_NOTICE_TEXT`] bytes on a character boundary.
+pub fn clean_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(MAX_NOTICE_TEXT));
+    for c in text.chars() {
+        let c = if c.is_control() { ' ' } else { c };
+        if out.len() + c.len_utf8() > MAX_NOTICE_TEXT {
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A whole notice packet `y <size> <kind> <device> <text>` (the text cleaned with
+/// [`clean_text`]).
+pub fn notice(kind: u8, device: u8, text: &str) -> Vec<u8> {
+    let text = clean_text(text);
+    let len = 2 + text.len();
+    let mut v = Vec::with_capacity(3 + len);
+    v.push(PACKET);
+    v.extend_from_slice(&(len as u16).to_be_bytes());
+    v.push(kind);
+    v.push(device);
+    v.extend_from_slice(text.as_bytes());
+    v
+}
+
+/// One device in the device list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceEntry {
+    /// The device code.
+    pub code: u8,
+    /// What it allows: `r`, `w` or `a`.
+    pub access: u8,
+    /// `u` up, `i` idle, `s` setting up, `f` failed, `c` reconnecting.
+    pub state: u8,
+    /// Sessions reading it.
+    pub readers: u16,
+    /// Sessions holding write access.
+    pub writers: u16,
+    /// Size of its latest reading (0 before the first).
+    pub data_size: u16,
+    /// Readings per second over the last seconds, in tenths of a hertz.
+    pub rate_x10: u16,
+    /// The driver's catalog name (at most 255 bytes).
+    pub driver: String,
+}
+
+/// Device states in the device list.
+pub mod state {
+    /// Set up and working.
+    pub const UP: u8 = b'u';
+    /// No holder; not set up.
+    pub const IDLE: u8 = b'i';
+    /// Being set up.
+    pub const SETTING_UP: u8 = b's';
+    /// Failed (setup failed, link lost, silent).
+    pub const FAILED: u8 = b'f';
+    /// The driver is reconnecting its link.
+    pub const RECONNECTING: u8 = b'c';
+}
+
+/// The most entries a device list can carry.
+pub const MAX_DEVICES: usize = 255;
+
+/// A whole device-list packet `y <size> l 0 <count> <entries>`. At most [`MAX_DEVICES`]
+/// entries; driver names are cut to 255 bytes, and entries that would overflow the packet's
+/// u16 size are left out.
+pub fn device_list(entries: &[DeviceEntry]) -> Vec<u8> {
+    let mut body = vec![kind::DEVICE_LIST, 0, 0];
+    let mut count = 0u8;
+    for e in entries.iter().take(MAX_DEVICES) {
+        let name = &e.driver.as_bytes()[..e.driver.len().min(255)];
+        if body.len() + 12 + name.len() > usize::from(u16::MAX) {
+            break;
+        }
+        body.extend_from_slice(&[e.code, e.access, e.state]);
+        for v in [e.readers, e.writers, e.data_size, e.rate_x10] {
+            body.extend_from_slice(&v.to_be_bytes());
+        }
+        body.push(name.len() as u8);
+        body.extend_from_slice(name);
+        count += 1;
+    }
+    body[2] = count;
+    let mut v = Vec::with_capacity(3 + body.len());
+    v.push(PACKET);
+    v.extend_from_slice(&(body.len() as u16).to_be_bytes());
+    v.extend_from_slice(&body);
+    v
+}
+
+/// An extension packet the client received (the payload of a `y` packet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Extension {
+    /// A notice.
+    Notice(Notice),
+    /// The device list.
+    DeviceList(Vec<DeviceEntry>),
+}
+
+/// A `y` payload that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtError(pub &'static str);
+
+impl fmt::Display for ExtError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for ExtError {}
+
+/// Decodes the payload of a `y` packet (without the 3-byte header).
+pub fn decode(payload: &[u8]) -> Result<Extension, ExtError> {
+    if payload.len() < 2 {
+        return Err(ExtError("extension packet shorter than 2 bytes"));
+    }
+    let (k, device) = (payload[0], payload[1]);
+    if k != kind::DEVICE_LIST {
+        let text = String::from_utf8_lossy(&payload[2..]).into_owned();
+        return Ok(Extension::Notice(Notice {
+            kind: k,
+            device,
+            text,
+        }));
+    }
+    let Some(&count) = payload.get(2) else {
+        return Err(ExtError("device list without a count"));
+    };
+    let mut rest = &payload[3..];
+    let mut entries = Vec::with_capacity(usize::from(count));
+    for _ in 0..count {
+        if rest.len() < 12 {
+            return Err(ExtError("device list entry cut short"));
+        }
+        let u = |i: usize| u16::from_be_bytes([rest[i], rest[i + 1]]);
+        let n = usize::from(rest[11]);
+        if rest.len() < 12 + n {
+            return Err(ExtError("device list driver name cut short"));
+        }
+        entries.push(DeviceEntry {
+            code: rest[0],
+            access: rest[1],
+            state: rest[2],
+            readers: u(3),
+            writers: u(5),
+            data_size: u(7),
+            rate_x10: u(9),
+            driver: String::from_utf8_lossy(&rest[12..12 + n]).into_owned(),
+        });
+        rest = &rest[12 + n..];
+    }
+    Ok(Extension::DeviceList(entries))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notices_round_trip_and_stay_one_line() {
+        let v = notice(kind::COMMAND, b'p', "bad\ncode \u{7}x");
+        assert_eq!(v[0], b'y');
+        assert_eq!(usize::from(u16::from_be_bytes([v[1], v[2]])), v.len() - 3);
+        match decode(&v[3..]).unwrap() {
+            Extension::Notice(n) => {
+                assert_eq!(n.kind, kind::COMMAND);
+                assert_eq!(n.device, b'p');
+                assert_eq!(n.text, "bad code  x");
+            }
+            other => panic!("{other:?}"),
+        }
+        let long = "é".repeat(300);
+        let v = notice(kind::FAILED, 0, &long);
+        assert!(v.len() - 5 <= MAX_NOTICE_TEXT);
+        assert!(std::str::from_utf8(&v[5..]).is_ok());
+    }
+
+    #[test]
+    fn device_lists_round_trip_and_bad_ones_are_refused() {
+        let entries = vec![
+            DeviceEntry {
+                code: b'p',
+                access: b'a',
+                state: state::UP,
+                readers: 3,
+                writers: 1,
+                data_size: 21,
+                rate_x10: 100,
+                driver: "sim".into(),
+            },
+            DeviceEntry {
+                code: b'l',
+                access: b'r',
+                state: state::IDLE,
+                readers: 0,
+                writers: 0,
+                data_size: 0,
+                rate_x10: 0,
+                driver: "sicklms200".into(),
+            },
+        ];
+        let v = device_list(&entries);
+        assert_eq!(decode(&v[3..]).unwrap(), Extension::DeviceList(entries));
+        for cut in 3..v.len() - 1 {
+            assert!(decode(&v[3..cut]).is_err(), "cut at {cut}");
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! The session's reader task: reads the client's bytes, decodes them and hands the actor
+//! one message at a time, waiting until each has been dealt with (so a request finishes
+//! before the next message is looked at, and a client whose output is backed up is not
+//! read at all: its input waits in the kernel, bounded by the socket buffer). A message
+//! that was started but not finished within `partial_timeout` ends the session.
+
+use super::{Incoming, ReadEnded, Session};
+use crate::codec::ClientDecoder;
+use actix::prelude::*;
+use bytes::BytesMut;
+use std::io;
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::net::TcpStream;
+
+/// Reads until the connection ends or the session goes away.
+pub(super) async fn read_loop(stream: Rc<TcpStream>, addr: Addr<Session>, partial: Duration) {
+    let mut buf = BytesMut::with_capacity(256);
+    let mut decoder = ClientDecoder::new();
+    // When the message now arriving was started, while one is.
+    let mut started: Option<tokio::time::Instant> = None;
+    loop {
+        while let Some(msg) = decoder.decode(&mut buf) {
+            if addr.send(Incoming(msg)).await.is_err() {
+                return;
+            }
+        }
+        if decoder.mid_message(&buf) {
+            started.get_or_insert_with(tokio::time::Instant::now);
+        } else {
+            started = None;
+        }
+        if buf.capacity() - buf.len() < 64 {
+            buf.reserve(256);
+        }
+        let readable = stream.readable();
+        let ready = match started {
+            Some(at) if !partial.is_zero() => {
+                match tokio::time::timeout_at(at + partial, readable).await {
+                    Ok(r) => r,
+                    Err(_) => {
+                        addr.do_send(ReadEnded(Some(format!(
+                            "message not finished within partial_timeout ({:.1} s; {} bytes of it arrived)",
+                            partial.as_secs_f64(),
+                            buf.len()
+                        ))));
+                        return;
+                    }
+                }
+            }
+            _ => readable.await,
+        };
+        if let Err(e) = ready {
+            addr.do_send(ReadEnded(Some(format!("read failed: {e}"))));
+            return;
+        }
+        match stream.try_read_buf(&mut buf) {
+            Ok(0) => {
+                let why = decoder.decode_eof(&buf).err().map(|e| e.to_string());
+                addr.do_send(ReadEnded(why));
+                return;
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => {
+                addr.do_send(ReadEnded(Some(format!("read failed: {e}"))));
+                return;
+            }
+        }
+    }
+}
