@@ -362,7 +362,7 @@ impl SimRobot {
 
     /// `true`: separate translational/rotational control, translation and rotation each
     /// ramped at its own acceleration; `false` (the default): direct wheel control, each
-    /// wheel ramped at the (higher) [`WHEEL_ACCEL_MM_S2`].
+    /// wheel ramped at the (higher) [`RobotParams::wheel_accel_mm_s2`].
     pub fn set_velocity_mode(&mut self, separate: bool) {
         self.separate_mode = separate;
     }
