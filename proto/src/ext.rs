@@ -378,7 +378,10 @@ mod client_tests {
         assert_eq!(error_channel(true), [b'x', b'y', 0, 2, b'e', 1]);
         assert_eq!(estop(true), [b'x', b'y', 0, 2, b'E', 1]);
         assert_eq!(estop(false), [b'x', b'y', 0, 2, b'E', 0]);
-        assert_eq!(key(b"abc").unwrap(), [b'x', b'y', 0, 4, b'k', b'a', b'b', b'c']);
+        assert_eq!(
+            key(b"abc").unwrap(),
+            [b'x', b'y', 0, 4, b'k', b'a', b'b', b'c']
+        );
         assert_eq!(device_list_request(), [b'x', b'y', 0, 1, b'l']);
         assert_eq!(key(&[b'k'; 64]).unwrap().len(), 4 + 1 + 64);
         assert!(key(&[0; 65]).is_err());
@@ -391,7 +394,10 @@ mod client_tests {
             device: b'p',
             text: "serial link lost".into(),
         };
-        assert_eq!(n.to_string(), "device failed: 'p' (position): serial link lost");
+        assert_eq!(
+            n.to_string(),
+            "device failed: 'p' (position): serial link lost"
+        );
         let odd = Notice {
             kind: b'Q',
             device: 0,
