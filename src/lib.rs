@@ -16,6 +16,7 @@
 //! - [`record`]: recording every reading (and the commands and configs) to MCAP files.
 //! - [`server`]: starting and stopping it all.
 //! - [`timer`]: precise per-thread timers for client schedules.
+//! - [`web`]: the web viewer and Foxglove WebSocket endpoint of each robot.
 //! - [`actors`]: the driver actors (the simulated robot; real hardware drivers).
 //!
 //! See ARCHITECTURE.md for how data flows between them.
@@ -35,6 +36,7 @@ pub mod server;
 pub mod session;
 pub mod settings;
 pub mod timer;
+pub mod web;
 
 /// The catalog with every driver shipped with the server.
 pub fn builtin_catalog() -> catalog::Catalog {

@@ -19,8 +19,8 @@
 
 use crate::driver::{
     Command, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, DeviceState,
-    DeviceStatus, DriverError, DriverHandle, Setup, Shutdown, Stop, StopReason, Subscribers,
-    Terminate,
+    DeviceStatus, DriverError, DriverHandle, MapOutline, MapRequest, Setup, Shutdown, Stop,
+    StopReason, Subscribers, Terminate,
 };
 use crate::notice::{kind, Notice};
 use actix::prelude::*;
@@ -162,6 +162,15 @@ pub struct RouteConfig {
     pub payload: Bytes,
     /// The client's address, for log lines.
     pub client: String,
+}
+
+/// Any front end → registry: the map of the robot's surroundings, from the first driver
+/// that has one (the simulator has its world's walls); `None` when no driver has a map.
+#[derive(Message)]
+#[rtype(result = "Option<MapOutline>")]
+pub struct GetMap {
+    /// Whether to include the walls (false: only where odometry lies in the map).
+    pub walls: bool,
 }
 
 /// Server → registry: the server is exiting. Shut every open device down and terminate
@@ -658,7 +667,10 @@ impl Handler<Subscribe> for Registry {
         let code = msg.device;
         let guard = ctx.address().recipient::<Command>();
         let Some(d) = self.devices.get_mut(&code) else {
-            let e = DriverError(format!("no device '{}' on this robot", char::from(code)));
+            let e = DriverError(format!(
+                "no device {} on this robot",
+                crate::logging::code(code)
+            ));
             return Box::pin(fut::ready(Err(e)));
         };
         let spec = d.spec;
@@ -949,8 +961,8 @@ impl Handler<RouteConfig> for Registry {
     fn handle(&mut self, msg: RouteConfig, _ctx: &mut Self::Context) -> Self::Result {
         let Some(d) = self.devices.get(&msg.device) else {
             return Err(DriverError(format!(
-                "no device '{}' on this robot",
-                char::from(msg.device)
+                "no device {} on this robot",
+                crate::logging::code(msg.device)
             )));
         };
         for t in &self.taps {
@@ -975,6 +987,33 @@ impl Handler<Tap> for Registry {
 
     fn handle(&mut self, msg: Tap, _ctx: &mut Self::Context) {
         self.taps.push(msg.recipient);
+    }
+}
+
+impl Handler<GetMap> for Registry {
+    type Result = ResponseFuture<Option<MapOutline>>;
+
+    fn handle(&mut self, msg: GetMap, _ctx: &mut Self::Context) -> Self::Result {
+        let asks: Vec<_> = self
+            .devices
+            .iter()
+            .filter_map(|(code, d)| d.driver.map.clone().map(|m| (*code, m)))
+            .collect();
+        Box::pin(async move {
+            for (device, map) in asks {
+                let answer = map
+                    .send(MapRequest {
+                        device,
+                        walls: msg.walls,
+                    })
+                    .timeout(Duration::from_secs(5))
+                    .await;
+                if let Ok(Some(outline)) = answer {
+                    return Some(outline);
+                }
+            }
+            None
+        })
     }
 }
 

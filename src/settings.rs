@@ -15,6 +15,9 @@ use std::time::Duration;
 /// The shipped default configuration: the simulated Pioneer 2-DX on port 6665.
 pub const DEFAULT_CONFIG: &str = include_str!("../config/default.toml");
 
+/// The first robot's web viewer port when none is configured (Foxglove's default port).
+pub const DEFAULT_WEB_PORT: u16 = 8765;
+
 /// The whole configuration.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -110,6 +113,11 @@ pub struct RobotSettings {
     /// The address to listen on (`-bind` sets every robot's).
     #[serde(default = "default_bind")]
     pub bind: String,
+    /// The web viewer's port (HTTP and Foxglove WebSocket); 0 turns it off. Unset: robot
+    /// `i` of the configuration gets [`DEFAULT_WEB_PORT`]` + i`, and a busy default port
+    /// is logged, not fatal (a configured one that cannot be bound is an error).
+    #[serde(default)]
+    pub web_port: Option<u16>,
     /// Seconds a moving device's command holds without a fresh one before the watchdog
     /// stops it, for every driver of this robot that has no `command_timeout` of its own
     /// (0: no watchdog; unset: the driver's default, 0.5 s for a base).
@@ -277,6 +285,18 @@ impl Settings {
         }
     }
 
+    /// Robot `i`'s web viewer port and whether it was configured (a configured port that
+    /// cannot be bound stops the server; the default is best effort); `None` when off.
+    pub fn web_port_of(&self, i: usize) -> Option<(u16, bool)> {
+        match self.robot.get(i)?.web_port {
+            Some(0) => None,
+            Some(p) => Some((p, true)),
+            None => u16::try_from(usize::from(DEFAULT_WEB_PORT) + i)
+                .ok()
+                .map(|p| (p, false)),
+        }
+    }
+
     /// The command watchdog timeout for a device of `driver` on `robot` whose driver
     /// declared `declared` (`None`: not a moving device, never watched).
     pub fn command_timeout(
@@ -355,6 +375,11 @@ FLAGS (the manual's, a flag overrides the configuration file):
     -record <file>   Record every device's readings (and the commands and configs
                      clients send) to the MCAP file <file>, whether or not clients read.
     -replay <file>   Serve a recording (MCAP, as -record writes) as the robot's devices.
+    -web <port>      Web viewer (HTTP page and Foxglove WebSocket) of the first robot on
+                     <port>, robot i of a world on <port> + i; 0 turns it off. Default 8765
+                     (+ i), skipped with a log line when that port is busy. Open
+                     http://HOST:8765/ in a browser, or point Foxglove or Lichtblick at
+                     ws://HOST:8765.
     -debug           Debug logging.
     -exp             Enable experimental features.
     -bind <addr>     Listen on <addr> only (e.g. 127.0.0.1; default 0.0.0.0, every
@@ -406,6 +431,7 @@ CONFIGURATION FILE (TOML; see config/default.toml):
     port = 6665
     bind = \"0.0.0.0\"       # -bind sets it
     command_timeout = 0.5  # command watchdog (below); 0 turns it off for this robot
+    web_port = 8765        # web viewer + Foxglove WebSocket; 0 = off; unset = 8765 + i
 
     [[robot.driver]]       # which driver backs which device codes
     driver = \"sim\"
@@ -471,7 +497,7 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
                 config_file = Some(PathBuf::from(value_of(a, &mut it)?));
             }
             "-gp" | "-pp" | "-lp" | "-zp" | "-vp" | "-vc" | "-stage" | "-bind" | "-record"
-            | "-replay" => {
+            | "-replay" | "-web" => {
                 let v = value_of(a, &mut it)?;
                 flags.push((a.as_str(), Some(v)));
             }
@@ -494,6 +520,7 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
         None => (Settings::default_config(), PathBuf::from(".")),
     };
     let mut acts: Vec<(&str, config::Value)> = Vec::new();
+    let mut web: Option<u16> = None;
     let mut bind: Option<String> = None;
     for (flag, value) in flags {
         let v = value.map(String::as_str).unwrap_or_default();
@@ -544,6 +571,11 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
                 let file = absolute(v).display().to_string();
                 settings.assign("replay", b"psmglzv", vec![("file", text(&file))]);
             }
+            "-web" => {
+                web = Some(v.parse().map_err(|_| {
+                    SettingsError(format!("flag -web: '{v}' is not a TCP port number"))
+                })?);
+            }
             "-bind" => {
                 if v.parse::<std::net::IpAddr>().is_err() {
                     return Err(SettingsError(format!(
@@ -559,6 +591,20 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
     }
     if !acts.is_empty() {
         settings.assign("acts", b"v", acts);
+    }
+    // After -stage, so every robot of the world gets its port.
+    if let Some(base) = web {
+        for (i, r) in settings.robot.iter_mut().enumerate() {
+            r.web_port = Some(if base == 0 {
+                0
+            } else {
+                u16::try_from(usize::from(base) + i).map_err(|_| {
+                    SettingsError(format!(
+                        "flag -web: robot {i}'s port {base} + {i} is past 65535"
+                    ))
+                })?
+            });
+        }
     }
     // After -stage, so the robots of a world listen there too.
     if let Some(bind) = bind {
@@ -636,6 +682,22 @@ mod tests {
             .unwrap_err()
             .0
             .contains("/no/such/world.toml"));
+    }
+
+    #[test]
+    fn web_ports_default_per_robot_and_the_flag_sets_or_turns_them_off() {
+        let s = run(&[]).unwrap();
+        assert_eq!(s.web_port_of(0), Some((DEFAULT_WEB_PORT, false)));
+        let s = run(&["-web", "9000"]).unwrap();
+        assert_eq!(s.web_port_of(0), Some((9000, true)));
+        let s = run(&["-web", "0"]).unwrap();
+        assert_eq!(s.web_port_of(0), None);
+        assert!(run(&["-web", "x"]).unwrap_err().0.contains("-web"));
+        let t = "[[robot]]\nweb_port = 0\n[[robot]]\nport = 7\n[[robot]]\nweb_port = 9100\n";
+        let s = Settings::from_toml(t, "t").unwrap();
+        assert_eq!(s.web_port_of(0), None);
+        assert_eq!(s.web_port_of(1), Some((DEFAULT_WEB_PORT + 1, false)));
+        assert_eq!(s.web_port_of(2), Some((9100, true)));
     }
 
     #[test]

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for SECONDS (default 240) each, one after the other, one job each.
+# Needs cargo-fuzz (`cargo install cargo-fuzz`); on a stable toolchain set
+# RUSTC_BOOTSTRAP=1 (libFuzzer's instrumentation flags are nightly-only). Each target's
+# corpus grows in fuzz/corpus/<target> (not in git), seeded from fuzz/seeds/<target> and,
+# for the file parsers, the shipped configuration files. Crashes land in
+# fuzz/artifacts/<target>/ and stop that target's run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs="${1:-240}"
+shift || true
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+    targets=(client_codec p2os_codec sick_codec visca_codec acts_codec world_parser settings_loader)
+fi
+cargo fuzz build -a --sanitizer none
+for t in "${targets[@]}"; do
+    seeds=(fuzz/seeds/"$t")
+    opts=()
+    case "$t" in
+        world_parser) seeds=(config/worlds) opts=(-dict=fuzz/dicts/toml.dict) ;;
+        settings_loader) seeds=(config) opts=(-dict=fuzz/dicts/toml.dict) ;;
+    esac
+    mkdir -p fuzz/corpus/"$t"
+    echo "== $t for ${secs}s"
+    cargo fuzz run -a --sanitizer none "$t" fuzz/corpus/"$t" "${seeds[@]}" -- \
+        -max_total_time="$secs" -print_final_stats=1 "${opts[@]}"
+done
