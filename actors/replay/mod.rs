@@ -126,6 +126,9 @@ impl ReplayDriver {
         if let Some(why) = &rec.truncated {
             warn!(log, "recording ends early (its writer was stopped?); replaying what it holds"; "file" => %path.display(), "error" => why);
         }
+        if rec.oversized > 0 {
+            warn!(log, "readings larger than a data packet skipped"; "count" => rec.oversized);
+        }
         let mut specs = Vec::new();
         for &code in &ctx.devices {
             match rec.devices.get(&code) {

@@ -4,8 +4,10 @@
 //! The file is read front to back with the `mcap` crate's streaming reader, so a recording
 //! whose writer was killed (no summary, no footer) reads up to its last complete record.
 //! Every record's length is bounded before anything is allocated for it, and the file's
-//! size is checked against a limit before it is read.
+//! size is checked against a limit before it is read. A reading larger than a data packet
+//! may carry (`codec::MAX_PAYLOAD`) is skipped and counted.
 
+use crate::codec::MAX_PAYLOAD;
 use crate::record::RAW_ENCODING;
 use bytes::Bytes;
 use mcap::records::Record;
@@ -41,6 +43,8 @@ pub struct Recording {
     pub readings: Vec<Recorded>,
     /// Why the file ended early, when it did (a killed recorder leaves no footer).
     pub truncated: Option<String>,
+    /// Readings skipped because they were larger than a data packet may be.
+    pub oversized: u64,
 }
 
 struct RawChannel {
@@ -132,6 +136,10 @@ pub fn load(path: &Path, robot: Option<&str>, max_bytes: u64) -> Result<Recordin
                             continue;
                         };
                         if ch.robot != rec.robot {
+                            continue;
+                        }
+                        if data.len() > MAX_PAYLOAD {
+                            rec.oversized += 1;
                             continue;
                         }
                         rec.devices.insert(ch.device, ch.command_size);

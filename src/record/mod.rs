@@ -92,15 +92,15 @@ impl RecordSettings {
             ("record.chunk_seconds", self.chunk_seconds),
             ("record.retry_seconds", self.retry_seconds),
         ] {
-            if !(v.is_finite() && v >= 0.0) {
+            if !(v.is_finite() && (0.0..=1e9).contains(&v)) {
                 return Err(format!("{key} must be a non-negative number of seconds"));
             }
         }
-        if self.chunk_seconds < 0.01 {
-            return Err("record.chunk_seconds must be at least 0.01".into());
+        if !(0.01..=3600.0).contains(&self.chunk_seconds) {
+            return Err("record.chunk_seconds must be between 0.01 and 3600".into());
         }
-        if self.retry_seconds < 0.1 {
-            return Err("record.retry_seconds must be at least 0.1".into());
+        if !(0.1..=3600.0).contains(&self.retry_seconds) {
+            return Err("record.retry_seconds must be between 0.1 and 3600".into());
         }
         if self.chunk_bytes < 1024 || self.chunk_bytes > 64 * 1024 * 1024 {
             return Err("record.chunk_bytes must be between 1024 and 67108864".into());
@@ -733,5 +733,56 @@ impl RecorderHandle {
         self.arbiter.stop();
         let _ = self.arbiter.join();
         stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotated_files_number_themselves_before_the_extension() {
+        let p = Path::new("/tmp/run.mcap");
+        assert_eq!(rotated_path(p, 0), p);
+        assert_eq!(rotated_path(p, 2), Path::new("/tmp/run.2.mcap"));
+        assert_eq!(rotated_path(Path::new("rec"), 1), Path::new("rec.1"));
+    }
+
+    #[test]
+    fn settings_are_checked_naming_the_key() {
+        assert!(RecordSettings::default().check().is_ok());
+        for (s, key) in [
+            (
+                RecordSettings {
+                    chunk_seconds: 0.0,
+                    ..Default::default()
+                },
+                "chunk_seconds",
+            ),
+            (
+                RecordSettings {
+                    max_seconds: f64::NAN,
+                    ..Default::default()
+                },
+                "max_seconds",
+            ),
+            (
+                RecordSettings {
+                    chunk_bytes: 10,
+                    ..Default::default()
+                },
+                "chunk_bytes",
+            ),
+            (
+                RecordSettings {
+                    retry_seconds: 1e12,
+                    ..Default::default()
+                },
+                "retry_seconds",
+            ),
+        ] {
+            let e = s.check().unwrap_err();
+            assert!(e.contains(key), "{e}");
+        }
     }
 }
