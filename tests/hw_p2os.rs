@@ -422,3 +422,50 @@ fn a_lost_and_recovered_link_is_reported_and_listed() {
     }
     assert_eq!(state(&mut c), b'u', "listed as up again");
 }
+
+#[test]
+fn configs_sent_while_the_robot_is_away_do_not_stop_the_reconnect() {
+    // Found by the soak bench: a config arriving while the link task was reconnecting
+    // ended the task (the robot never came back), and a flood of them cut the backoff.
+    let dir = scratch_dir("p2os-configs-away");
+    let link = dir.join("ttyPioneer");
+    let world = EmuWorld::room();
+    let emu = SerialEmulator::start(P2osEmulator::new(world), Some(&link)).unwrap();
+    let server = start_server(&p2os_toml(link.to_str().unwrap(), "silence = 0.5"));
+    let mut c = server.client();
+    c.request("pa").unwrap().check().unwrap();
+    c.set_data_mode(player_client::DataMode::PushNew).unwrap();
+    c.read_new(TIMEOUT).unwrap();
+    let opens = emu.stats().opens;
+    emu.unplug();
+    wait_for("the driver to notice the unplug", || {
+        server.log.has(&["robot link lost"])
+    });
+    // Configs while it is away (a flood, then a few spread over the backoff).
+    for i in 0..2000 {
+        c.set_velocity_mode(i % 2 == 0).unwrap();
+    }
+    for _ in 0..5 {
+        c.set_motor_power(true).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    emu.replug();
+    wait_for("the driver to reopen the port", || {
+        emu.stats().opens > opens
+    });
+    let deadline = Instant::now() + TIMEOUT;
+    let mut seen = 0;
+    while seen < 3 {
+        assert!(Instant::now() < deadline, "{}", server.log.dump());
+        if let Ok(r) = c.read_new(Duration::from_secs(1)) {
+            if r.updated.contains(&device::POSITION) {
+                seen += 1;
+            }
+        }
+    }
+    assert!(
+        !server.log.has(&["reconnect failed"]) || emu.stats().opens < opens + 50,
+        "the backoff was cut short: {} opens",
+        emu.stats().opens - opens
+    );
+}
