@@ -256,6 +256,32 @@ pub struct Subscribers {
 #[rtype(result = "()")]
 pub struct Terminate;
 
+/// What a driver knows of the space around its robot, for viewers: the outlines of a
+/// simulated world, say. Read-only; a driver of real hardware usually has none.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MapOutline {
+    /// Line segments `[x1, y1, x2, y2]` in metres, in the map frame (x east, y north).
+    pub segments: Vec<[f64; 4]>,
+    /// Where the odometry frame of the robot's position device lies in the map frame:
+    /// `[x m, y m, heading rad]` (its origin and x axis). Changes when odometry is reset
+    /// or drifts, so ask again now and then.
+    pub odometry_origin: [f64; 3],
+}
+
+/// Most segments a [`MapOutline`] may hold; a driver cuts a larger map here.
+pub const MAX_MAP_SEGMENTS: usize = 20_000;
+
+/// Registry → driver: what map, if any, does the driver have of `device`'s surroundings.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "Option<MapOutline>")]
+pub struct MapRequest {
+    /// One of the driver's device codes.
+    pub device: u8,
+    /// Whether to include the segments (false: only the odometry origin, for the
+    /// once-a-second transform).
+    pub walls: bool,
+}
+
 /// The default `command_timeout` of a device whose commands keep something moving.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_millis(500);
 
@@ -323,6 +349,8 @@ pub struct DriverHandle {
     pub subscribers: Recipient<Subscribers>,
     /// Where [`Terminate`] goes.
     pub terminate: Recipient<Terminate>,
+    /// Where [`MapRequest`] goes, for a driver that has a map (see [`DriverHandle::with_map`]).
+    pub map: Option<Recipient<MapRequest>>,
 }
 
 impl DriverHandle {
@@ -353,7 +381,14 @@ impl DriverHandle {
             stop: addr.clone().recipient(),
             subscribers: addr.clone().recipient(),
             terminate: addr.clone().recipient(),
+            map: None,
         }
+    }
+
+    /// The same handle, answering [`MapRequest`]s with `map`.
+    pub fn with_map(mut self, map: Recipient<MapRequest>) -> Self {
+        self.map = Some(map);
+        self
     }
 }
 

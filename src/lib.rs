@@ -13,8 +13,10 @@
 //! - [`catalog`]: driver factories found by name, so configuration decides which driver
 //!   backs which device.
 //! - [`settings`]: configuration files and the manual's flags.
+//! - [`record`]: recording every reading (and the commands and configs) to MCAP files.
 //! - [`server`]: starting and stopping it all.
 //! - [`timer`]: precise per-thread timers for client schedules.
+//! - [`web`]: the web viewer and Foxglove WebSocket endpoint of each robot.
 //! - [`actors`]: the driver actors (the simulated robot; real hardware drivers).
 //!
 //! See ARCHITECTURE.md for how data flows between them.
@@ -28,11 +30,13 @@ pub mod codec;
 pub mod driver;
 pub mod logging;
 pub mod notice;
+pub mod record;
 pub mod registry;
 pub mod server;
 pub mod session;
 pub mod settings;
 pub mod timer;
+pub mod web;
 
 /// The catalog with every driver shipped with the server.
 pub fn builtin_catalog() -> catalog::Catalog {

@@ -19,8 +19,8 @@
 
 use crate::driver::{
     Command, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, DeviceState,
-    DeviceStatus, DriverError, DriverHandle, Setup, Shutdown, Stop, StopReason, Subscribers,
-    Terminate,
+    DeviceStatus, DriverError, DriverHandle, MapOutline, MapRequest, Setup, Shutdown, Stop,
+    StopReason, Subscribers, Terminate,
 };
 use crate::notice::{kind, Notice};
 use actix::prelude::*;
@@ -36,6 +36,39 @@ pub use crate::driver::SessionId;
 
 /// The session id the registry's own tap reads devices under.
 const TAP: SessionId = u64::MAX;
+
+/// What a client sent to a device, as the registry reports it to a tap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Sent {
+    /// A command (`c`).
+    Command,
+    /// A config (`x`).
+    Config,
+}
+
+/// Registry → tap: a command or config the registry passed on to a driver (commands only
+/// when the guard let them through).
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct Tapped {
+    /// Command or config.
+    pub kind: Sent,
+    /// The device code.
+    pub device: u8,
+    /// The bytes as received (a config's code and arguments).
+    pub payload: Bytes,
+    /// When the registry passed it on.
+    pub timestamp: crate::driver::Timestamp,
+}
+
+/// Observer → registry: send every command and config passed on to a driver to
+/// `recipient` as [`Tapped`] (the recorder records them).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Tap {
+    /// Where they go.
+    pub recipient: Recipient<Tapped>,
+}
 
 /// What a session was granted on a device.
 #[derive(Debug, Clone)]
@@ -131,6 +164,15 @@ pub struct RouteConfig {
     pub client: String,
 }
 
+/// Any front end → registry: the map of the robot's surroundings, from the first driver
+/// that has one (the simulator has its world's walls); `None` when no driver has a map.
+#[derive(Message)]
+#[rtype(result = "Option<MapOutline>")]
+pub struct GetMap {
+    /// Whether to include the walls (false: only where odometry lies in the map).
+    pub walls: bool,
+}
+
 /// Server → registry: the server is exiting. Shut every open device down and terminate
 /// every driver; the reply comes when all have finished.
 #[derive(Message)]
@@ -207,6 +249,7 @@ pub struct Registry {
     estop: Option<String>,
     watchdog_check: Option<(SpawnHandle, Instant)>,
     health_check: Option<SpawnHandle>,
+    taps: Vec<Recipient<Tapped>>,
     log: Logger,
 }
 
@@ -224,6 +267,7 @@ impl Registry {
             estop: None,
             watchdog_check: None,
             health_check: None,
+            taps: Vec::new(),
             log,
         }
     }
@@ -623,7 +667,10 @@ impl Handler<Subscribe> for Registry {
         let code = msg.device;
         let guard = ctx.address().recipient::<Command>();
         let Some(d) = self.devices.get_mut(&code) else {
-            let e = DriverError(format!("no device '{}' on this robot", char::from(code)));
+            let e = DriverError(format!(
+                "no device {} on this robot",
+                crate::logging::code(code)
+            ));
             return Box::pin(fut::ready(Err(e)));
         };
         let spec = d.spec;
@@ -754,6 +801,14 @@ impl Handler<Command> for Registry {
             let text = format!("command ignored: emergency stop latched by {by}");
             self.notify(msg.session, Notice::new(kind::COMMAND, code, text));
             return;
+        }
+        for t in &self.taps {
+            t.do_send(Tapped {
+                kind: Sent::Command,
+                device: code,
+                payload: msg.payload.clone(),
+                timestamp: crate::driver::Timestamp::now(),
+            });
         }
         if d.watchdog.timeout.is_some() {
             d.watchdog.last = Some(Instant::now());
@@ -906,16 +961,59 @@ impl Handler<RouteConfig> for Registry {
     fn handle(&mut self, msg: RouteConfig, _ctx: &mut Self::Context) -> Self::Result {
         let Some(d) = self.devices.get(&msg.device) else {
             return Err(DriverError(format!(
-                "no device '{}' on this robot",
-                char::from(msg.device)
+                "no device {} on this robot",
+                crate::logging::code(msg.device)
             )));
         };
+        for t in &self.taps {
+            t.do_send(Tapped {
+                kind: Sent::Config,
+                device: msg.device,
+                payload: msg.payload.clone(),
+                timestamp: crate::driver::Timestamp::now(),
+            });
+        }
         d.driver.config.do_send(Config {
             device: msg.device,
             payload: msg.payload,
             client: msg.client,
         });
         Ok(())
+    }
+}
+
+impl Handler<Tap> for Registry {
+    type Result = ();
+
+    fn handle(&mut self, msg: Tap, _ctx: &mut Self::Context) {
+        self.taps.push(msg.recipient);
+    }
+}
+
+impl Handler<GetMap> for Registry {
+    type Result = ResponseFuture<Option<MapOutline>>;
+
+    fn handle(&mut self, msg: GetMap, _ctx: &mut Self::Context) -> Self::Result {
+        let asks: Vec<_> = self
+            .devices
+            .iter()
+            .filter_map(|(code, d)| d.driver.map.clone().map(|m| (*code, m)))
+            .collect();
+        Box::pin(async move {
+            for (device, map) in asks {
+                let answer = map
+                    .send(MapRequest {
+                        device,
+                        walls: msg.walls,
+                    })
+                    .timeout(Duration::from_secs(5))
+                    .await;
+                if let Ok(Some(outline)) = answer {
+                    return Some(outline);
+                }
+            }
+            None
+        })
     }
 }
 

@@ -10,9 +10,11 @@ use crate::access::Policy;
 use crate::catalog::{Catalog, DriverContext};
 use crate::driver::StatusSink;
 use crate::notice::{kind, Notice};
-use crate::registry::{EStop, Registry, SessionId, ShutdownAll};
+use crate::record::{RecordSource, RecorderHandle};
+use crate::registry::{EStop, Registry, SessionId, ShutdownAll, Tap};
 use crate::session::{Close, Session, SessionClosed, SessionOptions};
 use crate::settings::Settings;
+use crate::web::{WebEndpoint, WebOptions};
 use actix::prelude::*;
 use futures::channel::oneshot;
 use futures::FutureExt;
@@ -363,8 +365,11 @@ fn listen(addr: &str, backlog: u32) -> std::io::Result<std::net::TcpListener> {
 /// A running server.
 pub struct Server {
     listeners: Vec<(Addr<Listener>, SocketAddr)>,
+    /// Each robot's web endpoint, when it has one.
+    webs: Vec<Option<WebEndpoint>>,
     registries: Vec<Addr<Registry>>,
     workers: Vec<Arbiter>,
+    recorder: Option<RecorderHandle>,
     log: Logger,
 }
 
@@ -388,7 +393,7 @@ impl Server {
         let mut listeners = Vec::new();
         let mut registries = Vec::new();
         let mut bound = Vec::new();
-        for robot in &settings.robot {
+        for (i, robot) in settings.robot.iter().enumerate() {
             let rlog = log.new(o!("robot" => robot.name.clone()));
             let addr = format!("{}:{}", robot.bind, robot.port);
             let std_listener = listen(&addr, settings.server.listen_backlog).map_err(|e| {
@@ -400,7 +405,26 @@ impl Server {
             let local = std_listener
                 .local_addr()
                 .map_err(|e| StartError(e.to_string()))?;
-            bound.push((robot, std_listener, local, rlog));
+            let web = match settings.web_port_of(i) {
+                None => None,
+                Some((port, explicit)) => {
+                    let addr = format!("{}:{port}", robot.bind);
+                    match listen(&addr, settings.server.listen_backlog) {
+                        Ok(l) => Some(l),
+                        Err(e) if explicit => {
+                            return Err(StartError(format!(
+                                "robot '{}': web viewer cannot listen on {addr}: {e}",
+                                robot.name
+                            )))
+                        }
+                        Err(e) => {
+                            warn!(rlog, "web viewer not started (set web_port or -web to choose a port)"; "address" => addr, "error" => %e);
+                            None
+                        }
+                    }
+                }
+            };
+            bound.push((robot, std_listener, local, rlog, web));
         }
         // One session thread per core: this (the drivers') arbiter takes sessions too, so
         // a core is not left to a thread that only publishes, and data for the sessions
@@ -409,12 +433,22 @@ impl Server {
         let handles: Vec<ArbiterHandle> = std::iter::once(Arbiter::current())
             .chain(workers.iter().map(Arbiter::handle))
             .collect();
+        // Each session thread's timer descriptor is opened now, not by its first client
+        // (which may come when the process is at its descriptor limit).
+        for h in &handles {
+            h.spawn_fn(|| {
+                crate::timer::init_thread();
+            });
+        }
         let ids = Arc::new(AtomicU64::new(1));
         let policy = Arc::new(
             Policy::new(&settings.access).map_err(|e| StartError(format!("configuration: {e}")))?,
         );
         let sockets = SocketOptions::from_settings(settings);
-        for (robot, std_listener, local, rlog) in bound {
+        let mut sources = Vec::new();
+        let mut webs = Vec::new();
+        for (robot, std_listener, local, rlog, web) in bound {
+            let mut recorded = Vec::new();
             let mut registry = Registry::new(
                 &robot.name,
                 Duration::from_secs_f64(settings.server.setup_timeout),
@@ -461,6 +495,7 @@ impl Server {
                 registry
                     .add_driver(&d.driver, sd.handle, &specs)
                     .map_err(StartError)?;
+                recorded.extend(specs.iter().map(|s| (*s, d.driver.clone())));
             }
             let mut devices = [false; 256];
             for c in registry.device_codes() {
@@ -470,6 +505,36 @@ impl Server {
             robot_opts.devices = Arc::new(devices);
             robot_opts.policy = policy.clone();
             let registry = registry_ctx.run(registry);
+            sources.push(RecordSource {
+                robot: robot.name.clone(),
+                registry: registry.clone(),
+                devices: recorded,
+                session: ids.fetch_add(1, Ordering::Relaxed),
+            });
+            let web = match web {
+                None => None,
+                Some(l) => {
+                    let mut devices = Vec::new();
+                    for d in &robot.driver {
+                        devices.extend(d.device_codes().map_err(StartError)?);
+                    }
+                    let opts = WebOptions {
+                        robot: robot.name.clone(),
+                        registry: registry.clone(),
+                        devices,
+                        workers: handles.clone(),
+                        ids: ids.clone(),
+                        stall_timeout: Duration::from_secs_f64(settings.server.stall_timeout),
+                        max_clients: settings.server.max_clients,
+                        policy: policy.clone(),
+                        log: rlog.clone(),
+                    };
+                    Some(WebEndpoint::start(l, opts).await.map_err(|e| {
+                        StartError(format!("robot '{}': web viewer: {e}", robot.name))
+                    })?)
+                }
+            };
+            webs.push(web);
             let listener = TcpListener::from_std(std_listener)
                 .map_err(|e| StartError(format!("cannot listen on {local}: {e}")))?;
             info!(rlog, "listening"; "address" => %local);
@@ -497,10 +562,25 @@ impl Server {
             listeners.push((l, local));
             registries.push(registry);
         }
+        // The recorder subscribes like a client, on a thread of its own.
+        let recorder = if settings.record.enabled() {
+            let r = RecorderHandle::start(&settings.record, &base_dir, sources, log.clone())
+                .map_err(StartError)?;
+            for (i, registry) in registries.iter().enumerate() {
+                if let Some(recipient) = r.tap(i) {
+                    registry.do_send(Tap { recipient });
+                }
+            }
+            Some(r)
+        } else {
+            None
+        };
         Ok(Server {
             listeners,
+            webs,
             registries,
             workers,
+            recorder,
             log,
         })
     }
@@ -525,6 +605,15 @@ impl Server {
         self.listeners.iter().map(|(_, a)| *a).collect()
     }
 
+    /// Each robot's web viewer address (`None` where it is off or its default port was
+    /// busy), in configuration order.
+    pub fn web_addrs(&self) -> Vec<Option<SocketAddr>> {
+        self.webs
+            .iter()
+            .map(|w| w.as_ref().map(WebEndpoint::local_addr))
+            .collect()
+    }
+
     /// Shuts down in order: sessions close (their devices are released, a writer leaving
     /// stops its device), then every device is shut down and every driver terminated
     /// (stopping the robot and closing its ports), then the worker arbiters stop.
@@ -532,6 +621,12 @@ impl Server {
         info!(self.log, "shutting down");
         for (l, _) in &self.listeners {
             let _ = l.send(StopListening).await;
+        }
+        if let Some(r) = self.recorder {
+            r.finish().await;
+        }
+        for w in self.webs.into_iter().flatten() {
+            w.stop().await;
         }
         for r in &self.registries {
             let _ = r.send(ShutdownAll).await;

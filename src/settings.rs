@@ -15,6 +15,9 @@ use std::time::Duration;
 /// The shipped default configuration: the simulated Pioneer 2-DX on port 6665.
 pub const DEFAULT_CONFIG: &str = include_str!("../config/default.toml");
 
+/// The first robot's web viewer port when none is configured (Foxglove's default port).
+pub const DEFAULT_WEB_PORT: u16 = 8765;
+
 /// The whole configuration.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -28,6 +31,9 @@ pub struct Settings {
     /// The robots served, each on its own port with its own registry.
     #[serde(default)]
     pub robot: Vec<RobotSettings>,
+    /// Recording to MCAP (`[record]`, `-record FILE`).
+    #[serde(default)]
+    pub record: crate::record::RecordSettings,
 }
 
 /// Server-wide settings (`[server]`).
@@ -107,6 +113,11 @@ pub struct RobotSettings {
     /// The address to listen on (`-bind` sets every robot's).
     #[serde(default = "default_bind")]
     pub bind: String,
+    /// The web viewer's port (HTTP and Foxglove WebSocket); 0 turns it off. Unset: robot
+    /// `i` of the configuration gets [`DEFAULT_WEB_PORT`]` + i`, and a busy default port
+    /// is logged, not fatal (a configured one that cannot be bound is an error).
+    #[serde(default)]
+    pub web_port: Option<u16>,
     /// Seconds a moving device's command holds without a fresh one before the watchdog
     /// stops it, for every driver of this robot that has no `command_timeout` of its own
     /// (0: no watchdog; unset: the driver's default, 0.5 s for a base).
@@ -235,6 +246,9 @@ impl Settings {
                 check_seconds(origin, &format!("robot '{}' command_timeout", r.name), t)?;
             }
         }
+        self.record
+            .check()
+            .map_err(|e| SettingsError(format!("{origin}: {e}")))?;
         crate::access::Policy::new(&self.access)
             .map_err(|e| SettingsError(format!("{origin}: {e}")))?;
         if self.server.max_frequency == 0 {
@@ -268,6 +282,18 @@ impl Settings {
             max_output: self.server.max_output.max(4096),
             policy: std::sync::Arc::new(policy),
             devices: std::sync::Arc::new([false; 256]),
+        }
+    }
+
+    /// Robot `i`'s web viewer port and whether it was configured (a configured port that
+    /// cannot be bound stops the server; the default is best effort); `None` when off.
+    pub fn web_port_of(&self, i: usize) -> Option<(u16, bool)> {
+        match self.robot.get(i)?.web_port {
+            Some(0) => None,
+            Some(p) => Some((p, true)),
+            None => u16::try_from(usize::from(DEFAULT_WEB_PORT) + i)
+                .ok()
+                .map(|p| (p, false)),
         }
     }
 
@@ -346,6 +372,14 @@ FLAGS (the manual's, a flag overrides the configuration file):
     -vc <path>       ACTS configuration file (with -vp, or alone: 'acts' driver).
     -stage <path>    Serve every robot of the world file <path> (TOML), each on its own
                      port (the file's, else 6665 + i; with -gp P, P + i).
+    -record <file>   Record every device's readings (and the commands and configs
+                     clients send) to the MCAP file <file>, whether or not clients read.
+    -replay <file>   Serve a recording (MCAP, as -record writes) as the robot's devices.
+    -web <port>      Web viewer (HTTP page and Foxglove WebSocket) of the first robot on
+                     <port>, robot i of a world on <port> + i; 0 turns it off. Default 8765
+                     (+ i), skipped with a log line when that port is busy. Open
+                     http://HOST:8765/ in a browser, or point Foxglove or Lichtblick at
+                     ws://HOST:8765.
     -debug           Debug logging.
     -exp             Enable experimental features.
     -bind <addr>     Listen on <addr> only (e.g. 127.0.0.1; default 0.0.0.0, every
@@ -383,11 +417,21 @@ CONFIGURATION FILE (TOML; see config/default.toml):
     write_allow = []       # addresses/networks that may command
     max_per_address = 0    # connections per address and robot port (0 = no limit)
 
+    [record]               # recording to MCAP (Foxglove opens the files)
+    path = \"run.mcap\"     # empty = off; -record <file> sets it
+    max_bytes = 0          # start a new file (run.1.mcap, ...) past this size, 0 = never
+    max_seconds = 0.0      # start a new file after this long, 0 = never
+    chunk_bytes = 262144   # chunk size; a killed server loses at most the open chunk
+    chunk_seconds = 1.0    # close a chunk at least this often
+    foxglove = true        # also write foxglove.LaserScan and FrameTransform channels
+    retry_seconds = 5.0    # retry a device that could not be opened
+
     [[robot]]              # one per robot; each has its own port and device table
     name = \"pioneer\"
     port = 6665
     bind = \"0.0.0.0\"       # -bind sets it
     command_timeout = 0.5  # command watchdog (below); 0 turns it off for this robot
+    web_port = 8765        # web viewer + Foxglove WebSocket; 0 = off; unset = 8765 + i
 
     [[robot.driver]]       # which driver backs which device codes
     driver = \"sim\"
@@ -424,6 +468,17 @@ fn text(s: &str) -> config::Value {
     config::Value::new(None, config::ValueKind::String(s.to_string()))
 }
 
+/// `p` made absolute against the current directory (a flag's path means what it means
+/// where the command was typed, not where the configuration file is).
+fn absolute(p: &str) -> PathBuf {
+    let p = PathBuf::from(p);
+    if p.is_absolute() {
+        p
+    } else {
+        std::env::current_dir().unwrap_or_default().join(p)
+    }
+}
+
 /// Parses the command line (without the program name), with the shipped drivers.
 pub fn parse_args(args: &[String]) -> Result<Invocation, SettingsError> {
     parse_args_with(args, &crate::builtin_catalog())
@@ -441,7 +496,8 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
             "--config" | "-config" => {
                 config_file = Some(PathBuf::from(value_of(a, &mut it)?));
             }
-            "-gp" | "-pp" | "-lp" | "-zp" | "-vp" | "-vc" | "-stage" | "-bind" => {
+            "-gp" | "-pp" | "-lp" | "-zp" | "-vp" | "-vc" | "-stage" | "-bind" | "-record"
+            | "-replay" | "-web" => {
                 let v = value_of(a, &mut it)?;
                 flags.push((a.as_str(), Some(v)));
             }
@@ -464,6 +520,7 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
         None => (Settings::default_config(), PathBuf::from(".")),
     };
     let mut acts: Vec<(&str, config::Value)> = Vec::new();
+    let mut web: Option<u16> = None;
     let mut bind: Option<String> = None;
     for (flag, value) in flags {
         let v = value.map(String::as_str).unwrap_or_default();
@@ -504,6 +561,21 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
                 })?;
                 stage(&mut settings, v, gp).map_err(SettingsError)?;
             }
+            "-record" => settings.record.path = absolute(v).display().to_string(),
+            "-replay" => {
+                if !Path::new(v).is_file() {
+                    return Err(SettingsError(format!(
+                        "flag -replay: recording '{v}' does not exist"
+                    )));
+                }
+                let file = absolute(v).display().to_string();
+                settings.assign("replay", b"psmglzv", vec![("file", text(&file))]);
+            }
+            "-web" => {
+                web = Some(v.parse().map_err(|_| {
+                    SettingsError(format!("flag -web: '{v}' is not a TCP port number"))
+                })?);
+            }
             "-bind" => {
                 if v.parse::<std::net::IpAddr>().is_err() {
                     return Err(SettingsError(format!(
@@ -519,6 +591,20 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
     }
     if !acts.is_empty() {
         settings.assign("acts", b"v", acts);
+    }
+    // After -stage, so every robot of the world gets its port.
+    if let Some(base) = web {
+        for (i, r) in settings.robot.iter_mut().enumerate() {
+            r.web_port = Some(if base == 0 {
+                0
+            } else {
+                u16::try_from(usize::from(base) + i).map_err(|_| {
+                    SettingsError(format!(
+                        "flag -web: robot {i}'s port {base} + {i} is past 65535"
+                    ))
+                })?
+            });
+        }
     }
     // After -stage, so the robots of a world listen there too.
     if let Some(bind) = bind {
@@ -596,6 +682,22 @@ mod tests {
             .unwrap_err()
             .0
             .contains("/no/such/world.toml"));
+    }
+
+    #[test]
+    fn web_ports_default_per_robot_and_the_flag_sets_or_turns_them_off() {
+        let s = run(&[]).unwrap();
+        assert_eq!(s.web_port_of(0), Some((DEFAULT_WEB_PORT, false)));
+        let s = run(&["-web", "9000"]).unwrap();
+        assert_eq!(s.web_port_of(0), Some((9000, true)));
+        let s = run(&["-web", "0"]).unwrap();
+        assert_eq!(s.web_port_of(0), None);
+        assert!(run(&["-web", "x"]).unwrap_err().0.contains("-web"));
+        let t = "[[robot]]\nweb_port = 0\n[[robot]]\nport = 7\n[[robot]]\nweb_port = 9100\n";
+        let s = Settings::from_toml(t, "t").unwrap();
+        assert_eq!(s.web_port_of(0), None);
+        assert_eq!(s.web_port_of(1), Some((DEFAULT_WEB_PORT + 1, false)));
+        assert_eq!(s.web_port_of(2), Some((9100, true)));
     }
 
     #[test]

@@ -206,6 +206,13 @@ async fn run(ticker: Weak<Ticker>) {
     }
 }
 
+/// Creates this thread's timer now (its timerfd), so that a thread started early never
+/// has to open a descriptor later, when the process may be at its descriptor limit.
+/// Returns whether the timer is there.
+pub fn init_thread() -> bool {
+    ticker().is_some()
+}
+
 fn ticker() -> Option<Rc<Ticker>> {
     TICKER.with(|t| {
         let mut t = t.borrow_mut();

@@ -194,3 +194,81 @@ fn a_port_in_use_exits_nonzero_naming_it() {
     assert_ne!(code, Some(0));
     assert!(err.contains(&port), "{err}");
 }
+
+/// Reads messages until a notice of `kind` arrives; returns its text.
+fn wait_notice(c: &mut Client, kind: u8) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "no notice '{}'",
+            char::from(kind)
+        );
+        if let Some((b'y', p)) = c.read_message_within(Duration::from_millis(200)) {
+            if p.first() == Some(&kind) {
+                return String::from_utf8_lossy(&p[2..]).into_owned();
+            }
+        }
+    }
+}
+
+#[test]
+fn sigusr1_latches_the_emergency_stop() {
+    let player = Running::start();
+    let mut c = Client::connect(player.addr());
+    c.config(b'y', b'e', &[1]);
+    assert_eq!(c.request(&[(b'p', b'a')]), b"pa");
+    c.drive(200, 0);
+    let p = c.position_after(Duration::from_millis(800));
+    assert!(p.speed > 100, "{p:?}");
+    player.signal(libc::SIGUSR1);
+    let text = wait_notice(&mut c, b'E');
+    assert!(text.contains("SIGUSR1"), "{text}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while c.next_position().speed != 0 {
+        assert!(Instant::now() < deadline, "still moving after SIGUSR1");
+    }
+    assert!(
+        player.log().contains("EMERGENCY STOP latched"),
+        "{}",
+        player.log()
+    );
+}
+
+#[test]
+fn bytes_from_the_wire_never_split_a_log_line() {
+    let player = Running::start();
+    let mut c = Client::connect(player.addr());
+    // A request for device 0x0a with access '\n', an unknown message type 0x0a, a command
+    // to device '\r', a config to device 0x1b (ESC): each is logged, escaped.
+    c.send(&[b'd', b'r', 0, 2, 0x0a, 0x0a]);
+    assert_eq!(c.read_reply(), [0x0a, b'e']);
+    c.send(&[0x0a, 0x0a, 0, 1, 0x0a]);
+    c.send(&[b'c', b'\r', 0, 1, 0x0a]);
+    c.send(&[b'x', 0x1b, 0, 1, b'\n']);
+    assert_eq!(c.request(&[(b'p', b'r')]), b"pr");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !player.log().contains("0x1b") {
+        assert!(Instant::now() < deadline, "{}", player.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = player.log();
+    for line in log.lines() {
+        // Every line is a whole slog-term record: "Mon DD HH:MM:SS.mmm LEVEL ...".
+        let b = line.as_bytes();
+        let well_formed = b.len() > 24
+            && b[..3].iter().all(u8::is_ascii_alphabetic)
+            && b[3] == b' '
+            && b[6] == b' '
+            && b[9] == b':'
+            && b[15] == b'.';
+        assert!(well_formed, "a log line was split: {line:?}\n{log}");
+        assert!(
+            !line.contains('\r') && !line.contains('\u{1b}'),
+            "raw control byte in {line:?}"
+        );
+    }
+    for escaped in ["0x0a", "0x0d"] {
+        assert!(log.contains(escaped), "{escaped} missing from\n{log}");
+    }
+}

@@ -349,3 +349,76 @@ fn unplugging_and_plugging_back_in_recovers_without_a_restart() {
     }
     assert_eq!(seen, 3, "{}", server.log.dump());
 }
+
+#[test]
+fn a_hung_controller_is_stopped_on_the_robot_itself() {
+    let (emu, _world) = robot();
+    let server = start_server(&p2os_toml(emu.path().to_str().unwrap(), "motors_on = true"));
+    let mut c = server.client();
+    c.request("pa").unwrap().check().unwrap();
+    c.set_notices(true).unwrap();
+    c.set_speed(200, 0).unwrap();
+    wait_for("the wheels to turn", || {
+        emu.device(|d| d.wheels()) == (200, 200)
+    });
+    // No more commands: within command_timeout (0.5 s) + 0.2 s the robot itself receives
+    // the zero command (with slack for a loaded machine).
+    let hung = Instant::now();
+    wait_for("the emulated robot to get the zero command", || {
+        emu.device(|d| d.wheels()) == (0, 0)
+    });
+    let took = hung.elapsed();
+    assert!(took <= Duration::from_millis(700 + 800), "{took:?}");
+    assert!(
+        took >= Duration::from_millis(300),
+        "{took:?}: not the watchdog"
+    );
+    let n = c.wait_notice(TIMEOUT).unwrap().expect("a watchdog notice");
+    assert_eq!((n.kind, n.device), (b'w', b'p'), "{n:?}");
+    // A fresh command drives again.
+    c.set_speed(200, 0).unwrap();
+    wait_for("the wheels to turn again", || {
+        emu.device(|d| d.wheels()) == (200, 200)
+    });
+}
+
+#[test]
+fn a_lost_and_recovered_link_is_reported_and_listed() {
+    let dir = scratch_dir("p2os-status");
+    let link = dir.join("ttyPioneer");
+    let world = EmuWorld::room();
+    let emu = SerialEmulator::start(P2osEmulator::new(world), Some(&link)).unwrap();
+    let server = start_server(&p2os_toml(link.to_str().unwrap(), "silence = 0.5"));
+    let mut c = server.client();
+    c.request("pr").unwrap().check().unwrap();
+    c.set_notices(true).unwrap();
+    let state = |c: &mut player_client::Client| {
+        let list = c.device_list().unwrap();
+        list.iter().find(|e| e.code == b'p').unwrap().state
+    };
+    wait_for("the position device to be listed up", || {
+        state(&mut c) == b'u'
+    });
+    emu.unplug();
+    let n = c
+        .wait_notice(TIMEOUT)
+        .unwrap()
+        .expect("a notice of the lost link");
+    assert_eq!((n.kind, n.device), (b'f', b'p'), "{n:?}");
+    assert!(n.text.contains("reconnecting"), "{n:?}");
+    assert_eq!(state(&mut c), b'c', "listed as reconnecting");
+    emu.replug();
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let n = c
+            .wait_notice(TIMEOUT)
+            .unwrap()
+            .expect("a notice of the recovery");
+        if n.kind == b'u' {
+            assert_eq!(n.device, b'p');
+            break;
+        }
+        assert!(Instant::now() < deadline, "no recovery notice");
+    }
+    assert_eq!(state(&mut c), b'u', "listed as up again");
+}

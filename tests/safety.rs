@@ -149,7 +149,10 @@ fn the_emergency_stop_latches_until_released_and_everyone_watching_is_told() {
     assert!(text.contains("emergency stop"), "{text}");
     watch_until(&mut driver, "the robot to stop", |p| p.speed == 0);
     let held = driver.position_after(Duration::from_millis(1000));
-    assert_eq!(held.speed, 0, "held stopped while commands arrive: {held:?}");
+    assert_eq!(
+        held.speed, 0,
+        "held stopped while commands arrive: {held:?}"
+    );
 
     // Released explicitly: the next commands drive again.
     bystander.config(b'y', b'E', &[0]);
@@ -175,7 +178,10 @@ fn a_read_only_client_may_latch_but_not_release_the_emergency_stop() {
     rw.config(b'y', b'k', b"sesame");
     notices_on(&mut rw);
     let (_, text) = wait_notice(&mut rw, b'E', Duration::from_secs(3));
-    assert!(text.contains("latched"), "a new watcher learns it is latched: {text}");
+    assert!(
+        text.contains("latched"),
+        "a new watcher learns it is latched: {text}"
+    );
     rw.config(b'y', b'E', &[0]);
     wait_notice(&mut ro, b'e', Duration::from_secs(3));
 }
@@ -369,4 +375,34 @@ fn a_client_that_floods_requests_without_reading_is_bounded_and_disconnected() {
         "{ended}"
     );
     streamer.assert_rate(from, Instant::now(), 10.0, "a watcher during the flood");
+}
+
+#[test]
+fn a_message_left_unfinished_ends_the_session_after_partial_timeout() {
+    let server = start_server_with(
+        settings_with(|s| s.server.partial_timeout = 1.0),
+        player::builtin_catalog(),
+    );
+    let streamer = Streamer::start(server.addr(), &[(b'p', b'r')], None);
+    // Half a header, and half a request; then nothing.
+    let mut half_header = Client::connect(server.addr());
+    half_header.send(b"dr");
+    let mut half_request = Client::connect(server.addr());
+    half_request.send(&[b'd', b'r', 0, 4, b'p']);
+    let from = Instant::now();
+    half_header.expect_closed(Duration::from_secs(5));
+    half_request.expect_closed(Duration::from_secs(5));
+    assert!(
+        from.elapsed() >= Duration::from_millis(800),
+        "{:?}",
+        from.elapsed()
+    );
+    // A slow but steady client is not cut: one byte every 200 ms, finished in time.
+    let mut slow = Client::connect(server.addr());
+    for b in player_proto::message::request(&[(b'p', b'r')]) {
+        slow.send(&[b]);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(slow.read_reply_skipping_data().1, b"pr");
+    streamer.assert_rate(from, Instant::now(), 10.0, "a watcher meanwhile");
 }

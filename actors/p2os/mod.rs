@@ -311,7 +311,7 @@ impl Handler<Config> for P2osDriver {
                 let _ = link.ctl.send(ctl);
             }
             _ => {
-                warn!(self.log, "config ignored: open position, sonar, misc or gripper first"; "client" => &msg.client, "code" => format!("{}", char::from(code)));
+                warn!(self.log, "config ignored: open position, sonar, misc or gripper first"; "client" => &msg.client, "code" => crate::logging::code(code));
             }
         }
     }

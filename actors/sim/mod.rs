@@ -19,8 +19,8 @@ pub mod world;
 
 use crate::catalog::{Catalog, DriverContext, StartedDriver};
 use crate::driver::{
-    Command, Config, DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, Stop,
-    Subscribers, Terminate, Timestamp,
+    Command, Config, DeviceSpec, DriverError, DriverHandle, MapOutline, MapRequest, Publisher,
+    Setup, Shutdown, Stop, Subscribers, Terminate, Timestamp, MAX_MAP_SEGMENTS,
 };
 use crate::settings::{DriverSettings, RobotSettings, Settings};
 use actix::prelude::*;
@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use world::{SimWorld, TruthFormat, TruthRecord, WorldMap};
+use world::{Noise, SimWorld, TruthFormat, TruthRecord, WorldMap};
 
 /// The devices that share the robot's microcontroller.
 const BASE: [u8; 4] = [
@@ -81,6 +81,14 @@ pub struct SimParams {
     /// Rate of vision readings, Hz.
     #[serde(default = "ten")]
     pub vision_hz: f64,
+    /// Sensor and odometry noise of this robot: `true` as the world file sets it (the
+    /// Pioneer's by default), `false` exact readings. Default: the world's.
+    #[serde(default)]
+    pub noise: Option<bool>,
+    /// Random seed of this robot's noise, overriding the world's `seed` (the same seed and
+    /// the same commands at the same instants give the same readings).
+    #[serde(default)]
+    pub seed: Option<u64>,
 }
 
 fn default_world() -> String {
@@ -322,6 +330,16 @@ impl SimDriver {
             }
             robot.set_motor_power(params.motors_on);
             robot.reset_odometry();
+            if params.noise.is_some() || params.seed.is_some() {
+                let world_noise = *sim.map().noise();
+                let noise = match params.noise {
+                    Some(false) => Noise::NONE,
+                    Some(true) if world_noise.is_none() => Noise::PIONEER,
+                    _ => world_noise,
+                };
+                let seed = params.seed.unwrap_or(sim.map().seed());
+                sim.set_noise(index, noise, seed);
+            }
             index
         };
         Ok(SimDriver {
@@ -504,7 +522,7 @@ impl SimDriver {
             return;
         }
         if !self.base_open() {
-            warn!(self.log, "config ignored: open position, sonar, misc or gripper first"; "client" => &msg.client, "code" => format!("{}", char::from(code)));
+            warn!(self.log, "config ignored: open position, sonar, misc or gripper first"; "client" => &msg.client, "code" => crate::logging::code(code));
             return;
         }
         self.advance();
@@ -638,6 +656,58 @@ impl Handler<Subscribers> for SimDriver {
     }
 }
 
+impl Handler<MapRequest> for SimDriver {
+    type Result = Option<MapOutline>;
+
+    /// The world's solids as line segments (discs as 16-gons) and where the robot's
+    /// odometry frame lies in the world: the pose that makes the current odometry reading
+    /// coincide with the robot's true pose, so a viewer draws the walls where the robot's
+    /// sensors see them (with odometry noise too).
+    fn handle(&mut self, msg: MapRequest, _ctx: &mut Self::Context) -> Self::Result {
+        self.advance();
+        let shared = self.world.borrow();
+        let sim = shared.world();
+        let mut segments = Vec::new();
+        let solids = if msg.walls { sim.map().solids() } else { &[] };
+        let mut push = |a: (f64, f64), b: (f64, f64)| {
+            if segments.len() < MAX_MAP_SEGMENTS {
+                segments.push([a.0 / 1000.0, a.1 / 1000.0, b.0 / 1000.0, b.1 / 1000.0]);
+            }
+        };
+        for (shape, _) in solids {
+            match *shape {
+                world::geom::Shape::Segment(a, b) => push((a.x, a.y), (b.x, b.y)),
+                world::geom::Shape::Rect(lo, hi) => {
+                    let c = [(lo.x, lo.y), (hi.x, lo.y), (hi.x, hi.y), (lo.x, hi.y)];
+                    for k in 0..4 {
+                        push(c[k], c[(k + 1) % 4]);
+                    }
+                }
+                world::geom::Shape::Circle(c, r) => {
+                    let at = |k: usize| {
+                        let a = k as f64 * std::f64::consts::TAU / 16.0;
+                        (c.x + r * a.cos(), c.y + r * a.sin())
+                    };
+                    for k in 0..16 {
+                        push(at(k), at(k + 1));
+                    }
+                }
+            }
+        }
+        let robot = sim.robot(self.index);
+        let (tx, ty, th) = robot.true_pose();
+        let odom = robot.position();
+        let oth = th - f64::from(odom.heading).to_radians();
+        let (ox, oy) = (f64::from(odom.x), f64::from(odom.y));
+        let origin_x = tx - (ox * oth.cos() - oy * oth.sin());
+        let origin_y = ty - (ox * oth.sin() + oy * oth.cos());
+        Some(MapOutline {
+            segments,
+            odometry_origin: [origin_x / 1000.0, origin_y / 1000.0, oth],
+        })
+    }
+}
+
 impl Handler<Terminate> for SimDriver {
     type Result = ();
 
@@ -657,7 +727,7 @@ pub fn register(catalog: &mut Catalog) {
         let devices = driver.specs();
         let addr = driver.start();
         Ok(StartedDriver {
-            handle: DriverHandle::of(&addr),
+            handle: DriverHandle::of(&addr).with_map(addr.clone().recipient()),
             devices,
         })
     });
@@ -778,6 +848,7 @@ pub fn apply_stage(settings: &mut Settings, world: &str, gp: Option<u16>) -> Res
             name: p.name.clone(),
             port: port_of(i, p.port)?,
             bind: first.bind.clone(),
+            web_port: None,
             driver: vec![d],
         });
     }

@@ -1,10 +1,12 @@
 //! The blocking connection to one Player server.
 
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use player_proto::data::{GripperCommand, PositionCommand, Ptz};
+use player_proto::ext::{self, DeviceEntry, Extension, Notice};
 use player_proto::message::{self, decode_server, FrameError, ServerMessage, SERVER_HEADER};
 use player_proto::{access, config, device, DataMode};
 
@@ -14,6 +16,17 @@ use crate::round::{layout_fits, Round};
 
 /// How many bytes one socket read asks for.
 const CHUNK: usize = 8192;
+
+/// How many notices are kept until taken; past this the oldest are dropped (and counted).
+pub const MAX_QUEUED_NOTICES: usize = 256;
+
+/// What [`Client::decode_next`] took off the buffer.
+enum Decoded {
+    /// A reply or a data packet.
+    Message(ServerMessage),
+    /// A `y` packet, filed in the notice queue or the device list slot.
+    Extension,
+}
 
 /// How one socket read may wait.
 #[derive(Clone, Copy)]
@@ -60,6 +73,12 @@ pub struct Client {
     read_timeout: Option<Duration>,
     /// The read timeout the socket currently has, to avoid a system call per read.
     socket_timeout: Option<Duration>,
+    /// Notices received and not yet taken, oldest first, at most [`MAX_QUEUED_NOTICES`].
+    notices: VecDeque<Notice>,
+    /// Notices dropped because the queue was full.
+    notices_dropped: u64,
+    /// The latest device list received and not yet taken.
+    device_list: Option<Vec<DeviceEntry>>,
 }
 
 impl Client {
@@ -107,6 +126,9 @@ impl Client {
             timestamps: false,
             read_timeout: None,
             socket_timeout: None,
+            notices: VecDeque::new(),
+            notices_dropped: 0,
+            device_list: None,
         })
     }
 
@@ -281,7 +303,7 @@ impl Client {
                     }
                     waiting.retain(|&d| d != device);
                 }
-                Err(e @ Error::Frame(_)) => {
+                Err(e @ (Error::Frame(_) | Error::Extension(_))) => {
                     deferred.get_or_insert(e);
                 }
                 Err(e) => return Err(e),
@@ -422,7 +444,37 @@ impl Client {
     /// for the devices of the manual, whose packet size tells: around the moment timestamps
     /// are switched, packets the server wrote before it saw the switch are still read right.
     /// A message that cannot be framed is consumed and returned as the error.
+    ///
+    /// `y` packets (notices, the device list) are taken here, never returned (see
+    /// [`decode_next`](Client::decode_next)).
     fn decode_buffered(&mut self) -> Result<Option<ServerMessage>, Error> {
+        loop {
+            match self.decode_next()? {
+                None => return Ok(None),
+                Some(Decoded::Message(m)) => return Ok(Some(m)),
+                Some(Decoded::Extension) => {}
+            }
+        }
+    }
+
+    /// Takes one complete message off the buffer, if there is one, filing a `y` packet
+    /// (which never carries a timestamp) in the notice queue or the device list slot. A
+    /// `y` packet that cannot be decoded is consumed and returned as [`Error::Extension`].
+    fn decode_next(&mut self) -> Result<Option<Decoded>, Error> {
+        if self.buf.get(self.start) == Some(&device::SERVER) {
+            let bytes = &self.buf[self.start..];
+            if bytes.len() < SERVER_HEADER {
+                return Ok(None);
+            }
+            let end = SERVER_HEADER + usize::from(u16::from_be_bytes([bytes[1], bytes[2]]));
+            if bytes.len() < end {
+                return Ok(None);
+            }
+            let filed = ext::decode(&bytes[SERVER_HEADER..end]);
+            self.consume(end);
+            self.file_extension(filed.map_err(Error::Extension)?);
+            return Ok(Some(Decoded::Extension));
+        }
         let bytes = &self.buf[self.start..];
         let decoded = match decode_server(bytes, self.timestamps) {
             Ok(None) => return Ok(None),
@@ -442,11 +494,41 @@ impl Client {
         match decoded {
             Ok((m, n)) => {
                 self.consume(n);
-                Ok(Some(m))
+                Ok(Some(Decoded::Message(m)))
             }
             Err((e, size)) => {
                 self.consume(SERVER_HEADER + size);
                 Err(Error::Frame(e))
+            }
+        }
+    }
+
+    /// Files a `y` packet: a notice in the queue, a device list in its slot.
+    fn file_extension(&mut self, packet: Extension) {
+        match packet {
+            Extension::Notice(n) => {
+                if self.notices.len() == MAX_QUEUED_NOTICES {
+                    self.notices.pop_front();
+                    self.notices_dropped += 1;
+                }
+                self.notices.push_back(n);
+            }
+            Extension::DeviceList(list) => self.device_list = Some(list),
+        }
+    }
+
+    /// Applies a message read while waiting for something else (a notice, the device
+    /// list): a reply updates the access table, a data packet the round; a packet that does
+    /// not fit its layout is dropped.
+    fn apply_in_passing(&mut self, m: ServerMessage) {
+        match m {
+            ServerMessage::Reply(pairs) => self.apply_reply(&pairs),
+            ServerMessage::Data {
+                device,
+                timestamp,
+                payload,
+            } => {
+                let _ = self.take_data(device, timestamp, &payload);
             }
         }
     }
@@ -646,6 +728,107 @@ impl Client {
             }
         }
         Ok(())
+    }
+
+    // ----------------------------------------------------------------------------------
+    // Extensions: error channel, emergency stop, key, device list
+    // ----------------------------------------------------------------------------------
+
+    /// Turns the server's error channel on or off (`x y e <0|1>`, an extension). While it
+    /// is on, the server sends notices (a refused request, an ignored command or config, a
+    /// watchdog stop, the e-stop latched or released, a device failed or up again, ...);
+    /// the client queues them as they arrive during any read, to be taken with
+    /// [`take_notices`](Client::take_notices) or waited for with
+    /// [`wait_notice`](Client::wait_notice).
+    pub fn set_notices(&mut self, on: bool) -> Result<(), Error> {
+        self.send(&ext::error_channel(on))
+    }
+
+    /// Takes every notice received so far, oldest first. The client keeps at most
+    /// [`MAX_QUEUED_NOTICES`]; older ones are dropped and counted by
+    /// [`notices_dropped`](Client::notices_dropped).
+    pub fn take_notices(&mut self) -> Vec<Notice> {
+        self.notices.drain(..).collect()
+    }
+
+    /// How many notices were dropped because nobody took them in time.
+    pub fn notices_dropped(&self) -> u64 {
+        self.notices_dropped
+    }
+
+    /// Returns the oldest queued notice, or waits up to `timeout` for one (`Ok(None)` if
+    /// none came). Data packets and replies that arrive meanwhile are applied to
+    /// [`round`](Client::round) and the access table as by
+    /// [`read_packet`](Client::read_packet); data that does not fit its layout is dropped.
+    pub fn wait_notice(&mut self, timeout: Duration) -> Result<Option<Notice>, Error> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(n) = self.notices.pop_front() {
+                return Ok(Some(n));
+            }
+            match self.decode_next()? {
+                Some(Decoded::Message(m)) => {
+                    self.apply_in_passing(m);
+                    continue;
+                }
+                Some(Decoded::Extension) => continue,
+                None => {}
+            }
+            if self.start < self.buf.len() {
+                // A message has begun: finish it within the ordinary read timeout.
+                self.fill(Wait::Timeout(self.read_timeout))?;
+                continue;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            match self.fill(Wait::Timeout(Some(deadline - now))) {
+                Ok(_) => {}
+                Err(Error::Timeout) => return Ok(None),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Latches (`true`) or releases (`false`) the robot's emergency stop (`x y E`, an
+    /// extension). Any client may latch it; releasing needs write access to a device. While
+    /// it is latched the robot's moving devices are stopped and commands to them ignored;
+    /// with the error channel on, every client that enabled it gets an `E` or `e` notice.
+    pub fn estop(&mut self, latch: bool) -> Result<(), Error> {
+        self.send(&ext::estop(latch))
+    }
+
+    /// Presents the server's shared access key (`x y k`, an extension), at most
+    /// [`ext::MAX_KEY`] bytes. A server configured with a key refuses requests until the
+    /// right one is presented, and closes the connection on a wrong one.
+    pub fn present_key(&mut self, key: &[u8]) -> Result<(), Error> {
+        let msg = ext::key(key).map_err(|e| Error::InvalidArgument(e.0))?;
+        self.send(&msg)
+    }
+
+    /// Asks the server for its device list (`x y l`, an extension) and waits for it: every
+    /// device the robot has, with its driver, the access it allows, its state, readers and
+    /// writers, latest data size and publish rate.
+    ///
+    /// Data packets and replies that arrive first are applied as by
+    /// [`wait_notice`](Client::wait_notice). A server without the extension never answers:
+    /// set a [read timeout](Client::set_read_timeout) to get [`Error::Timeout`] then.
+    pub fn device_list(&mut self) -> Result<Vec<DeviceEntry>, Error> {
+        self.device_list = None;
+        self.send(&ext::device_list_request())?;
+        loop {
+            if let Some(list) = self.device_list.take() {
+                return Ok(list);
+            }
+            match self.decode_next()? {
+                Some(Decoded::Message(m)) => self.apply_in_passing(m),
+                Some(Decoded::Extension) => {}
+                None => {
+                    self.fill(Wait::Timeout(self.read_timeout))?;
+                }
+            }
+        }
     }
 
     /// Sends bytes as they are, for testing a server with malformed input. The client's

@@ -5,6 +5,7 @@ use std::io;
 
 use player_proto::data::DataError;
 use player_proto::device;
+use player_proto::ext::ExtError;
 use player_proto::message::FrameError;
 
 /// Everything that can go wrong talking to a Player server.
@@ -95,6 +96,9 @@ pub enum Error {
     /// An argument the server would refuse (for example a frequency of 0 Hz). Nothing
     /// was sent.
     InvalidArgument(&'static str),
+    /// A `y` packet of the extensions (a notice, the device list) could not be decoded.
+    /// It was skipped; the stream is still in step.
+    Extension(ExtError),
 }
 
 /// Prints a device code as `'s' (sonar)`, or `0x00 (unknown)` when not printable.
@@ -212,6 +216,7 @@ impl fmt::Display for Error {
                 f.write_str("no device is held with read access, so there is nothing to read")
             }
             Error::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
+            Error::Extension(e) => write!(f, "bad notice or device list from the server: {e}"),
         }
     }
 }
@@ -222,6 +227,7 @@ impl std::error::Error for Error {
             Error::Io(e) => Some(e),
             Error::Frame(e) => Some(e),
             Error::Data { error, .. } => Some(error),
+            Error::Extension(e) => Some(e),
             _ => None,
         }
     }

@@ -46,6 +46,8 @@
 //!   [`Gripper`], [`Ptz`], [`Vision`]) and its timestamp.
 //! - [`Grant`]: what a request was granted; [`parse_spec`] parses request strings.
 //! - [`Error`]: one enum for everything, whose messages name the device involved.
+//! - [`manual`]: the control steps of the manual's two sonar examples (Figure 3 and
+//!   Appendix C.4) as pure functions, shared by the examples and the simulator's tests.
 //!
 //! # Data modes
 //! By default the server sends a round of every readable device's current data 10 times a
@@ -56,6 +58,17 @@
 //! releases a round of only the devices with new data (nothing at all if none is new);
 //! read those with [`Client::read_new`] or [`Client::read_packet`].
 //!
+//! # Extensions: notices, emergency stop, key, device list
+//! [`Client::set_notices`] turns on the server's error channel: notices saying why a
+//! request, command or config was refused, that the watchdog or the emergency stop stopped
+//! the robot, that a device failed or came back. They are queued as they arrive during
+//! any read; take them with [`Client::take_notices`] or wait for one with
+//! [`Client::wait_notice`]. [`Client::estop`] latches or releases the robot's emergency
+//! stop, [`Client::present_key`] presents the server's shared key, and
+//! [`Client::device_list`] asks for every device with its driver, state, readers and rate
+//! ([`DeviceEntry`]). The wire format is in `docs/extensions.md`, the byte layouts in
+//! [`player_proto::ext`].
+//!
 //! # Timestamps
 //! With [`Client::set_timestamps`] on, the server puts the driver's timestamp (seconds and
 //! microseconds since the Unix epoch) in front of each data payload; the client strips it
@@ -65,15 +78,17 @@
 mod client;
 mod error;
 mod grant;
+pub mod manual;
 mod round;
 
-pub use client::Client;
+pub use client::{Client, MAX_QUEUED_NOTICES};
 pub use error::Error;
 pub use grant::{parse_spec, satisfies, Grant, MAX_PAIRS};
 pub use round::Round;
 
 pub use player_proto as proto;
 pub use player_proto::data::{Blob, Gripper, Laser, Misc, Position, Ptz, Sonar, Vision};
+pub use player_proto::ext::{DeviceEntry, Notice};
 pub use player_proto::message::ServerMessage;
 pub use player_proto::{access, device, DataMode};
 

@@ -510,3 +510,186 @@ fn a_bad_request_string_sends_nothing() {
         },
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// Extensions: `y` packets (notices, device list) interleaved with data
+// ---------------------------------------------------------------------------------------
+
+use player_proto::ext::{self, DeviceEntry, Notice};
+
+fn notice(kind: u8, device: u8, text: &str) -> Notice {
+    Notice {
+        kind,
+        device,
+        text: text.into(),
+    }
+}
+
+#[test]
+fn notices_between_timestamped_rounds_are_queued_not_read_as_data() {
+    with_peer(
+        |mut p| {
+            p.expect(&ext::error_channel(true));
+            p.expect(&[0x78, 0x79, 0x00, 0x02, b't', 0x01]);
+            p.expect(&[0x64, 0x72, 0x00, 0x02, b'm', b'r']);
+            // A refusal notice can come before the reply.
+            p.send(&ext::notice(b'r', b'm', "no"));
+            p.send(&reply(&[(b'm', b'r')]));
+            let mut bytes = data(b'm', Some((5, 6)), &misc(100).encode());
+            // Short notices (2 + text < 8 bytes) must not be taken for timestamped data.
+            bytes.extend(ext::notice(b'E', 0, ""));
+            bytes.extend(ext::notice(b'f', b'p', "link lost"));
+            bytes.extend(data(b'm', Some((5, 7)), &misc(101).encode()));
+            p.send_in_pieces(&bytes, 3);
+            p.expect_close();
+        },
+        |c| {
+            c.set_notices(true).unwrap();
+            c.set_timestamps(true).unwrap();
+            c.request("mr").unwrap().check().unwrap();
+            assert_eq!(c.read().unwrap().misc, Some(misc(100)));
+            assert_eq!(c.read().unwrap().misc, Some(misc(101)));
+            assert_eq!(c.round().timestamp(b'm'), Some((5, 7)));
+            let got = c.take_notices();
+            assert_eq!(
+                got,
+                vec![
+                    notice(b'r', b'm', "no"),
+                    notice(b'E', 0, ""),
+                    notice(b'f', b'p', "link lost")
+                ]
+            );
+            assert!(c.take_notices().is_empty());
+            assert_eq!(c.notices_dropped(), 0);
+        },
+    );
+}
+
+#[test]
+fn wait_notice_reads_data_meanwhile_and_times_out_with_none() {
+    with_peer(
+        |mut p| {
+            p.expect(&[0x64, 0x72, 0x00, 0x02, b's', b'r']);
+            p.send(&reply(&[(b's', b'r')]));
+            p.send(&data(b's', None, &sonar(7).encode()));
+            p.send(&ext::notice(b'w', b'p', "no command for 1 s"));
+            p.expect_close();
+        },
+        |c| {
+            c.request("sr").unwrap().check().unwrap();
+            let n = c.wait_notice(PATIENCE).unwrap();
+            assert_eq!(n, Some(notice(b'w', b'p', "no command for 1 s")));
+            assert_eq!(c.round().sonar, Some(sonar(7)), "data read on the way");
+            let t = Instant::now();
+            assert_eq!(c.wait_notice(Duration::from_millis(200)).unwrap(), None);
+            assert!(t.elapsed() >= Duration::from_millis(200));
+        },
+    );
+}
+
+#[test]
+fn device_list_skips_rounds_and_notices_until_the_list() {
+    let list = vec![
+        DeviceEntry {
+            code: b'p',
+            access: b'a',
+            state: ext::state::UP,
+            readers: 1,
+            writers: 1,
+            data_size: 21,
+            rate_x10: 100,
+            driver: "p2os".into(),
+        },
+        DeviceEntry {
+            code: b'l',
+            access: b'r',
+            state: ext::state::IDLE,
+            readers: 0,
+            writers: 0,
+            data_size: 0,
+            rate_x10: 0,
+            driver: "sicklms200".into(),
+        },
+    ];
+    let sent = list.clone();
+    with_peer(
+        move |mut p| {
+            p.expect(&[0x64, 0x72, 0x00, 0x02, b'p', b'r']);
+            p.send(&reply(&[(b'p', b'r')]));
+            p.expect(&ext::device_list_request());
+            p.send(&data(b'p', None, &position(1).encode()));
+            p.send(&ext::notice(b'u', b'p', ""));
+            let mut packet = ext::device_list(&sent);
+            packet.extend(data(b'p', None, &position(2).encode()));
+            p.send_in_pieces(&packet, 5);
+            p.expect(&ext::estop(true));
+            p.expect(&ext::key(b"secret").unwrap());
+            p.expect_close();
+        },
+        |c| {
+            c.request("pr").unwrap().check().unwrap();
+            assert_eq!(c.device_list().unwrap(), list);
+            assert_eq!(c.round().position, Some(position(1)));
+            assert_eq!(c.take_notices().len(), 1);
+            assert_eq!(c.read().unwrap().position, Some(position(2)));
+            c.estop(true).unwrap();
+            assert!(matches!(
+                c.present_key(&[b'k'; 65]),
+                Err(Error::InvalidArgument(_))
+            ));
+            c.present_key(b"secret").unwrap();
+        },
+    );
+}
+
+#[test]
+fn a_bad_y_packet_is_reported_and_skipped() {
+    with_peer(
+        |mut p| {
+            p.expect(&[0x64, 0x72, 0x00, 0x02, b'm', b'r']);
+            p.send(&reply(&[(b'm', b'r')]));
+            // A device list that declares 3 entries and holds none.
+            p.send(&[b'y', 0, 3, b'l', 0, 3]);
+            p.send(&data(b'm', None, &misc(1).encode()));
+            p.send(&data(b'm', None, &misc(2).encode()));
+            p.expect_close();
+        },
+        |c| {
+            c.request("mr").unwrap().check().unwrap();
+            let e = c.read().unwrap_err();
+            assert!(matches!(e, Error::Extension(_)), "{e}");
+            assert_eq!(
+                c.round().misc,
+                Some(misc(1)),
+                "the round was read to its end"
+            );
+            assert_eq!(c.read().unwrap().misc, Some(misc(2)));
+        },
+    );
+}
+
+#[test]
+fn the_notice_queue_is_bounded() {
+    let extra = 10;
+    with_peer(
+        move |mut p| {
+            p.expect(&[0x64, 0x72, 0x00, 0x02, b'm', b'r']);
+            p.send(&reply(&[(b'm', b'r')]));
+            let mut bytes = Vec::new();
+            for i in 0..crate::MAX_QUEUED_NOTICES + extra {
+                bytes.extend(ext::notice(b'c', b'p', &i.to_string()));
+            }
+            bytes.extend(data(b'm', None, &misc(1).encode()));
+            p.send(&bytes);
+            p.expect_close();
+        },
+        |c| {
+            c.request("mr").unwrap().check().unwrap();
+            c.read().unwrap();
+            let got = c.take_notices();
+            assert_eq!(got.len(), crate::MAX_QUEUED_NOTICES);
+            assert_eq!(got[0].text, extra.to_string(), "the oldest were dropped");
+            assert_eq!(c.notices_dropped(), extra as u64);
+        },
+    );
+}

@@ -212,6 +212,108 @@ pub fn decode(payload: &[u8]) -> Result<Extension, ExtError> {
     Ok(Extension::DeviceList(entries))
 }
 
+// ----- client side: the configs a client sends, names for printing -----------------------
+
+/// `x y e <on>`: the error channel on or off.
+pub fn error_channel(on: bool) -> Vec<u8> {
+    crate::message::config(PACKET, crate::config::ERRORS, &[u8::from(on)])
+}
+
+/// `x y E <latch>`: latch (true) or release (false) the emergency stop.
+pub fn estop(latch: bool) -> Vec<u8> {
+    crate::message::config(PACKET, crate::config::ESTOP, &[u8::from(latch)])
+}
+
+/// `x y k <key>`: present the shared key; refused here if longer than [`MAX_KEY`].
+pub fn key(key: &[u8]) -> Result<Vec<u8>, ExtError> {
+    if key.len() > MAX_KEY {
+        return Err(ExtError("a key is at most 64 bytes long"));
+    }
+    Ok(crate::message::config(PACKET, crate::config::KEY, key))
+}
+
+/// `x y l`: ask for the device list.
+pub fn device_list_request() -> Vec<u8> {
+    crate::message::config(PACKET, crate::config::DEVICE_LIST, &[])
+}
+
+/// A short name for a notice kind, for printing (`"unknown"` for kinds this crate does not
+/// know).
+pub fn kind_name(k: u8) -> &'static str {
+    match k {
+        kind::REFUSED => "refused",
+        kind::COMMAND => "command ignored",
+        kind::CONFIG => "config ignored",
+        kind::WATCHDOG => "watchdog stop",
+        kind::ESTOP => "e-stop latched",
+        kind::ESTOP_RELEASED => "e-stop released",
+        kind::FAILED => "device failed",
+        kind::UP => "device up",
+        kind::ACCESS => "access",
+        kind::OVERLOAD => "overload",
+        kind::DEVICE_LIST => "device list",
+        _ => "unknown",
+    }
+}
+
+/// A short name for a device state (`"unknown"` for other bytes).
+pub fn state_name(s: u8) -> &'static str {
+    match s {
+        state::UP => "up",
+        state::IDLE => "idle",
+        state::SETTING_UP => "setting up",
+        state::FAILED => "failed",
+        state::RECONNECTING => "reconnecting",
+        _ => "unknown",
+    }
+}
+
+impl Notice {
+    /// The kind's name (see [`kind_name`]).
+    pub fn kind_name(&self) -> &'static str {
+        kind_name(self.kind)
+    }
+}
+
+impl fmt::Display for Notice {
+    /// `device failed: 'p' (position): link lost`; no device part when it is 0. The text
+    /// goes through [`clean_text`], so a line never carries control characters.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.kind_name())?;
+        if self.kind_name() == "unknown" {
+            write!(f, " (0x{:02x})", self.kind)?;
+        }
+        if self.device != 0 {
+            if self.device.is_ascii_graphic() {
+                write!(
+                    f,
+                    ": '{}' ({})",
+                    char::from(self.device),
+                    crate::device::name(self.device)
+                )?;
+            } else {
+                write!(f, ": 0x{:02x}", self.device)?;
+            }
+        }
+        if !self.text.is_empty() {
+            write!(f, ": {}", clean_text(&self.text))?;
+        }
+        Ok(())
+    }
+}
+
+impl DeviceEntry {
+    /// The publish rate in hertz.
+    pub fn rate_hz(&self) -> f64 {
+        f64::from(self.rate_x10) / 10.0
+    }
+
+    /// The state's name (see [`state_name`]).
+    pub fn state_name(&self) -> &'static str {
+        state_name(self.state)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,5 +366,60 @@ mod tests {
         for cut in 3..v.len() - 1 {
             assert!(decode(&v[3..cut]).is_err(), "cut at {cut}");
         }
+    }
+}
+
+#[cfg(test)]
+mod client_tests {
+    use super::*;
+
+    #[test]
+    fn configs_are_y_configs_with_the_documented_sizes() {
+        assert_eq!(error_channel(true), [b'x', b'y', 0, 2, b'e', 1]);
+        assert_eq!(estop(true), [b'x', b'y', 0, 2, b'E', 1]);
+        assert_eq!(estop(false), [b'x', b'y', 0, 2, b'E', 0]);
+        assert_eq!(
+            key(b"abc").unwrap(),
+            [b'x', b'y', 0, 4, b'k', b'a', b'b', b'c']
+        );
+        assert_eq!(device_list_request(), [b'x', b'y', 0, 1, b'l']);
+        assert_eq!(key(&[b'k'; 64]).unwrap().len(), 4 + 1 + 64);
+        assert!(key(&[0; 65]).is_err());
+    }
+
+    #[test]
+    fn notices_print_as_one_clean_line() {
+        let n = Notice {
+            kind: kind::FAILED,
+            device: b'p',
+            text: "serial link lost".into(),
+        };
+        assert_eq!(
+            n.to_string(),
+            "device failed: 'p' (position): serial link lost"
+        );
+        let odd = Notice {
+            kind: b'Q',
+            device: 0,
+            text: "a\x1b[2Jb\nc".into(),
+        };
+        assert_eq!(odd.to_string(), "unknown (0x51): a [2Jb c");
+    }
+
+    #[test]
+    fn entries_name_their_state_and_rate() {
+        let e = DeviceEntry {
+            code: b'p',
+            access: b'a',
+            state: state::RECONNECTING,
+            readers: 0,
+            writers: 0,
+            data_size: 0,
+            rate_x10: 95,
+            driver: "p2os".into(),
+        };
+        assert_eq!(e.state_name(), "reconnecting");
+        assert_eq!(e.rate_hz(), 9.5);
+        assert_eq!(state_name(0), "unknown");
     }
 }

@@ -66,7 +66,8 @@ pub fn start_server() -> TestServer {
     start_server_with(default_settings(), player::builtin_catalog())
 }
 
-/// Starts a server with these settings (every robot moved to 127.0.0.1 port 0) and
+/// Starts a server with these settings (every robot moved to port 0, and to 127.0.0.1
+/// unless the settings name another address to bind) and
 /// catalog.
 pub fn start_server_with(settings: Settings, catalog: Catalog) -> TestServer {
     start_server_logged(settings, catalog, test_logger())
@@ -80,7 +81,11 @@ pub fn start_server_logged(
 ) -> TestServer {
     for r in &mut settings.robot {
         r.port = 0;
-        r.bind = "127.0.0.1".into();
+        if r.bind == "0.0.0.0" {
+            r.bind = "127.0.0.1".into();
+        }
+        // The web viewer only where a test asks for it (on a port it chose).
+        r.web_port.get_or_insert(0);
     }
     let (ready_tx, ready_rx) = mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Checks an MCAP file written by `player -record` with the `mcap` package from PyPI.
+
+A reader no one in this project wrote: if it reads our files, Foxglove's tools will too.
+
+    check.py FILE [--truncated] [--robot NAME] [--rate HZ] [--min-seconds S]
+                  [--commands N] [--configs N] [--no-foxglove]
+
+Checks, for each of the seven 0.7.4a devices of robot NAME: a raw channel
+/NAME/<code> (message encoding player-0.7.4a, a schema naming the device's layout),
+every payload of the size Table 7 gives, sequence numbers increasing, log times not
+decreasing, and a message count near HZ x the recorded time span, which must be at
+least S seconds. With Foxglove channels on (the default), /NAME/l/scan and /NAME/p/tf
+must hold one JSON message per reading. A complete file is read through its summary
+(counts must match the statistics record); a --truncated one (its writer was killed)
+is read front to back until it ends. Prints one line per channel and exits non-zero,
+naming the problem, on the first failed check.
+"""
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+
+from mcap.reader import make_reader
+from mcap.records import Channel, Header, Message, Schema
+from mcap.stream_reader import StreamReader
+
+# Table 7: the data size of each device; vision is 64 + 10 per blob.
+SIZES = {"l": 722, "s": 32, "p": 21, "m": 3, "g": 2, "z": 6}
+NAMES = {"l": "laser", "s": "sonar", "p": "position", "m": "misc", "g": "gripper",
+         "z": "ptz", "v": "vision"}
+
+
+def fail(why):
+    print(f"FAIL: {why}")
+    sys.exit(1)
+
+
+def read_complete(path):
+    """Schemas, channels and messages through the summary and the indexed reader."""
+    with open(path, "rb") as f:
+        reader = make_reader(f)
+        header = reader.get_header()
+        summary = reader.get_summary()
+        if summary is None:
+            fail("a complete file has no summary section")
+        messages = [(ch.id, m) for _, ch, m in reader.iter_messages(log_time_order=False)]
+    counts = summary.statistics.channel_message_counts if summary.statistics else {}
+    return header, dict(summary.schemas), dict(summary.channels), messages, counts
+
+
+def read_truncated(path):
+    """Records front to back until the file ends (it has no footer)."""
+    header, schemas, channels, messages = None, {}, {}, []
+    ended = "complete"
+    try:
+        with open(path, "rb") as f:
+            for rec in StreamReader(f, skip_magic=False).records:
+                if isinstance(rec, Header):
+                    header = rec
+                elif isinstance(rec, Schema):
+                    schemas[rec.id] = rec
+                elif isinstance(rec, Channel):
+                    channels[rec.id] = rec
+                elif isinstance(rec, Message):
+                    messages.append((rec.channel_id, rec))
+    except Exception as e:  # the mcap package raises EndOfFile (or a record error) here
+        ended = f"{type(e).__name__} {e}".strip()
+    print(f"read front to back: {len(messages)} messages, ended: {ended}")
+    return header, schemas, channels, messages, None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("file")
+    ap.add_argument("--truncated", action="store_true")
+    ap.add_argument("--robot", default="pioneer")
+    ap.add_argument("--rate", type=float, default=10.0)
+    ap.add_argument("--min-seconds", type=float, default=1.0)
+    ap.add_argument("--commands", type=int, default=0)
+    ap.add_argument("--configs", type=int, default=0)
+    ap.add_argument("--no-foxglove", action="store_true")
+    a = ap.parse_args()
+
+    read = read_truncated if a.truncated else read_complete
+    header, schemas, channels, messages, counts = read(a.file)
+    if header is None or not header.library.startswith("player"):
+        fail(f"header library is {header and header.library!r}, expected 'player ...'")
+    by_topic = {ch.topic: ch for ch in channels.values()}
+    per_channel = defaultdict(list)
+    for cid, m in messages:
+        per_channel[cid].append(m)
+    if counts is not None:
+        for cid, ms in per_channel.items():
+            if counts.get(cid) != len(ms):
+                fail(f"channel {channels[cid].topic}: statistics say {counts.get(cid)}, read {len(ms)}")
+
+    readings = {}
+    for code, name in NAMES.items():
+        topic = f"/{a.robot}/{code}"
+        ch = by_topic.get(topic)
+        if ch is None:
+            fail(f"no channel {topic}; channels: {sorted(by_topic)}")
+        if ch.message_encoding != "player-0.7.4a":
+            fail(f"{topic}: message encoding {ch.message_encoding!r}")
+        schema = schemas.get(ch.schema_id)
+        if schema is None or schema.name != f"player.{name}.data" or name not in schema.data.decode():
+            fail(f"{topic}: schema {schema and schema.name!r} does not name the {name} layout")
+        ms = per_channel.get(ch.id, [])
+        if len(ms) < 2:
+            fail(f"{topic}: {len(ms)} messages")
+        for m in ms:
+            n = len(m.data)
+            want = SIZES.get(code)
+            if (want is not None and n != want) or (want is None and (n < 64 or (n - 64) % 10)):
+                fail(f"{topic}: payload of {n} bytes, Table 7 says {want or '64 + 10 per blob'}")
+        for x, y in zip(ms, ms[1:]):
+            if y.sequence <= x.sequence or y.log_time < x.log_time:
+                fail(f"{topic}: sequence or time goes back ({x.sequence}@{x.log_time} then {y.sequence}@{y.log_time})")
+        span = (ms[-1].log_time - ms[0].log_time) / 1e9
+        expected = a.rate * span
+        got = len(ms) - 1
+        print(f"{topic}: {len(ms)} messages over {span:.2f} s ({got / span:.2f} Hz), "
+              f"{len(ms[0].data)} bytes first")
+        if span < a.min_seconds:
+            fail(f"{topic}: recording spans {span:.2f} s, expected at least {a.min_seconds}")
+        if not (0.8 * expected <= got <= 1.2 * expected + 1):
+            fail(f"{topic}: {got} intervals in {span:.2f} s, expected about {expected:.0f} at {a.rate} Hz")
+        readings[code] = ms
+
+    if not a.no_foxglove:
+        for code, suffix, schema_name in [("l", "scan", "foxglove.LaserScan"),
+                                          ("p", "tf", "foxglove.FrameTransform")]:
+            topic = f"/{a.robot}/{code}/{suffix}"
+            ch = by_topic.get(topic)
+            if ch is None or ch.message_encoding != "json":
+                fail(f"no JSON channel {topic}")
+            schema = schemas.get(ch.schema_id)
+            if schema is None or schema.name != schema_name or schema.encoding != "jsonschema":
+                fail(f"{topic}: schema {schema and schema.name!r}")
+            json.loads(schema.data)
+            ms = per_channel.get(ch.id, [])
+            raw = readings[code]
+            if abs(len(ms) - len(raw)) > 1:
+                fail(f"{topic}: {len(ms)} messages for {len(raw)} readings")
+            for m in ms:
+                j = json.loads(m.data)
+                if code == "l" and len(j["ranges"]) != 361:
+                    fail(f"{topic}: {len(j['ranges'])} ranges")
+                if code == "p" and not {"translation", "rotation"} <= j.keys():
+                    fail(f"{topic}: {sorted(j)}")
+            print(f"{topic}: {len(ms)} {schema_name} messages")
+
+    for suffix, want, size in [("cmd", a.commands, 4), ("cfg", a.configs, None)]:
+        if want == 0:
+            continue
+        topic = f"/{a.robot}/p/{suffix}"
+        ch = by_topic.get(topic)
+        if ch is None:
+            fail(f"no channel {topic}")
+        ms = per_channel.get(ch.id, [])
+        if len(ms) < want:
+            fail(f"{topic}: {len(ms)} messages, expected at least {want}")
+        if size is not None and any(len(m.data) != size for m in ms):
+            fail(f"{topic}: a payload is not {size} bytes")
+        print(f"{topic}: {len(ms)} messages")
+
+    print("OK")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,570 @@
+//! Recording to MCAP and replaying a recording.
+//!
+//! The files the server writes are read back by a reader no one here wrote: the Python
+//! `mcap` package from PyPI, installed in this test's own virtual environment (under
+//! Cargo's target tmp directory, made once and reused), running `tests/mcap/check.py`.
+//! Those tests are skipped, with a message, only when `python3` is absent.
+//!
+//! The binary tests run the real `player` with `-record` and stop it with SIGINT or kill it
+//! with SIGKILL; the replay tests record with an in-process server, then serve the file with
+//! the `replay` driver and compare what a 0.7.4a client receives with the file, byte for
+//! byte.
+
+mod common;
+
+use common::*;
+use player::record::RAW_ENCODING;
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+const PLAYER: &str = env!("CARGO_BIN_EXE_player");
+const CHECKER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcap/check.py");
+
+/// A fresh directory for one test's files.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("record-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The virtual environment's python with the `mcap` package, made on first use; `None`
+/// when this machine has no python3.
+fn python() -> Option<PathBuf> {
+    static VENV: OnceLock<Mutex<Option<Option<PathBuf>>>> = OnceLock::new();
+    let lock = VENV.get_or_init(|| Mutex::new(None));
+    let mut slot = lock.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = &*slot {
+        return p.clone();
+    }
+    let found = Command::new("python3")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        eprintln!("SKIPPED: python3 is not installed, so the Python mcap reader cannot run");
+        *slot = Some(None);
+        return None;
+    }
+    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcap-venv");
+    let py = venv.join("bin").join("python");
+    let has_mcap = |py: &Path| {
+        Command::new(py)
+            .args(["-c", "import mcap.reader, mcap.stream_reader"])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !has_mcap(&py) {
+        let st = Command::new("python3")
+            .args(["-m", "venv", "--clear"])
+            .arg(&venv)
+            .status()
+            .expect("run python3 -m venv");
+        assert!(st.success(), "python3 -m venv {} failed", venv.display());
+        let st = Command::new(&py)
+            .args(["-m", "pip", "install", "--quiet", "mcap>=1.1,<2"])
+            .status()
+            .expect("run pip");
+        assert!(st.success(), "pip install mcap failed");
+        assert!(
+            has_mcap(&py),
+            "the mcap package does not import after pip install"
+        );
+    }
+    *slot = Some(Some(py.clone()));
+    Some(py)
+}
+
+/// Runs the checker on `file` with `args`; fails the test with its output unless it passes.
+fn check(py: &Path, file: &Path, args: &[&str]) -> String {
+    let out = Command::new(py)
+        .arg(CHECKER)
+        .arg(file)
+        .args(args)
+        .output()
+        .expect("run check.py");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("check.py {} {args:?}:\n{text}", file.display());
+    assert!(
+        out.status.success(),
+        "check.py failed on {}:\n{text}",
+        file.display()
+    );
+    assert!(text.contains("\nOK"), "{text}");
+    text
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The `player` binary recording to `file`, its log in a file beside it.
+struct Recording {
+    child: Child,
+    addr: SocketAddr,
+    log: PathBuf,
+}
+
+impl Recording {
+    fn start(file: &Path, extra: &[&str]) -> Recording {
+        let port = free_port();
+        let log = file.with_extension("log");
+        let mut child = Command::new(PLAYER)
+            .args(["-gp", &port.to_string(), "-record"])
+            .arg(file)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("start player");
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let deadline = Instant::now() + TIMEOUT;
+        while TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err() {
+            if let Ok(Some(st)) = child.try_wait() {
+                panic!(
+                    "player exited with {st}: {}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+            }
+            assert!(Instant::now() < deadline, "player did not listen on {addr}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Recording { child, addr, log }
+    }
+
+    fn signal(&mut self, sig: i32) -> std::process::ExitStatus {
+        // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
+        unsafe { libc::kill(self.child.id() as i32, sig) };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return st;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "player did not exit on signal {sig}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Drives the robot for `d` with a client holding the position device, sending a command
+/// every 100 ms; returns how many commands were sent.
+fn drive_for(addr: SocketAddr, d: Duration) -> usize {
+    let mut c = Client::connect(addr);
+    c.request(&[(b'p', b'a')]);
+    c.config(b'p', b'm', &[1]); // motors on: a config for the recording
+    let end = Instant::now() + d;
+    let mut n = 0;
+    while Instant::now() < end {
+        c.drive(300, 20);
+        n += 1;
+        let next = Instant::now() + Duration::from_millis(100);
+        while Instant::now() < next {
+            let _ = c.read_message_within(Duration::from_millis(20));
+        }
+    }
+    c.drive(0, 0);
+    n + 1
+}
+
+#[test]
+fn the_binary_records_every_device_and_the_python_mcap_package_reads_the_file() {
+    let Some(py) = python() else { return };
+    let dir = scratch("binary");
+    let file = dir.join("run.mcap");
+    let mut p = Recording::start(&file, &[]);
+    let t0 = Instant::now();
+    // No client for a while: the recorder holds the devices open by itself.
+    std::thread::sleep(Duration::from_secs(2));
+    let sent = drive_for(p.addr, Duration::from_secs(2));
+    let st = p.signal(libc::SIGINT);
+    let secs = t0.elapsed().as_secs_f64();
+    let log = p.log();
+    assert_eq!(st.code(), Some(0), "exit status {st}; log:\n{log}");
+    assert!(log.contains("recording finished"), "{log}");
+    // The commands and the config the client sent are recorded too.
+    let min = format!("{:.1}", secs - 1.5);
+    let commands = (sent / 2).to_string();
+    let args = [
+        "--min-seconds",
+        &min,
+        "--commands",
+        &commands,
+        "--configs",
+        "1",
+    ];
+    let out = check(&py, &file, &args);
+    assert!(out.contains("/pioneer/l/scan"), "{out}");
+}
+
+#[test]
+fn a_recording_killed_with_sigkill_stays_readable_up_to_its_last_chunk() {
+    let dir = scratch("sigkill");
+    let file = dir.join("killed.mcap");
+    let mut p = Recording::start(&file, &[]);
+    std::thread::sleep(Duration::from_millis(4500));
+    let st = p.signal(libc::SIGKILL);
+    assert_eq!(st.code(), None, "killed by a signal");
+    let len = std::fs::metadata(&file).unwrap().len();
+    assert!(len > 10_000, "only {len} bytes reached the file");
+    // Chunks close every second: at least three of the four and a half seconds are there.
+    if let Some(py) = python() {
+        check(&py, &file, &["--truncated", "--min-seconds", "2.5"]);
+    }
+    // Our own replay reads it too, up to where it ends.
+    let rec = player::actors::replay::recording::load(&file, None, 1 << 30).unwrap();
+    assert_eq!(rec.robot, "pioneer");
+    let codes: Vec<u8> = rec.devices.keys().copied().collect();
+    assert_eq!(codes, b"glmpsvz");
+    assert!(
+        rec.readings.len() >= 7 * 25,
+        "{} readings",
+        rec.readings.len()
+    );
+}
+
+#[test]
+fn files_rotate_by_age_and_each_is_complete() {
+    let dir = scratch("rotate-age");
+    let file = dir.join("rot.mcap");
+    let mut settings = default_settings();
+    settings.record.path = file.display().to_string();
+    settings.record.max_seconds = 1.5;
+    let server = start_server_with(settings, player::builtin_catalog());
+    std::thread::sleep(Duration::from_millis(5000));
+    server.shutdown();
+    let files: Vec<PathBuf> = (0..8)
+        .map(|n| player::record::rotated_path(&file, n))
+        .filter(|p| p.exists())
+        .collect();
+    assert!(files.len() >= 3, "files: {files:?}");
+    assert_eq!(files[1], dir.join("rot.1.mcap"));
+    let mut total = 0;
+    for f in &files {
+        let readings = raw_payloads(f);
+        total += readings.values().map(Vec::len).sum::<usize>();
+        if let Some(py) = python() {
+            if f != files.last().unwrap() {
+                check(&py, f, &["--min-seconds", "0.5"]);
+            }
+        }
+    }
+    // 10 Hz x 7 devices over about five seconds, none lost between files.
+    assert!(total >= 7 * 40, "{total} readings in {} files", files.len());
+}
+
+#[test]
+fn files_rotate_by_size() {
+    let dir = scratch("rotate-size");
+    let file = dir.join("size.mcap");
+    let mut settings = default_settings();
+    settings.record.path = file.display().to_string();
+    settings.record.max_bytes = 12_000;
+    settings.record.chunk_bytes = 4096;
+    settings.record.foxglove = false;
+    let server = start_server_with(settings, player::builtin_catalog());
+    std::thread::sleep(Duration::from_millis(3500));
+    server.shutdown();
+    let files: Vec<PathBuf> = (0..50)
+        .map(|n| player::record::rotated_path(&file, n))
+        .filter(|p| p.exists())
+        .collect();
+    // About 11 kB/s of readings and headers: three and a half seconds fill several files.
+    assert!(files.len() >= 2, "{files:?}");
+    for f in &files[..files.len() - 1] {
+        let len = std::fs::metadata(f).unwrap().len();
+        assert!(
+            (12_000..12_000 + 16_384).contains(&len),
+            "{}: {len} bytes",
+            f.display()
+        );
+        raw_payloads(f);
+    }
+}
+
+/// The raw payloads of each device of robot `pioneer`, in file order, read with the
+/// `mcap` crate (the file must be complete).
+fn raw_payloads(file: &Path) -> BTreeMap<u8, Vec<(u64, Vec<u8>)>> {
+    let bytes = std::fs::read(file).unwrap();
+    let mut out: BTreeMap<u8, Vec<(u64, Vec<u8>)>> = BTreeMap::new();
+    for m in mcap::MessageStream::new(&bytes).unwrap() {
+        let m = m.unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        if m.channel.message_encoding != RAW_ENCODING {
+            continue;
+        }
+        let Some(code) = m.channel.topic.strip_prefix("/pioneer/") else {
+            continue;
+        };
+        if let [c] = code.as_bytes() {
+            out.entry(*c)
+                .or_default()
+                .push((m.log_time, m.data.into_owned()));
+        }
+    }
+    out
+}
+
+/// Records the default simulated robot, driven, for `secs`, in-process; returns the file.
+fn record_driven(name: &str, secs: u64) -> PathBuf {
+    let dir = scratch(name);
+    let file = dir.join("drive.mcap");
+    let mut settings = default_settings();
+    settings.record.path = file.display().to_string();
+    let server = start_server_with(settings, player::builtin_catalog());
+    drive_for(server.addr(), Duration::from_secs(secs));
+    server.shutdown();
+    file
+}
+
+fn replay_server(file: &Path, params: &[(&str, config::Value)]) -> TestServer {
+    let mut settings = default_settings();
+    let mut p = vec![("file", text(&file.display().to_string()))];
+    p.extend(params.iter().cloned());
+    settings.assign("replay", b"psmglzv", p);
+    start_server_with(settings, player::builtin_catalog())
+}
+
+fn text(s: &str) -> config::Value {
+    config::Value::new(None, config::ValueKind::String(s.into()))
+}
+
+/// A push-new client reading all seven devices as fast as they come.
+fn push_client(addr: SocketAddr) -> Client {
+    let mut c = Client::connect(addr);
+    c.frequency(1000);
+    c.data_mode(2);
+    let reply = c.request(&[
+        (b'p', b'r'),
+        (b's', b'r'),
+        (b'l', b'r'),
+        (b'm', b'r'),
+        (b'g', b'r'),
+        (b'z', b'r'),
+        (b'v', b'r'),
+    ]);
+    assert!(!reply.contains(&b'e'), "a device was refused: {reply:?}");
+    c
+}
+
+/// Whether `got` appears in `want` in order (each element found after the previous one).
+fn in_order(got: &[Vec<u8>], want: &[(u64, Vec<u8>)]) -> Result<(), String> {
+    let mut at = 0;
+    for (i, g) in got.iter().enumerate() {
+        match want[at..].iter().position(|(_, w)| w == g) {
+            Some(k) => at += k + 1,
+            None => {
+                return Err(format!(
+                    "payload {i} of {} is not recorded after the previous one",
+                    got.len()
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn replay_serves_the_recorded_payloads_byte_for_byte_and_ignores_commands() {
+    let file = record_driven("bytes", 3);
+    let recorded = raw_payloads(&file);
+    assert_eq!(recorded.keys().copied().collect::<Vec<u8>>(), b"glmpsvz");
+    let positions = &recorded[&b'p'];
+    // The robot moved: the recorded positions differ (and carry a time field), so matching
+    // them in order is not matching a constant.
+    let distinct: std::collections::HashSet<&Vec<u8>> = positions.iter().map(|(_, p)| p).collect();
+    assert!(
+        distinct.len() > positions.len() * 9 / 10,
+        "{} of {}",
+        distinct.len(),
+        positions.len()
+    );
+    let span = Duration::from_nanos(positions.last().unwrap().0 - positions[0].0);
+
+    let server = replay_server(&file, &[]);
+    let mut c = push_client(server.addr());
+    // A 0.7.4a client in the default mode reads too, and commands the replayed base.
+    let mut old = Client::connect(server.addr());
+    old.request(&[(b'p', b'a'), (b'l', b'r')]);
+    let mut got: BTreeMap<u8, Vec<Vec<u8>>> = BTreeMap::new();
+    let end = Instant::now() + span + Duration::from_secs(3);
+    while Instant::now() < end {
+        if let Some((code, payload)) = c.read_message_within(Duration::from_millis(200)) {
+            got.entry(code).or_default().push(payload);
+        }
+        old.drive(500, 90);
+    }
+    let mut old_packets = Vec::new();
+    let stop = Instant::now() + Duration::from_millis(500);
+    while Instant::now() < stop {
+        old_packets.extend(old.read_message_within(Duration::from_millis(100)));
+    }
+    for (code, want) in &recorded {
+        let g = got.get(code).map(Vec::as_slice).unwrap_or(&[]);
+        in_order(g, want).unwrap_or_else(|e| panic!("device {}: {e}", char::from(*code)));
+        assert!(
+            g.len() + 2 >= want.len(),
+            "device {}: {} of {} recorded readings served",
+            char::from(*code),
+            g.len(),
+            want.len()
+        );
+    }
+    // Everything the 0.7.4a client got was recorded; the commands moved nothing.
+    assert!(!old_packets.is_empty());
+    for (code, payload) in old_packets {
+        assert!(
+            recorded[&code].iter().any(|(_, w)| *w == payload),
+            "device {}: a payload that was never recorded",
+            char::from(code)
+        );
+    }
+}
+
+#[test]
+fn replay_plays_from_an_offset_at_a_speed_factor_and_loops() {
+    let file = record_driven("speed", 3);
+    let recorded = raw_payloads(&file);
+    let positions = &recorded[&b'p'];
+    // Playback starts at the first reading of any device at or after one second in.
+    let t0 = recorded.values().map(|v| v[0].0).min().unwrap();
+    let start = positions
+        .iter()
+        .position(|(t, _)| *t >= t0 + 1_000_000_000)
+        .unwrap();
+    let first = positions[start].1.clone();
+    let rest = Duration::from_nanos(positions.last().unwrap().0 - positions[start].0);
+
+    let speed = 4.0;
+    let server = replay_server(
+        &file,
+        &[
+            (
+                "speed",
+                config::Value::new(None, config::ValueKind::Float(speed)),
+            ),
+            (
+                "offset",
+                config::Value::new(None, config::ValueKind::Float(1.0)),
+            ),
+            (
+                "loop",
+                config::Value::new(None, config::ValueKind::Boolean(true)),
+            ),
+        ],
+    );
+    let mut c = push_client(server.addr());
+    let mut seen: Vec<(Instant, Vec<u8>)> = Vec::new();
+    let end = Instant::now() + rest.mul_f64(2.5 / speed) + Duration::from_secs(3);
+    while Instant::now() < end {
+        if let Some((b'p', payload)) = c.read_message_within(Duration::from_millis(200)) {
+            seen.push((Instant::now(), payload));
+        }
+    }
+    assert!(!seen.is_empty());
+    // The first reading served is the one at the offset (or, on a slow machine that set
+    // the client up late at 4x, one of the next two).
+    assert!(
+        positions[start..start + 3]
+            .iter()
+            .any(|(_, p)| *p == seen[0].1),
+        "playback does not start at the offset"
+    );
+    let at: Vec<Instant> = seen
+        .iter()
+        .filter(|(_, p)| *p == first)
+        .map(|(t, _)| *t)
+        .collect();
+    assert!(
+        at.len() >= 2,
+        "the recording did not loop in {} readings",
+        seen.len()
+    );
+    // One pass of the rest of the recording at 4x: timers never fire early, and a loaded
+    // machine may make them late.
+    let pass = at[1] - at[0];
+    let expected = rest.div_f64(speed);
+    assert!(
+        pass >= expected.mul_f64(0.8) && pass <= expected * 3 + Duration::from_secs(1),
+        "one pass took {pass:?}, expected about {expected:?}"
+    );
+    // In between, the positions were the recorded ones in order.
+    let one_pass: Vec<Vec<u8>> = seen
+        .iter()
+        .filter(|(t, _)| *t >= at[0] && *t < at[1])
+        .map(|(_, p)| p.clone())
+        .collect();
+    in_order(&one_pass, &positions[start..]).unwrap();
+    assert!(one_pass.len() + 2 >= positions.len() - start);
+}
+
+#[test]
+fn record_and_replay_flags_and_keys() {
+    use player::settings::{parse_args, Invocation, Settings};
+    let run = |a: &[&str]| match parse_args(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>()) {
+        Ok(Invocation::Run { settings, .. }) => Ok(*settings),
+        Ok(other) => panic!("{other:?}"),
+        Err(e) => Err(e.0),
+    };
+    let s = run(&["-record", "x.mcap"]).unwrap();
+    assert!(Path::new(&s.record.path).is_absolute());
+    assert!(s.record.path.ends_with("x.mcap"));
+    let e = run(&["-replay", "/no/such/file.mcap"]).unwrap_err();
+    assert!(e.contains("/no/such/file.mcap"), "{e}");
+    let e = Settings::from_toml(
+        "[record]\npath = \"a\"\nmax_bytez = 3\n[[robot]]\n",
+        "t.toml",
+    )
+    .unwrap_err();
+    assert!(e.0.contains("max_bytez"), "{e}");
+    let e = Settings::from_toml("[record]\nchunk_seconds = -1\n[[robot]]\n", "t.toml").unwrap_err();
+    assert!(e.0.contains("record.chunk_seconds"), "{e}");
+    // A recording path that cannot be created stops the start with its name.
+    let (code, _, err) = {
+        let out = Command::new(PLAYER)
+            .args([
+                "-gp",
+                &free_port().to_string(),
+                "-record",
+                "/no/such/dir/x.mcap",
+            ])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            (),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("/no/such/dir/x.mcap"), "{err}");
+}
