@@ -64,26 +64,8 @@ pub const BATTERY_FLOOR_V: f64 = 10.0;
 /// About 100 minutes of driving at full speed from full to the floor.
 pub const BATTERY_DRAIN_V_PER_MM: f64 = 1e-6;
 
-/// Pioneer 2-DX sonar poses: x mm forward, y mm left, heading degrees counter-clockwise.
-/// Index 0 is front-left, numbering clockwise to 7 front-right, 8 rear-right .. 15 rear-left.
-pub const SONAR_POSES: [(f64, f64, f64); 16] = [
-    (115.0, 130.0, 90.0),
-    (155.0, 115.0, 50.0),
-    (190.0, 80.0, 30.0),
-    (210.0, 25.0, 10.0),
-    (210.0, -25.0, -10.0),
-    (190.0, -80.0, -30.0),
-    (155.0, -115.0, -50.0),
-    (115.0, -130.0, -90.0),
-    (-115.0, -130.0, -90.0),
-    (-155.0, -115.0, -130.0),
-    (-190.0, -80.0, -150.0),
-    (-210.0, -25.0, -170.0),
-    (-210.0, 25.0, 170.0),
-    (-190.0, 80.0, 150.0),
-    (-155.0, 115.0, 130.0),
-    (-115.0, 130.0, 90.0),
-];
+/// The Pioneer 2-DX sonar ring (one table, in the protocol crate).
+pub use player_proto::data::SONAR_POSES;
 
 /// Height of a robot's colour marking above the floor, mm (what other cameras see).
 pub const ROBOT_HEIGHT_MM: f64 = 500.0;
