@@ -1,7 +1,7 @@
 //! Simulation step cost for 1, 10 and 100 robots with all sensors: `cargo bench --bench sim`.
 //!
 //! Every robot drives a circle in a 20 m x 20 m arena with walls, pillars, coloured objects
-//! and pucks, its camera panning. One "step" is one physics tick of the whole world plus one
+//! and pucks, its camera panning, its sensors noisy as a world file's are by default. One "step" is one physics tick of the whole world plus one
 //! reading of every sensor of every robot (laser, sonar, vision, gripper, position, misc,
 //! PTZ). The server ticks physics at 100 Hz and reads sensors at 10 Hz, so the last column is
 //! the share of one core a served world of that size needs in real time.
@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use player::actors::sim::world::{
-    ColouredObject, ObjectShape, PuckPlacement, RobotPlacement, SimWorld, WorldMap,
+    ColouredObject, Noise, ObjectShape, PuckPlacement, RobotPlacement, SimWorld, WorldMap,
 };
 
 /// The arena with `n` robots on a grid, 1.8 m apart.
@@ -51,7 +51,8 @@ fn arena(n: usize) -> SimWorld {
             devices: None,
         });
     }
-    let mut w = SimWorld::new(Arc::new(map));
+    // Noisy sensors and odometry, as every world file has by default.
+    let mut w = SimWorld::new(Arc::new(map.with_noise(Noise::PIONEER)));
     for i in 0..w.len() {
         w.robot_mut(i).set_velocity(300, 20);
         w.robot_mut(i).set_ptz(60, 0, 300);

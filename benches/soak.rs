@@ -5,6 +5,7 @@
 //! cargo bench --bench soak                    10 minutes, a row every 10 s
 //! cargo bench --bench soak -- --quick         45 s, a row every 2 s
 //! cargo bench --bench soak -- --minutes 3     3 minutes (--interval S to change the rows)
+//! ... -- --server-log FILE                    the server's debug log to FILE
 //! ```
 //!
 //! The server serves two robots: robot A, the simulated Pioneer (all seven devices), and
@@ -13,21 +14,27 @@
 //! restarts every few seconds, so the driver's reconnect path runs again and again.
 //! Load, all on loopback, every loop bounded by timeouts and a stop flag:
 //!
-//! - churn: clients connecting to A or B, asking for a few devices, reading a round or
-//!   three (or nothing), closing; every seventh sends half a message and hangs up;
+//! - churn: clients connecting (one thread to A, one to A or B), asking for a few
+//!   devices, reading a round or three (or nothing), closing; every fifth turns the error
+//!   channel on, asks for the device list and makes a refused request; every seventh sends
+//!   half a message and hangs up;
 //! - stalled: clients that ask for laser, sonar and position at 100 Hz and never read
 //!   (the server must skip their rounds and drop them after `stall_timeout`), replaced
 //!   every few seconds;
 //! - flood: clients writing commands and configs (valid, refused and unknown) to both
-//!   robots as fast as the batches allow;
-//! - watchers: one 10 Hz client on A and one on B, counting the rounds they get.
+//!   robots as fast as batches of 50 every 10 ms go; one of them has the error channel on
+//!   and never reads its notices;
+//! - e-stop: robot A's emergency stop latched for a second every 15 s, then released;
+//! - watchers: one 10 Hz client on A (continuous rounds) and one on B in push-new mode,
+//!   counting readings (B's rate falls to 0 while its emulator is down).
 //!
 //! Each row: elapsed time, the server's resident memory (`/proc/PID/status`), open
 //! descriptors (`/proc/PID/fd`) and how many are sockets, threads, CPU over the interval
 //! (`/proc/PID/stat`), the watchers' rates, the bench's open client connections, churn
 //! connections and flood messages per second, and whether the emulator is up. The verdict
 //! compares the last third of the rows with the middle third: resident memory, descriptors
-//! and threads must not grow (the first third is warm-up). Exit status 1 when they grow.
+//! and threads must not grow (the first third is warm-up); and robot B must come back
+//! (readings in some row of the last half). Exit status 1 when either fails.
 
 mod common;
 
@@ -55,6 +62,8 @@ struct Options {
     /// Emulator up for this long, then killed and down for `emu_down`.
     emu_up: Duration,
     emu_down: Duration,
+    /// Where the server's log goes (`--server-log PATH`, with `-debug`); else nowhere.
+    server_log: Option<PathBuf>,
 }
 
 fn options() -> Options {
@@ -74,6 +83,7 @@ fn options() -> Options {
             interval: Duration::from_secs(2),
             emu_up: Duration::from_secs(8),
             emu_down: Duration::from_secs(3),
+            server_log: None,
         }
     } else {
         Options {
@@ -81,10 +91,14 @@ fn options() -> Options {
             interval: Duration::from_secs(10),
             emu_up: Duration::from_secs(20),
             emu_down: Duration::from_secs(5),
+            server_log: None,
         }
     };
     if let Some(m) = value("--minutes") {
         o.duration = Duration::from_secs_f64(m * 60.0);
+    }
+    if let Some(i) = args.iter().position(|a| a == "--server-log") {
+        o.server_log = args.get(i + 1).map(PathBuf::from);
     }
     if let Some(s) = value("--interval") {
         o.interval = Duration::from_secs_f64(s);
@@ -107,6 +121,7 @@ struct Counters {
     watch_errors: AtomicU64,
     emu_up: AtomicBool,
     emu_restarts: AtomicU64,
+    estops: AtomicU64,
 }
 
 impl Counters {
@@ -166,13 +181,13 @@ impl Rng {
     }
 }
 
-fn churn(c: &Counters, robots: [SocketAddr; 2], seed: u64) {
+fn churn(c: &Counters, robots: &[SocketAddr], seed: u64) {
     const SPECS: [&str; 7] = ["pr", "srlr", "lrpr", "mrgr", "vrzr", "pa", "prsrlrmr"];
     let mut rng = Rng(seed);
     let mut n: u64 = 0;
     while !c.stopped() {
         n += 1;
-        let addr = robots[rng.below(2) as usize];
+        let addr = robots[rng.below(robots.len() as u64) as usize];
         let result: Result<(), Error> = (|| {
             if n % 7 == 0 {
                 // Half a request, then hang up.
@@ -181,6 +196,12 @@ fn churn(c: &Counters, robots: [SocketAddr; 2], seed: u64) {
                 return Ok(());
             }
             let mut cl = Counted::new(connect(addr)?, &c.open);
+            if n % 5 == 0 {
+                // The extensions: notices on, the device list, a refused request.
+                cl.inner.set_notices(true)?;
+                cl.inner.device_list()?;
+                cl.inner.request("qr")?;
+            }
             let spec = SPECS[rng.below(SPECS.len() as u64) as usize];
             let grant = cl.inner.request(spec)?;
             if grant.all_granted() {
@@ -222,11 +243,15 @@ fn stalled(c: &Counters, robots: [SocketAddr; 2], count: usize) {
     }
 }
 
-fn flood(c: &Counters, addr: SocketAddr, seed: u64) {
+/// Commands and configs as fast as batches of 50 every 10 ms go. With `notices`, the
+/// error channel is on and never read: the server must bound what it keeps for this
+/// client (its notices about the refused configs pile up).
+fn flood(c: &Counters, addr: SocketAddr, seed: u64, notices: bool) {
     let mut rng = Rng(seed);
     while !c.stopped() {
         let r: Result<(), Error> = (|| {
             let mut cl = Counted::new(connect(addr)?, &c.open);
+            cl.inner.set_notices(notices)?;
             cl.inner.request("pwzwgw")?;
             let until = Instant::now() + Duration::from_secs(5 + rng.below(10));
             while Instant::now() < until && !c.stopped() {
@@ -256,10 +281,35 @@ fn flood(c: &Counters, addr: SocketAddr, seed: u64) {
     }
 }
 
-fn watcher(c: &Counters, addr: SocketAddr, rounds: &AtomicU64) {
+/// Latches the emergency stop of `addr` for a second every 15 s (every client with the
+/// error channel on is told), then releases it.
+fn estop_cycle(c: &Counters, addr: SocketAddr) {
+    while c.nap(Duration::from_secs(15)) {
+        let r: Result<(), Error> = (|| {
+            let mut cl = Counted::new(connect(addr)?, &c.open);
+            cl.inner.set_notices(true)?;
+            cl.inner.estop(true)?;
+            c.nap(Duration::from_secs(1));
+            cl.inner.estop(false)?;
+            while cl.inner.wait_notice(Duration::from_millis(300))?.is_some() {}
+            Ok(())
+        })();
+        if r.is_ok() {
+            c.estops.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Counts the position readings `addr` delivers: in continuous mode, every 10 Hz round
+/// (robot A); in push-new mode, only readings new to this client, so a robot whose link
+/// is down shows 0 Hz (robot B).
+fn watcher(c: &Counters, addr: SocketAddr, rounds: &AtomicU64, push_new: bool) {
     while !c.stopped() {
         let r: Result<(), Error> = (|| {
             let mut cl = Counted::new(connect(addr)?, &c.open);
+            if push_new {
+                cl.inner.set_data_mode(player_client::DataMode::PushNew)?;
+            }
             cl.inner.request("pr")?.check()?;
             while !c.stopped() {
                 cl.inner.read()?;
@@ -369,6 +419,32 @@ fn config(dir: &Path, port_a: u16, port_b: u16) -> PathBuf {
     path
 }
 
+/// Starts `player --config CFG` and waits until robot A's port accepts connections.
+fn start_server(cfg: &Path, port_a: u16, log: Option<&Path>) -> ServerProcess {
+    let mut cmd = Command::new(common::player_binary());
+    cmd.arg("--config")
+        .arg(cfg)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    match log {
+        Some(path) => {
+            let f = std::fs::File::create(path).expect("create the server log");
+            cmd.arg("-debug").stderr(f);
+        }
+        None => {
+            cmd.stderr(Stdio::null());
+        }
+    }
+    let child = cmd.spawn().expect("the player binary starts");
+    let addr: SocketAddr = ([127, 0, 0, 1], port_a).into();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+        assert!(Instant::now() < deadline, "the server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    ServerProcess { child, addr }
+}
+
 fn mean(v: &[f64]) -> f64 {
     if v.is_empty() {
         0.0
@@ -404,21 +480,17 @@ fn main() {
             Box::new(move || emulator(&c, &link, up, down)),
         );
     }
-    let server = ServerProcess::start(
-        common::player_binary().as_str(),
-        &["--config".to_string(), cfg.display().to_string()],
-        ([127, 0, 0, 1], port_a).into(),
-    );
+    let server = start_server(&cfg, port_a, o.server_log.as_deref());
     let pid = server.child.id();
     let a: SocketAddr = ([127, 0, 0, 1], port_a).into();
     let b: SocketAddr = ([127, 0, 0, 1], port_b).into();
 
-    for i in 0..2u64 {
+    for (i, robots) in [vec![a], vec![a, b]].into_iter().enumerate() {
         let c = Arc::clone(&counters);
         spawn(
             &mut threads,
             "churn",
-            Box::new(move || churn(&c, [a, b], 0x9E37_79B9 + i)),
+            Box::new(move || churn(&c, &robots, 0x9E37_79B9 + i as u64)),
         );
     }
     {
@@ -429,26 +501,30 @@ fn main() {
             Box::new(move || stalled(&c, [a, b], 6)),
         );
     }
-    for (i, addr) in [a, b].into_iter().enumerate() {
+    for (i, (addr, notices)) in [(a, false), (b, false), (a, true)].into_iter().enumerate() {
         let c = Arc::clone(&counters);
         spawn(
             &mut threads,
             "flood",
-            Box::new(move || flood(&c, addr, 0x5EED + i as u64)),
+            Box::new(move || flood(&c, addr, 0x5EED + i as u64, notices)),
         );
+    }
+    {
+        let c = Arc::clone(&counters);
+        spawn(&mut threads, "estop", Box::new(move || estop_cycle(&c, a)));
     }
     {
         let c = Arc::clone(&counters);
         spawn(
             &mut threads,
             "watch-a",
-            Box::new(move || watcher(&c, a, &c.watch_a)),
+            Box::new(move || watcher(&c, a, &c.watch_a, false)),
         );
         let c = Arc::clone(&counters);
         spawn(
             &mut threads,
             "watch-b",
-            Box::new(move || watcher(&c, b, &c.watch_b)),
+            Box::new(move || watcher(&c, b, &c.watch_b, true)),
         );
     }
 
@@ -477,7 +553,8 @@ fn main() {
         "emu"
     );
     let started = Instant::now();
-    let mut rows: Vec<(Sample, f64)> = Vec::new();
+    // Per row: the sample, watcher A's rate, watcher B's rate.
+    let mut rows: Vec<(Sample, f64, f64)> = Vec::new();
     let mut prev = sample(pid);
     let mut prev_t = Instant::now();
     let take = |x: &AtomicU64| x.swap(0, Ordering::Relaxed);
@@ -496,6 +573,7 @@ fn main() {
         let dt = now.duration_since(prev_t).as_secs_f64();
         let cpu = 100.0 * (s.cpu_ticks.saturating_sub(prev.cpu_ticks)) as f64 / ticks_per_s / dt;
         let a_hz = take(&counters.watch_a) as f64 / dt;
+        let b_hz = take(&counters.watch_b) as f64 / dt;
         println!(
             "{:>6.0} {:>7.1} {:>5} {:>5} {:>4} {:>6.1} | {:>6.1} {:>6.1} | {:>6} {:>7.0} {:>8.0} {:>3}",
             started.elapsed().as_secs_f64(),
@@ -505,13 +583,13 @@ fn main() {
             s.threads,
             cpu,
             a_hz,
-            take(&counters.watch_b) as f64 / dt,
+            b_hz,
             counters.open.load(Ordering::Relaxed),
             take(&counters.churn) as f64 / dt,
             take(&counters.flood) as f64 / dt,
             if counters.emu_up.load(Ordering::Relaxed) { "up" } else { "--" },
         );
-        rows.push((s, a_hz));
+        rows.push((s, a_hz, b_hz));
         prev = s;
         prev_t = now;
         if s.rss_kb == 0 {
@@ -528,8 +606,9 @@ fn main() {
     let _ = std::fs::remove_dir_all(&dir);
 
     println!(
-        "load: {} emulator restarts, {} stalled clients cycled, {} churn errors (refusals while B is down count), {} watcher reconnects",
+        "load: {} emulator restarts, {} e-stop latch/release cycles, {} stalled clients cycled, {} churn errors (refusals while B is down count), {} watcher reconnects",
         counters.emu_restarts.load(Ordering::Relaxed),
+        counters.estops.load(Ordering::Relaxed),
         counters.stalled_dropped.load(Ordering::Relaxed),
         counters.churn_errors.load(Ordering::Relaxed),
         counters.watch_errors.load(Ordering::Relaxed)
@@ -545,8 +624,8 @@ fn main() {
     let third = rows.len() / 3;
     let middle = &rows[third..2 * third];
     let last = &rows[rows.len() - third..];
-    let m = |r: &[(Sample, f64)], f: fn(&Sample) -> f64| {
-        mean(&r.iter().map(|(s, _)| f(s)).collect::<Vec<_>>())
+    let m = |r: &[(Sample, f64, f64)], f: fn(&Sample) -> f64| {
+        mean(&r.iter().map(|(s, _, _)| f(s)).collect::<Vec<_>>())
     };
     let rss = (
         m(middle, |s| s.rss_kb as f64 / 1024.0),
@@ -557,7 +636,9 @@ fn main() {
         m(middle, |s| s.threads as f64),
         m(last, |s| s.threads as f64),
     );
-    let rates: Vec<f64> = rows.iter().map(|(_, r)| *r).collect();
+    let rates: Vec<f64> = rows.iter().map(|(_, r, _)| *r).collect();
+    // Robot B must keep coming back: some row of the last half has its readings again.
+    let b_back = rows[rows.len() / 2..].iter().any(|(_, _, b)| *b >= 1.0);
     let min_rate = rates.iter().copied().fold(f64::INFINITY, f64::min);
     println!(
         "middle third vs last third: RSS {:.1} -> {:.1} MB, fds {:.1} -> {:.1}, threads {:.1} -> {:.1}; watcher A {:.2} Hz mean, {:.2} Hz lowest row",
@@ -573,10 +654,15 @@ fn main() {
     if thr.1 > thr.0 + 2.0 {
         growing.push("threads");
     }
+    if !b_back {
+        println!("robot B: NOT RECOVERING: no readings in any row of the last half, though its emulator keeps coming back");
+    }
     if growing.is_empty() {
         println!("verdict: flat");
     } else {
         println!("verdict: GROWING ({})", growing.join(", "));
+    }
+    if !growing.is_empty() || !b_back {
         std::process::exit(1);
     }
 }

@@ -3,8 +3,9 @@
 # Needs cargo-fuzz (`cargo install cargo-fuzz`); on a stable toolchain set
 # RUSTC_BOOTSTRAP=1 (libFuzzer's instrumentation flags are nightly-only). Each target's
 # corpus grows in fuzz/corpus/<target> (not in git), seeded from fuzz/seeds/<target> and,
-# for the file parsers, the shipped configuration files. Crashes land in
-# fuzz/artifacts/<target>/ and stop that target's run.
+# for the file parsers, the shipped configuration files. A failing input lands in
+# fuzz/artifacts/<target>/ and ends that target's run; the others still run, and the
+# script exits non-zero.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-240}"
@@ -14,6 +15,7 @@ if [ ${#targets[@]} -eq 0 ]; then
     targets=(client_codec p2os_codec sick_codec visca_codec acts_codec world_parser settings_loader)
 fi
 cargo fuzz build -a --sanitizer none
+failed=()
 for t in "${targets[@]}"; do
     seeds=(fuzz/seeds/"$t")
     opts=()
@@ -24,5 +26,9 @@ for t in "${targets[@]}"; do
     mkdir -p fuzz/corpus/"$t"
     echo "== $t for ${secs}s"
     cargo fuzz run -a --sanitizer none "$t" fuzz/corpus/"$t" "${seeds[@]}" -- \
-        -max_total_time="$secs" -print_final_stats=1 "${opts[@]}"
+        -max_total_time="$secs" -print_final_stats=1 "${opts[@]}" || failed+=("$t")
 done
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "failing inputs found by: ${failed[*]} (see fuzz/artifacts/)"
+    exit 1
+fi

@@ -587,6 +587,10 @@ impl Registry {
         let Some(d) = self.devices.get_mut(&code) else {
             return;
         };
+        // A batch carries every device of a link, set up or not.
+        if !matches!(d.state, State::Up) {
+            return;
+        }
         let s = &mut d.seen;
         if let Some(last) = s.last {
             let gap = now.duration_since(last);

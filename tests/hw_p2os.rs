@@ -316,38 +316,69 @@ fn a_robot_that_stops_answering_is_reopened_while_other_devices_carry_on() {
     });
 }
 
-#[test]
-fn unplugging_and_plugging_back_in_recovers_without_a_restart() {
-    let dir = scratch_dir("p2os-unplug");
-    let link = dir.join("ttyPioneer");
-    let world = EmuWorld::room();
-    let emu = SerialEmulator::start(P2osEmulator::new(world), Some(&link)).unwrap();
-    let server = start_server(&p2os_toml(link.to_str().unwrap(), "silence = 0.5"));
-    let mut c = server.client();
-    c.request("pr").unwrap().check().unwrap();
-    c.set_data_mode(player_client::DataMode::PushNew).unwrap();
-    c.read_new(TIMEOUT).unwrap();
-    let opens = emu.stats().opens;
-    emu.unplug();
-    wait_for("the driver to notice the unplug", || {
-        server.log.has(&["robot link lost"])
-    });
-    std::thread::sleep(Duration::from_millis(500));
-    emu.replug();
-    // The robot stayed powered (still open) while unplugged; the driver closes it, syncs
-    // and opens it again, and SIPs reach the client again.
-    wait_for("the driver to reopen the port", || {
-        emu.stats().opens > opens
-    });
-    let mut seen = 0;
-    let deadline = Instant::now() + TIMEOUT;
-    while seen < 3 && Instant::now() < deadline {
-        let r = c.read_new(TIMEOUT).unwrap();
-        if r.updated.contains(&device::POSITION) {
-            seen += 1;
+/// A server on an emulated robot behind a link that a test can unplug and plug back in,
+/// and a client reading position in push-new mode.
+struct Pluggable {
+    emu: Robot,
+    server: TestServer,
+    client: player_client::Client,
+    opens: u64,
+}
+
+impl Pluggable {
+    fn start(name: &str) -> Pluggable {
+        let link = scratch_dir(name).join("ttyPioneer");
+        let emu = SerialEmulator::start(P2osEmulator::new(EmuWorld::room()), Some(&link)).unwrap();
+        let server = start_server(&p2os_toml(link.to_str().unwrap(), "silence = 0.5"));
+        let mut client = server.client();
+        client.request("pa").unwrap().check().unwrap();
+        client
+            .set_data_mode(player_client::DataMode::PushNew)
+            .unwrap();
+        client.read_new(TIMEOUT).unwrap();
+        Pluggable {
+            emu,
+            server,
+            client,
+            opens: 0,
         }
     }
-    assert_eq!(seen, 3, "{}", server.log.dump());
+
+    /// Unplugs the robot and waits until the driver has noticed.
+    fn unplug(&mut self) {
+        self.opens = self.emu.stats().opens;
+        self.emu.unplug();
+        wait_for("the driver to notice the unplug", || {
+            self.server.log.has(&["robot link lost"])
+        });
+    }
+
+    /// Plugs it back in: the robot stayed powered (still open) while unplugged; the driver
+    /// closes it, syncs and opens it again, and SIPs reach the client again.
+    fn replug_and_recover(&mut self) {
+        self.emu.replug();
+        wait_for("the driver to reopen the port", || {
+            self.emu.stats().opens > self.opens
+        });
+        let mut seen = 0;
+        let deadline = Instant::now() + TIMEOUT;
+        while seen < 3 {
+            assert!(Instant::now() < deadline, "{}", self.server.log.dump());
+            if let Ok(r) = self.client.read_new(Duration::from_secs(1)) {
+                if r.updated.contains(&device::POSITION) {
+                    seen += 1;
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn unplugging_and_plugging_back_in_recovers_without_a_restart() {
+    let mut robot = Pluggable::start("p2os-unplug");
+    robot.unplug();
+    std::thread::sleep(Duration::from_millis(500));
+    robot.replug_and_recover();
 }
 
 #[test]
@@ -421,4 +452,30 @@ fn a_lost_and_recovered_link_is_reported_and_listed() {
         assert!(Instant::now() < deadline, "no recovery notice");
     }
     assert_eq!(state(&mut c), b'u', "listed as up again");
+}
+
+#[test]
+fn configs_sent_while_the_robot_is_away_do_not_stop_the_reconnect() {
+    // Found by the soak bench: a config arriving while the link task was reconnecting
+    // ended the task (the robot never came back), and a flood of them cut the backoff.
+    let mut robot = Pluggable::start("p2os-configs-away");
+    robot.unplug();
+    // Configs while it is away (a flood, then a few spread over the backoff).
+    for i in 0..2000 {
+        robot.client.set_velocity_mode(i % 2 == 0).unwrap();
+    }
+    for _ in 0..5 {
+        robot.client.set_motor_power(true).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // And while it comes back (configs during the connection attempt itself).
+    robot.emu.replug();
+    let end = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < end {
+        robot.client.set_velocity_mode(false).unwrap();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    robot.replug_and_recover();
+    let attempts = robot.emu.stats().opens - robot.opens;
+    assert!(attempts < 50, "the backoff was cut short: {attempts} opens");
 }

@@ -3,7 +3,7 @@
 //! `ClientDecoder`, also as one stream split at random points; each server message through
 //! the client's `decode_server`; each device's data and command type; and the hardware
 //! codecs' framing (P2OS packets and SIPs, SICK telegrams and scans, VISCA positions, ACTS
-//! headers).
+//! headers); and the extensions' notices and device lists.
 //!
 //! Failing cases are shrunk and printed by proptest; `PROPTEST_CASES` sets how many cases
 //! each property runs (default 256).
@@ -18,6 +18,7 @@ use player_proto::data::{
     Blob, Gripper, GripperCommand, Laser, Misc, Position, PositionCommand, Ptz, Sonar, Vision,
     ACTS_CHANNELS, ACTS_HEADER, ACTS_MAX_BLOBS,
 };
+use player_proto::ext;
 use player_proto::message::{self, ServerMessage};
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -568,5 +569,57 @@ proptest! {
                 Ok(visca::Reply::Error(socket, 0x41)),
             ]
         );
+    }
+}
+
+// ----- extension packets ----------------------------------------------------------------------
+
+fn device_entry() -> impl Strategy<Value = ext::DeviceEntry> {
+    (
+        any::<(u8, u8, u8)>(),
+        any::<(u16, u16, u16, u16)>(),
+        "[a-z0-9]{0,20}",
+    )
+        .prop_map(
+            |((code, access, state), (readers, writers, data_size, rate_x10), driver)| {
+                ext::DeviceEntry {
+                    code,
+                    access,
+                    state,
+                    readers,
+                    writers,
+                    data_size,
+                    rate_x10,
+                    driver,
+                }
+            },
+        )
+}
+
+proptest! {
+    #[test]
+    fn notices_decode_to_their_cleaned_text(kind in any::<u8>(), device in any::<u8>(), text in ".{0,80}") {
+        prop_assume!(kind != ext::kind::DEVICE_LIST);
+        let packet = ext::notice(kind, device, &text);
+        let Ok(Some((ServerMessage::Data { device: y, payload, .. }, used))) =
+            message::decode_server(&packet, false)
+        else {
+            panic!("a notice is not one server packet");
+        };
+        prop_assert_eq!((y, used), (ext::PACKET, packet.len()));
+        let want = ext::Extension::Notice(ext::Notice { kind, device, text: ext::clean_text(&text) });
+        prop_assert_eq!(ext::decode(&payload), Ok(want));
+    }
+
+    #[test]
+    fn device_lists_round_trip(entries in vec(device_entry(), 0..40)) {
+        let packet = ext::device_list(&entries);
+        let Ok(Some((ServerMessage::Data { device: y, payload, .. }, used))) =
+            message::decode_server(&packet, false)
+        else {
+            panic!("a device list is not one server packet");
+        };
+        prop_assert_eq!((y, used), (ext::PACKET, packet.len()));
+        prop_assert_eq!(ext::decode(&payload), Ok(ext::Extension::DeviceList(entries)));
     }
 }

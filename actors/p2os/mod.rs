@@ -423,15 +423,24 @@ impl LinkTask {
         let mut backoff = Backoff::default();
         let mut ever_up = false;
         loop {
-            let connect = connect(&self.params, &self.log);
-            let result = tokio::select! {
-                r = connect => r,
-                c = self.ctl.recv() => {
-                    // Closed (or the actor went away) while connecting.
-                    if let Some(Ctl::Close(ack)) = c {
-                        let _ = ack.send(());
+            let result = {
+                let connect = connect(&self.params, &self.log);
+                tokio::pin!(connect);
+                loop {
+                    tokio::select! {
+                        r = &mut connect => break r,
+                        c = self.ctl.recv() => match c {
+                            // Closed (or the actor went away) while connecting.
+                            Some(Ctl::Close(ack)) => {
+                                let _ = ack.send(());
+                                return;
+                            }
+                            None => return,
+                            // A config or stop while the robot is away: nothing to apply it
+                            // to; the connection attempt goes on.
+                            Some(other) => debug!(self.log, "robot away; dropped"; "request" => format!("{other:?}")),
+                        }
                     }
-                    return;
                 }
             };
             match result {
@@ -468,13 +477,17 @@ impl LinkTask {
                     debug!(self.log, "reconnect failed"; "error" => e);
                 }
             }
-            let delay = backoff.next_delay();
-            tokio::select! {
-                _ = tokio::time::sleep(delay) => {}
-                c = self.ctl.recv() => match c {
-                    Some(Ctl::Close(ack)) => { let _ = ack.send(()); return; }
-                    None => return,
-                    Some(_) => {} // configs while the robot is away are dropped
+            // The whole backoff, whatever arrives meanwhile (a flood of configs must not
+            // turn it into a busy loop of reconnects).
+            let wake = tokio::time::Instant::now() + backoff.next_delay();
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(wake) => break,
+                    c = self.ctl.recv() => match c {
+                        Some(Ctl::Close(ack)) => { let _ = ack.send(()); return; }
+                        None => return,
+                        Some(_) => {} // configs while the robot is away are dropped
+                    }
                 }
             }
         }

@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use world::{SimWorld, TruthFormat, TruthRecord, WorldMap};
+use world::{Noise, SimWorld, TruthFormat, TruthRecord, WorldMap};
 
 /// The devices that share the robot's microcontroller.
 const BASE: [u8; 4] = [
@@ -81,6 +81,14 @@ pub struct SimParams {
     /// Rate of vision readings, Hz.
     #[serde(default = "ten")]
     pub vision_hz: f64,
+    /// Sensor and odometry noise of this robot: `true` as the world file sets it (the
+    /// Pioneer's by default), `false` exact readings. Default: the world's.
+    #[serde(default)]
+    pub noise: Option<bool>,
+    /// Random seed of this robot's noise, overriding the world's `seed` (the same seed and
+    /// the same commands at the same instants give the same readings).
+    #[serde(default)]
+    pub seed: Option<u64>,
 }
 
 fn default_world() -> String {
@@ -322,6 +330,16 @@ impl SimDriver {
             }
             robot.set_motor_power(params.motors_on);
             robot.reset_odometry();
+            if params.noise.is_some() || params.seed.is_some() {
+                let world_noise = *sim.map().noise();
+                let noise = match params.noise {
+                    Some(false) => Noise::NONE,
+                    Some(true) if world_noise.is_none() => Noise::PIONEER,
+                    _ => world_noise,
+                };
+                let seed = params.seed.unwrap_or(sim.map().seed());
+                sim.set_noise(index, noise, seed);
+            }
             index
         };
         Ok(SimDriver {

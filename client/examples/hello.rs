@@ -12,7 +12,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use player_client::{with_default_port, Client, Error};
+use player_client::{manual, with_default_port, Client, Error};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -50,15 +50,8 @@ fn hello(addr: &str, iterations: u32) -> Result<(), Error> {
         let ranges: Vec<String> = sonar.iter().map(u16::to_string).collect();
         println!("sonar: {}", ranges.join(" "));
 
-        let newturnrate = if u32::from(sonar[0]) + u32::from(sonar[1])
-            < u32::from(sonar[6]) + u32::from(sonar[7])
-        {
-            -20 // turn 20 degrees per second
-        } else {
-            20
-        };
-
-        let newspeed = if sonar[3] < 500 { 0 } else { 100 };
+        // The figure's decision, in player_client::manual so tests can run it too.
+        let (newspeed, newturnrate) = manual::hello_step(&sonar);
 
         // robot.Write()
         robot.set_speed(newspeed, newturnrate)?;

@@ -14,7 +14,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use player_client::{with_default_port, Client, Error};
+use player_client::{manual, with_default_port, Client, Error};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -57,24 +57,9 @@ fn avoid(addr: &str, steps: u32) -> Result<(), Error> {
             }
         }
 
-        let mut min_l = i32::MAX;
-        let mut min_r = i32::MAX;
-        for &range in &sonar[1..4] {
-            min_l = min_l.min(i32::from(range));
-        }
-        for &range in &sonar[4..7] {
-            min_r = min_r.min(i32::from(range));
-        }
-        let mut l = (100 * min_r) / 300 - 100;
-        let mut r = (100 * min_l) / 300 - 100;
-        if l > 150 {
-            l = 150;
-        }
-        if r > 150 {
-            r = 150;
-        }
-        // l and r are within -100..=150, so both sums fit an i16.
-        ant.set_speed((r + l) as i16, (r - l) as i16)?;
+        // The example's arithmetic, in player_client::manual so tests can run it too.
+        let (speed, turn) = manual::sonar_avoid_step(&sonar);
+        ant.set_speed(speed, turn)?;
     }
 
     ant.set_speed(0, 0)?;

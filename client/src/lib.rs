@@ -46,6 +46,8 @@
 //!   [`Gripper`], [`Ptz`], [`Vision`]) and its timestamp.
 //! - [`Grant`]: what a request was granted; [`parse_spec`] parses request strings.
 //! - [`Error`]: one enum for everything, whose messages name the device involved.
+//! - [`manual`]: the control steps of the manual's two sonar examples (Figure 3 and
+//!   Appendix C.4) as pure functions, shared by the examples and the simulator's tests.
 //!
 //! # Data modes
 //! By default the server sends a round of every readable device's current data 10 times a
@@ -76,6 +78,7 @@
 mod client;
 mod error;
 mod grant;
+pub mod manual;
 mod round;
 
 pub use client::{Client, MAX_QUEUED_NOTICES};

@@ -5,14 +5,16 @@
 //!   same messages and the same end-of-stream verdict; every framed message must re-encode
 //!   to exactly the bytes it came from; what stays buffered is bounded by one message.
 //! - the client library's `decode_server` (what a client does with the server's bytes),
-//!   with timestamps off and on: each message re-encodes to its bytes, and each data
-//!   payload of a fixed-size device decodes and re-encodes to itself.
+//!   with timestamps off and on: each message re-encodes to its bytes, each data payload
+//!   of a fixed-size device decodes and re-encodes to itself, and each `y` packet (the
+//!   extensions' notices and device lists) decodes, a device list back to itself.
 #![no_main]
 
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
 use player::codec::{ClientDecoder, ClientMessage, MAX_PAYLOAD};
 use player_proto::data::{Gripper, Laser, Misc, Position, PositionCommand, Ptz, Sonar, Vision};
+use player_proto::ext::{self, Extension};
 use player_proto::message::{self, ServerMessage, CLIENT_HEADER};
 
 /// The bytes a framed client message was sent as.
@@ -101,6 +103,18 @@ fn check_payload(device: u8, p: &[u8]) {
                 let e = v.encode();
                 let w = Vision::decode(&e).expect("an encoded vision packet decodes");
                 assert_eq!(w.encode(), e);
+            }
+            return;
+        }
+        ext::PACKET => {
+            if let Ok(Extension::DeviceList(entries)) = ext::decode(p) {
+                if entries.iter().all(|e| e.driver.len() <= 255) {
+                    let packet = ext::device_list(&entries);
+                    assert_eq!(
+                        ext::decode(&packet[3..]),
+                        Ok(Extension::DeviceList(entries))
+                    );
+                }
             }
             return;
         }

@@ -1,6 +1,6 @@
 //! Fuzzes the configuration loader (`Settings::from_toml`) and what the server does first
-//! with a configuration it accepts: the per-session options, the device setup timeout and
-//! each driver's device codes.
+//! with a configuration it accepts: the per-session options (with the access policy), the
+//! device setup timeout, and each driver's device codes and command watchdog timeout.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -20,6 +20,7 @@ fuzz_target!(|data: &[u8]| {
     for r in &settings.robot {
         for d in &r.driver {
             d.device_codes().expect("checked by the loader");
+            let _ = Settings::command_timeout(r, d, Some(Duration::from_millis(500)));
         }
     }
 });

@@ -112,6 +112,28 @@ impl Position {
     }
 }
 
+/// The Pioneer 2-DX sonar ring as the sonar device reports it: for each of the 16 ranges,
+/// the transducer's x mm forward, y mm left and heading in degrees counter-clockwise. Index
+/// 0 is front-left, numbering clockwise to 7 front-right, 8 rear-right .. 15 rear-left.
+pub const SONAR_POSES: [(f64, f64, f64); 16] = [
+    (115.0, 130.0, 90.0),
+    (155.0, 115.0, 50.0),
+    (190.0, 80.0, 30.0),
+    (210.0, 25.0, 10.0),
+    (210.0, -25.0, -10.0),
+    (190.0, -80.0, -30.0),
+    (155.0, -115.0, -50.0),
+    (115.0, -130.0, -90.0),
+    (-115.0, -130.0, -90.0),
+    (-155.0, -115.0, -130.0),
+    (-190.0, -80.0, -150.0),
+    (-210.0, -25.0, -170.0),
+    (-210.0, 25.0, 170.0),
+    (-190.0, 80.0, 150.0),
+    (-155.0, 115.0, 130.0),
+    (-115.0, 130.0, 90.0),
+];
+
 /// Sonar data, 32 bytes: 16 ranges in mm, 0 front-left clockwise to 15 rear-left.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Sonar {

@@ -44,6 +44,11 @@ pub const VIEWER_JS: &str = include_str!("../../web/viewer.js");
 /// Largest WebSocket message a client may send (commands and subscriptions are small).
 pub const MAX_CLIENT_MESSAGE: usize = 64 * 1024;
 
+/// Send buffer of a web connection (the kernel doubles it). Small, so what a browser has
+/// not read yet is at most a fraction of a second of data, as the TCP sessions' bound on
+/// unsent bytes; the newest-wins outbox holds the rest.
+const SEND_BUFFER: usize = 32 * 1024;
+
 /// Largest HTTP request head.
 const MAX_REQUEST_HEAD: usize = 16 * 1024;
 
@@ -209,6 +214,7 @@ async fn serve_connection(std_stream: std::net::TcpStream, peer: SocketAddr, sha
     let Ok(stream) = tokio::net::TcpStream::from_std(std_stream) else {
         return;
     };
+    let _ = socket2::SockRef::from(&stream).set_send_buffer_size(SEND_BUFFER);
     let s = shared.clone();
     let service = hyper::service::service_fn(move |req| {
         let s = s.clone();

@@ -119,26 +119,8 @@ pub const CHANNELS: &[Channel] = &[
     },
 ];
 
-/// The Pioneer 2-DX sonar ring as the 0.7.4a sonar device reports it (index 0 front-left,
-/// clockwise): x mm forward, y mm left, heading degrees counter-clockwise.
-pub const SONAR_POSES: [(f64, f64, f64); 16] = [
-    (115.0, 130.0, 90.0),
-    (155.0, 115.0, 50.0),
-    (190.0, 80.0, 30.0),
-    (210.0, 25.0, 10.0),
-    (210.0, -25.0, -10.0),
-    (190.0, -80.0, -30.0),
-    (155.0, -115.0, -50.0),
-    (115.0, -130.0, -90.0),
-    (-115.0, -130.0, -90.0),
-    (-155.0, -115.0, -130.0),
-    (-190.0, -80.0, -150.0),
-    (-210.0, -25.0, -170.0),
-    (-210.0, 25.0, 170.0),
-    (-190.0, 80.0, 150.0),
-    (-155.0, 115.0, 130.0),
-    (-115.0, 130.0, 90.0),
-];
+/// The Pioneer 2-DX sonar ring (one table, in the protocol crate).
+pub use player_proto::data::SONAR_POSES;
 
 /// Half the opening of a sonar cone, degrees.
 pub const SONAR_HALF_CONE_DEG: f64 = 15.0;

@@ -174,6 +174,9 @@ pub struct WebSession {
     wake: Rc<Notify>,
     sink: Option<SplitSink<Socket, Message>>,
     stream: Option<SplitStream<Socket>>,
+    /// The writer task, ended at the latest 2 s after the session (a client that reads
+    /// nothing would hold it forever).
+    writer: Option<tokio::task::JoinHandle<()>>,
     log: Logger,
 }
 
@@ -212,6 +215,7 @@ impl WebSession {
             wake: Rc::new(Notify::new()),
             sink: Some(sink),
             stream: Some(stream),
+            writer: None,
             log,
         }
     }
@@ -731,7 +735,11 @@ impl Actor for WebSession {
             ctx.add_stream(stream);
         }
         if let Some(sink) = self.sink.take() {
-            actix_rt::spawn(write_out(sink, self.out.clone(), self.wake.clone()));
+            self.writer = Some(actix_rt::spawn(write_out(
+                sink,
+                self.out.clone(),
+                self.wake.clone(),
+            )));
         }
         let name = format!("player ({})", self.shared.robot);
         let info = foxglove::server_info(&name, self.id, &self.shared.robot);
@@ -756,6 +764,12 @@ impl Actor for WebSession {
             .do_send(Disconnect { session: self.id });
         self.out.borrow_mut().closed = true;
         self.wake.notify_one();
+        if let Some(w) = self.writer.take() {
+            actix_rt::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                w.abort();
+            });
+        }
         self.shared
             .sessions
             .lock()

@@ -225,6 +225,44 @@ impl Shape {
         }
     }
 
+    /// The unit normal of the outline at `p`, a point on it (a ray's hit point): for a
+    /// segment either of its two normals, for a circle the outward one, for a rectangle the
+    /// outward normal of the side nearest to `p`.
+    pub fn normal_at(&self, p: Vec2) -> Vec2 {
+        match *self {
+            Shape::Segment(a, b) => {
+                let e = b - a;
+                let len = e.length();
+                if len < EPS {
+                    Vec2::new(1.0, 0.0)
+                } else {
+                    Vec2::new(-e.y / len, e.x / len)
+                }
+            }
+            Shape::Circle(c, _) => {
+                let d = p - c;
+                let len = d.length();
+                if len < EPS {
+                    Vec2::new(1.0, 0.0)
+                } else {
+                    d * (1.0 / len)
+                }
+            }
+            Shape::Rect(lo, hi) => {
+                let sides = [
+                    ((p.x - lo.x).abs(), Vec2::new(-1.0, 0.0)),
+                    ((p.x - hi.x).abs(), Vec2::new(1.0, 0.0)),
+                    ((p.y - lo.y).abs(), Vec2::new(0.0, -1.0)),
+                    ((p.y - hi.y).abs(), Vec2::new(0.0, 1.0)),
+                ];
+                sides
+                    .iter()
+                    .min_by(|a, b| a.0.total_cmp(&b.0))
+                    .map_or(Vec2::new(1.0, 0.0), |s| s.1)
+            }
+        }
+    }
+
     /// Signed distance from `p` to the shape: positive outside, negative inside a circle or
     /// rectangle (segments are never "inside": the distance is then never negative).
     pub fn signed_distance(&self, p: Vec2) -> f64 {

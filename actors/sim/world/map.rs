@@ -15,6 +15,7 @@ use config::{Config, File, FileFormat, Source, Value};
 use serde::Deserialize;
 
 use super::geom::{Shape, Vec2};
+use super::noise::Noise;
 
 /// The shipped example world, `config/worlds/room.toml`.
 pub const ROOM_TOML: &str = include_str!("../../../config/worlds/room.toml");
@@ -40,8 +41,9 @@ pub const DEFAULT_PUCK_RADIUS_MM: f64 = 40.0;
 /// Default map resolution (mm per bitmap cell), when `[world]` gives none.
 pub const DEFAULT_RESOLUTION_MM: f64 = 100.0;
 
-/// Default odometry noise when `noise = true`: one standard deviation of the error, as a
-/// fraction of the distance driven (translation) and of the angle turned (rotation).
+/// Default odometry noise of a world file (unless `noise = false`): one standard deviation
+/// of the error, as a fraction of the distance driven (translation) and of the angle turned
+/// (rotation).
 pub const DEFAULT_ODOMETRY_NOISE: (f64, f64) = (0.02, 0.02);
 
 /// Where a robot of the world starts, and how it is served.
@@ -280,6 +282,8 @@ pub struct RayHit {
     pub distance: f64,
     /// What was hit.
     pub owner: Owner,
+    /// The unit normal of the surface where the ray met it (its sign is not significant).
+    pub normal: Vec2,
 }
 
 /// A world: static geometry (bounds, walls, obstacles, coloured objects), the robots' and
@@ -298,7 +302,7 @@ pub struct WorldMap {
     robots: Vec<RobotPlacement>,
     pucks: Vec<PuckPlacement>,
     seed: u64,
-    odometry_noise: Option<(f64, f64)>,
+    noise: Noise,
     truth: Option<TruthLogSpec>,
     /// Every solid outline with its owner, boundary first. Rebuilt by every `with_*`.
     solids: Vec<(Shape, Owner)>,
@@ -306,7 +310,8 @@ pub struct WorldMap {
 
 impl WorldMap {
     /// An empty world `width` x `height` mm (its edges are solid), with the robot starting in
-    /// the middle facing +x.
+    /// the middle facing +x, and exact sensors ([`Noise::NONE`]; a world file's default is
+    /// [`Noise::PIONEER`], see [`WorldMap::with_noise`]).
     pub fn new(name: &str, width: f64, height: f64) -> WorldMap {
         let mut map = WorldMap {
             name: name.to_string(),
@@ -321,7 +326,7 @@ impl WorldMap {
             robots: Vec::new(),
             pucks: Vec::new(),
             seed: 0,
-            odometry_noise: None,
+            noise: Noise::NONE,
             truth: None,
             solids: Vec::new(),
         };
@@ -381,7 +386,7 @@ impl WorldMap {
         self
     }
 
-    /// Sets the random seed (odometry noise).
+    /// Sets the random seed (sensor and odometry noise).
     pub fn with_seed(mut self, seed: u64) -> WorldMap {
         self.seed = seed;
         self
@@ -390,7 +395,13 @@ impl WorldMap {
     /// Turns odometry noise on with these standard deviations (fractions of distance driven
     /// and of angle turned), or off with `None`.
     pub fn with_odometry_noise(mut self, noise: Option<(f64, f64)>) -> WorldMap {
-        self.odometry_noise = noise;
+        self.noise.odometry = noise;
+        self
+    }
+
+    /// Sets how the robots' sensors and odometry stray from the truth.
+    pub fn with_noise(mut self, noise: Noise) -> WorldMap {
+        self.noise = noise;
         self
     }
 
@@ -465,9 +476,14 @@ impl WorldMap {
     }
 
     /// Odometry noise (standard deviations as fractions of distance and of angle), or `None`
-    /// when odometry is exact (the default).
+    /// when odometry is exact.
     pub fn odometry_noise(&self) -> Option<(f64, f64)> {
-        self.odometry_noise
+        self.noise.odometry
+    }
+
+    /// How the robots' sensors and odometry stray from the truth.
+    pub fn noise(&self) -> &Noise {
+        &self.noise
     }
 
     /// The ground-truth log the file asks for, if any.
@@ -503,18 +519,22 @@ impl WorldMap {
     /// The first solid the ray from `origin` at `angle` radians meets, if any.
     pub fn cast_ray(&self, origin: Vec2, angle: f64) -> Option<RayHit> {
         let dir = Vec2::from_angle(angle);
-        let mut best: Option<RayHit> = None;
-        for (shape, owner) in &self.solids {
+        let mut best: Option<(f64, usize)> = None;
+        for (i, (shape, _)) in self.solids.iter().enumerate() {
             if let Some(t) = shape.ray_hit(origin, dir) {
-                if best.is_none() || best.is_some_and(|b| t < b.distance) {
-                    best = Some(RayHit {
-                        distance: t,
-                        owner: *owner,
-                    });
+                if best.is_none_or(|(b, _)| t < b) {
+                    best = Some((t, i));
                 }
             }
         }
-        best
+        best.map(|(distance, i)| {
+            let (shape, owner) = &self.solids[i];
+            RayHit {
+                distance,
+                owner: *owner,
+                normal: shape.normal_at(origin + dir * distance),
+            }
+        })
     }
 
     /// Distance (mm) along the ray to the first solid, capped at `max_range`.
@@ -678,22 +698,7 @@ impl WorldMap {
             map.resolution = r;
         }
         map.seed = world.seed.unwrap_or(0);
-        map.odometry_noise = match (world.noise.unwrap_or(false), &world.odometry_noise) {
-            (false, _) => None,
-            (true, None) => Some(DEFAULT_ODOMETRY_NOISE),
-            (true, Some(v)) => match v.as_slice() {
-                [t, r] if t.is_finite() && r.is_finite() && *t >= 0.0 && *r >= 0.0 => {
-                    Some((*t, *r))
-                }
-                _ => {
-                    return Err(WorldError::key(
-                        origin,
-                        "world.odometry_noise",
-                        format!("expected [translation, rotation] fractions >= 0, got {v:?}"),
-                    ))
-                }
-            },
-        };
+        map.noise = world_noise(origin, &world)?;
 
         for (i, w) in walls.iter().enumerate() {
             let from = point(origin, &format!("wall[{i}].from"), &w.from)?;
@@ -935,6 +940,54 @@ struct WorldSpec {
     seed: Option<u64>,
     noise: Option<bool>,
     odometry_noise: Option<Vec<f64>>,
+    sonar_noise: Option<f64>,
+    sonar_dropout: Option<f64>,
+    sonar_specular: Option<f64>,
+    laser_noise: Option<f64>,
+}
+
+/// The `[world]` noise keys: `noise = false` turns everything off; otherwise each magnitude
+/// is the file's or [`Noise::PIONEER`]'s.
+fn world_noise(origin: &str, world: &WorldSpec) -> Result<Noise, WorldError> {
+    if !world.noise.unwrap_or(true) {
+        return Ok(Noise::NONE);
+    }
+    let d = Noise::PIONEER;
+    let odometry = match &world.odometry_noise {
+        None => d.odometry,
+        Some(v) => match v.as_slice() {
+            [t, r] if t.is_finite() && r.is_finite() && *t >= 0.0 && *r >= 0.0 => Some((*t, *r)),
+            _ => {
+                return Err(WorldError::key(
+                    origin,
+                    "world.odometry_noise",
+                    format!("expected [translation, rotation] fractions >= 0, got {v:?}"),
+                ))
+            }
+        },
+    };
+    let noise = Noise {
+        odometry,
+        sonar_sigma: world.sonar_noise.unwrap_or(d.sonar_sigma),
+        sonar_dropout: world.sonar_dropout.unwrap_or(d.sonar_dropout),
+        sonar_specular_deg: world.sonar_specular.unwrap_or(d.sonar_specular_deg),
+        laser_sigma_mm: world.laser_noise.unwrap_or(d.laser_sigma_mm),
+    };
+    for (key, v, max) in [
+        ("world.sonar_noise", noise.sonar_sigma, 1.0),
+        ("world.sonar_dropout", noise.sonar_dropout, 1.0),
+        ("world.sonar_specular", noise.sonar_specular_deg, 90.0),
+        ("world.laser_noise", noise.laser_sigma_mm, 1000.0),
+    ] {
+        if !(v.is_finite() && (0.0..=max).contains(&v)) {
+            return Err(WorldError::key(
+                origin,
+                key,
+                format!("expected a number from 0 to {max}, got {v}"),
+            ));
+        }
+    }
+    Ok(noise)
 }
 
 #[derive(Debug, Deserialize)]

@@ -20,6 +20,7 @@ pub mod camera;
 pub mod geom;
 pub mod gripper;
 pub mod map;
+pub mod noise;
 pub mod render;
 pub mod rng;
 pub mod robot;
@@ -30,6 +31,7 @@ pub use map::{
     BoxObstacle, ColouredObject, ObjectShape, Owner, Pillar, PuckPlacement, RayHit, RobotPlacement,
     TruthFormat, TruthLogSpec, Wall, WorldError, WorldMap, COLOUR_NAMES, ROBOT_RADIUS_MM,
 };
+pub use noise::Noise;
 pub use robot::{
     Body, GripperReading, MiscReading, PositionReading, RobotParams, SimRobot, LASER_MAX_MM,
     LASER_SAMPLES, SONAR_MAX_MM, SONAR_POSES,

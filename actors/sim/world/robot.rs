@@ -10,6 +10,13 @@
 //! centre (default 0: at the centre), scanning from the robot's right (index 0) through straight
 //! ahead (180) to its left (360). The camera sits at the robot centre. Sonars are at the P2-DX
 //! transducer poses of `SONAR_POSES`.
+//!
+//! Realism. A robot made with [`SimRobot::new`] has exact sensors; [`SimRobot::set_noise`]
+//! (which `SimWorld` calls with the world's settings, [`Noise::PIONEER`] unless the world file
+//! says otherwise) makes its sonar, laser and odometry stray as a real Pioneer's do. Its
+//! drive accelerates as the Pioneer's controller does: each wheel at
+//! [`RobotParams::wheel_accel_mm_s2`] in direct wheel mode, translation and rotation at
+//! [`TRANS_ACCEL_MM_S2`] and [`ROT_ACCEL_DEG_S2`] in separate mode.
 
 use std::sync::Arc;
 
@@ -17,6 +24,7 @@ use super::camera::{Blob, CameraView, Ptz, PtzReading};
 use super::geom::{normalize_angle, ray_circle, Vec2};
 use super::gripper::Gripper;
 use super::map::{WorldMap, ROBOT_RADIUS_MM};
+use super::noise::{self, Noise, NoiseKey};
 use super::rng::Rng;
 
 /// Translational speed limit, mm/s.
@@ -27,6 +35,11 @@ pub const MAX_TURN_DEG_S: f64 = 100.0;
 pub const TRANS_ACCEL_MM_S2: f64 = 300.0;
 /// Rotational acceleration in separate (VEL/RVEL) mode, degrees/s^2.
 pub const ROT_ACCEL_DEG_S2: f64 = 100.0;
+/// Acceleration of each wheel in direct wheel (VEL2) mode, mm/s^2. The manual (section 3.6)
+/// calls direct mode "faster but jerkier (higher acceleration)" than the separate mode's
+/// profile; P2OS has no figure for it, so this is the separate mode's translational
+/// acceleration doubled: a stop from 500 mm/s takes a quarter of a second.
+pub const WHEEL_ACCEL_MM_S2: f64 = 2.0 * TRANS_ACCEL_MM_S2;
 /// Distance between the drive wheels, mm.
 pub const AXLE_MM: f64 = 320.0;
 /// Longest physics sub-step, seconds; `step` splits longer steps.
@@ -51,26 +64,8 @@ pub const BATTERY_FLOOR_V: f64 = 10.0;
 /// About 100 minutes of driving at full speed from full to the floor.
 pub const BATTERY_DRAIN_V_PER_MM: f64 = 1e-6;
 
-/// Pioneer 2-DX sonar poses: x mm forward, y mm left, heading degrees counter-clockwise.
-/// Index 0 is front-left, numbering clockwise to 7 front-right, 8 rear-right .. 15 rear-left.
-pub const SONAR_POSES: [(f64, f64, f64); 16] = [
-    (115.0, 130.0, 90.0),
-    (155.0, 115.0, 50.0),
-    (190.0, 80.0, 30.0),
-    (210.0, 25.0, 10.0),
-    (210.0, -25.0, -10.0),
-    (190.0, -80.0, -30.0),
-    (155.0, -115.0, -50.0),
-    (115.0, -130.0, -90.0),
-    (-115.0, -130.0, -90.0),
-    (-155.0, -115.0, -130.0),
-    (-190.0, -80.0, -150.0),
-    (-210.0, -25.0, -170.0),
-    (-210.0, 25.0, 170.0),
-    (-190.0, 80.0, 150.0),
-    (-155.0, 115.0, 130.0),
-    (-115.0, 130.0, 90.0),
-];
+/// The Pioneer 2-DX sonar ring (one table, in the protocol crate).
+pub use player_proto::data::SONAR_POSES;
 
 /// Height of a robot's colour marking above the floor, mm (what other cameras see).
 pub const ROBOT_HEIGHT_MM: f64 = 500.0;
@@ -134,6 +129,9 @@ pub struct RobotParams {
     pub battery_volts: f64,
     /// Laser mount: distance ahead of the robot centre on its centre line, mm.
     pub laser_x_mm: f64,
+    /// Acceleration of each wheel in direct wheel mode, mm/s^2 (default
+    /// [`WHEEL_ACCEL_MM_S2`]; `f64::INFINITY` makes commands take effect at once).
+    pub wheel_accel_mm_s2: f64,
 }
 
 impl Default for RobotParams {
@@ -143,6 +141,7 @@ impl Default for RobotParams {
             start_pose: None,
             battery_volts: BATTERY_FULL_V,
             laser_x_mm: 0.0,
+            wheel_accel_mm_s2: WHEEL_ACCEL_MM_S2,
         }
     }
 }
@@ -209,7 +208,11 @@ pub struct SimRobot {
     ptz: Ptz,
     gripper: Gripper,
     elapsed: f64,
+    /// Physics sub-steps so far (what sensor noise is keyed on).
+    substeps: u64,
     noisy_odometry: Option<NoisyOdometry>,
+    noise: Noise,
+    seed: u64,
 }
 
 impl SimRobot {
@@ -234,15 +237,44 @@ impl SimRobot {
             ptz: Ptz::default(),
             gripper: Gripper::default(),
             elapsed: 0.0,
+            substeps: 0,
             noisy_odometry: None,
+            noise: Noise::NONE,
+            seed: 0,
         }
+    }
+
+    /// Sets how the robot's sensors and odometry stray from the truth, with the random
+    /// sequence of `seed` (the same seed and commands give the same readings). Restarts
+    /// odometry at the current pose. [`Noise::NONE`] (the default of `new`) is exact.
+    pub fn set_noise(&mut self, noise: Noise, seed: u64) {
+        self.set_odometry_noise(noise.odometry, seed);
+        self.noise = noise;
+        self.seed = seed;
+    }
+
+    /// The robot's noise settings.
+    pub fn noise(&self) -> &Noise {
+        &self.noise
+    }
+
+    /// The noise draws of `draw` (a sensor's base plus an index) at the current instant.
+    fn noise_rng(&self, draw: u64) -> Rng {
+        NoiseKey {
+            seed: self.seed,
+            step: self.substeps,
+            draw,
+        }
+        .rng()
     }
 
     /// Turns odometry noise on (`Some((translation, rotation))` standard deviations: fractions
     /// of the distance driven per metre and of the angle turned per full turn; the heading also
     /// drifts by `rotation` radians per square-root metre) with the random sequence of `seed`,
     /// or off (`None`: odometry is exact, the default). Restarts odometry at the current pose.
+    /// Sensor noise is left as it is (see [`SimRobot::set_noise`]).
     pub fn set_odometry_noise(&mut self, noise: Option<(f64, f64)>, seed: u64) {
+        self.noise.odometry = noise;
         self.odom_origin = self.pose;
         self.noisy_odometry = noise.map(|sigma| NoisyOdometry {
             rng: Rng::new(seed),
@@ -310,8 +342,9 @@ impl SimRobot {
         self.motors_on
     }
 
-    /// `true`: separate translational/rotational control with acceleration ramps;
-    /// `false` (the default): direct wheel control, commands take effect at once.
+    /// `true`: separate translational/rotational control, translation and rotation each
+    /// ramped at its own acceleration; `false` (the default): direct wheel control, each
+    /// wheel ramped at the (higher) [`RobotParams::wheel_accel_mm_s2`].
     pub fn set_velocity_mode(&mut self, separate: bool) {
         self.separate_mode = separate;
     }
@@ -391,6 +424,8 @@ impl SimRobot {
     }
 
     /// The 16 sonar ranges in mm, nearest obstacle in each +-15 degree cone, 5000 for nothing.
+    /// With noise (see [`SimRobot::set_noise`]), rays meeting a surface at a grazing angle may
+    /// get no echo, a reading may be lost (5000), and ranges jitter.
     pub fn sonar(&self) -> [u16; 16] {
         self.sonar_among(&[])
     }
@@ -402,7 +437,8 @@ impl SimRobot {
         let near = within(others, centre, SONAR_MAX_MM + ROBOT_RADIUS_MM);
         let mut cone: Vec<Body> = Vec::with_capacity(near.len());
         let mut out = [0u16; 16];
-        for (reading, &(sx, sy, sh)) in out.iter_mut().zip(SONAR_POSES.iter()) {
+        let noisy = !self.noise.is_none();
+        for (k, (reading, &(sx, sy, sh))) in out.iter_mut().zip(SONAR_POSES.iter()).enumerate() {
             let origin = centre + Vec2::new(sx, sy).rotated(th);
             let axis = th + sh.to_radians();
             let half = SONAR_HALF_CONE_DEG.to_radians();
@@ -416,13 +452,33 @@ impl SimRobot {
             }));
             let near = &cone;
             let span = (SONAR_RAYS - 1) as f64;
-            let nearest = (0..SONAR_RAYS)
-                .map(|k| {
-                    let a = axis - half + 2.0 * half * k as f64 / span;
-                    self.range_among(origin, a, SONAR_MAX_MM, near)
-                })
-                .fold(SONAR_MAX_MM, f64::min);
-            *reading = nearest.round() as u16;
+            let mut rng = noisy.then(|| self.noise_rng(noise::SONAR + k as u64));
+            let mut nearest = SONAR_MAX_MM;
+            for ray in 0..SONAR_RAYS {
+                let a = axis - half + 2.0 * half * ray as f64 / span;
+                let Some((d, cos_incidence)) = self.echo_among(origin, a, SONAR_MAX_MM, near)
+                else {
+                    continue;
+                };
+                if let Some(rng) = rng.as_mut() {
+                    // A ray meeting the surface far from its normal reflects away.
+                    let incidence = cos_incidence.clamp(0.0, 1.0).acos().to_degrees();
+                    if rng.uniform() < self.noise.specular_miss(incidence) {
+                        continue;
+                    }
+                }
+                nearest = nearest.min(d);
+            }
+            if let Some(rng) = rng.as_mut() {
+                if rng.uniform() < self.noise.sonar_dropout {
+                    nearest = SONAR_MAX_MM;
+                } else if nearest < SONAR_MAX_MM {
+                    let sigma =
+                        self.noise.sonar_sigma * nearest.max(noise::SONAR_SIGMA_FLOOR_RANGE_MM);
+                    nearest += rng.gaussian() * sigma;
+                }
+            }
+            *reading = nearest.round().clamp(0.0, SONAR_MAX_MM) as u16;
         }
         out
     }
@@ -465,9 +521,15 @@ impl SimRobot {
                 }
             }
         }
+        if self.noise.laser_sigma_mm > 0.0 {
+            let mut rng = self.noise_rng(noise::LASER);
+            for r in ranges.iter_mut().filter(|r| **r < LASER_MAX_MM) {
+                *r += rng.gaussian() * self.noise.laser_sigma_mm;
+            }
+        }
         let mut out = [0u16; LASER_SAMPLES];
         for (o, r) in out.iter_mut().zip(ranges) {
-            *o = r.round() as u16;
+            *o = r.round().clamp(0.0, LASER_MAX_MM) as u16;
         }
         out
     }
@@ -490,6 +552,33 @@ impl SimRobot {
             }
         }
         d
+    }
+
+    /// Distance along a ray to the first solid of the map or of `near` within `max`, and the
+    /// cosine of the angle between the ray and that surface's normal; `None` if nothing is
+    /// that close.
+    fn echo_among(&self, origin: Vec2, angle: f64, max: f64, near: &[Body]) -> Option<(f64, f64)> {
+        let dir = Vec2::from_angle(angle);
+        let mut best = self
+            .map
+            .cast_ray(origin, angle)
+            .filter(|h| h.distance < max)
+            .map(|h| (h.distance, h.normal.dot(dir).abs()));
+        for b in near {
+            if let Some(t) = ray_circle(origin, dir, b.center, b.radius) {
+                if t < max && best.is_none_or(|(d, _)| t < d) {
+                    let n = origin + dir * t - b.center;
+                    let len = n.length();
+                    let cos = if len > 0.0 {
+                        n.dot(dir).abs() / len
+                    } else {
+                        1.0
+                    };
+                    best = Some((t, cos));
+                }
+            }
+        }
+        best
     }
 
     /// Bumpers and battery.
@@ -581,6 +670,7 @@ impl SimRobot {
 
     fn substep(&mut self, h: f64, others: &[Body]) {
         self.elapsed += h;
+        self.substeps += 1;
         self.ptz.advance(h);
         self.gripper.advance(h);
 
@@ -596,7 +686,7 @@ impl SimRobot {
                 slew(self.drive.1, self.command.1, ROT_ACCEL_DEG_S2 * h),
             )
         } else {
-            self.command
+            wheels_slewed(self.drive, self.command, self.params.wheel_accel_mm_s2 * h)
         };
         let (v, w_deg) = self.drive;
         let w = w_deg.to_radians();
@@ -644,9 +734,8 @@ impl SimRobot {
         self.pose = (reached.x, reached.y, new_th);
         self.actual = (0.0, w_deg);
         self.odometry((reached - here).length() * v.signum(), w * h);
-        if self.separate_mode {
-            self.drive.0 = 0.0;
-        }
+        // The obstacle stops the wheels' forward motion; they speed up again from rest.
+        self.drive.0 = 0.0;
         self.stalled = true;
         let (front, rear) = match contact {
             Some(point) => bumper_bits((point - there).angle() - th, v > 0.0),
@@ -691,9 +780,29 @@ fn within(others: &[Body], p: Vec2, range: f64) -> Vec<Body> {
         .collect()
 }
 
+/// The drive's `(mm/s, degrees/s)` after one sub-step of direct wheel control: each wheel's
+/// speed moves from `current`'s toward `target`'s by at most `max_step` mm/s (wheels clamped
+/// to +-500 mm/s as P2OS clamps them).
+fn wheels_slewed(current: (f64, f64), target: (f64, f64), max_step: f64) -> (f64, f64) {
+    let half_axle = AXLE_MM / 2.0;
+    let wheels = |(v, w_deg): (f64, f64)| {
+        let rot = w_deg.to_radians() * half_axle;
+        (v - rot, v + rot)
+    };
+    let (l0, r0) = wheels(current);
+    let (l1, r1) = wheels(target);
+    let l = slew(l0, l1.clamp(-MAX_SPEED_MM_S, MAX_SPEED_MM_S), max_step);
+    let r = slew(r0, r1.clamp(-MAX_SPEED_MM_S, MAX_SPEED_MM_S), max_step);
+    ((l + r) / 2.0, ((r - l) / (2.0 * half_axle)).to_degrees())
+}
+
 /// Moves `current` toward `target` by at most `max_step`.
 fn slew(current: f64, target: f64, max_step: f64) -> f64 {
-    current + (target - current).clamp(-max_step, max_step)
+    if (target - current).abs() <= max_step {
+        target
+    } else {
+        current + (target - current).signum() * max_step
+    }
 }
 
 /// End point of driving at `v` mm/s and `w` rad/s for `t` seconds from `p` heading `th`

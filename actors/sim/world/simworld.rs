@@ -19,6 +19,7 @@ use std::sync::Arc;
 use super::geom::Vec2;
 use super::gripper::{HOLD_POSITION, INNER_BEAM_MM, OUTER_BEAM_MM};
 use super::map::{PuckPlacement, TruthFormat, WorldMap, ROBOT_RADIUS_MM};
+use super::noise::Noise;
 use super::robot::{
     Body, GripperReading, MiscReading, PositionReading, RobotParams, SimRobot, LASER_SAMPLES,
     ROBOT_HEIGHT_MM,
@@ -170,8 +171,9 @@ pub struct SimWorld {
 
 impl SimWorld {
     /// The world of `map` with its robots at their start poses (one robot, `robot0`, at the
-    /// start pose when the map places none), motors on, odometry zeroed, and odometry noise
-    /// as the map says (each robot with its own random sequence derived from the seed).
+    /// start pose when the map places none), motors on, odometry zeroed, and sensor and
+    /// odometry noise as the map says (each robot with its own random sequence derived from
+    /// the seed).
     pub fn new(map: Arc<WorldMap>) -> SimWorld {
         let mut world = SimWorld {
             map: map.clone(),
@@ -201,7 +203,7 @@ impl SimWorld {
                 ..RobotParams::default()
             },
         );
-        robot.set_odometry_noise(self.map.odometry_noise(), robot_seed(self.map.seed(), i));
+        robot.set_noise(*self.map.noise(), robot_seed(self.map.seed(), i));
         self.members.push(Member {
             name: name.to_string(),
             channel,
@@ -209,6 +211,13 @@ impl SimWorld {
             hold_x: 0.0,
         });
         i
+    }
+
+    /// Sets robot `i`'s noise, with its own random sequence derived from `seed` as for the
+    /// world's robots (the same `seed` gives the same readings). Restarts its odometry.
+    /// Panics if there is no such robot.
+    pub fn set_noise(&mut self, i: usize, noise: Noise, seed: u64) {
+        self.members[i].robot.set_noise(noise, robot_seed(seed, i));
     }
 
     /// Adds a puck; returns its index.

@@ -4,10 +4,25 @@ use std::sync::Arc;
 
 use super::camera::{PtzReading, ZOOM_MAX};
 use super::gripper::{beams, cmd, state};
+use super::robot::{AXLE_MM, WHEEL_ACCEL_MM_S2};
 use super::*;
 
-/// An empty `w` x `h` world with the robot at (x, y) facing `heading_deg`.
+/// The robot at (x, y) facing `heading_deg` in `map`, its direct-mode commands taking
+/// effect at once (so that distances and angles are the kinematics' exactly; the wheels'
+/// acceleration has tests of its own, with `ramped_robot_in`).
 fn robot_in(map: WorldMap, x: f64, y: f64, heading_deg: f64) -> SimRobot {
+    SimRobot::new(
+        Arc::new(map),
+        RobotParams {
+            start_pose: Some((x, y, heading_deg.to_radians())),
+            wheel_accel_mm_s2: f64::INFINITY,
+            ..RobotParams::default()
+        },
+    )
+}
+
+/// As `robot_in`, with the Pioneer's wheel acceleration (the default).
+fn ramped_robot_in(map: WorldMap, x: f64, y: f64, heading_deg: f64) -> SimRobot {
     SimRobot::new(
         Arc::new(map),
         RobotParams {
@@ -143,10 +158,60 @@ fn heading_is_never_360() {
 #[test]
 fn commands_are_clamped() {
     let mut r = robot_in(WorldMap::new("t", 20000.0, 20000.0), 10000.0, 10000.0, 0.0);
+    r.set_velocity(2000, 0);
+    r.step(0.01);
+    assert_eq!(r.position().speed, 500);
+    r.set_velocity(0, -500);
+    r.step(0.01);
+    assert_eq!(r.position().turn_rate, -100);
+    // Both at their limits: each wheel is clamped to 500 mm/s as P2OS clamps them (left
+    // 500 + 279 -> 500, right 500 - 279 = 221), which slows the turn too.
     r.set_velocity(2000, -500);
     r.step(0.01);
     let p = r.position();
-    assert_eq!((p.speed, p.turn_rate), (500, -100));
+    let right = 500.0 - 100f64.to_radians() * AXLE_MM / 2.0;
+    assert_eq!(p.speed, ((500.0 + right) / 2.0).round() as i16);
+    let turn = ((right - 500.0) / AXLE_MM).to_degrees();
+    assert_eq!(p.turn_rate, turn.round() as i16, "{p:?}");
+}
+
+#[test]
+fn direct_mode_ramps_each_wheel() {
+    let a = WHEEL_ACCEL_MM_S2;
+    let mut r = ramped_robot_in(WorldMap::new("t", 10000.0, 10000.0), 5000.0, 5000.0, 0.0);
+    r.set_velocity(300, 0);
+    run(&mut r, 0.1);
+    assert_eq!(r.position().speed, (a * 0.1).round() as i16);
+    run(&mut r, 1.0);
+    assert_eq!(r.position().speed, 300);
+    // Up to speed, it lost v^2 / 2a of distance to the ramp.
+    let (x, _, _) = r.true_pose();
+    let expected = 5000.0 + 300.0 * 1.1 - 300.0 * 300.0 / (2.0 * a);
+    assert!(near(x, expected, 4.0), "{x} {expected}");
+    // Slowing down takes as long.
+    r.set_velocity(0, 0);
+    run(&mut r, 0.25);
+    assert_eq!(r.position().speed, (300.0 - a * 0.25).round() as i16);
+    run(&mut r, 1.0);
+    assert_eq!(r.position().speed, 0);
+    // A turn in place: the wheels reach +-(100 degrees/s * 160 mm) after 0.47 s.
+    r.set_velocity(0, 100);
+    run(&mut r, 0.2);
+    let p = r.position();
+    assert_eq!(p.speed, 0);
+    let wheel = a * 0.2;
+    assert_eq!(
+        p.turn_rate,
+        (wheel / (AXLE_MM / 2.0)).to_degrees().round() as i16
+    );
+    run(&mut r, 0.5);
+    assert_eq!(r.position().turn_rate, 100);
+    // Reversing the turn passes through zero.
+    r.set_velocity(0, -100);
+    run(&mut r, 0.2);
+    assert!(r.position().turn_rate > 0, "{:?}", r.position());
+    run(&mut r, 1.0);
+    assert_eq!(r.position().turn_rate, -100);
 }
 
 #[test]
@@ -536,7 +601,9 @@ fn shipped_room_parses() {
     let map = WorldMap::default_room();
     assert_eq!(map.name(), "room");
     assert_eq!((map.width(), map.height()), (10000.0, 8000.0));
-    assert_eq!(map.start_pose(), (2000.0, 2000.0, 0.0));
+    assert_eq!(map.start_pose(), (2000.0, 2000.0, (-18f64).to_radians()));
+    // Sensors and odometry of a world file are noisy unless it says otherwise.
+    assert_eq!(*map.noise(), Noise::PIONEER);
     assert!(map.walls().len() >= 4);
     assert!(!map.boxes().is_empty() && !map.pillars().is_empty());
     let channels: Vec<u8> = map.objects().iter().map(|o| o.channel).collect();
@@ -544,15 +611,18 @@ fn shipped_room_parses() {
     let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/worlds/room.toml");
     assert_eq!(WorldMap::from_file(&file).unwrap().objects(), map.objects());
 
-    // From the start pose the red ball (channel 0) is 6 m straight ahead.
+    // From the start pose the red ball (channel 0) is in view, 18 degrees to the left of
+    // the axis (left of the image's centre column, 80), and straight ahead is the south wall,
+    // met obliquely: nothing in the room sits squarely on the start axis.
     let r = SimRobot::new(Arc::new(map), RobotParams::default());
     let blobs = r.vision();
+    let red: Vec<_> = blobs.iter().filter(|b| b.channel == 0).collect();
+    assert_eq!(red.len(), 1, "{blobs:?}");
+    assert!(red[0].x < 40, "{red:?}");
     assert_eq!(
-        blobs.iter().filter(|b| b.channel == 0).count(),
-        1,
-        "{blobs:?}"
+        f64::from(r.laser()[180]),
+        (2000.0 / 18f64.to_radians().sin()).round()
     );
-    assert_eq!(r.laser()[180], 8000 - 2000 - 150);
 }
 
 #[test]
@@ -672,4 +742,159 @@ fn file_errors_name_the_file() {
     let e = WorldMap::from_file(&path).unwrap_err().to_string();
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(e.contains("bad.toml") && e.contains("floor"), "{e}");
+}
+
+/// `r` with the Pioneer's noise and `seed`.
+fn noisy(mut r: SimRobot, seed: u64) -> SimRobot {
+    r.set_noise(Noise::PIONEER, seed);
+    r
+}
+
+/// Mean and standard deviation.
+fn moments(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
+    (mean, var.sqrt())
+}
+
+#[test]
+fn noisy_sonar_and_laser_jitter_about_the_truth_and_lose_a_few_echoes() {
+    // A wall 1 m ahead of the front sonars (at 210 mm), met square on; nothing within the
+    // laser's range to the sides.
+    let map = || WorldMap::new("t", 30000.0, 30000.0).with_wall((6210.0, 0.0), (6210.0, 30000.0));
+    let exact = robot_in(map(), 5000.0, 15000.0, 0.0);
+    let (sonar3, laser180) = (exact.sonar()[3], exact.laser()[180]);
+    assert_eq!((sonar3, laser180), (1000, 1210));
+    let mut r = noisy(robot_in(map(), 5000.0, 15000.0, 0.0), 5);
+    let (mut sonar, mut laser, mut lost) = (Vec::new(), Vec::new(), 0);
+    let n = 4000;
+    for _ in 0..n {
+        r.step(0.01); // standing still: only the noise changes
+        match r.sonar()[3] {
+            5000 => lost += 1,
+            s => sonar.push(f64::from(s)),
+        }
+        laser.push(f64::from(r.laser()[180]));
+    }
+    let (mean, sd) = moments(&sonar);
+    assert!((mean - 1000.0).abs() < 2.0, "sonar mean {mean}");
+    assert!((sd - 10.0).abs() < 1.5, "sonar sd {sd}");
+    let dropout = f64::from(lost) / f64::from(n);
+    assert!((0.01..0.03).contains(&dropout), "dropout {dropout}");
+    let (mean, sd) = moments(&laser);
+    assert!((mean - 1210.0).abs() < 1.0, "laser mean {mean}");
+    assert!((sd - 5.0).abs() < 0.6, "laser sd {sd}");
+    // Rays that hit nothing still read the maximum.
+    assert_eq!(r.laser()[0], LASER_MAX_MM as u16);
+}
+
+#[test]
+fn noise_depends_on_seed_and_instant_not_on_how_often_it_is_read() {
+    let map = || WorldMap::new("t", 10000.0, 10000.0).with_box((6000.0, 4000.0), (7000.0, 6000.0));
+    let mut a = noisy(robot_in(map(), 5000.0, 5000.0, 0.0), 1);
+    let mut b = noisy(robot_in(map(), 5000.0, 5000.0, 0.0), 1);
+    let mut c = noisy(robot_in(map(), 5000.0, 5000.0, 0.0), 2);
+    for _ in 0..10 {
+        a.step(0.01);
+        b.step(0.01);
+        c.step(0.01);
+        // Reading twice, or not at all, changes nothing.
+        assert_eq!(a.laser(), a.laser());
+        assert_eq!(a.sonar(), b.sonar());
+        assert_eq!(a.laser(), b.laser());
+    }
+    assert_ne!(a.laser(), c.laser());
+    let before = a.laser();
+    a.step(0.01);
+    assert_ne!(a.laser(), before, "a new instant, new noise");
+}
+
+#[test]
+fn sonar_gets_no_echo_from_a_wall_met_at_a_grazing_angle() {
+    // A wall along y = 6000, the robot heading 10 degrees right of it: sonar 3's rays (axis
+    // 10 degrees left of the heading, so along the wall, +-15) that reach the wall meet it
+    // at 75 to 90 degrees from its normal.
+    let map = || WorldMap::new("t", 20000.0, 20000.0).with_wall((0.0, 6000.0), (20000.0, 6000.0));
+    let exact = robot_in(map(), 5000.0, 5000.0, -10.0);
+    assert!(exact.sonar()[3] < 5000, "{:?}", exact.sonar());
+    let mut r = noisy(robot_in(map(), 5000.0, 5000.0, -10.0), 3);
+    for _ in 0..200 {
+        r.step(0.01);
+        assert_eq!(r.sonar()[3], 5000);
+        // The left sonar (0) faces the wall squarely and hears it, bar a dropout now and then.
+    }
+    let heard = (0..200)
+        .filter(|_| {
+            r.step(0.01);
+            r.sonar()[0] < 5000
+        })
+        .count();
+    assert!(heard > 180, "{heard}");
+    // Turned to face it at 45 degrees, sonar 3 hears it again (rays 35 to 65 degrees off
+    // the normal: some echo).
+    let mut r = noisy(robot_in(map(), 5000.0, 5000.0, 35.0), 3);
+    let heard = (0..200)
+        .filter(|_| {
+            r.step(0.01);
+            r.sonar()[3] < 5000
+        })
+        .count();
+    assert!(heard > 180, "{heard}");
+}
+
+#[test]
+fn noisy_odometry_is_on_with_the_pioneer_noise() {
+    let mut r = noisy(
+        robot_in(WorldMap::new("t", 20000.0, 20000.0), 10000.0, 10000.0, 0.0),
+        4,
+    );
+    r.set_velocity(300, 10);
+    run(&mut r, 20.0);
+    let p = r.position();
+    let exact = {
+        let mut e = robot_in(WorldMap::new("t", 20000.0, 20000.0), 10000.0, 10000.0, 0.0);
+        e.set_velocity(300, 10);
+        run(&mut e, 20.0);
+        e.position()
+    };
+    assert_ne!((p.x, p.y), (exact.x, exact.y));
+    assert!(
+        (p.x - exact.x).abs() < 500 && (p.y - exact.y).abs() < 500,
+        "{p:?} {exact:?}"
+    );
+}
+
+#[test]
+fn world_file_noise_keys() {
+    let world = |extra: &str| {
+        WorldMap::from_toml_str(&format!("[world]\nwidth = 1000\nheight = 1000\n{extra}"))
+    };
+    assert_eq!(*world("").unwrap().noise(), Noise::PIONEER);
+    assert_eq!(*world("noise = false").unwrap().noise(), Noise::NONE);
+    let custom = world(
+        "seed = 3\nsonar_noise = 0.05\nsonar_dropout = 0.1\nsonar_specular = 45\n\
+         laser_noise = 12\nodometry_noise = [0.1, 0.2]",
+    )
+    .unwrap();
+    assert_eq!(
+        *custom.noise(),
+        Noise {
+            odometry: Some((0.1, 0.2)),
+            sonar_sigma: 0.05,
+            sonar_dropout: 0.1,
+            sonar_specular_deg: 45.0,
+            laser_sigma_mm: 12.0,
+        }
+    );
+    for (extra, key) in [
+        ("sonar_dropout = 1.5", "world.sonar_dropout"),
+        ("sonar_noise = -0.1", "world.sonar_noise"),
+        ("sonar_specular = 120", "world.sonar_specular"),
+        ("laser_noise = nan", "world.laser_noise"),
+        ("odometry_noise = [0.1]", "world.odometry_noise"),
+    ] {
+        let e = world(extra).unwrap_err().to_string();
+        assert!(e.contains(key), "{extra}: {e}");
+    }
 }

@@ -1,0 +1,136 @@
+//! The manual's two sonar obstacle avoiders (Figure 3's "hello world" and Appendix C.4's
+//! Java example, as ported in `player_client::manual`) driving the simulated Pioneer of
+//! every shipped world for 60 s of simulated time: the robot must keep moving, as a real
+//! Pioneer running them does, instead of wiggling or parking in place.
+//!
+//! The loop is the examples' own, at the server's default 10 Hz: read the sonar, compute
+//! the command, send it, let 100 ms of simulated time pass. The world runs as fast as the
+//! CPU allows (a minute of simulated time takes well under a second of it in release).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use player::actors::sim::world::{SimWorld, WorldMap};
+use player_client::manual;
+
+/// Simulated seconds each avoider runs.
+const RUN_S: f64 = 60.0;
+/// The examples' round period (the server's default 10 Hz).
+const ROUND_S: f64 = 0.1;
+/// No window this long ...
+const WINDOW_S: f64 = 20.0;
+/// ... may keep the robot within this distance of where the window started, mm.
+const MIN_WINDOW_MM: f64 = 200.0;
+
+type Step = fn(&[u16; 16]) -> (i16, i16);
+
+/// Every world file shipped in `config/worlds/`.
+fn shipped_worlds() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/worlds");
+    let mut worlds: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    worlds.sort();
+    assert!(worlds.len() >= 3, "shipped worlds: {worlds:?}");
+    worlds
+}
+
+/// What one run did: the true positions of the driven robot after every round.
+struct Run {
+    path: Vec<(f64, f64)>,
+}
+
+impl Run {
+    /// Drives robot 0 of `world` with `step` for `RUN_S` simulated seconds.
+    fn drive(mut world: SimWorld, step: Step) -> Run {
+        let rounds = (RUN_S / ROUND_S).round() as usize;
+        let mut path = Vec::with_capacity(rounds + 1);
+        let (x, y, _) = world.robot(0).true_pose();
+        path.push((x, y));
+        for _ in 0..rounds {
+            let (speed, turn) = step(&world.sonar(0));
+            world.robot_mut(0).set_velocity(speed, turn);
+            world.run(ROUND_S);
+            let (x, y, _) = world.robot(0).true_pose();
+            path.push((x, y));
+        }
+        Run { path }
+    }
+
+    /// Path length, mm.
+    fn travelled(&self) -> f64 {
+        self.path
+            .windows(2)
+            .map(|w| (w[1].0 - w[0].0).hypot(w[1].1 - w[0].1))
+            .sum()
+    }
+
+    /// The least, over every `WINDOW_S` window, of how far the robot got from where the
+    /// window started (mm), and the window's start time (s).
+    fn worst_window(&self) -> (f64, f64) {
+        let n = (WINDOW_S / ROUND_S).round() as usize;
+        let mut worst = (f64::INFINITY, 0.0);
+        for start in 0..self.path.len().saturating_sub(n) {
+            let (x0, y0) = self.path[start];
+            let reach = self.path[start..=start + n]
+                .iter()
+                .map(|&(x, y)| (x - x0).hypot(y - y0))
+                .fold(0.0, f64::max);
+            if reach < worst.0 {
+                worst = (reach, start as f64 * ROUND_S);
+            }
+        }
+        worst
+    }
+}
+
+fn check_keeps_moving(name: &str, step: Step) {
+    let mut failures = Vec::new();
+    for path in shipped_worlds() {
+        let map = WorldMap::from_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        let run = Run::drive(SimWorld::new(Arc::new(map)), step);
+        let travelled = run.travelled();
+        let (worst, at) = run.worst_window();
+        let world = path.file_name().unwrap().to_string_lossy().into_owned();
+        println!(
+            "{name} in {world}: travelled {travelled:.0} mm in {RUN_S} s; least progress in a \
+             {WINDOW_S} s window {worst:.0} mm (from t = {at:.1} s)"
+        );
+        if travelled < 2000.0 || worst < MIN_WINDOW_MM {
+            failures.push(format!(
+                "{world}: travelled {travelled:.0} mm, stayed within {worst:.0} mm for \
+                 {WINDOW_S} s from t = {at:.1} s"
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{name} got stuck:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn hello_world_keeps_moving_in_every_shipped_world() {
+    check_keeps_moving("figure 3 (hello)", manual::hello_step);
+}
+
+#[test]
+fn sonar_avoidance_keeps_moving_in_every_shipped_world() {
+    check_keeps_moving("C.4 (sonar_avoid)", manual::sonar_avoid_step);
+}
+
+#[test]
+fn the_same_seed_gives_the_same_run_and_another_seed_another() {
+    let room = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/worlds/room.toml");
+    let run = |seed: u64| {
+        let map = WorldMap::from_file(&room).unwrap().with_seed(seed);
+        assert!(!map.noise().is_none(), "world files are noisy by default");
+        Run::drive(SimWorld::new(Arc::new(map)), manual::sonar_avoid_step).path
+    };
+    let a = run(11);
+    assert_eq!(a, run(11), "seed 11 twice");
+    assert_ne!(a, run(12), "seeds 11 and 12");
+}

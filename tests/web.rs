@@ -1,0 +1,293 @@
+//! The web endpoint over real TCP: the page over HTTP, the Foxglove WebSocket protocol with
+//! a real WebSocket client, access control, and a browser client that stops reading not
+//! slowing a TCP client. (tests/web/ has the tests in a real browser and with Foxglove's own
+//! client library.)
+
+mod common;
+
+use common::{default_settings, start_server_with, Client};
+use futures::{SinkExt, StreamExt};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::WebSocketStream;
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+fn web_server(adjust: impl FnOnce(&mut player::settings::Settings)) -> (common::TestServer, u16) {
+    let mut s = default_settings();
+    let port = free_port();
+    s.robot[0].web_port = Some(port);
+    adjust(&mut s);
+    (start_server_with(s, player::builtin_catalog()), port)
+}
+
+fn http_get(port: u16, path: &str) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+async fn connect(port: u16, protocol: &str, query: &str) -> Result<Ws, String> {
+    let mut req = format!("ws://127.0.0.1:{port}/{query}")
+        .into_client_request()
+        .unwrap();
+    req.headers_mut()
+        .insert("Sec-WebSocket-Protocol", protocol.parse().unwrap());
+    let (ws, resp) = tokio_tungstenite::connect_async(req)
+        .await
+        .map_err(|e| e.to_string())?;
+    let p = resp.headers().get("Sec-WebSocket-Protocol").unwrap();
+    assert_eq!(p.to_str().unwrap(), protocol);
+    Ok(ws)
+}
+
+/// The next text message with this op, within 20 s.
+async fn next_op<S: AsyncRead + AsyncWrite + Unpin>(
+    ws: &mut WebSocketStream<S>,
+    op: &str,
+) -> serde_json::Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let m = tokio::time::timeout_at(deadline, ws.next())
+            .await
+            .unwrap_or_else(|_| panic!("no '{op}' within 20 s"))
+            .expect("open")
+            .expect("ok");
+        if let Message::Text(t) = m {
+            let v: serde_json::Value = serde_json::from_str(t.as_str()).unwrap();
+            if v["op"] == op {
+                return v;
+            }
+        }
+    }
+}
+
+fn channel_id(advertise: &serde_json::Value, topic: &str) -> u64 {
+    advertise["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["topic"] == topic)
+        .unwrap_or_else(|| panic!("{topic} advertised"))["id"]
+        .as_u64()
+        .unwrap()
+}
+
+async fn subscribe<S: AsyncRead + AsyncWrite + Unpin>(
+    ws: &mut WebSocketStream<S>,
+    subs: &[(u64, u64)],
+) {
+    let list: Vec<serde_json::Value> = subs
+        .iter()
+        .map(|(id, ch)| serde_json::json!({"id": id, "channelId": ch}))
+        .collect();
+    let m = serde_json::json!({"op": "subscribe", "subscriptions": list});
+    ws.send(Message::Text(m.to_string().into())).await.unwrap();
+}
+
+#[test]
+fn the_page_is_served_and_other_paths_are_not() {
+    let (server, port) = web_server(|_| {});
+    let page = http_get(port, "/");
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(page.contains("text/html"));
+    assert!(page.contains("viewer.js"));
+    assert!(
+        !page.contains("http://") && !page.contains("https://"),
+        "no CDN"
+    );
+    let js = http_get(port, "/viewer.js");
+    assert!(js.contains("foxglove.websocket.v1"));
+    assert!(http_get(port, "/nope").starts_with("HTTP/1.1 404"));
+    // An upgrade asking for a protocol we do not speak is refused.
+    let rt = rt();
+    let e = rt.block_on(connect(port, "mqtt", "")).unwrap_err();
+    assert!(e.contains("400"), "{e}");
+    server.shutdown();
+}
+
+#[test]
+fn a_foxglove_client_gets_laser_scans_with_the_drivers_timestamps() {
+    let (server, port) = web_server(|_| {});
+    let rt = rt();
+    rt.block_on(async {
+        for protocol in ["foxglove.websocket.v1", "foxglove.sdk.v1"] {
+            let mut ws = connect(port, protocol, "").await.unwrap();
+            let info = next_op(&mut ws, "serverInfo").await;
+            assert_eq!(info["capabilities"][0], "clientPublish");
+            let adv = next_op(&mut ws, "advertise").await;
+            let laser = channel_id(&adv, "/laser");
+            subscribe(&mut ws, &[(42, laser)]).await;
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+            let frame = loop {
+                let m = tokio::time::timeout_at(deadline, ws.next())
+                    .await
+                    .expect("a laser message")
+                    .unwrap()
+                    .unwrap();
+                if let Message::Binary(b) = m {
+                    break b;
+                }
+            };
+            assert_eq!(frame[0], 1, "messageData");
+            assert_eq!(u32::from_le_bytes(frame[1..5].try_into().unwrap()), 42);
+            let ns = u64::from_le_bytes(frame[5..13].try_into().unwrap());
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64;
+            assert!(
+                ns <= now && now - ns < 30_000_000_000,
+                "driver time {ns}, now {now}"
+            );
+            let v: serde_json::Value = serde_json::from_slice(&frame[13..]).unwrap();
+            assert_eq!(v["ranges"].as_array().unwrap().len(), 361);
+            let sec = v["timestamp"]["sec"].as_u64().unwrap();
+            assert_eq!(
+                sec,
+                ns / 1_000_000_000,
+                "JSON and frame carry the same time"
+            );
+            // Nonsense is answered with a status, and the connection stays.
+            ws.send(Message::Text("{\"op\":\"fly\"}".into()))
+                .await
+                .unwrap();
+            let st = next_op(&mut ws, "status").await;
+            assert!(st["message"].as_str().unwrap().contains("fly"));
+            ws.close(None).await.unwrap();
+        }
+    });
+    server.shutdown();
+}
+
+#[test]
+fn a_read_only_web_client_cannot_command_and_a_wrong_key_is_refused() {
+    let (server, port) = web_server(|s| {
+        s.access.key = "sesame".into();
+    });
+    let rt = rt();
+    rt.block_on(async {
+        let e = connect(port, "foxglove.websocket.v1", "?key=wrong")
+            .await
+            .unwrap_err();
+        assert!(e.contains("403"), "{e}");
+        // Without the key: read-only (keyless = "read").
+        let mut ws = connect(port, "foxglove.websocket.v1", "").await.unwrap();
+        next_op(&mut ws, "advertise").await;
+        let m = serde_json::json!({"op": "advertise", "channels": [
+            {"id": 1, "topic": "/cmd_vel", "encoding": "json", "schemaName": "geometry_msgs/Twist"}]});
+        ws.send(Message::Text(m.to_string().into())).await.unwrap();
+        let st = next_op(&mut ws, "status").await;
+        assert!(st["message"].as_str().unwrap().contains("may not command"), "{st}");
+        // With it: accepted (no refusal status; a command moves nothing here, the grant
+        // is what matters).
+        let mut ws = connect(port, "foxglove.websocket.v1", "?key=sesame").await.unwrap();
+        next_op(&mut ws, "advertise").await;
+        ws.send(Message::Text(m.to_string().into())).await.unwrap();
+        let quiet = tokio::time::timeout(Duration::from_secs(2), next_op(&mut ws, "status")).await;
+        assert!(quiet.is_err(), "no refusal: {quiet:?}");
+    });
+    server.shutdown();
+}
+
+#[test]
+fn a_web_client_that_stops_reading_does_not_slow_a_tcp_client() {
+    let (server, port) = web_server(|_| {});
+    let rt = rt();
+    // A web client subscribed to everything that then reads nothing at all, with a tiny
+    // receive buffer so the server's side fills within a second.
+    let mut ws = rt.block_on(async {
+        let sock =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        sock.set_recv_buffer_size(4096).unwrap();
+        let addr: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
+        sock.connect(&addr.into()).unwrap();
+        sock.set_nonblocking(true).unwrap();
+        let stream = tokio::net::TcpStream::from_std(sock.into()).unwrap();
+        let mut req = format!("ws://127.0.0.1:{port}/")
+            .into_client_request()
+            .unwrap();
+        req.headers_mut().insert(
+            "Sec-WebSocket-Protocol",
+            "foxglove.websocket.v1".parse().unwrap(),
+        );
+        let (mut ws, _) = tokio_tungstenite::client_async(req, stream).await.unwrap();
+        let adv = next_op(&mut ws, "advertise").await;
+        let subs: Vec<(u64, u64)> = adv["channels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (i as u64 + 1, c["id"].as_u64().unwrap()))
+            .collect();
+        subscribe(&mut ws, &subs).await;
+        ws
+    });
+    // A 0.7.4a client reading laser, sonar and position at 10 Hz meanwhile.
+    let mut c = Client::connect(server.addr());
+    c.send_request(&[(b'l', b'r'), (b's', b'r'), (b'p', b'r')]);
+    c.read_reply();
+    c.read_round(3);
+    let t = Instant::now();
+    let mut rounds = 0;
+    while t.elapsed() < Duration::from_secs(4) {
+        c.read_round(3);
+        rounds += 1;
+    }
+    // 10 Hz for 4 s: 40 rounds; a generous floor for a loaded machine.
+    assert!(rounds >= 30, "{rounds} rounds in 4 s");
+    // The web client, reading again, soon gets current data: what queued while it did
+    // not read is bounded (one message per subscription plus socket buffers), not 4 s of
+    // rounds.
+    rt.block_on(async {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        let mut n = 0;
+        let fresh = loop {
+            let m = tokio::time::timeout_at(deadline, ws.next())
+                .await
+                .expect("messages again")
+                .unwrap()
+                .unwrap();
+            if let Message::Binary(b) = m {
+                n += 1;
+                let ns = u64::from_le_bytes(b[5..13].try_into().unwrap());
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos() as u64;
+                if now.saturating_sub(ns) < 1_000_000_000 {
+                    break n;
+                }
+            }
+        };
+        eprintln!("a current reading after {fresh} messages");
+        assert!(fresh <= 200, "a current reading after {fresh} messages");
+    });
+    server.shutdown();
+}
