@@ -223,7 +223,7 @@ fn the_binary_records_every_device_and_the_python_mcap_package_reads_the_file() 
         "1",
     ];
     let out = check(&py, &file, &args);
-    assert!(out.contains("/pioneer/l/scan"), "{out}");
+    assert!(out.contains("/pioneer/laser"), "{out}");
 }
 
 #[test]

@@ -11,9 +11,10 @@
 //!   [`RAW_ENCODING`]: each message is the `<data>` field of the 0.7.4a data packet, byte for
 //!   byte, with the driver's timestamp as log and publish time and the driver's reading
 //!   number as sequence; its schema names the device's Table 7 layout;
-//! - Foxglove JSON channels where a conversion exists (`/<robot>/l/scan` as
-//!   `foxglove.LaserScan`, `/<robot>/p/tf` as `foxglove.FrameTransform`), so Foxglove draws
-//!   the scan around the moving robot;
+//! - the web viewer's Foxglove JSON channels of each device, converted as the live endpoint
+//!   converts them (`crate::web::schema`), under `/<robot>` (`/<robot>/tf` as
+//!   `foxglove.FrameTransform`, `/<robot>/laser` as `foxglove.LaserScan`, sonar cones as a
+//!   `foxglove.SceneUpdate`, ...), so Foxglove shows a recording as it shows the robot;
 //! - the commands and configs clients send, on `/<robot>/<code>/cmd` and `/<robot>/<code>/cfg`
 //!   (raw bytes as received), as the registry passes them on to the drivers (its
 //!   [`crate::registry::Tap`]).
@@ -23,14 +24,14 @@
 //! readable up to its last complete chunk. Files rotate by size or age: the first is the
 //! named path, then `<stem>.1.<ext>`, `<stem>.2.<ext>`, ...
 
-pub mod foxglove;
+pub mod layout;
 
 use crate::driver::{DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, Timestamp};
 use crate::registry::{Disconnect, Registry, SessionId, Subscribe};
 pub use crate::registry::{Sent, Tapped};
+use crate::web::schema::{self as foxglove, Source};
 use actix::prelude::*;
-use foxglove::Foxglove;
-pub use foxglove::{RAW_ENCODING, RAW_SCHEMA_ENCODING};
+pub use layout::{RAW_ENCODING, RAW_SCHEMA_ENCODING};
 use mcap::records::MessageHeader;
 use mcap::{WriteOptions, Writer};
 use player_proto::device;
@@ -59,7 +60,7 @@ pub struct RecordSettings {
     /// Close a chunk at least this often, in seconds: at most this much is lost when the
     /// server is killed.
     pub chunk_seconds: f64,
-    /// Also write Foxglove JSON channels (laser scan, odometry transform).
+    /// Also write the web viewer's Foxglove JSON channels of each device.
     pub foxglove: bool,
     /// Seconds between tries to open a device whose setup failed.
     pub retry_seconds: f64,
@@ -188,7 +189,14 @@ impl Seek for CountingFile {
 enum Stream {
     Data,
     Sent(Sent),
-    Foxglove(Foxglove),
+    Foxglove(u32),
+}
+
+/// The web endpoint's Foxglove channels converted from `code`'s readings.
+fn foxglove_channels(code: u8) -> impl Iterator<Item = &'static foxglove::Channel> {
+    foxglove::CHANNELS
+        .iter()
+        .filter(move |c| c.source == Source::Device(code))
 }
 
 /// One open MCAP file.
@@ -252,7 +260,7 @@ impl Output {
                         .add_schema(
                             &schema_name(code, "data"),
                             RAW_SCHEMA_ENCODING,
-                            foxglove::layout(code).as_bytes(),
+                            layout::layout(code).as_bytes(),
                         )
                         .map_err(what)?;
                     let id = writer
@@ -260,23 +268,23 @@ impl Output {
                         .map_err(what)?;
                     channels.insert((ri, code, Stream::Data), id);
                     if settings.foxglove {
-                        for &f in Foxglove::of(code) {
+                        for f in foxglove_channels(code) {
                             let schema = writer
                                 .add_schema(
-                                    f.schema_name(),
+                                    f.schema_name,
                                     "jsonschema",
-                                    f.json_schema().as_bytes(),
+                                    foxglove::schema(f.schema_name).as_bytes(),
                                 )
                                 .map_err(what)?;
                             let id = writer
                                 .add_channel(
                                     schema,
-                                    &format!("{topic}/{}", f.topic_suffix()),
+                                    &format!("/{}{}", src.robot, f.topic),
                                     "json",
                                     &meta,
                                 )
                                 .map_err(what)?;
-                            channels.insert((ri, code, Stream::Foxglove(f)), id);
+                            channels.insert((ri, code, Stream::Foxglove(f.id)), id);
                         }
                     }
                 }
@@ -285,7 +293,7 @@ impl Output {
                         .add_schema(
                             &schema_name(code, "command"),
                             RAW_SCHEMA_ENCODING,
-                            foxglove::command_layout(code).as_bytes(),
+                            layout::command_layout(code).as_bytes(),
                         )
                         .map_err(what)?;
                     let id = writer
@@ -457,15 +465,13 @@ impl Recorder {
         );
         self.stats.readings += 1;
         if self.settings.foxglove {
-            for &f in Foxglove::of(d.device) {
-                let robot_name = &self.sources[robot].robot;
-                let nsec = d.timestamp.usec.saturating_mul(1000);
-                if let Some(json) = f.convert(robot_name, &d.data, d.timestamp.sec, nsec) {
+            for f in foxglove_channels(d.device) {
+                if let Some(json) = foxglove::encode(f, d) {
                     self.write(
-                        (robot, d.device, Stream::Foxglove(f)),
+                        (robot, d.device, Stream::Foxglove(f.id)),
                         d.timestamp,
                         d.seq as u32,
-                        json.as_bytes(),
+                        &json,
                     );
                 }
             }

@@ -10,8 +10,9 @@ Checks, for each of the seven 0.7.4a devices of robot NAME: a raw channel
 /NAME/<code> (message encoding player-0.7.4a, a schema naming the device's layout),
 every payload of the size Table 7 gives, sequence numbers increasing, log times not
 decreasing, and a message count near HZ x the recorded time span, which must be at
-least S seconds. With Foxglove channels on (the default), /NAME/l/scan and /NAME/p/tf
-must hold one JSON message per reading. A complete file is read through its summary
+least S seconds. With Foxglove channels on (the default), /NAME/laser and /NAME/tf
+must hold one JSON message per reading, as must /NAME/pose and /NAME/sonar (the web
+viewer's Foxglove channels). A complete file is read through its summary
 (counts must match the statistics record); a --truncated one (its writer was killed)
 is read front to back until it ends. Prints one line per channel and exits non-zero,
 naming the problem, on the first failed check.
@@ -130,9 +131,11 @@ def main():
         readings[code] = ms
 
     if not a.no_foxglove:
-        for code, suffix, schema_name in [("l", "scan", "foxglove.LaserScan"),
-                                          ("p", "tf", "foxglove.FrameTransform")]:
-            topic = f"/{a.robot}/{code}/{suffix}"
+        for code, name, schema_name in [("l", "laser", "foxglove.LaserScan"),
+                                        ("p", "tf", "foxglove.FrameTransform"),
+                                        ("p", "pose", "foxglove.PoseInFrame"),
+                                        ("s", "sonar", "foxglove.SceneUpdate")]:
+            topic = f"/{a.robot}/{name}"
             ch = by_topic.get(topic)
             if ch is None or ch.message_encoding != "json":
                 fail(f"no JSON channel {topic}")
@@ -148,7 +151,7 @@ def main():
                 j = json.loads(m.data)
                 if code == "l" and len(j["ranges"]) != 361:
                     fail(f"{topic}: {len(j['ranges'])} ranges")
-                if code == "p" and not {"translation", "rotation"} <= j.keys():
+                if name == "tf" and not {"translation", "rotation"} <= j.keys():
                     fail(f"{topic}: {sorted(j)}")
             print(f"{topic}: {len(ms)} {schema_name} messages")
 
