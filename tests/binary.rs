@@ -4,7 +4,6 @@
 mod common;
 
 use common::*;
-use std::io::Read;
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -68,15 +67,6 @@ fn a_config_file_with_an_unknown_key_exits_nonzero_naming_key_and_file() {
     assert!(err.contains("bad-key.toml"), "{err}");
 }
 
-/// A free TCP port on 127.0.0.1 (bound, then released).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The binary running with `-gp <port>`, its standard error collected.
 struct Running {
     child: Child,
@@ -94,20 +84,7 @@ impl Running {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start player");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let mut pipe = child.stderr.take().unwrap();
-        let sink = stderr.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
+        let stderr = collect_stderr(&mut child);
         Running {
             child,
             port,

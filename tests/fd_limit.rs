@@ -7,19 +7,14 @@ mod common;
 
 use common::*;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 #[test]
 fn at_the_descriptor_limit_newcomers_are_closed_and_clients_kept() {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_player"));
     cmd.args(["-gp", &port.to_string(), "-bind", "127.0.0.1"])
         .stdin(Stdio::null())
@@ -39,20 +34,7 @@ fn at_the_descriptor_limit_newcomers_are_closed_and_clients_kept() {
         });
     }
     let mut child = cmd.spawn().expect("start player");
-    let log = Arc::new(Mutex::new(String::new()));
-    let mut pipe = child.stderr.take().unwrap();
-    let sink = log.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = pipe.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            sink.lock()
-                .unwrap()
-                .push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    });
+    let log = collect_stderr(&mut child);
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let streamer = Streamer::start(addr, &[(b'p', b'r')], None);
     streamer.wait_rounds(3);

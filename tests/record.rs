@@ -15,7 +15,7 @@ mod common;
 use common::*;
 use player::record::RAW_ENCODING;
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
@@ -103,14 +103,6 @@ fn check(py: &Path, file: &Path, args: &[&str]) -> String {
     );
     assert!(text.contains("\nOK"), "{text}");
     text
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// The `player` binary recording to `file`, its log in a file beside it.

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{default_settings, start_server_with, Client};
+use common::{default_settings, free_port, start_server_with, Client};
 use futures::{SinkExt, StreamExt};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -17,13 +17,6 @@ use tokio_tungstenite::WebSocketStream;
 
 type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
 
 fn web_server(adjust: impl FnOnce(&mut player::settings::Settings)) -> (common::TestServer, u16) {
     let mut s = default_settings();

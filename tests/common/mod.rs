@@ -22,6 +22,34 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// A TCP port on 127.0.0.1 that was free a moment ago (bound, then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Collects a child process's standard error (which must be piped) into a string, on a
+/// thread of its own, so a test can read the log while the process runs.
+pub fn collect_stderr(child: &mut std::process::Child) -> Arc<Mutex<String>> {
+    let log = Arc::new(Mutex::new(String::new()));
+    let mut pipe = child.stderr.take().expect("stderr is piped");
+    let sink = log.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    log
+}
+
 /// How long any single expected read may take before the test fails.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 
