@@ -108,6 +108,10 @@ def test_commands_move_the_simulated_robot(server):
         assert p.x >= 200, p
         assert abs(p.y) < 50 and p.speed > 0
         c.set_speed(0, 0)
+        # The base decelerates (as a Pioneer does): reset the odometry once it has stopped.
+        while time.monotonic() < deadline and p.speed != 0:
+            p = c.read().position
+        assert p.speed == 0, p
         # Odometry reset through a config.
         c.reset_odometry()
         while time.monotonic() < deadline:
