@@ -284,3 +284,32 @@ fn a_web_client_that_stops_reading_does_not_slow_a_tcp_client() {
     });
     server.shutdown();
 }
+
+#[test]
+fn max_per_address_limits_web_connections_too() {
+    let (server, port) = web_server(|s| s.access.max_per_address = 2);
+    let rt = rt();
+    rt.block_on(async {
+        let mut first = connect(port, "foxglove.websocket.v1", "").await.unwrap();
+        next_op(&mut first, "advertise").await;
+        let second = connect(port, "foxglove.websocket.v1", "").await.unwrap();
+        let e = connect(port, "foxglove.websocket.v1", "")
+            .await
+            .unwrap_err();
+        assert!(e.contains("503"), "{e}");
+        // A place is given back when a session ends.
+        drop(second);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if connect(port, "foxglove.websocket.v1", "").await.is_ok() {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no place given back"
+            );
+        }
+    });
+    server.shutdown();
+}

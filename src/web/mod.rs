@@ -28,7 +28,7 @@ use session::{Close, WebSession};
 use slog::{info, warn, Logger};
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -74,8 +74,50 @@ pub struct Shared {
     pub ids: Arc<AtomicU64>,
     /// Who may connect and command (the same policy as the TCP listeners').
     pub policy: Arc<Policy>,
+    /// Open sessions per client address (`access.max_per_address`).
+    pub per_address: Mutex<HashMap<IpAddr, usize>>,
     /// Logger carrying the robot name.
     pub log: Logger,
+}
+
+/// One session's place in the per-address count; given back when dropped (when the
+/// session ends, or when its upgrade fails).
+pub struct AddressSlot {
+    shared: Arc<Shared>,
+    ip: IpAddr,
+}
+
+impl AddressSlot {
+    /// Takes a place for `ip`, unless it already has `access.max_per_address` sessions.
+    fn take(shared: &Arc<Shared>, ip: IpAddr) -> Option<AddressSlot> {
+        let limit = shared.policy.max_per_address();
+        let mut map = shared.per_address.lock().unwrap_or_else(|e| e.into_inner());
+        let n = map.entry(ip).or_default();
+        if limit > 0 && *n >= limit {
+            return None;
+        }
+        *n += 1;
+        Some(AddressSlot {
+            shared: shared.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for AddressSlot {
+    fn drop(&mut self) {
+        let mut map = self
+            .shared
+            .per_address
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = map.get_mut(&self.ip) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                map.remove(&self.ip);
+            }
+        }
+    }
 }
 
 /// What an endpoint needs to start.
@@ -139,6 +181,7 @@ impl WebEndpoint {
             stall_timeout: opts.stall_timeout,
             max_clients: opts.max_clients,
             sessions: Mutex::new(HashMap::new()),
+            per_address: Mutex::new(HashMap::new()),
             ids: opts.ids,
             policy: opts.policy,
             log: opts.log,
@@ -375,6 +418,13 @@ fn upgrade(
         warn!(shared.log, "web connection refused: too many clients"; "client" => %peer);
         return plain(StatusCode::SERVICE_UNAVAILABLE, "too many clients\n");
     }
+    let Some(slot) = AddressSlot::take(&shared, peer.ip()) else {
+        warn!(shared.log, "web connection refused: too many from this address"; "client" => %peer);
+        return plain(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many connections from this address (max_per_address)\n",
+        );
+    };
     let on_upgrade = hyper::upgrade::on(req);
     let id = shared.ids.fetch_add(1, Ordering::Relaxed);
     let subprotocol = protocol.unwrap_or("foxglove.websocket.v1");
@@ -401,6 +451,7 @@ fn upgrade(
             subprotocol,
             may_write,
             shared,
+            slot,
         )
         .start();
     });

@@ -12,7 +12,7 @@
 
 use super::foxglove::{self, ClientOp, Level};
 use super::schema::{self, Channel, Source};
-use super::Shared;
+use super::{AddressSlot, Shared};
 use crate::driver::{Command, DataRecipient, DeviceData, DeviceDataBatch, MapOutline, Timestamp};
 use crate::notice::{kind, Notice};
 use crate::registry::{
@@ -161,6 +161,8 @@ pub struct WebSession {
     /// Whether the robot's emergency stop is latched (from the registry's notices).
     estop: Option<String>,
     shared: Arc<Shared>,
+    /// This session's place in the per-address count, given back when it is dropped.
+    _slot: AddressSlot,
     /// Subscription id → channel id.
     subs: HashMap<u32, u32>,
     /// Client channel id → what it commands.
@@ -189,10 +191,12 @@ impl WebSession {
         subprotocol: &'static str,
         may_write: bool,
         shared: Arc<Shared>,
+        slot: AddressSlot,
     ) -> WebSession {
         let (sink, stream) = socket.split();
         let log = shared.log.new(slog::o!("client" => client.clone()));
         WebSession {
+            _slot: slot,
             id,
             client,
             subprotocol,
