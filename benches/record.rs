@@ -16,19 +16,12 @@
 
 mod common;
 
-use common::{free_port, percentile, player_binary, process_cpu, ServerProcess};
+use common::{
+    connect, free_port, percentile, player_binary, process_cpu, push_client, ServerProcess,
+};
 use player_proto::message;
-use std::net::SocketAddr;
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-fn wall_us() -> i64 {
-    let d = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970");
-    d.as_micros() as i64
-}
+use std::time::{Duration, Instant};
 
 /// CPU time of the threads of `pid` named `name`.
 fn thread_cpu(pid: u32, name: &str) -> Duration {
@@ -49,46 +42,6 @@ fn thread_cpu(pid: u32, name: &str) -> Duration {
         }
     }
     Duration::from_nanos(ns)
-}
-
-async fn connect(addr: SocketAddr, pairs: &[(u8, u8)], setup: &[Vec<u8>]) -> tokio::net::TcpStream {
-    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    s.set_nodelay(true).expect("nodelay");
-    let mut hello = Vec::new();
-    for m in setup {
-        hello.extend_from_slice(m);
-    }
-    hello.extend(message::request(pairs));
-    s.write_all(&hello).await.expect("write");
-    let mut reply = vec![0u8; 3 + 2 * pairs.len()];
-    s.read_exact(&mut reply).await.expect("reply");
-    s
-}
-
-/// Push-new latencies of the position device in microseconds.
-async fn push_client(addr: SocketAddr, until: Instant, from: Instant) -> Vec<i64> {
-    let setup = vec![
-        message::config(b'y', b't', &[1]),
-        message::config(b'y', b'r', &[2]),
-        message::config(b'y', b'f', &1000u16.to_be_bytes()),
-    ];
-    let mut s = connect(addr, &[(b'p', b'r')], &setup).await;
-    let mut out = Vec::new();
-    let mut packet = [0u8; 3 + 8 + 21];
-    loop {
-        match tokio::time::timeout_at(until.into(), s.read_exact(&mut packet)).await {
-            Ok(Ok(_)) => {
-                let now = wall_us();
-                if Instant::now() < from {
-                    continue;
-                }
-                let sec = u32::from_be_bytes([packet[3], packet[4], packet[5], packet[6]]);
-                let usec = u32::from_be_bytes([packet[7], packet[8], packet[9], packet[10]]);
-                out.push(now - (i64::from(sec) * 1_000_000 + i64::from(usec)));
-            }
-            _ => return out,
-        }
-    }
 }
 
 fn p50_p99(v: Vec<i64>) -> (usize, u64, u64) {

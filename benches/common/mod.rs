@@ -3,9 +3,12 @@
 
 #![allow(dead_code)]
 
+use player_proto::message;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use std::time::{SystemTime, UNIX_EPOCH};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A server running as a child process, killed (SIGTERM, then SIGKILL) on drop.
 pub struct ServerProcess {
@@ -110,4 +113,57 @@ pub fn percentile(sorted: &[u64], p: f64) -> u64 {
     }
     let i = ((sorted.len() - 1) as f64 * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
+}
+
+pub fn wall_us() -> i64 {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970");
+    d.as_micros() as i64
+}
+
+pub async fn connect(
+    addr: SocketAddr,
+    pairs: &[(u8, u8)],
+    setup: &[Vec<u8>],
+) -> tokio::net::TcpStream {
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    s.set_nodelay(true).expect("nodelay");
+    let mut hello = Vec::new();
+    for m in setup {
+        hello.extend_from_slice(m);
+    }
+    hello.extend(message::request(pairs));
+    s.write_all(&hello).await.expect("write");
+    let mut reply = vec![0u8; 3 + 2 * pairs.len()];
+    s.read_exact(&mut reply).await.expect("reply");
+    s
+}
+
+/// Push-new latencies in microseconds.
+pub async fn push_client(addr: SocketAddr, until: Instant, from: Instant) -> Vec<i64> {
+    let setup = vec![
+        message::config(b'y', b't', &[1]),
+        message::config(b'y', b'r', &[2]),
+        message::config(b'y', b'f', &1000u16.to_be_bytes()),
+    ];
+    let mut s = connect(addr, &[(b'p', b'r')], &setup).await;
+    let mut out = Vec::new();
+    // position with timestamp: 3 + 8 + 21
+    let mut packet = [0u8; 32];
+    loop {
+        let r = tokio::time::timeout_at(until.into(), s.read_exact(&mut packet)).await;
+        match r {
+            Ok(Ok(_)) => {
+                let now = wall_us();
+                if Instant::now() < from {
+                    continue;
+                }
+                let sec = u32::from_be_bytes([packet[3], packet[4], packet[5], packet[6]]);
+                let usec = u32::from_be_bytes([packet[7], packet[8], packet[9], packet[10]]);
+                out.push(now - (i64::from(sec) * 1_000_000 + i64::from(usec)));
+            }
+            _ => return out,
+        }
+    }
 }
