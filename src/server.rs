@@ -9,6 +9,7 @@
 use crate::access::Policy;
 use crate::catalog::{Catalog, DriverContext};
 use crate::driver::StatusSink;
+use crate::logging::Throttle;
 use crate::notice::{kind, Notice};
 use crate::record::{RecordSource, RecorderHandle};
 use crate::registry::{EStop, Registry, SessionId, ShutdownAll, Tap};
@@ -97,29 +98,6 @@ impl SocketOptions {
     }
 }
 
-/// A rate limit for the listener's own log lines: one a second, with a count of the rest.
-#[derive(Default)]
-struct EverySecond {
-    last: Option<Instant>,
-    unlogged: u64,
-}
-
-impl EverySecond {
-    /// `Some(n)`: log now, `n` events were not logged since the last line.
-    fn tick(&mut self) -> Option<u64> {
-        let now = Instant::now();
-        if self
-            .last
-            .is_some_and(|l| now.duration_since(l) < Duration::from_secs(1))
-        {
-            self.unlogged += 1;
-            return None;
-        }
-        self.last = Some(now);
-        Some(std::mem::take(&mut self.unlogged))
-    }
-}
-
 /// The most refused connections told why at once; past this they are just closed.
 const MAX_REFUSALS_IN_FLIGHT: usize = 16;
 
@@ -142,8 +120,9 @@ pub struct Listener {
     policy: Arc<Policy>,
     sockets: SocketOptions,
     refusals_in_flight: Rc<Cell<usize>>,
-    refusal_log: EverySecond,
-    accept_error_log: EverySecond,
+    /// The listener's own log lines ("refused", "accept failed"): once a second each, with
+    /// a count of the rest.
+    throttle: Throttle,
     stopping: Option<oneshot::Sender<()>>,
     log: Logger,
 }
@@ -194,7 +173,7 @@ impl Listener {
     /// Closes a connection that may not be served, logging it (once a second at most) and
     /// telling the client why if it asks.
     fn refuse(&mut self, stream: TcpStream, peer: SocketAddr, reason: &str) {
-        if let Some(unlogged) = self.refusal_log.tick() {
+        if let Some(unlogged) = self.throttle.allow("refused") {
             warn!(self.log, "connection refused"; "client" => %peer, "reason" => reason, "refused_unlogged" => unlogged);
         }
         if self.refusals_in_flight.get() >= MAX_REFUSALS_IN_FLIGHT {
@@ -226,7 +205,7 @@ impl StreamHandler<std::io::Result<(TcpStream, SocketAddr)>> for Listener {
         let (stream, peer) = match item {
             Ok(x) => x,
             Err(e) => {
-                if let Some(unlogged) = self.accept_error_log.tick() {
+                if let Some(unlogged) = self.throttle.allow("accept failed") {
                     warn!(self.log, "accept failed; newcomers are closed, existing clients served"; "error" => %e, "failures_unlogged" => unlogged);
                 }
                 return;
@@ -553,8 +532,7 @@ impl Server {
                 policy: policy.clone(),
                 sockets: sockets.clone(),
                 refusals_in_flight: Rc::new(Cell::new(0)),
-                refusal_log: EverySecond::default(),
-                accept_error_log: EverySecond::default(),
+                throttle: Throttle::new(Duration::from_secs(1), 1),
                 stopping: None,
                 log: rlog,
             }
