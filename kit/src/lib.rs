@@ -12,17 +12,28 @@
 //! - [`link`]: links to hardware (serial ports, sockets): supervision, one reconnect loop
 //!   with backoff, and the message handlers every such driver shares.
 //! - [`log`]: bytes from outside, escaped for log lines.
+//! - [`program`]: driver programs written in Rust: the framed protocol a program speaks
+//!   with the server over its standard input and output, and a small blocking runtime.
+//!
+//! The actor parts (`driver`, `catalog`, `link`) are the default feature `actors`; a driver
+//! program depends on the kit with `default-features = false` and gets `program` and `log`
+//! with no dependencies at all.
 //!
 //! The core crate (sessions, registry, listener) depends on this crate; drivers depend on
 //! it and never on the core, so a driver cannot reach into a session and the core names
 //! no driver.
 #![deny(missing_docs)]
 
+#[cfg(feature = "actors")]
 pub mod catalog;
+#[cfg(feature = "actors")]
 pub mod driver;
+#[cfg(feature = "actors")]
 pub mod link;
 pub mod log;
+pub mod program;
 
 /// actix, for the handlers [`link_driver_handlers!`] writes in a driver's crate.
+#[cfg(feature = "actors")]
 #[doc(hidden)]
 pub use actix as __actix;
