@@ -351,3 +351,87 @@ fn a_killed_remote_is_reported_failed_and_comes_back_on_the_same_port() {
     // And the other remote device can be set up again.
     assert_eq!(other.request(&[(b'l', b'r')]), b"lr");
 }
+
+#[test]
+fn the_fleet_configuration_serves_the_three_arena_robots_as_one_table() {
+    let world = concat!(env!("CARGO_MANIFEST_DIR"), "/config/worlds/arena.toml");
+    let args: Vec<String> = ["-stage", world, "-gp", "0"].map(String::from).to_vec();
+    let arena = match player::settings::parse_args(&args) {
+        Ok(player::settings::Invocation::Run { settings, .. }) => *settings,
+        other => panic!("{other:?}"),
+    };
+    let arena = start_server_with(arena, player::builtin_catalog());
+    let ports: Vec<u16> = arena.addrs().iter().map(|a| a.port()).collect();
+    assert_eq!(ports.len(), 3);
+    // config/fleet.toml as shipped, pointed at the ports this arena got.
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/config/fleet.toml");
+    let mut text = std::fs::read_to_string(path).unwrap();
+    for (shipped, port) in [6665, 6666, 6667].iter().zip(&ports) {
+        let from = format!("port = {shipped}\n");
+        assert!(text.contains(&from), "fleet.toml has no {from:?}");
+        text = text.replace(&from, &format!("port = {port}\n"));
+    }
+    text = text.replace("web_port = 8768", "web_port = 0");
+    let fleet = start_server_with(
+        Settings::from_toml(&text, "config/fleet.toml").unwrap(),
+        player::builtin_catalog(),
+    );
+    let mut c = Client::connect(fleet.addr());
+    c.data_mode(2);
+    let pairs: Vec<(u8, u8)> = b"psPSlLtk"
+        .iter()
+        .map(|&d| (d, b'r'))
+        .chain([(b'q', b'a')])
+        .collect();
+    assert_eq!(c.request(&pairs), pairs_bytes(&pairs));
+    // Every robot's devices stream, with their standard sizes.
+    let mut sizes: HashMap<u8, usize> = HashMap::new();
+    let start = Instant::now();
+    while sizes.len() < 9 {
+        assert!(
+            start.elapsed() < TIMEOUT,
+            "not every device streamed: {sizes:?}"
+        );
+        let (code, payload) = c.read_message();
+        sizes.insert(code, payload.len());
+    }
+    for (codes, size) in [(b"pPq", 21), (b"sSt", 32), (b"lLk", 722)] {
+        for d in codes {
+            assert_eq!(sizes[d], size, "device '{}'", *d as char);
+        }
+    }
+    // Drive the right follower (`q`), resending its command with each of its readings like
+    // a controller: it moves, the leader and the left follower do not.
+    let forward = player_proto::data::PositionCommand {
+        speed: 300,
+        turn_rate: 0,
+    }
+    .encode();
+    c.command(b'q', &forward);
+    let mut last: HashMap<u8, Position> = HashMap::new();
+    let start = Instant::now();
+    while last.get(&b'q').is_none_or(|p| p.x <= 300) {
+        assert!(start.elapsed() < TIMEOUT, "the right follower did not move");
+        let (code, payload) = c.read_message();
+        if matches!(code, b'p' | b'P' | b'q') {
+            last.insert(code, Position::decode(&payload).unwrap());
+        }
+        if code == b'q' {
+            c.command(b'q', &forward);
+        }
+    }
+    c.command(b'q', &[0, 0, 0, 0]);
+    for d in [b'p', b'P'] {
+        let p = &last[&d];
+        assert_eq!(
+            (p.x, p.y, p.speed),
+            (0, 0, 0),
+            "robot '{}' moved",
+            d as char
+        );
+    }
+    // The arena's own right follower, read directly, is where the fleet says it is.
+    let mut direct = Client::connect(arena.addrs()[2]);
+    assert_eq!(direct.request(&[(b'p', b'r')]), b"pr");
+    assert!(direct.next_position().x > 300);
+}
