@@ -435,3 +435,79 @@ fn the_fleet_configuration_serves_the_three_arena_robots_as_one_table() {
     assert_eq!(direct.request(&[(b'p', b'r')]), b"pr");
     assert!(direct.next_position().x > 300);
 }
+
+/// A local server whose `p` is the remote's through a passthrough with `params` (TOML
+/// lines), its watchdog at 60 s.
+fn start_local_with(remote: SocketAddr, params: &str) -> TestServer {
+    let text = format!(
+        "[[robot]]\nname = \"fleet\"\ncommand_timeout = 60\n\
+         [[robot.driver]]\ndriver = \"passthrough\"\ndevices = [\"p\"]\n\
+         [robot.driver.params]\nport = {}\n{params}\n",
+        remote.port()
+    );
+    let settings = Settings::from_toml(&text, "passthrough test").unwrap();
+    start_server_with(settings, player::builtin_catalog())
+}
+
+/// The remote: the simulated robot in-process, with `access` (TOML lines of `[access]`).
+fn start_remote_with(access: &str) -> TestServer {
+    let mut text = String::from("[access]\n");
+    text.push_str(access);
+    text.push_str(
+        "\n[[robot]]\ncommand_timeout = 60\n[[robot.driver]]\ndriver = \"sim\"\ndevices = [\"p\"]\n",
+    );
+    let settings = Settings::from_toml(&text, "remote").unwrap();
+    start_server_with(settings, player::builtin_catalog())
+}
+
+#[test]
+fn a_remote_with_a_key_is_commanded_only_with_the_key() {
+    let remote = start_remote_with("key = \"fleet-key\"\nkeyless = \"refuse\"");
+    let mut watcher = Client::connect(remote.addr());
+    watcher.config(b'y', b'k', b"fleet-key");
+    assert_eq!(watcher.request(&[(b'p', b'r')]), b"pr");
+    // With the key: granted, and commands reach the robot.
+    let local = start_local_with(remote.addr(), "key = \"fleet-key\"");
+    let mut c = Client::connect(local.addr());
+    assert_eq!(c.request(&[(b'p', b'a')]), b"pa");
+    c.drive(200, 0);
+    let deadline = Instant::now() + TIMEOUT;
+    while watcher.next_position().speed < 150 {
+        c.next_position();
+        assert!(Instant::now() < deadline, "the keyed remote did not move");
+    }
+    // Without it, a remote that refuses keyless clients closes the connection before
+    // answering: the device cannot be set up.
+    let keyless = start_local_with(remote.addr(), "connect_timeout = 2");
+    let mut c = Client::connect(keyless.addr());
+    assert_eq!(c.request(&[(b'p', b'r')]), b"pe");
+}
+
+#[test]
+fn a_remote_without_the_extensions_is_served_too() {
+    // `extensions = false`: the passthrough talks plain 0.7.4a (continuous rounds, no
+    // timestamps, no error channel); readings are stamped on arrival.
+    let remote = start_remote_with("");
+    let local = start_local_with(remote.addr(), "extensions = false\nfrequency = 10");
+    let mut watcher = Client::connect(remote.addr());
+    assert_eq!(watcher.request(&[(b'p', b'r')]), b"pr");
+    let mut c = Client::connect(local.addr());
+    assert_eq!(c.request(&[(b'p', b'a')]), b"pa");
+    c.drive(200, 0);
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let relayed = c.next_position();
+        let direct = watcher.next_position();
+        if relayed.speed >= 150 && direct.speed >= 150 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no relayed motion: {relayed:?} {direct:?}"
+        );
+    }
+    drop(c);
+    watch_until(&mut watcher, TIMEOUT, "the remote robot to stop", |p| {
+        p.speed == 0
+    });
+}
