@@ -260,6 +260,14 @@ fn the_local_watchdog_stops_the_remote_robot_when_commands_cease() {
     );
 }
 
+/// Reads and drops whatever comes for `d`.
+fn drain_for(c: &mut Client, d: Duration) {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        let _ = c.read_message_within(Duration::from_millis(50));
+    }
+}
+
 /// The next notice of `kind` about `device`, counting the data packets of each device read
 /// meanwhile.
 fn wait_notice(
@@ -314,24 +322,29 @@ fn a_killed_remote_is_reported_failed_and_comes_back_on_the_same_port() {
     assert!(why.contains("reconnecting"), "{why}");
     // While the remote is away: the local device streams on, the relayed one is silent,
     // and another remote device cannot be set up.
+    // (Readings the dead remote had already sent may still be on their way for a moment.)
     let mut other = Client::connect(local.addr());
     assert_eq!(other.request(&[(b'l', b'r')]), b"le");
-    let away = Instant::now();
-    while away.elapsed() < Duration::from_secs(2) {
+    drain_for(&mut c, Duration::from_millis(500));
+    let mut away = HashMap::new();
+    let since = Instant::now();
+    while since.elapsed() < Duration::from_secs(2) {
         if let Some((code, _)) = c.read_message_within(Duration::from_millis(200)) {
-            *during.entry(code).or_default() += 1;
+            *away.entry(code).or_default() += 1;
         }
     }
     assert_eq!(
-        during.get(&b'p').copied().unwrap_or(0),
+        away.get(&b'p').copied().unwrap_or(0),
         0,
         "relayed readings while the remote was dead"
     );
-    let m_away = during.get(&b'm').copied().unwrap_or(0);
-    let secs = killed.elapsed().as_secs_f64();
+    let m_away = away.get(&b'm').copied().unwrap_or(0);
+    let secs = since.elapsed().as_secs_f64();
     assert!(
-        m_away as f64 >= secs * 2.0,
-        "the local device slowed to {m_away} readings in {secs:.1} s while the remote was away"
+        m_away as f64 >= secs * 3.0,
+        "the local device slowed to {m_away} readings in {secs:.1} s while the remote was away \
+         (killed {:.1} s ago)",
+        killed.elapsed().as_secs_f64()
     );
     remote.restart();
     let mut after = HashMap::new();
