@@ -3,11 +3,13 @@
 //! remote's, with one device of its own (`m`, a local simulated robot's misc).
 //!
 //! Checked: readings relayed byte for byte with the remote's timestamps; commands
-//! forwarded move the remote robot; a local writer leaving, and the local watchdog, stop it
-//! (the remote's own watchdog is set to 60 s, so only the forwarded stop can); killing the
-//! remote server makes the device report `f` on the error channel while the local device
-//! keeps streaming, a new request for another remote device gets `e` meanwhile, and the
-//! device reports `u` and streams again once the remote is back on the same port.
+//! forwarded move the remote robot; a local writer leaving, the local watchdog and the
+//! local e-stop stop it (the remote's own watchdog is set to 60 s, so only the forwarded
+//! stop can); killing the remote server makes the device report `f` on the error channel
+//! while the local device keeps streaming, a new request for another remote device gets `e`
+//! meanwhile, and the device reports `u` and streams again once the remote is back on the
+//! same port; a remote with a key; a remote spoken to without the extensions; and
+//! `config/fleet.toml` serving the arena's three robots.
 
 mod common;
 
@@ -523,4 +525,40 @@ fn a_remote_without_the_extensions_is_served_too() {
     watch_until(&mut watcher, TIMEOUT, "the remote robot to stop", |p| {
         p.speed == 0
     });
+}
+
+#[test]
+fn the_local_emergency_stop_stops_the_remote_robot() {
+    let remote = Remote::start(60.0);
+    let local = start_local(remote.port, 60.0);
+    let mut watcher = Client::connect(remote.addr());
+    assert_eq!(watcher.request(&[(b'p', b'r')]), b"pr");
+    let mut controller = Client::connect(local.addr());
+    assert_eq!(controller.request(&[(b'p', b'a')]), b"pa");
+    controller.drive(200, 0);
+    let deadline = Instant::now() + TIMEOUT;
+    while watcher.next_position().speed < 150 {
+        controller.next_position();
+        assert!(Instant::now() < deadline, "the remote robot did not move");
+    }
+    // Any local client latches the e-stop; the controller goes on commanding every round.
+    let mut bystander = Client::connect(local.addr());
+    bystander.config(b'y', b'E', &[1]);
+    let deadline = Instant::now() + TIMEOUT;
+    while watcher.next_position().speed != 0 {
+        controller.next_position();
+        assert!(
+            Instant::now() < deadline,
+            "the e-stop did not stop the remote robot"
+        );
+    }
+    // Held: the controller's commands do not reach the remote while it is latched.
+    for _ in 0..10 {
+        controller.next_position();
+        assert_eq!(
+            watcher.next_position().speed,
+            0,
+            "moved while the e-stop was latched"
+        );
+    }
 }
