@@ -562,3 +562,24 @@ fn the_local_emergency_stop_stops_the_remote_robot() {
         );
     }
 }
+
+#[test]
+fn a_local_reader_leaving_does_not_stop_a_robot_driven_on_the_remote() {
+    // The remote's watchdog at 60 s: its controller sends one command.
+    let remote = Remote::start(60.0);
+    let local = start_local(remote.port, 60.0);
+    let mut driver = Client::connect(remote.addr());
+    assert_eq!(driver.request(&[(b'p', b'a')]), b"pa");
+    driver.drive_once(200, 0);
+    watch_until(&mut driver, TIMEOUT, "the remote robot to move", |p| {
+        p.speed >= 150
+    });
+    // A local reader comes and goes through the passthrough: the remote sees a reader,
+    // not a writer, so its leaving stops nothing.
+    let mut reader = Client::connect(local.addr());
+    assert_eq!(reader.request(&[(b'p', b'r')]), b"pr");
+    assert!(reader.next_position().speed >= 150);
+    drop(reader);
+    let p = driver.position_after(Duration::from_secs(1));
+    assert!(p.speed >= 150, "the remote robot slowed to {}", p.speed);
+}

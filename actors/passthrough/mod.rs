@@ -37,19 +37,24 @@
 //! - `backoff_min`, `backoff_max`: the reconnect backoff, seconds (default 0.2 and 5).
 //!
 //! What happens: the first local holder of a device opens the connection (if not open) and
-//! asks the remote for the device (`a` if it takes commands, else `r`); setup answers when
-//! the remote replies (its `e` is the local `e`). The last holder leaving closes the remote
-//! device, and the connection after the last device. Readings are published with the
-//! remote's timestamps and payloads byte for byte. Commands are forwarded as they come
-//! (newest wins while the connection is busy; never resent: the local controller's resends
-//! are what keeps the remote's watchdog fed, so a controller that stops, or a link that
-//! dies, stops the remote robot through the remote's own watchdog). The local guard's
-//! `Stop` (a writer left, the local watchdog, the local e-stop) is forwarded to a `moving`
-//! device as a zero command. Configs are forwarded; 0.7.4a configs have no reply, and the
-//! remote's refusals (its error channel's `x` notices) are logged. When the connection is
-//! lost the open devices are reported reconnecting (clients with the error channel get
-//! `f`), it is reopened with backoff, the devices are asked for again, and reported up
-//! (`u`) once the remote grants them; no command is replayed after a reconnect.
+//! asks the remote for the device, read-only; setup answers when the remote replies (its
+//! `e` is the local `e`). The first command of a local writer asks the remote for `a`
+//! (that command is sent once it is granted), and a local writer leaving drops it back to
+//! `r`, so the remote sees the relay as a writer exactly while a local writer commands, and
+//! a local reader leaving never stops a robot that others drive on the remote. The last
+//! holder leaving closes the remote device, and the connection after the last device.
+//! Readings are published with the remote's timestamps and payloads byte for byte.
+//! Commands are forwarded as they come (newest wins while the connection is busy; never
+//! resent: the local controller's resends are what keeps the remote's watchdog fed, so a
+//! controller that stops, or a link that dies, stops the remote robot through the remote's
+//! own watchdog). The local guard's `Stop` (a writer left, the local watchdog, the local
+//! e-stop) is forwarded to a `moving` device as a zero command, and a writer leaving also
+//! drops the remote device to `r` (the remote's own writer-left stop). Configs are
+//! forwarded; 0.7.4a configs have no reply, and the remote's refusals (its error channel's
+//! `x` notices) are logged. When the connection is lost the open devices are reported
+//! reconnecting (clients with the error channel get `f`), it is reopened with backoff, the
+//! devices are asked for again, and reported up (`u`) once the remote grants them; no
+//! command is replayed after a reconnect.
 
 pub mod codec;
 
@@ -59,7 +64,7 @@ use crate::actors::link::{
 use crate::catalog::{Catalog, DriverContext, StartedDriver};
 use crate::driver::{
     Command, Config, DeviceSpec, DeviceState, DriverError, DriverHandle, Publisher, Setup,
-    Shutdown, StatusSink, Stop, Subscribers, Terminate, Timestamp,
+    Shutdown, StatusSink, Stop, StopReason, Subscribers, Terminate, Timestamp,
 };
 use crate::logging::{code, escape};
 use actix::prelude::*;
@@ -170,16 +175,12 @@ struct Mapped {
     moving: bool,
 }
 
-impl Mapped {
-    /// The access asked of the remote.
-    fn access(&self) -> u8 {
-        if self.command_size.is_some() {
-            access::ALL
-        } else {
-            access::READ
-        }
-    }
+/// Whether an access code includes writing.
+fn writes(a: u8) -> bool {
+    a == access::ALL || a == access::WRITE
+}
 
+impl Mapped {
     fn spec(&self) -> DeviceSpec {
         match (self.command_size, self.moving) {
             (Some(n), true) => DeviceSpec::moving(self.local, n),
@@ -348,6 +349,9 @@ struct Outbox {
     wanted: BTreeSet<u8>,
     /// The newest command of each local device, not yet sent.
     commands: BTreeMap<u8, Bytes>,
+    /// The local devices a local writer commands: opened `a` on the remote, the others
+    /// `r` (so a local reader leaving never looks like a writer leaving to the remote).
+    write: BTreeSet<u8>,
     /// Configs not yet sent: local device, payload, client.
     configs: VecDeque<(u8, Bytes, String)>,
     /// Local devices reported failed or reconnecting and not yet reported up again.
@@ -438,6 +442,7 @@ impl PassthroughDriver {
     fn unwant(&mut self, device: u8) -> Option<impl std::future::Future<Output = ()>> {
         let empty = self.shared.with(|o| {
             o.wanted.remove(&device);
+            o.write.remove(&device);
             o.wanted.is_empty()
         });
         self.shared.wake.notify_one();
@@ -539,6 +544,7 @@ impl Handler<Command> for PassthroughDriver {
         self.shared.with(|o| {
             if o.wanted.contains(&msg.device) {
                 o.commands.insert(msg.device, msg.payload);
+                o.write.insert(msg.device);
             }
         });
         self.shared.wake.notify_one();
@@ -552,20 +558,25 @@ impl Handler<Stop> for PassthroughDriver {
         let Some(m) = self.cfg.by_local(msg.device).copied() else {
             return;
         };
-        match m.command_size {
-            Some(n) if m.moving => {
-                debug!(self.log, "stop forwarded as a zero command"; "device" => code(m.local), "reason" => %msg.reason);
-                self.shared.with(|o| {
-                    if o.wanted.contains(&m.local) {
-                        o.commands.insert(m.local, Bytes::from(vec![0u8; n]));
-                    }
-                });
-                self.shared.wake.notify_one();
+        // A moving device gets a zero command; when a writer left, the remote device is
+        // also dropped to read-only (asked `a` again with the next command), so the
+        // remote's own writer-left stop applies too, whatever the device.
+        let zero = match m.command_size {
+            Some(n) if m.moving => Some(Bytes::from(vec![0u8; n])),
+            _ => None,
+        };
+        debug!(self.log, "stop forwarded"; "device" => code(m.local), "reason" => %msg.reason, "zero_command" => zero.is_some());
+        self.shared.with(|o| {
+            if let Some(z) = zero {
+                if o.write.contains(&m.local) {
+                    o.commands.insert(m.local, z);
+                }
             }
-            _ => {
-                debug!(self.log, "stop of a device that does not move: nothing to forward"; "device" => code(m.local));
+            if msg.reason == StopReason::WriterLeft {
+                o.write.remove(&m.local);
             }
-        }
+        });
+        self.shared.wake.notify_one();
     }
 }
 
@@ -686,6 +697,12 @@ struct Remote {
     refused: BTreeMap<u8, Instant>,
     /// Whether a first reading of each local device has been seen.
     seen: BTreeSet<u8>,
+    /// Commands waiting for the remote to grant write access (the first command of a
+    /// local writer asks for it): the newest per local device.
+    held: BTreeMap<u8, Bytes>,
+    /// Local devices the remote would not give write access (not asked again on this
+    /// connection).
+    no_write: BTreeSet<u8>,
 }
 
 impl LinkTask {
@@ -869,9 +886,10 @@ impl LinkTask {
     /// Writes what the actor queued: commands of open devices (before any close, so a stop
     /// reaches the remote), configs, then requests for devices to open and close.
     async fn flush(&mut self, wr: &mut OwnedWriteHalf, remote: &mut Remote) -> Result<(), String> {
-        let (wanted, commands, configs) = self.shared.with(|o| {
+        let (wanted, write, commands, configs) = self.shared.with(|o| {
             (
                 o.wanted.clone(),
+                o.write.clone(),
                 std::mem::take(&mut o.commands),
                 std::mem::take(&mut o.configs),
             )
@@ -881,15 +899,21 @@ impl LinkTask {
             let Some(m) = self.cfg.by_local(local) else {
                 continue;
             };
+            let pending =
+                remote.open.contains_key(&local) || remote.requested.contains_key(&m.remote);
             match remote.open.get(&local) {
-                Some(&a) if a == access::ALL || a == access::WRITE => {
+                Some(&a) if writes(a) => {
                     out.extend(message::command(m.remote, &payload));
+                }
+                _ if pending && write.contains(&local) && !remote.no_write.contains(&local) => {
+                    remote.held.insert(local, payload);
                 }
                 _ => {
                     debug!(self.log, "command not forwarded: the remote device is not open for writing"; "device" => code(local))
                 }
             }
         }
+        remote.held.retain(|d, _| write.contains(d));
         for (local, payload, client) in configs {
             let Some(m) = self.cfg.by_local(local) else {
                 continue;
@@ -913,10 +937,23 @@ impl LinkTask {
                 .refused
                 .get(&local)
                 .is_some_and(|t| t.elapsed() < RETRY_REFUSED);
-            if !remote.open.contains_key(&local) && !asked && !waiting {
+            let want = if write.contains(&local)
+                && m.command_size.is_some()
+                && !remote.no_write.contains(&local)
+            {
+                access::ALL
+            } else {
+                access::READ
+            };
+            let ask = match remote.open.get(&local) {
+                None => !waiting,
+                // A local writer came (ask `a`) or the last one left (drop to `r`).
+                Some(&now) => writes(now) != writes(want),
+            };
+            if ask && !asked {
                 remote.refused.remove(&local);
                 remote.requested.insert(m.remote, local);
-                pairs.push((m.remote, m.access()));
+                pairs.push((m.remote, want));
             }
         }
         remote.refused.retain(|d, _| wanted.contains(d));
@@ -999,12 +1036,18 @@ impl LinkTask {
             } else if *state.borrow() != LinkState::Up {
                 let _ = state.send(LinkState::Up);
             }
-            let was_down = self.shared.with(|o| o.down.contains(&local));
+            let (was_down, wants_write) = self
+                .shared
+                .with(|o| (o.down.contains(&local), o.write.contains(&local)));
+            let was_open = remote.open.contains_key(&local);
             if granted == access::ERROR || granted == 0 {
                 let why = format!("the remote server refused device {}", code(rcode));
-                if was_down {
+                if was_down || was_open {
+                    self.shared.with(|o| o.down.insert(local));
                     self.status.report(&[local], DeviceState::Failed, &why);
                 }
+                remote.open.remove(&local);
+                remote.held.remove(&local);
                 remote.refused.insert(local, Instant::now());
                 self.granted.do_send(Granted {
                     device: local,
@@ -1012,11 +1055,24 @@ impl LinkTask {
                 });
                 continue;
             }
-            if granted != m.access() {
-                warn!(self.log, "the remote granted less than asked: commands will not reach it";
-                    "device" => code(local), "asked" => code(m.access()), "granted" => code(granted));
+            if wants_write && m.command_size.is_some() && !writes(granted) {
+                if remote.no_write.insert(local) {
+                    warn!(self.log, "the remote gave no write access (a key?): commands will not reach it";
+                        "device" => code(local), "granted" => code(granted));
+                }
+                remote.held.remove(&local);
             }
             remote.open.insert(local, granted);
+            if writes(granted) {
+                // The command that asked for write access goes out now (unless a newer
+                // one already waits).
+                if let Some(c) = remote.held.remove(&local) {
+                    self.shared.with(|o| {
+                        o.commands.entry(local).or_insert(c);
+                    });
+                    self.shared.wake.notify_one();
+                }
+            }
             if was_down {
                 self.shared.with(|o| o.down.remove(&local));
                 self.status.report(
@@ -1025,10 +1081,12 @@ impl LinkTask {
                     &format!("the remote server {} serves it again", self.cfg.address()),
                 );
             }
-            self.granted.do_send(Granted {
-                device: local,
-                result: Ok(()),
-            });
+            if !was_open {
+                self.granted.do_send(Granted {
+                    device: local,
+                    result: Ok(()),
+                });
+            }
         }
     }
 
@@ -1123,8 +1181,6 @@ mod tests {
         assert_eq!(c.devices[0].spec(), DeviceSpec::moving(b'P', 4));
         assert_eq!(c.devices[1].spec(), DeviceSpec::read_only(b'q'));
         assert_eq!(c.devices[1].data_size, 722);
-        assert_eq!(c.devices[0].access(), access::ALL);
-        assert_eq!(c.devices[1].access(), access::READ);
         let c = LinkConfig::from_params(params("device = \"g\""), b"G").unwrap();
         assert_eq!(c.devices[0].spec(), DeviceSpec::read_write(b'G', 2));
         let c = LinkConfig::from_params(params(""), b"s").unwrap();
