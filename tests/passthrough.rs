@@ -583,3 +583,30 @@ fn a_local_reader_leaving_does_not_stop_a_robot_driven_on_the_remote() {
     let p = driver.position_after(Duration::from_secs(1));
     assert!(p.speed >= 150, "the remote robot slowed to {}", p.speed);
 }
+
+#[test]
+fn a_remote_that_accepts_but_never_answers_fails_the_setup() {
+    // A "server" that takes the connection and reads what it is sent, but never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut conns = Vec::new();
+        for s in listener.incoming().flatten() {
+            let mut reader = s.try_clone().unwrap();
+            std::thread::spawn(move || {
+                let mut sink = [0u8; 1024];
+                while matches!(std::io::Read::read(&mut reader, &mut sink), Ok(n) if n > 0) {}
+            });
+            conns.push(s);
+        }
+    });
+    let local = start_local_with(addr, "silence = 1.0");
+    let mut c = Client::connect(local.addr());
+    let asked = Instant::now();
+    assert_eq!(c.request(&[(b'p', b'r')]), b"pe");
+    assert!(
+        asked.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        asked.elapsed()
+    );
+}

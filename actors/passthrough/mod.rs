@@ -824,7 +824,9 @@ impl LinkTask {
                     }
                 }
                 _ = tick.tick() => {
-                    let live = self.cfg.extensions || !remote.open.is_empty();
+                    let live = self.cfg.extensions
+                        || !remote.open.is_empty()
+                        || !remote.requested.is_empty();
                     if live && last_rx.elapsed() > self.cfg.silence {
                         ended = Some(Ended::Lost(format!(
                             "no byte from the remote for {:.1} s", self.cfg.silence.as_secs_f64()
