@@ -371,7 +371,7 @@ fn a_killed_remote_is_reported_failed_and_comes_back_on_the_same_port() {
 fn the_fleet_configuration_serves_the_three_arena_robots_as_one_table() {
     let world = concat!(env!("CARGO_MANIFEST_DIR"), "/config/worlds/arena.toml");
     let args: Vec<String> = ["-stage", world, "-gp", "0"].map(String::from).to_vec();
-    let arena = match player::settings::parse_args(&args) {
+    let arena = match player::parse_args(&args) {
         Ok(player::settings::Invocation::Run { settings, .. }) => *settings,
         other => panic!("{other:?}"),
     };

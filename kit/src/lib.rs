@@ -1,0 +1,28 @@
+//! The driver kit of the player robot server: everything a driver needs, and nothing of
+//! the server's insides.
+//!
+//! A driver is an actix actor that serves one or more device codes. It gets `Setup`,
+//! `Shutdown`, `Command`, `Config`, `Stop`, `Subscribers` and `Terminate` from the robot's
+//! registry and publishes readings through a [`driver::Publisher`]. The kit holds:
+//!
+//! - [`driver`]: those messages, the published data, [`driver::DeviceSpec`] (what a device
+//!   allows) and [`driver::DriverHandle`] (the addresses the registry talks to).
+//! - [`catalog`]: driver factories by name, the configuration a factory gets
+//!   ([`catalog::DriverContext`]), `-stage` and the manual's device flags.
+//! - [`link`]: links to hardware (serial ports, sockets): supervision, one reconnect loop
+//!   with backoff, and the message handlers every such driver shares.
+//! - [`log`]: bytes from outside, escaped for log lines.
+//!
+//! The core crate (sessions, registry, listener) depends on this crate; drivers depend on
+//! it and never on the core, so a driver cannot reach into a session and the core names
+//! no driver.
+#![deny(missing_docs)]
+
+pub mod catalog;
+pub mod driver;
+pub mod link;
+pub mod log;
+
+/// actix, for the handlers [`link_driver_handlers!`] writes in a driver's crate.
+#[doc(hidden)]
+pub use actix as __actix;
