@@ -6,6 +6,7 @@
 //! - [`sick`]: a real SICK LMS-200 laser over a serial line (`l`).
 //! - [`ptz`]: a real Sony EVI-D30 pan-tilt-zoom camera over a serial line (`z`).
 //! - [`acts`]: ACTS colour vision over TCP (`v`).
+//! - [`passthrough`]: a device of another Player server served as a local device.
 //! - [`replay`]: a recording (MCAP, as `-record` writes it) served as the robot's devices.
 //!
 //! Drivers know the server only through the driver kit (`player_kit`); this crate does not
@@ -17,6 +18,7 @@ use player_kit::catalog::Catalog;
 
 pub mod acts;
 pub mod p2os;
+pub mod passthrough;
 pub mod ptz;
 pub mod replay;
 pub mod sick;
@@ -30,4 +32,5 @@ pub fn register_all(catalog: &mut Catalog) {
     ptz::register(catalog);
     acts::register(catalog);
     replay::register(catalog);
+    passthrough::register(catalog);
 }
