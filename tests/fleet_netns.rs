@@ -173,7 +173,7 @@ fn passthrough_across_a_link_relays_and_a_cut_link_stops_the_robot() {
         format!(
             "[[robot]]\nname = \"fleet\"\nport = 7000\nweb_port = 0\n\
              [[robot.driver]]\ndriver = \"passthrough\"\ndevices = [\"p\", \"l\"]\n\
-             [robot.driver.params]\nhost = \"{robot_addr}\"\nport = 6665\nbackoff_max = 1.0\n"
+             [robot.driver.params]\nhost = \"{robot_addr}\"\nport = 6665\n"
         ),
     )
     .unwrap();

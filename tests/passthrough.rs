@@ -101,7 +101,7 @@ fn start_local(remote_port: u16, command_timeout: f64) -> TestServer {
     let text = format!(
         "[[robot]]\nname = \"fleet\"\ncommand_timeout = {command_timeout}\n\
          [[robot.driver]]\ndriver = \"passthrough\"\ndevices = [\"p\", \"l\", \"s\"]\n\
-         [robot.driver.params]\nport = {remote_port}\nsilence = 1.0\nbackoff_max = 0.5\n\
+         [robot.driver.params]\nport = {remote_port}\nsilence = 1.0\n\
          [[robot.driver]]\ndriver = \"sim\"\ndevices = [\"m\"]\n"
     );
     let settings = Settings::from_toml(&text, "passthrough test").unwrap();

@@ -34,7 +34,6 @@
 //! - `silence`: seconds without a byte from the remote before the link is taken for lost
 //!   (default 3; with extensions a device-list request is sent every quarter of it, so a
 //!   quiet but live remote always answers);
-//! - `backoff_min`, `backoff_max`: the reconnect backoff, seconds (default 0.2 and 5).
 //!
 //! What happens: the first local holder of a device opens the connection (if not open) and
 //! asks the remote for the device, read-only; setup answers when the remote replies (its
@@ -52,7 +51,8 @@
 //! drops the remote device to `r` (the remote's own writer-left stop). Configs are
 //! forwarded; 0.7.4a configs have no reply, and the remote's refusals (its error channel's
 //! `x` notices) are logged. When the connection is lost the open devices are reported
-//! reconnecting (clients with the error channel get `f`), it is reopened with backoff, the
+//! reconnecting (clients with the error channel get `f`), it is reopened with the kit's
+//! shared reconnect loop (`player_kit::link::run_link`: backoff from 0.2 s to 5 s), the
 //! devices are asked for again, and reported up (`u`) once the remote grants them; no
 //! command is replayed after a reconnect.
 
@@ -67,7 +67,8 @@ use player_kit::driver::{
     Shutdown, StatusSink, Stop, StopReason, Subscribers, Terminate, Timestamp,
 };
 use player_kit::link::{
-    close_channel, Backoff, CloseReceiver, LinkState, LinkSupervisor, LogThrottle,
+    close_channel, run_link, CloseReceiver, Ended, Link, LinkState, LinkSupervisor, LinkUp,
+    LogThrottle,
 };
 use player_kit::log::{code, escape};
 use player_proto::data::{self as wire, PositionCommand, VISION_MAX};
@@ -81,7 +82,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
-use tokio::sync::{watch, Notify};
+use tokio::sync::Notify;
 
 /// Parameters of the `passthrough` driver (see the module documentation).
 #[derive(Debug, Clone, Deserialize)]
@@ -123,12 +124,6 @@ pub struct PassthroughParams {
     /// Seconds without a byte from the remote before the link is taken for lost.
     #[serde(default = "three")]
     pub silence: f64,
-    /// The first reconnect wait, seconds.
-    #[serde(default = "fifth")]
-    pub backoff_min: f64,
-    /// The longest reconnect wait, seconds.
-    #[serde(default = "five")]
-    pub backoff_max: f64,
 }
 
 fn localhost() -> String {
@@ -148,9 +143,6 @@ fn five() -> f64 {
 }
 fn three() -> f64 {
     3.0
-}
-fn fifth() -> f64 {
-    0.2
 }
 
 /// The largest command a passthrough device may declare (the server's bound on a client
@@ -224,7 +216,6 @@ struct LinkConfig {
     frequency: u16,
     connect_timeout: Duration,
     silence: Duration,
-    backoff: (Duration, Duration),
     devices: Vec<Mapped>,
 }
 
@@ -265,17 +256,12 @@ impl LinkConfig {
         for (name, v, lo) in [
             ("connect_timeout", p.connect_timeout, 0.0),
             ("silence", p.silence, 0.2),
-            ("backoff_min", p.backoff_min, 0.0),
-            ("backoff_max", p.backoff_max, 0.0),
         ] {
             if !(v.is_finite() && v > lo && v <= 600.0) {
                 return err(format!(
                     "{name} = {v}: must be more than {lo} and at most 600 s"
                 ));
             }
-        }
-        if p.backoff_min > p.backoff_max {
-            return err("backoff_min is more than backoff_max".into());
         }
         if let Some(n) = p.data_size {
             if !(1..=usize::from(u16::MAX)).contains(&n) {
@@ -320,10 +306,6 @@ impl LinkConfig {
             frequency: p.frequency,
             connect_timeout: Duration::from_secs_f64(p.connect_timeout),
             silence: Duration::from_secs_f64(p.silence),
-            backoff: (
-                Duration::from_secs_f64(p.backoff_min),
-                Duration::from_secs_f64(p.backoff_max),
-            ),
             devices,
         })
     }
@@ -435,7 +417,7 @@ impl PassthroughDriver {
             oversized: LogThrottle::default(),
         };
         self.link
-            .start(close, move |state| task.run(state, close_rx));
+            .start(close, move |state| run_link(task, close_rx, state));
     }
 
     /// Forgets a device that is no longer wanted; closes the link after the last one.
@@ -634,8 +616,8 @@ impl Handler<Terminate> for PassthroughDriver {
     }
 }
 
-/// The connection to the remote server: connects, asks for the wanted devices, relays, and
-/// reconnects with backoff until it is asked to close.
+/// The connection to the remote server, as a [`Link`] of the kit's reconnect loop: connects,
+/// asks for the wanted devices, relays, until the connection is lost or closed.
 struct LinkTask {
     cfg: Arc<LinkConfig>,
     shared: Arc<Shared>,
@@ -645,11 +627,6 @@ struct LinkTask {
     log: Logger,
     notices: LogThrottle,
     oversized: LogThrottle,
-}
-
-enum Ended {
-    Closed,
-    Lost(String),
 }
 
 async fn connect(addr: &str, patience: Duration) -> Result<TcpStream, String> {
@@ -703,64 +680,19 @@ struct Remote {
     /// Local devices the remote would not give write access (not asked again on this
     /// connection).
     no_write: BTreeSet<u8>,
+    /// Whether the remote has answered a request on this connection (the link is up).
+    answered: bool,
 }
 
 impl LinkTask {
-    async fn run(mut self, state: watch::Sender<LinkState>, mut close: CloseReceiver) {
-        let addr = self.cfg.address();
-        let mut backoff = Backoff::new(self.cfg.backoff.0, self.cfg.backoff.1);
-        let mut ever_up = false;
-        loop {
-            let patience = if ever_up {
-                RECONNECT_PATIENCE
-            } else {
-                self.cfg.connect_timeout
-            };
-            let result = tokio::select! {
-                r = connect(&addr, patience) => r,
-                ack = &mut close => {
-                    if let Ok(ack) = ack { let _ = ack.send(()); }
-                    return;
-                }
-            };
-            let why = match result {
-                Ok(s) => {
-                    info!(self.log, "connected to the remote server");
-                    match self.serve(s, &state, &mut close, &mut ever_up).await {
-                        Ended::Closed => return,
-                        Ended::Lost(why) => why,
-                    }
-                }
-                Err(e) => e,
-            };
-            if !ever_up {
-                let _ = state.send(LinkState::Failed(why));
-                return;
-            }
-            debug!(self.log, "remote link down"; "why" => &why);
-            if *state.borrow() == LinkState::Up {
-                warn!(self.log, "remote link lost; reconnecting with backoff"; "why" => &why);
-                let _ = state.send(LinkState::Reconnecting);
-                backoff.reset();
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(backoff.next_delay()) => {}
-                ack = &mut close => {
-                    if let Ok(ack) = ack { let _ = ack.send(()); }
-                    return;
-                }
-            }
-        }
-    }
-
     /// Serves one connection until it is lost or closed.
-    async fn serve(
+    async fn serve_conn(
         &mut self,
         stream: TcpStream,
-        state: &watch::Sender<LinkState>,
         close: &mut CloseReceiver,
-        ever_up: &mut bool,
+        up: &mut LinkUp<'_>,
     ) -> Ended {
+        info!(self.log, "connected to the remote server");
         let (mut rd, mut wr) = stream.into_split();
         let hello = codec::Hello {
             key: self.cfg.key.as_deref(),
@@ -813,7 +745,7 @@ impl LinkTask {
                         Err(e) => ended = Some(Ended::Lost(format!("read failed: {e}"))),
                         Ok(_) => {
                             last_rx = Instant::now();
-                            if let Err(e) = self.take(&mut buf, &mut remote, state, ever_up) {
+                            if let Err(e) = self.take(&mut buf, &mut remote, up) {
                                 ended = Some(Ended::Lost(e));
                             } else if !remote.requested.is_empty() || self.retry_due(&remote) {
                                 if let Err(e) = self.flush(&mut wr, &mut remote).await {
@@ -858,7 +790,7 @@ impl LinkTask {
             o.down.extend(&l);
             l
         });
-        if *ever_up {
+        if up.ever_up() {
             let why = format!(
                 "connection to the remote server {} lost; reconnecting",
                 self.cfg.address()
@@ -868,7 +800,7 @@ impl LinkTask {
         }
         // Setups still waiting learn that this connection ended.
         for (_, local) in std::mem::take(&mut remote.requested) {
-            if !*ever_up {
+            if !up.ever_up() {
                 self.granted.do_send(Granted {
                     device: local,
                     result: Err("the remote server closed the connection before answering".into()),
@@ -986,8 +918,7 @@ impl LinkTask {
         &mut self,
         buf: &mut BytesMut,
         remote: &mut Remote,
-        state: &watch::Sender<LinkState>,
-        ever_up: &mut bool,
+        up: &mut LinkUp<'_>,
     ) -> Result<(), String> {
         loop {
             let (m, n) = match codec::decode(buf, self.cfg.extensions) {
@@ -1000,7 +931,7 @@ impl LinkTask {
             };
             let _ = buf.split_to(n);
             match m {
-                Inbound::Reply(pairs) => self.on_reply(pairs, remote, state, ever_up),
+                Inbound::Reply(pairs) => self.on_reply(pairs, remote, up),
                 Inbound::Data {
                     device,
                     timestamp,
@@ -1015,13 +946,7 @@ impl LinkTask {
         }
     }
 
-    fn on_reply(
-        &mut self,
-        pairs: Vec<(u8, u8)>,
-        remote: &mut Remote,
-        state: &watch::Sender<LinkState>,
-        ever_up: &mut bool,
-    ) {
+    fn on_reply(&mut self, pairs: Vec<(u8, u8)>, remote: &mut Remote, up: &mut LinkUp<'_>) {
         for (rcode, granted) in pairs {
             if granted == access::CLOSE {
                 continue;
@@ -1032,11 +957,10 @@ impl LinkTask {
             let Some(m) = self.cfg.by_local(local).copied() else {
                 continue;
             };
-            if !*ever_up {
-                *ever_up = true;
-                let _ = state.send(LinkState::Up);
-            } else if *state.borrow() != LinkState::Up {
-                let _ = state.send(LinkState::Up);
+            // Up on each connection's first answer (so a recovery is reported too).
+            if !remote.answered {
+                remote.answered = true;
+                up.mark();
             }
             let (was_down, wants_write) = self
                 .shared
@@ -1151,6 +1075,34 @@ impl LinkTask {
     }
 }
 
+impl Link for LinkTask {
+    type Conn = TcpStream;
+    type Close = CloseReceiver;
+    const NAME: &'static str = "passthrough";
+
+    fn log(&self) -> &Logger {
+        &self.log
+    }
+
+    async fn connect(&self, ever_up: bool) -> Result<TcpStream, String> {
+        let patience = if ever_up {
+            RECONNECT_PATIENCE
+        } else {
+            self.cfg.connect_timeout
+        };
+        connect(&self.cfg.address(), patience).await
+    }
+
+    async fn serve(
+        &mut self,
+        conn: TcpStream,
+        close: &mut CloseReceiver,
+        mut up: LinkUp<'_>,
+    ) -> Ended {
+        self.serve_conn(conn, close, &mut up).await
+    }
+}
+
 /// Registers the `passthrough` driver.
 pub fn register(catalog: &mut Catalog) {
     catalog.register("passthrough", |ctx: DriverContext| {
@@ -1211,7 +1163,6 @@ mod tests {
             ("silence = 0", b"p", "silence"),
             ("data_size = 70000", b"p", "data_size"),
             ("command_size = 5000", b"p", "command_size"),
-            ("backoff_min = 9\nbackoff_max = 1", b"p", "backoff_min"),
         ] {
             let e = LinkConfig::from_params(params(toml), locals).unwrap_err();
             assert!(e.0.contains(says), "{toml}: {e}");
