@@ -10,6 +10,8 @@
 //! - [`emulators`]: emulated devices speaking the real protocols over pseudo-terminals and
 //!   TCP, for trying and testing the hardware drivers without hardware.
 //! - [`link`]: serial-port plumbing shared by the hardware drivers.
+//! - [`program`]: devices served by a driver program in any language over its standard
+//!   input and output (docs/plugins.md).
 
 use crate::catalog::Catalog;
 
@@ -17,6 +19,7 @@ pub mod acts;
 pub mod emulators;
 pub mod link;
 pub mod p2os;
+pub mod program;
 pub mod ptz;
 pub mod replay;
 pub mod sick;
@@ -30,4 +33,5 @@ pub fn register_all(catalog: &mut Catalog) {
     ptz::register(catalog);
     acts::register(catalog);
     replay::register(catalog);
+    program::register(catalog);
 }

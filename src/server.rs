@@ -8,7 +8,7 @@
 
 use crate::access::Policy;
 use crate::catalog::{Catalog, DriverContext};
-use crate::driver::StatusSink;
+use crate::driver::{DeviceSource, StatusSink};
 use crate::logging::Throttle;
 use crate::notice::{kind, Notice};
 use crate::record::{RecordSource, RecorderHandle};
@@ -456,6 +456,10 @@ impl Server {
                     logger: rlog.new(o!("driver" => d.driver.clone())),
                     started,
                     status: status.clone(),
+                    source: DeviceSource::new(
+                        ids.fetch_add(1, Ordering::Relaxed),
+                        registry_ctx.address().recipient(),
+                    ),
                 };
                 let sd = factory(ctx).map_err(|e| {
                     StartError(format!(
