@@ -127,7 +127,7 @@ class Driver:
 
     After the server's hello these attributes are set: ``robot`` (the robot's name),
     ``devices`` (a dict of code to :class:`DeviceInfo`), ``params`` (the driver entry's
-    ``params`` table as a dict). ``up`` is the set of device codes that are set up (they
+    ``options`` table as a dict, empty when it has none). ``up`` is the set of device codes that are set up (they
     have clients); :meth:`publish` for another device is dropped by the server.
     """
 
@@ -148,7 +148,8 @@ class Driver:
     # ----- callbacks: override what you need ------------------------------------------
 
     def on_hello(self, robot: str, devices: Dict[str, DeviceInfo], params: dict) -> None:
-        """The server's first frame: who this program serves. Start timers here."""
+        """The server's first frame: who this program serves, and its ``options`` table
+        from the configuration as ``params``. Start timers here."""
 
     def on_setup(self, device: str) -> Optional[str]:
         """A first client wants ``device``: open it. Return ``None`` when it is ready, or

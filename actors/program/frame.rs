@@ -92,7 +92,7 @@ pub struct Hello {
     pub robot: String,
     /// The devices the configuration gives the program.
     pub devices: Vec<DeviceInfo>,
-    /// The driver entry's parameters as JSON text (an object).
+    /// The driver entry's `options` table as JSON text (an object; `{}` when none).
     pub params: String,
 }
 

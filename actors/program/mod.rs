@@ -149,6 +149,9 @@ pub struct ProgramParams {
     /// more is a flood and the program is restarted.
     #[serde(default = "default_max_rate")]
     pub max_rate: u32,
+    /// The program's own settings, any table: sent to it as JSON in its hello.
+    #[serde(default)]
+    pub options: Option<serde_json::Value>,
 }
 
 fn seconds(what: &str, v: f64) -> Result<Duration, DriverError> {
@@ -174,6 +177,7 @@ struct Plan {
     backoff_max: Duration,
     max_rate: u32,
     max_frame: usize,
+    options: String,
 }
 
 impl Plan {
@@ -282,6 +286,10 @@ impl Plan {
                 backoff_max: seconds("restart_backoff.max", p.restart_backoff.max)?,
                 max_rate: rate,
                 max_frame,
+                options: p
+                    .options
+                    .as_ref()
+                    .map_or_else(|| "{}".to_string(), |v| v.to_string()),
             },
             specs,
         ))
@@ -435,7 +443,9 @@ pub struct ProgramDriver {
     failed: BTreeSet<u8>,
     /// Setups sent to the program and not yet answered, with who waits for them (none:
     /// a setup again after a restart).
-    pending: HashMap<u8, Vec<oneshot::Sender<Result<(), DriverError>>>>,
+    pending: HashMap<u8, (u64, Vec<oneshot::Sender<Result<(), DriverError>>>)>,
+    /// Numbers the setups sent, so a timeout only fails the setup it was armed for.
+    setup_seq: u64,
     /// Devices of the robot the program reads.
     reads: BTreeSet<u8>,
     next_config: u32,
@@ -444,17 +454,11 @@ pub struct ProgramDriver {
 
 impl ProgramDriver {
     fn new(ctx: &DriverContext, plan: Plan) -> Self {
-        let params = ctx
-            .params
-            .clone()
-            .try_deserialize::<serde_json::Value>()
-            .map(|v| v.to_string())
-            .unwrap_or_else(|_| "{}".into());
         let hello = Hello {
             version: frame::VERSION,
             robot: ctx.robot.clone(),
             devices: plan.devices.clone(),
-            params,
+            params: plan.options.clone(),
         };
         ProgramDriver {
             log: ctx.logger.new(o!("program" => plan.name.clone())),
@@ -471,6 +475,7 @@ impl ProgramDriver {
             up: BTreeSet::new(),
             failed: BTreeSet::new(),
             pending: HashMap::new(),
+            setup_seq: 0,
             reads: BTreeSet::new(),
             next_config: 0,
             terminating: false,
@@ -591,16 +596,18 @@ impl ProgramDriver {
             }
             return;
         };
-        let first = !self.pending.contains_key(&device);
-        let waiters = self.pending.entry(device).or_default();
-        waiters.extend(waiter);
-        if !first {
+        if let Some((_, waiters)) = self.pending.get_mut(&device) {
+            waiters.extend(waiter);
             return;
         }
+        self.setup_seq += 1;
+        let seq = self.setup_seq;
+        self.pending
+            .insert(device, (seq, waiter.into_iter().collect()));
         self.send(ToProgram::Setup { device }, ctx);
         let timeout = self.plan.setup_timeout;
         ctx.run_later(timeout, move |act, ctx| {
-            if act.running(gen) && act.pending.contains_key(&device) {
+            if act.running(gen) && act.pending.get(&device).is_some_and(|p| p.0 == seq) {
                 let reason = format!(
                     "did not answer the setup of device {} within {:.1} s (setup_timeout)",
                     code(device),
@@ -641,7 +648,7 @@ impl ProgramDriver {
             }
         }
         let text = format!("driver program '{}' {reason}", self.plan.name);
-        for (_, waiters) in self.pending.drain() {
+        for (_, (_, waiters)) in self.pending.drain() {
             for w in waiters {
                 let _ = w.send(Err(DriverError(text.clone())));
             }
@@ -679,7 +686,7 @@ impl ProgramDriver {
                         ctx,
                     );
                 }
-                let Some(waiters) = self.pending.remove(&device) else {
+                let Some((_, waiters)) = self.pending.remove(&device) else {
                     debug!(self.log, "setup answer nobody waits for"; "device" => code(device));
                     return;
                 };
@@ -1140,4 +1147,60 @@ pub fn register(catalog: &mut Catalog) {
             devices: specs,
         })
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(o: &mut Outbox) -> Vec<ToProgram> {
+        let bytes = o.take();
+        let mut r = FrameReader::new(frame::MAX_FRAME);
+        r.extend(&bytes);
+        let mut out = Vec::new();
+        while let Some((k, body)) = r.next_frame().unwrap() {
+            out.push(ToProgram::decode(k, body).unwrap());
+        }
+        out
+    }
+
+    #[test]
+    fn the_outbox_keeps_the_newest_and_a_stop_voids_the_unsent_command() {
+        let mut o = Outbox::default();
+        let cmd = |v: u8| ToProgram::Command {
+            device: b'k',
+            payload: vec![0, v],
+        };
+        let reading = |v: u8| ToProgram::Reading {
+            device: b'l',
+            sec: 1,
+            usec: 0,
+            payload: vec![v],
+        };
+        o.push(ToProgram::Setup { device: b'k' });
+        o.push(cmd(1));
+        o.push(reading(1));
+        o.push(cmd(2));
+        o.push(reading(2));
+        assert_eq!(
+            frames(&mut o),
+            vec![ToProgram::Setup { device: b'k' }, cmd(2), reading(2)]
+        );
+        o.push(cmd(3));
+        o.push(ToProgram::Stop {
+            device: b'k',
+            reason: frame::stop::WATCHDOG,
+        });
+        o.push(cmd(4));
+        assert_eq!(
+            frames(&mut o),
+            vec![
+                ToProgram::Stop {
+                    device: b'k',
+                    reason: frame::stop::WATCHDOG
+                },
+                cmd(4)
+            ]
+        );
+    }
 }
