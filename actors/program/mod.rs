@@ -272,7 +272,7 @@ impl Plan {
         }
         let largest = devices.iter().map(|d| usize::from(d.data_size)).max();
         // Room for the largest reading and its 10 header bytes, and for text frames.
-        let max_frame = (largest.unwrap_or(0) + 16).max(8192).min(frame::MAX_FRAME);
+        let max_frame = (largest.unwrap_or(0) + 16).clamp(8192, frame::MAX_FRAME);
         let rate = p.max_rate.max(1);
         Ok((
             Plan {
@@ -370,6 +370,9 @@ impl Outbox {
     }
 }
 
+/// Where a setup's answer goes (the registry's `Setup` waits on it).
+type SetupWaiter = oneshot::Sender<Result<(), DriverError>>;
+
 /// A running program.
 struct Running {
     gen: u64,
@@ -443,7 +446,7 @@ pub struct ProgramDriver {
     failed: BTreeSet<u8>,
     /// Setups sent to the program and not yet answered, with who waits for them (none:
     /// a setup again after a restart).
-    pending: HashMap<u8, (u64, Vec<oneshot::Sender<Result<(), DriverError>>>)>,
+    pending: HashMap<u8, (u64, Vec<SetupWaiter>)>,
     /// Numbers the setups sent, so a timeout only fails the setup it was armed for.
     setup_seq: u64,
     /// Devices of the robot the program reads.
@@ -587,7 +590,7 @@ impl ProgramDriver {
     fn setup_on_program(
         &mut self,
         device: u8,
-        waiter: Option<oneshot::Sender<Result<(), DriverError>>>,
+        waiter: Option<SetupWaiter>,
         ctx: &mut Context<Self>,
     ) {
         let Some(gen) = self.child.as_ref().map(|c| c.gen) else {
