@@ -1,11 +1,20 @@
 //! Driver programs (docs/plugins.md) through the `player` binary, with real processes over
 //! real TCP: the shipped virtual device of `config/obstacle.toml` (a Python program reading
 //! the laser), and misbehaving programs from `tests/programs/` (silent, flooding, a 1 GiB
-//! frame, a command device under the watchdog). python3 must be on the PATH.
+//! frame, a command device under the watchdog); and an in-process virtual device reading
+//! the laser through its `DeviceSource`. python3 must be on the PATH.
 
 mod common;
 
+use actix::prelude::*;
+use bytes::Bytes;
 use common::{collect_stderr, free_port, pairs_bytes, Client, Packet, Streamer, TIMEOUT};
+use player::catalog::{DriverContext, StartedDriver};
+use player::driver::{
+    Command as DriverCommand, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceSource,
+    DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, Stop, Subscribers,
+    Terminate,
+};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -14,6 +23,8 @@ use std::time::{Duration, Instant};
 
 const PLAYER: &str = env!("CARGO_BIN_EXE_player");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+/// The first byte of a notice packet (the error channel).
+const NOTICE: u8 = player_proto::ext::PACKET;
 
 /// The binary running, its standard error collected; killed on drop.
 struct Player {
@@ -269,7 +280,11 @@ fn the_obstacle_device_is_the_closest_laser_return_of_each_scan() {
 fn a_killed_program_is_restarted_and_nothing_else_stops() {
     let mut player = Player::obstacle();
     let streamer = Streamer::start(player.addr(), &[(b'p', b'r'), (b'l', b'r')], Some(10));
-    let mut o = push_client(player.addr(), &[(b'o', b'r')]);
+    let mut o = Client::connect(player.addr());
+    o.config(b'y', b'e', &[1]); // the error channel: notices of failures
+    o.timestamps(true);
+    o.data_mode(2);
+    assert_eq!(o.request(&[(b'o', b'r')]), b"or");
     for _ in 0..3 {
         assert_eq!(o.read_message().0, b'o');
     }
@@ -284,6 +299,7 @@ fn a_killed_program_is_restarted_and_nothing_else_stops() {
     // `o` resumes from the restarted program: a reading of a scan taken after the kill
     // (each `o` carries its scan's timestamp), which the killed program cannot have made.
     let deadline = killed + Duration::from_secs(30);
+    let mut notices = Vec::new();
     let resumed = loop {
         assert!(
             Instant::now() < deadline,
@@ -291,6 +307,10 @@ fn a_killed_program_is_restarted_and_nothing_else_stops() {
             player.log()
         );
         if let Some(p) = o.read_message_within(Duration::from_millis(200)) {
+            if p.0 == NOTICE {
+                notices.push((p.1[0], p.1[1]));
+                continue;
+            }
             assert_eq!(p.0, b'o');
             let ((sec, usec), _) = stamped(&p);
             let at = Duration::new(u64::from(sec), usec * 1000);
@@ -299,6 +319,13 @@ fn a_killed_program_is_restarted_and_nothing_else_stops() {
             }
         }
     };
+    // The client with the error channel was told: o failed, then o is up again.
+    let failed = notices.iter().position(|n| *n == (b'f', b'o'));
+    let up = notices.iter().position(|n| *n == (b'u', b'o'));
+    assert!(
+        matches!((failed, up), (Some(f), Some(u)) if f < u),
+        "notices {notices:?}: expected f then u for o"
+    );
     let new_pid = player.child_named("obstacle.py");
     assert_ne!(new_pid, pid, "a new program runs");
     std::thread::sleep(Duration::from_secs(1));
@@ -402,6 +429,8 @@ fn a_programs_moving_device_is_stopped_by_the_watchdog_and_when_its_writer_leave
         v == 0 && n >= 1 && why == 1
     });
     player.wait_log("command watchdog", TIMEOUT);
+    // Its standard error is logged under its name.
+    player.wait_log("driver program: mover ready", TIMEOUT);
     // Another client reads; the writer commands again and leaves at once.
     let mut b = Client::connect(player.addr());
     b.data_mode(2);
@@ -412,4 +441,148 @@ fn a_programs_moving_device_is_stopped_by_the_watchdog_and_when_its_writer_leave
     wait_k(&mut b, TIMEOUT, "a writer-left stop", |v, _, why| {
         v == 0 && why == 2
     });
+}
+
+// ----- an in-process virtual device ------------------------------------------------------
+
+/// Device `q`: the laser's first range (u16, mm) of every scan, with the scan's timestamp,
+/// read through the driver's `DeviceSource` while `q` is set up.
+struct FirstRay {
+    source: DeviceSource,
+    publisher: Publisher,
+}
+
+impl Actor for FirstRay {
+    type Context = Context<Self>;
+}
+
+impl Handler<Setup> for FirstRay {
+    type Result = ResponseActFuture<Self, Result<(), DriverError>>;
+    fn handle(&mut self, _msg: Setup, ctx: &mut Self::Context) -> Self::Result {
+        let read = self
+            .source
+            .read(b'l', DataRecipient::of(&ctx.address()), true);
+        Box::pin(read.into_actor(self))
+    }
+}
+
+impl Handler<Shutdown> for FirstRay {
+    type Result = ();
+    fn handle(&mut self, msg: Shutdown, ctx: &mut Self::Context) {
+        self.publisher.clear(msg.device);
+        let release = self
+            .source
+            .read(b'l', DataRecipient::of(&ctx.address()), false);
+        actix::spawn(async move {
+            let _ = release.await;
+        });
+    }
+}
+
+impl FirstRay {
+    fn reading(&mut self, d: &DeviceData) {
+        if d.device == b'l' {
+            let first = Bytes::copy_from_slice(&d.data[..2]);
+            self.publisher.publish_at(b'q', first, d.timestamp);
+        }
+    }
+}
+
+impl Handler<DeviceData> for FirstRay {
+    type Result = ();
+    fn handle(&mut self, msg: DeviceData, _ctx: &mut Self::Context) {
+        self.reading(&msg);
+    }
+}
+
+impl Handler<DeviceDataBatch> for FirstRay {
+    type Result = ();
+    fn handle(&mut self, msg: DeviceDataBatch, _ctx: &mut Self::Context) {
+        for d in msg.0.iter() {
+            self.reading(d);
+        }
+    }
+}
+
+impl Handler<DriverCommand> for FirstRay {
+    type Result = ();
+    fn handle(&mut self, _msg: DriverCommand, _ctx: &mut Self::Context) {}
+}
+
+impl Handler<Config> for FirstRay {
+    type Result = ();
+    fn handle(&mut self, _msg: Config, _ctx: &mut Self::Context) {}
+}
+
+impl Handler<Stop> for FirstRay {
+    type Result = ();
+    fn handle(&mut self, _msg: Stop, _ctx: &mut Self::Context) {}
+}
+
+impl Handler<Subscribers> for FirstRay {
+    type Result = ();
+    fn handle(&mut self, msg: Subscribers, _ctx: &mut Self::Context) {
+        self.publisher.set_subscribers(msg);
+    }
+}
+
+impl Handler<Terminate> for FirstRay {
+    type Result = ();
+    fn handle(&mut self, _msg: Terminate, ctx: &mut Self::Context) {
+        ctx.stop();
+    }
+}
+
+#[test]
+fn an_in_process_driver_reads_another_device_through_its_device_source() {
+    let mut settings = common::default_settings();
+    let extra = player::settings::Settings::from_toml(
+        "[[robot]]\n[[robot.driver]]\ndriver = \"first-ray\"\ndevices = [\"q\"]\n",
+        "test",
+    )
+    .unwrap();
+    settings.robot[0]
+        .driver
+        .extend(extra.robot[0].driver.iter().cloned());
+    let mut catalog = player::builtin_catalog();
+    catalog.register("first-ray", |ctx: DriverContext| {
+        let addr = FirstRay {
+            source: ctx.source.clone(),
+            publisher: Publisher::new(),
+        }
+        .start();
+        Ok(StartedDriver {
+            handle: DriverHandle::of(&addr),
+            devices: vec![DeviceSpec::read_only(b'q')],
+        })
+    });
+    let server = common::start_server_with(settings, catalog);
+    let mut c = push_client(server.addr(), &[(b'q', b'r'), (b'l', b'r')]);
+    let mut scans = std::collections::HashMap::new();
+    let mut matched = 0;
+    let deadline = Instant::now() + TIMEOUT;
+    let mut firsts = Vec::new();
+    while matched < 5 {
+        assert!(Instant::now() < deadline, "q never matched its scans");
+        let p = c.read_message();
+        let (ts, data) = stamped(&p);
+        match p.0 {
+            b'l' => {
+                scans.insert(ts, data[..2].to_vec());
+            }
+            b'q' => firsts.push((ts, data.to_vec())),
+            other => panic!("unexpected packet {:?}", char::from(other)),
+        }
+        matched = firsts
+            .iter()
+            .filter(|(ts, q)| scans.get(ts) == Some(q))
+            .count();
+        for (ts, q) in &firsts {
+            if let Some(scan) = scans.get(ts) {
+                assert_eq!(scan, q, "q at {ts:?} is not its scan's first ray");
+            }
+        }
+    }
+    drop(c);
+    server.shutdown();
 }

@@ -6,6 +6,7 @@ the u8 number of stops received and the u8 reason of the last stop (0: none), pu
 """
 
 import struct
+import sys
 
 from player_driver import Driver
 
@@ -14,6 +15,7 @@ class Mover(Driver):
     def on_hello(self, robot, devices, params):
         self.value, self.stops, self.reason = 0, 0, 0
         self.every(0.05, self.report)
+        print("mover ready", file=sys.stderr, flush=True)
 
     def report(self):
         if "k" in self.up:
