@@ -9,7 +9,8 @@
 //! that is from the writer's clock read (the program's `publish`, the driver's timer)
 //! through the server to the client's `read`. CPU per reading: the server's threads (this
 //! process, the client's thread included, which is the same work for both) and the
-//! program's, from /proc schedstat over the run.
+//! program's, from /proc schedstat over the run, less what each uses with nobody reading
+//! (the drivers' and programs' timers tick regardless; measured first).
 //!
 //! `cargo bench --bench plugin` (`-- --quick` for a short run). python3 must be on PATH.
 
@@ -27,6 +28,7 @@ use player::server::Server;
 use player::settings::Settings;
 use player_proto::message;
 use serde::Deserialize;
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
@@ -196,9 +198,38 @@ struct Row {
     program_us: f64,
 }
 
+/// CPU per second of this process and of `program` while nobody reads anything (timers
+/// that tick whether or not their device is read: subtracted from the rows).
+struct Idle {
+    server: f64,
+    program: HashMap<u32, f64>,
+}
+
+fn idle(programs: &[u32], secs: f64) -> Idle {
+    let me = std::process::id();
+    let before: Vec<Duration> = programs.iter().map(|&p| process_cpu(p)).collect();
+    let cpu0 = process_cpu(me);
+    let t = Instant::now();
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    let elapsed = t.elapsed().as_secs_f64();
+    let server = (process_cpu(me) - cpu0).as_secs_f64() * 1e6 / elapsed;
+    let program = programs
+        .iter()
+        .zip(before)
+        .map(|(&p, b)| (p, (process_cpu(p) - b).as_secs_f64() * 1e6 / elapsed))
+        .collect();
+    Idle { server, program }
+}
+
 /// Reads `device` in push-new mode for `secs`: latencies (us), and CPU per reading (us)
-/// of this process and of `program`.
-fn measure(addr: SocketAddr, device: u8, program: Option<u32>, secs: f64) -> (Vec<u64>, f64, f64) {
+/// of this process and of `program`, their idle CPU subtracted.
+fn measure(
+    addr: SocketAddr,
+    device: u8,
+    program: Option<u32>,
+    idle: &Idle,
+    secs: f64,
+) -> (Vec<u64>, f64, f64) {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_nodelay(true).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -221,7 +252,8 @@ fn measure(addr: SocketAddr, device: u8, program: Option<u32>, secs: f64) -> (Ve
     while read(&mut s).0 != device || Instant::now() < warm {}
     let me = std::process::id();
     let (cpu0, prog0) = (process_cpu(me), program.map(process_cpu));
-    let end = Instant::now() + Duration::from_secs_f64(secs);
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(secs);
     let mut lat = Vec::new();
     while Instant::now() < end {
         let (code, n, body) = read(&mut s);
@@ -230,9 +262,13 @@ fn measure(addr: SocketAddr, device: u8, program: Option<u32>, secs: f64) -> (Ve
         let sent = u64::from_be_bytes(body[..8].try_into().unwrap());
         lat.push(now.saturating_sub(sent) / 1000);
     }
-    let cpu = (process_cpu(me) - cpu0).as_secs_f64() * 1e6;
+    let elapsed = start.elapsed().as_secs_f64();
+    let cpu = (process_cpu(me) - cpu0).as_secs_f64() * 1e6 - idle.server * elapsed;
     let prog = match (program, prog0) {
-        (Some(p), Some(c0)) => (process_cpu(p) - c0).as_secs_f64() * 1e6,
+        (Some(p), Some(c0)) => {
+            let quiet = idle.program.get(&p).copied().unwrap_or(0.0);
+            (process_cpu(p) - c0).as_secs_f64() * 1e6 - quiet * elapsed
+        }
         _ => 0.0,
     };
     let n = lat.len().max(1) as f64;
@@ -242,7 +278,7 @@ fn measure(addr: SocketAddr, device: u8, program: Option<u32>, secs: f64) -> (Ve
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
-    let secs = if quick { 2.0 } else { 8.0 };
+    let secs: f64 = if quick { 2.0 } else { 8.0 };
     let addr = start_server();
     // Both programs are started with the server; each is told apart by the device code
     // on its command line.
@@ -260,9 +296,12 @@ fn main() {
             std::thread::sleep(Duration::from_millis(50));
         }
     };
+    let programs = [program(b'b'), program(b'B')];
+    std::thread::sleep(Duration::from_millis(500));
+    let idle = idle(&programs, secs.min(4.0));
     let mut rows = Vec::new();
     for (rate, native, served) in [(100, b'n', b'b'), (1000, b'N', b'B')] {
-        let (lat, server_us, _) = measure(addr, native, None, secs);
+        let (lat, server_us, _) = measure(addr, native, None, &idle, secs);
         rows.push(Row {
             route: "in-process driver",
             rate,
@@ -272,7 +311,8 @@ fn main() {
             server_us,
             program_us: 0.0,
         });
-        let (lat, server_us, program_us) = measure(addr, served, Some(program(served)), secs);
+        let (lat, server_us, program_us) =
+            measure(addr, served, Some(program(served)), &idle, secs);
         rows.push(Row {
             route: "driver program (Python)",
             rate,
@@ -297,8 +337,12 @@ fn main() {
         );
     }
     println!();
-    println!("server CPU: every thread of the bench process (the server and the reading client);");
-    println!("program CPU: the Python program serving the device (python/player_driver.py).");
+    println!(
+        "CPU per reading, idle CPU subtracted (measured first with no reader: this process {:.0} us/s, programs {:?} us/s):",
+        idle.server, idle.program.values().map(|v| v.round()).collect::<Vec<_>>()
+    );
+    println!("server: every thread of the bench process (the server and the reading client);");
+    println!("program: the Python program serving the device (python/player_driver.py).");
     // The server thread runs until the process ends; the programs die with it (their
     // parent-death signal and process groups).
     std::process::exit(0);
