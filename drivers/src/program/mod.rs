@@ -481,6 +481,8 @@ pub struct ProgramDriver {
     status: StatusSink,
     log: Logger,
     throttle: Throttle,
+    /// The program's own log lines (`l` frames): at most 50 a second.
+    log_lines: Throttle,
     child: Option<Running>,
     gen: u64,
     backoff: Duration,
@@ -517,6 +519,7 @@ impl ProgramDriver {
             source: ctx.source.clone(),
             status: ctx.status.clone(),
             throttle: Throttle::new(Duration::from_secs(10), 5),
+            log_lines: Throttle::new(Duration::from_secs(1), 50),
             child: None,
             gen: 0,
             up: BTreeSet::new(),
@@ -812,15 +815,20 @@ impl ProgramDriver {
                 debug!(self.log, "config reply"; "id" => id, "payload" => escape(&payload, 64));
             }
             FromProgram::Log { level, text } => {
-                if self.throttle.allow("log").is_none() {
+                let Some(unlogged) = self.log_lines.allow("log") else {
                     return;
-                }
+                };
                 let text = escape(text.as_bytes(), MAX_LINE);
+                let log = if unlogged > 0 {
+                    self.log.new(o!("log_lines_unlogged" => unlogged))
+                } else {
+                    self.log.clone()
+                };
                 match level {
-                    frame::level::ERROR => error!(self.log, "{}", text),
-                    frame::level::WARNING => warn!(self.log, "{}", text),
-                    frame::level::INFO => info!(self.log, "{}", text),
-                    _ => debug!(self.log, "{}", text),
+                    frame::level::ERROR => error!(log, "{}", text),
+                    frame::level::WARNING => warn!(log, "{}", text),
+                    frame::level::INFO => info!(log, "{}", text),
+                    _ => debug!(log, "{}", text),
                 }
             }
             FromProgram::Error { device, text } => {
