@@ -23,8 +23,8 @@ use bytes::Bytes;
 use futures::channel::oneshot;
 use player_kit::driver::{
     Command, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, DeviceState,
-    DeviceStatus, DriverError, DriverHandle, MapOutline, MapRequest, Setup, Shutdown, Stop,
-    StopReason, Subscribers, Terminate,
+    DeviceStatus, DriverError, DriverHandle, MapOutline, MapRequest, ReadDevice, Setup, Shutdown,
+    Stop, StopReason, Subscribers, Terminate,
 };
 use player_proto::ext::{state as list_state, DeviceEntry};
 use player_proto::{access, device};
@@ -832,6 +832,42 @@ impl Handler<Command> for Registry {
         } else {
             d.driver.command.do_send(msg);
         }
+    }
+}
+
+impl Handler<ReadDevice> for Registry {
+    type Result = ResponseActFuture<Self, Result<(), DriverError>>;
+
+    /// A driver reading another device (a virtual device): a read-only holder, set up and
+    /// released like a session's (it never gets write access, so it never stops a device).
+    fn handle(&mut self, msg: ReadDevice, ctx: &mut Self::Context) -> Self::Result {
+        if !msg.on {
+            self.release(msg.session, msg.device, ctx);
+            return Box::pin(fut::ready(Ok(())));
+        }
+        if self
+            .devices
+            .get(&msg.device)
+            .is_some_and(|d| !d.spec.readable)
+        {
+            let e = DriverError(format!(
+                "device {} produces no data",
+                crate::logging::code(msg.device)
+            ));
+            return Box::pin(fut::ready(Err(e)));
+        }
+        let subscribe = Subscribe {
+            session: msg.session,
+            device: msg.device,
+            read: true,
+            write: false,
+            recipient: msg.recipient,
+            client: format!("driver reader {}", msg.session),
+        };
+        Box::pin(
+            <Self as Handler<Subscribe>>::handle(self, subscribe, ctx)
+                .map(|r, _, _| r.map(|_| ()).map_err(|e| DriverError(e.to_string()))),
+        )
     }
 }
 

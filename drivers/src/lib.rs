@@ -8,6 +8,8 @@
 //! - [`acts`]: ACTS colour vision over TCP (`v`).
 //! - [`passthrough`]: a device of another Player server served as a local device.
 //! - [`replay`]: a recording (MCAP, as `-record` writes it) served as the robot's devices.
+//! - [`program`]: devices served by a driver program in any language over its standard
+//!   input and output (docs/plugins.md).
 //!
 //! Drivers know the server only through the driver kit (`player_kit`); this crate does not
 //! depend on the core, so no driver can reach into a session or the registry.
@@ -19,6 +21,7 @@ use player_kit::catalog::Catalog;
 pub mod acts;
 pub mod p2os;
 pub mod passthrough;
+pub mod program;
 pub mod ptz;
 pub mod replay;
 pub mod sick;
@@ -33,4 +36,5 @@ pub fn register_all(catalog: &mut Catalog) {
     acts::register(catalog);
     replay::register(catalog);
     passthrough::register(catalog);
+    program::register(catalog);
 }
