@@ -456,7 +456,7 @@ impl Session {
                 slot.readable = grant.spec.readable;
                 slot.command = grant.command.zip(grant.spec.command_size);
                 if matches!(new, access::WRITE | access::ALL) && grant.spec.command_size.is_none() {
-                    info!(self.log, "write access granted to a device that takes no commands; its commands will be ignored"; "device" => device::name(dev));
+                    info!(self.log, "write access granted to a device that takes no commands; its commands will be ignored"; "device" => player_kit::log::device(dev));
                 }
                 if !slot.reads() {
                     slot.latest = None;
@@ -468,7 +468,7 @@ impl Session {
                 None
             }
             Some(Ok(Err(e))) => {
-                warn!(self.log, "device refused"; "device" => format!("{} ({})", esc(dev), device::name(dev)), "error" => %e);
+                warn!(self.log, "device refused"; "device" => format!("{} ({})", esc(dev), player_kit::log::device(dev)), "error" => %e);
                 Some(e.to_string())
             }
             Some(Err(e)) => {
@@ -726,11 +726,11 @@ impl Session {
         };
         if !self.warned_quiet && since.elapsed() >= self.opts.quiet_after {
             self.warned_quiet = true;
-            let quiet: Vec<&str> = self
+            let quiet: Vec<String> = self
                 .slots
                 .iter()
                 .filter(|s| s.reads() && s.latest.is_none())
-                .map(|s| device::name(s.code))
+                .map(|s| player_kit::log::device(s.code))
                 .collect();
             warn!(self.log, "waiting for a first reading"; "devices" => quiet.join(","), "seconds" => since.elapsed().as_secs());
         }

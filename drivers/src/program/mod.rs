@@ -41,7 +41,7 @@ use player_kit::driver::{
     DeviceState, DriverError, DriverHandle, Publisher, SessionId, Setup, Shutdown, StatusSink,
     Stop, StopReason, Subscribers, Terminate, Timestamp, DEFAULT_COMMAND_TIMEOUT,
 };
-use player_kit::log::{code, escape};
+use player_kit::log::{code, escape, Throttle};
 use player_kit::program::frame;
 use serde::Deserialize;
 use slog::{debug, error, info, o, warn, Logger};
@@ -70,48 +70,6 @@ const CHUNK: usize = 16 * 1024;
 
 /// A program that ran this long before failing restarts after the initial backoff again.
 const STABLE: Duration = Duration::from_secs(30);
-
-/// Rate limits for log lines, per kind: at most `burst` lines of a kind per `window`; the
-/// next line let through carries the count of those suppressed.
-#[derive(Debug)]
-struct Throttle {
-    window: Duration,
-    burst: u32,
-    kinds: Vec<(&'static str, Instant, u32, u64)>,
-}
-
-impl Throttle {
-    fn new(window: Duration, burst: u32) -> Self {
-        Throttle {
-            window,
-            burst,
-            kinds: Vec::new(),
-        }
-    }
-
-    /// `Some(suppressed since the last line)` if a line of `kind` may be logged now.
-    fn allow(&mut self, kind: &'static str) -> Option<u64> {
-        let now = Instant::now();
-        let i = match self.kinds.iter().position(|k| k.0 == kind) {
-            Some(i) => i,
-            None => {
-                self.kinds.push((kind, now, 0, 0));
-                self.kinds.len() - 1
-            }
-        };
-        let k = &mut self.kinds[i];
-        if now.duration_since(k.1) >= self.window {
-            (k.1, k.2) = (now, 0);
-        }
-        if k.2 < self.burst {
-            k.2 += 1;
-            Some(std::mem::take(&mut k.3))
-        } else {
-            k.3 += 1;
-            None
-        }
-    }
-}
 
 /// One device the program serves (`[[robot.driver.params.device]]`).
 #[derive(Debug, Clone, Deserialize)]
