@@ -33,7 +33,7 @@ mod writer;
 
 use crate::access::Policy;
 use crate::codec::ClientMessage;
-use crate::driver::{DeviceData, DeviceDataBatch};
+use crate::driver::{DeviceData, DeviceDataBatch, Inbox};
 use crate::logging::{code as esc, Throttle};
 use crate::notice::{kind, Notice};
 use crate::registry::{Disconnect, Registry, SessionId};
@@ -143,6 +143,16 @@ pub struct Session {
     flushing: bool,
     /// Size of the last round written, to judge the kernel's send queue.
     last_round_len: usize,
+    /// An upper bound on the bytes the kernel holds unsent: what `SIOCOUTQNSD` said last
+    /// plus everything written since (the kernel only ever sends from it). While it is
+    /// within the limit the ioctl cannot say otherwise and is not made.
+    unsent_bound: usize,
+    /// Where the drivers leave readings while this session wants no message per reading.
+    inbox: Arc<Inbox>,
+    /// Whether the inbox was last told to have readings sent as messages.
+    inbox_messages: bool,
+    /// The inbox's readings, taken out (kept for its capacity).
+    inbox_buf: Vec<DeviceData>,
     /// Since when due rounds have been skipped because the client is not reading.
     stalled_since: Option<Instant>,
     skipped: u64,
@@ -214,6 +224,10 @@ impl Session {
             out: BytesMut::new(),
             flushing: false,
             last_round_len: 0,
+            unsent_bound: 0,
+            inbox: Inbox::new(),
+            inbox_messages: true,
+            inbox_buf: Vec::new(),
             stalled_since: None,
             skipped: 0,
             waiting_since: None,
@@ -318,7 +332,10 @@ impl Handler<Incoming> for Session {
             }
         };
         // The next message is read only when the client has taken its replies.
-        Box::pin(handled.then(|(), act, ctx| act.until_drained(ctx)))
+        Box::pin(handled.then(|(), act, ctx| {
+            act.refresh_inbox(ctx);
+            act.until_drained(ctx)
+        }))
     }
 }
 
@@ -379,6 +396,7 @@ impl Handler<DeviceData> for Session {
         if self.take(msg, false) {
             self.after_change(ctx);
         }
+        self.refresh_inbox(ctx);
     }
 }
 
@@ -393,6 +411,7 @@ impl Handler<DeviceDataBatch> for Session {
         if changed {
             self.after_change(ctx);
         }
+        self.refresh_inbox(ctx);
     }
 }
 

@@ -76,12 +76,15 @@ impl Session {
         }
         self.next_tick += self.period;
         self.schedule_tick(ctx);
+        // The readings left in the inbox since the last round.
+        self.sync_inbox(ctx);
         if self.ready() {
             self.send_round(false, ctx);
         } else {
             self.round_due = true;
             self.check_quiet();
         }
+        self.refresh_inbox(ctx);
     }
 
     pub(super) fn check_quiet(&mut self) {
@@ -138,6 +141,47 @@ impl Session {
                     self.last_push = Some(now);
                 }
             }
+        }
+    }
+
+    /// Whether this session needs a message per reading now: unless it sends rounds on
+    /// deadlines, has every first reading and no round waits for data, a reading must wake
+    /// it. Otherwise its next tick picks the newest readings up from the inbox.
+    fn wants_messages(&self) -> bool {
+        self.mode != DataMode::Continuous
+            || self.round_due
+            || self.tick.is_none()
+            || !self.requesting.is_empty()
+            || !self.ready()
+    }
+
+    /// Takes the readings left in the inbox (as if they had come as messages) and tells it
+    /// whether readings should come as messages from now on, until both agree.
+    pub(super) fn sync_inbox(&mut self, ctx: &mut Context<Self>) {
+        loop {
+            let want = self.wants_messages();
+            let mut buf = std::mem::take(&mut self.inbox_buf);
+            self.inbox.take(want, &mut buf);
+            self.inbox_messages = want;
+            if buf.is_empty() {
+                self.inbox_buf = buf;
+                return;
+            }
+            let mut changed = false;
+            for d in buf.drain(..) {
+                changed |= self.take(d, true);
+            }
+            self.inbox_buf = buf;
+            if changed {
+                self.after_change(ctx);
+            }
+        }
+    }
+
+    /// [`Self::sync_inbox`] when whether this session wants messages has changed.
+    pub(super) fn refresh_inbox(&mut self, ctx: &mut Context<Self>) {
+        if self.wants_messages() != self.inbox_messages {
+            self.sync_inbox(ctx);
         }
     }
 }

@@ -17,16 +17,25 @@ impl Session {
     /// rounds the kernel has not yet sent (`SIOCOUTQNSD`: bytes sent but not yet
     /// acknowledged do not count, so a slow link with a long round trip is not mistaken
     /// for a client that stopped reading).
-    pub(super) fn can_send(&self) -> bool {
+    pub(super) fn can_send(&mut self) -> bool {
         if !self.out.is_empty() {
             return false;
+        }
+        let limit = 2 * self.last_round_len.max(1);
+        if self.unsent_bound <= limit {
+            // The kernel cannot hold more unsent than we wrote since it last told us.
+            return true;
         }
         /// Linux's SIOCOUTQNSD: bytes in the send queue not yet sent.
         const SIOCOUTQNSD: libc::c_ulong = 0x894B;
         let mut unsent: libc::c_int = 0;
         // SAFETY: SIOCOUTQNSD writes one int for a valid TCP socket descriptor.
         let rc = unsafe { libc::ioctl(self.stream.as_raw_fd(), SIOCOUTQNSD as _, &mut unsent) };
-        rc != 0 || (unsent as usize) <= 2 * self.last_round_len.max(1)
+        if rc != 0 {
+            return true;
+        }
+        self.unsent_bound = unsent.max(0) as usize;
+        self.unsent_bound <= limit
     }
 
     /// Writes one round (every read device, or only those with new data) in one write,
@@ -87,6 +96,7 @@ impl Session {
         }
         let iov = &slices[..k];
         self.last_round_len = iov.iter().map(|s| s.len()).sum();
+        self.unsent_bound += self.last_round_len;
         let r = write_whole(&self.stream, &mut self.out, iov);
         self.after_write(r, ctx);
         true
@@ -97,6 +107,7 @@ impl Session {
     /// Writes whole messages: at once if the kernel takes them, otherwise the rest is kept
     /// and flushed when the socket is writable (nothing else is sent before it).
     pub(super) fn write(&mut self, iov: &[IoSlice], ctx: &mut Context<Self>) {
+        self.unsent_bound += iov.iter().map(|s| s.len()).sum::<usize>();
         let r = write_whole(&self.stream, &mut self.out, iov);
         self.after_write(r, ctx);
     }
