@@ -74,9 +74,7 @@ impl Session {
                 self.mode = mode;
                 self.rounds_requested = 0;
                 self.round_due = false;
-                if let Some(h) = self.tick.take() {
-                    ctx.cancel_future(h);
-                }
+                self.stop_ticking();
                 if let Some(h) = self.push_timer.take() {
                     ctx.cancel_future(h);
                 }

@@ -37,6 +37,7 @@ use crate::driver::{DeviceData, DeviceDataBatch, Inbox};
 use crate::logging::{code as esc, Throttle};
 use crate::notice::{kind, Notice};
 use crate::registry::{Disconnect, Registry, SessionId};
+use crate::timer::{TickHandle, Ticks};
 use actix::prelude::*;
 use bytes::BytesMut;
 use player_proto::{device, DataMode};
@@ -130,7 +131,11 @@ pub struct Session {
     period: Duration,
     timestamps: bool,
     next_tick: Instant,
-    tick: Option<SpawnHandle>,
+    /// The session's repeating timer (its stream is added to the context at start).
+    ticks: TickHandle,
+    tick_stream: Option<Ticks>,
+    /// Whether `ticks` is set.
+    ticking: bool,
     /// A continuous round fell due while a device had no reading yet.
     round_due: bool,
     /// `y d` requests not yet answered.
@@ -153,6 +158,8 @@ pub struct Session {
     inbox_messages: bool,
     /// The inbox's readings, taken out (kept for its capacity).
     inbox_buf: Vec<DeviceData>,
+    /// Where a round is laid out before its one write (kept for its capacity).
+    round_buf: Vec<u8>,
     /// Since when due rounds have been skipped because the client is not reading.
     stalled_since: Option<Instant>,
     skipped: u64,
@@ -186,6 +193,7 @@ impl Session {
         log: &Logger,
     ) -> Self {
         let client = peer.to_string();
+        let (ticks, tick_stream) = crate::timer::ticks();
         let log = log.new(slog::o!("client" => client.clone(), "session" => id));
         let rights = opts
             .policy
@@ -216,7 +224,9 @@ impl Session {
             period: Duration::from_millis(100),
             timestamps: false,
             next_tick: Instant::now(),
-            tick: None,
+            ticks,
+            tick_stream: Some(tick_stream),
+            ticking: false,
             round_due: false,
             rounds_requested: 0,
             last_push: None,
@@ -228,6 +238,7 @@ impl Session {
             inbox: Inbox::new(),
             inbox_messages: true,
             inbox_buf: Vec::new(),
+            round_buf: Vec::new(),
             stalled_since: None,
             skipped: 0,
             waiting_since: None,
@@ -250,6 +261,9 @@ impl Actor for Session {
             addr,
             self.opts.partial_timeout,
         )));
+        if let Some(s) = self.tick_stream.take() {
+            ctx.add_stream(s);
+        }
         self.next_tick = Instant::now() + self.period;
         self.schedule_tick(ctx);
         if self.must_present_key {
@@ -343,6 +357,17 @@ impl Handler<Incoming> for Session {
 fn is_key(m: &ClientMessage) -> bool {
     matches!(m, ClientMessage::Config { device, payload }
         if *device == device::SERVER && payload.first() == Some(&player_proto::config::KEY))
+}
+
+/// A tick of the session's timer: a continuous round may be due.
+impl StreamHandler<()> for Session {
+    fn handle(&mut self, _tick: (), ctx: &mut Self::Context) {
+        self.on_tick(ctx);
+    }
+
+    fn finished(&mut self, _ctx: &mut Self::Context) {
+        // The timer's stream never ends; nothing to do (the default would stop the actor).
+    }
 }
 
 impl Handler<ReadEnded> for Session {

@@ -17,9 +17,7 @@ impl Session {
 
     /// After a change of devices or data: send what became sendable.
     pub(super) fn after_change(&mut self, ctx: &mut Context<Self>) {
-        if self.mode == DataMode::Continuous
-            && self.tick.is_none()
-            && self.slots.iter().any(Slot::reads)
+        if self.mode == DataMode::Continuous && !self.ticking && self.slots.iter().any(Slot::reads)
         {
             // Ticking stopped while the client read nothing; start again, one period on.
             self.next_tick = Instant::now() + self.period;
@@ -45,28 +43,27 @@ impl Session {
         }
     }
 
-    pub(super) fn schedule_tick(&mut self, ctx: &mut Context<Self>) {
-        if let Some(h) = self.tick.take() {
-            ctx.cancel_future(h);
-        }
+    /// Sets the session's repeating timer for `next_tick` (one timer for the session's
+    /// life: a tick allocates nothing).
+    pub(super) fn schedule_tick(&mut self, _ctx: &mut Context<Self>) {
         let now = Instant::now();
         if self.next_tick + self.period < now {
             // Far behind (the process was stopped, say): skip the missed ticks.
             let behind = now.duration_since(self.next_tick).as_nanos() / self.period.as_nanos();
             self.next_tick += self.period * behind as u32;
         }
-        let at = self.next_tick;
-        self.tick = Some(
-            ctx.spawn(
-                crate::timer::sleep_until(at)
-                    .into_actor(self)
-                    .map(|_, act, ctx| act.on_tick(ctx)),
-            ),
-        );
+        self.ticks.set(self.next_tick);
+        self.ticking = true;
+    }
+
+    /// Stops the ticks until [`Self::schedule_tick`].
+    pub(super) fn stop_ticking(&mut self) {
+        self.ticks.clear();
+        self.ticking = false;
     }
 
     pub(super) fn on_tick(&mut self, ctx: &mut Context<Self>) {
-        self.tick = None;
+        self.ticking = false;
         if self.mode != DataMode::Continuous {
             return;
         }
@@ -150,7 +147,7 @@ impl Session {
     fn wants_messages(&self) -> bool {
         self.mode != DataMode::Continuous
             || self.round_due
-            || self.tick.is_none()
+            || !self.ticking
             || !self.requesting.is_empty()
             || !self.ready()
     }
