@@ -29,6 +29,23 @@ use tokio::io::unix::AsyncFd;
 /// single rounds earlier by at most this much and never shifts a mean interval.
 pub const COALESCE: Duration = Duration::from_micros(100);
 
+/// Schedules that start at [`on_grid`] deadlines fall on multiples of this since the
+/// process started, so that thousands of schedules of the same rate share a few wake-ups
+/// per period instead of each waking the thread at a phase of its own.
+pub const GRID: Duration = Duration::from_millis(1);
+
+/// `at` rounded up to the next multiple of [`GRID`] (counted from the first call in the
+/// process): for the first deadline of a schedule, whose later deadlines follow at exact
+/// periods. This moves the schedule's phase by less than `GRID`, never its intervals.
+pub fn on_grid(at: Instant) -> Instant {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let epoch = *EPOCH.get_or_init(Instant::now);
+    let since = at.saturating_duration_since(epoch).as_nanos();
+    let grid = GRID.as_nanos();
+    let up = since.div_ceil(grid) * grid;
+    epoch + Duration::from_nanos(up as u64)
+}
+
 struct Slot {
     fired: Cell<bool>,
     waker: RefCell<Option<Waker>>,
@@ -456,5 +473,15 @@ mod tests {
             let r = tokio::time::timeout(Duration::from_millis(30), ticks.next()).await;
             assert!(r.is_err(), "a cleared timer ticked");
         });
+    }
+
+    #[test]
+    fn grid_deadlines_are_rounded_up_by_less_than_the_grid() {
+        let t = Instant::now() + Duration::from_micros(1234);
+        let g = on_grid(t);
+        assert!(g >= t && g - t < GRID);
+        assert_eq!(on_grid(g), g);
+        let g2 = on_grid(t + Duration::from_micros(1500));
+        assert_eq!((g2 - g).as_nanos() % GRID.as_nanos(), 0);
     }
 }
