@@ -374,8 +374,8 @@ fn rtt_section(runs: usize, n: usize) {
         }
     }
     println!(
-        "{:>10} {:>9} {:>9} {:>9} {:>7}   {}",
-        "", "ours us", "ref us", "ratio", "target", "runs (ours/ref)"
+        "{:>10} {:>9} {:>9} {:>9} {:>7}   runs (ours/ref)",
+        "", "ours us", "ref us", "ratio", "target"
     );
     for (name, ours_v, ref_v, target) in [
         ("p50", &mut o50, &mut r50, 1.3),
