@@ -12,7 +12,7 @@
 //!   rounds at most `f` per second;
 //! - pull new (mode 3): per `y d`, the devices with new readings (waiting for one if none).
 //!
-//! A round is written with one vectored write of shared buffers (no per-client copy). A
+//! A round is laid out in a buffer the session keeps and written with one write. A
 //! client's first round waits until every read device has a reading. The session never
 //! queues stale data: while a written round is still unsent (in our buffer, or more than a
 //! couple of rounds in the kernel's send queue), due rounds are skipped, so a slow client

@@ -1,4 +1,4 @@
-//! The writer: a round in one vectored write, replies and notices, the flush of what the
+//! The writer: a round in one write, replies and notices, the flush of what the
 //! kernel did not take, the skip of rounds a client is not reading and the stall rule.
 
 use super::Session;
