@@ -17,6 +17,7 @@
 //! - [`server`]: starting and stopping it all.
 //! - [`timer`]: precise per-thread timers for client schedules.
 //! - [`web`]: the web viewer and Foxglove WebSocket endpoint of each robot.
+//! - [`zenoh_bridge`]: the robots on a Zenoh network (readings, commands, liveliness).
 //! - [`actors`]: the driver actors (the simulated robot; real hardware drivers).
 //!
 //! See ARCHITECTURE.md for how data flows between them.
@@ -37,6 +38,8 @@ pub mod session;
 pub mod settings;
 pub mod timer;
 pub mod web;
+#[path = "zenoh/mod.rs"]
+pub mod zenoh_bridge;
 
 /// The catalog with every driver shipped with the server.
 pub fn builtin_catalog() -> catalog::Catalog {

@@ -34,6 +34,9 @@ pub struct Settings {
     /// Recording to MCAP (`[record]`, `-record FILE`).
     #[serde(default)]
     pub record: crate::record::RecordSettings,
+    /// The Zenoh bridge (`[zenoh]`, `--zenoh`).
+    #[serde(default)]
+    pub zenoh: crate::zenoh_bridge::ZenohSettings,
 }
 
 /// Server-wide settings (`[server]`).
@@ -251,6 +254,9 @@ impl Settings {
             .map_err(|e| SettingsError(format!("{origin}: {e}")))?;
         crate::access::Policy::new(&self.access)
             .map_err(|e| SettingsError(format!("{origin}: {e}")))?;
+        self.zenoh
+            .check(&self.robot, &self.access)
+            .map_err(|e| SettingsError(format!("{origin}: {e}")))?;
         if self.server.max_frequency == 0 {
             return Err(SettingsError(format!(
                 "{origin}: server.max_frequency must be at least 1"
@@ -388,6 +394,10 @@ FLAGS (the manual's, a flag overrides the configuration file):
 OTHER FLAGS:
     --config <file>  Read the configuration from <file> (TOML) instead of the built-in
                      config/default.toml. Relative paths in it are relative to its folder.
+    --zenoh          Put every robot on Zenoh (the [zenoh] section below, enabled): peer
+                     mode listening on tcp/[::]:7447; readings on player/<robot>/<code>,
+                     the device list at player/<robot>/@devices, liveliness token
+                     player/<robot>/@alive. Commands only with [zenoh] write = true.
     --help, -h       Print this text.
     --version        Print the version.
 
@@ -425,6 +435,17 @@ CONFIGURATION FILE (TOML; see config/default.toml):
     chunk_seconds = 1.0    # close a chunk at least this often
     foxglove = true        # also write the web viewer's Foxglove JSON channels
     retry_seconds = 5.0    # retry a device that could not be opened
+
+    [zenoh]                # the Zenoh bridge (README, \"Fleets\"); off by default
+    enabled = false        # --zenoh turns it on
+    mode = \"peer\"          # or \"client\" (connects only, to a router in connect)
+    listen = [\"tcp/[::]:7447\"]  # peer mode: where other peers and clients connect
+    connect = []           # routers (zenohd) or peers, e.g. [\"tcp/10.0.0.1:7447\"]
+    write = false          # obey commands on player/<robot>/<code>/cmd (with access.key
+                           # set, each must carry the key as its attachment)
+    robots = []            # robots bridged by name (empty = all)
+    scouting = false       # multicast scouting of peers on the LAN
+    public = false         # accept Zenoh readings although [access] restricts readers
 
     [[robot]]              # one per robot; each has its own port and device table
     name = \"pioneer\"
@@ -501,7 +522,7 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
                 let v = value_of(a, &mut it)?;
                 flags.push((a.as_str(), Some(v)));
             }
-            "-debug" | "-exp" => flags.push((a.as_str(), None)),
+            "-debug" | "-exp" | "--zenoh" => flags.push((a.as_str(), None)),
             other => {
                 return Err(SettingsError(format!(
                     "unknown flag '{other}' (see --help)"
@@ -585,6 +606,7 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
                 bind = Some(v.to_string());
             }
             "-debug" => settings.server.debug = true,
+            "--zenoh" => settings.zenoh.enabled = true,
             "-exp" => settings.server.experimental = true,
             _ => unreachable!("flag list above"),
         }
@@ -611,6 +633,13 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
         for r in &mut settings.robot {
             r.bind = bind.clone();
         }
+    }
+    // After -stage and --zenoh: the robots' names and the bridge's section as they are now.
+    if settings.zenoh.enabled {
+        settings
+            .zenoh
+            .check(&settings.robot, &settings.access)
+            .map_err(SettingsError)?;
     }
     Ok(Invocation::Run {
         settings: Box::new(settings),
