@@ -6,6 +6,7 @@
 //! - [`sick`]: a real SICK LMS-200 laser over a serial line (`l`).
 //! - [`ptz`]: a real Sony EVI-D30 pan-tilt-zoom camera over a serial line (`z`).
 //! - [`acts`]: ACTS colour vision over TCP (`v`).
+//! - [`passthrough`]: a device of another Player server served as a local device.
 //! - [`replay`]: a recording (MCAP, as `-record` writes it) served as the robot's devices.
 //! - [`emulators`]: emulated devices speaking the real protocols over pseudo-terminals and
 //!   TCP, for trying and testing the hardware drivers without hardware.
@@ -17,6 +18,7 @@ pub mod acts;
 pub mod emulators;
 pub mod link;
 pub mod p2os;
+pub mod passthrough;
 pub mod ptz;
 pub mod replay;
 pub mod sick;
@@ -30,4 +32,5 @@ pub fn register_all(catalog: &mut Catalog) {
     ptz::register(catalog);
     acts::register(catalog);
     replay::register(catalog);
+    passthrough::register(catalog);
 }
