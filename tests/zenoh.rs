@@ -404,3 +404,55 @@ fn the_liveliness_token_lives_while_the_server_runs() {
     }
     z.close().wait().unwrap();
 }
+
+#[test]
+fn in_client_mode_the_robot_connects_to_the_endpoint_it_is_given() {
+    // A Zenoh peer listening (as a router would), the robot connecting to it.
+    let port = free_port();
+    let mut c = zenoh::Config::default();
+    c.insert_json5("mode", "\"peer\"").unwrap();
+    c.insert_json5("listen/endpoints", &format!("[\"tcp/127.0.0.1:{port}\"]"))
+        .unwrap();
+    c.insert_json5("scouting/multicast/enabled", "false")
+        .unwrap();
+    let z = zenoh::open(c).wait().expect("a listening Zenoh peer");
+    let sub = z.declare_subscriber("player/pioneer/p").wait().unwrap();
+    let mut s = default_settings();
+    s.zenoh = ZenohSettings {
+        enabled: true,
+        mode: "client".into(),
+        connect: vec![format!("tcp/127.0.0.1:{port}")],
+        ..ZenohSettings::default()
+    };
+    let server = start_server_with(s, player::builtin_catalog());
+    let sample = sub
+        .recv_timeout(Duration::from_secs(20))
+        .unwrap()
+        .expect("a position reading from the robot that connected");
+    assert_eq!(sample.payload().len(), 21);
+    server.shutdown();
+    z.close().wait().unwrap();
+}
+
+#[test]
+fn the_flag_turns_the_bridge_on_and_help_documents_it() {
+    let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    match player::settings::parse_args(&args(&["--zenoh"])).unwrap() {
+        player::settings::Invocation::Run { settings, .. } => {
+            assert!(settings.zenoh.enabled);
+            assert_eq!(settings.zenoh.mode, "peer");
+            assert_eq!(settings.zenoh.listen, ["tcp/[::]:7447"]);
+            assert!(!settings.zenoh.write, "commands must be off by default");
+        }
+        other => panic!("{other:?}"),
+    }
+    match player::settings::parse_args(&args(&[])).unwrap() {
+        player::settings::Invocation::Run { settings, .. } => assert!(!settings.zenoh.enabled),
+        other => panic!("{other:?}"),
+    }
+    assert!(player::settings::HELP.contains("--zenoh"));
+    assert!(player::settings::HELP.contains("[zenoh]"));
+    // A bad section is an error naming the key.
+    let e = Settings::from_toml("[zenoh]\nmode = \"router\"\n[[robot]]\n", "t.toml").unwrap_err();
+    assert!(e.0.contains("zenoh.mode") && e.0.contains("t.toml"), "{e}");
+}

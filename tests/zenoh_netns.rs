@@ -12,11 +12,12 @@
 
 mod common;
 
+use common::netns::{is_root, Netns, Veth};
 use common::*;
 use player::zenoh_bridge::ZenohSettings;
 use player_proto::data::PositionCommand;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use zenoh::sample::SampleKind;
@@ -24,57 +25,6 @@ use zenoh::Wait;
 
 /// Set for the peer process: the server's Zenoh endpoint.
 const CONNECT_VAR: &str = "PLAYER_ZENOH_PEER_CONNECT";
-
-fn ip(args: &[&str]) -> bool {
-    Command::new("ip")
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// A network namespace joined to the root namespace by a veth pair, removed on drop.
-struct Netns {
-    name: String,
-    host_if: String,
-}
-
-impl Netns {
-    /// `host_addr` on the root side, `ns_addr` inside (both /30); `None` if it cannot be
-    /// made.
-    fn create(host_addr: &str, ns_addr: &str) -> Option<Netns> {
-        let id = std::process::id() % 100000;
-        let n = Netns {
-            name: format!("plzen{id}"),
-            host_if: format!("plzh{id}"),
-        };
-        let ns_if = format!("plzn{id}");
-        let inside = |args: &[&str]| {
-            let mut a = vec!["netns", "exec", n.name.as_str(), "ip"];
-            a.extend_from_slice(args);
-            ip(&a)
-        };
-        let ok = ip(&["netns", "add", &n.name])
-            && ip(&[
-                "link", "add", &n.host_if, "type", "veth", "peer", "name", &ns_if,
-            ])
-            && ip(&["link", "set", &ns_if, "netns", &n.name])
-            && ip(&["addr", "add", &format!("{host_addr}/30"), "dev", &n.host_if])
-            && ip(&["link", "set", &n.host_if, "up"])
-            && inside(&["addr", "add", &format!("{ns_addr}/30"), "dev", &ns_if])
-            && inside(&["link", "set", &ns_if, "up"])
-            && inside(&["link", "set", "lo", "up"]);
-        ok.then_some(n)
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        ip(&["link", "del", &self.host_if]);
-        ip(&["netns", "del", &self.name]);
-    }
-}
 
 /// The peer: connects to the server's endpoint, prints what it sees (`ZH ...` lines on
 /// standard output) and publishes a 200 mm/s position command every 100 ms until killed.
@@ -131,11 +81,10 @@ fn zenoh_peer_in_namespace() {
 }
 
 /// Starts the peer in `ns`; its `ZH` lines come out of the receiver.
-fn start_peer(ns: &str, connect: &str) -> (Child, mpsc::Receiver<String>) {
+fn start_peer(ns: &Netns, connect: &str) -> (Child, mpsc::Receiver<String>) {
     let exe = std::env::current_exe().expect("the test binary");
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", ns])
-        .arg(exe)
+    let mut child = ns
+        .command(&exe.display().to_string())
         .args([
             "zenoh_peer_in_namespace",
             "--exact",
@@ -193,12 +142,14 @@ fn watch_until(c: &mut Client, what: &str, within: Duration, f: impl Fn(i16) -> 
 
 #[test]
 fn zenoh_across_a_veth_link() {
-    if unsafe { libc::geteuid() } != 0 {
+    if !is_root() {
         eprintln!("SKIPPED: needs root for network namespaces (run the tests as root)");
         return;
     }
     let (host_addr, ns_addr) = ("10.213.78.1", "10.213.78.2");
-    let Some(ns) = Netns::create(host_addr, ns_addr) else {
+    let Some((ns, veth)) = Netns::create("zp")
+        .and_then(|ns| Veth::join(None, host_addr, &ns, ns_addr).map(|v| (ns, v)))
+    else {
         eprintln!("SKIPPED: cannot create a network namespace with a veth pair here");
         return;
     };
@@ -214,7 +165,7 @@ fn zenoh_across_a_veth_link() {
     let server = start_server_with(settings, player::builtin_catalog());
     let mut watcher = Client::connect(server.addr());
     assert_eq!(watcher.request(&[(b'p', b'r')]), b"pr");
-    let (mut peer, lines) = start_peer(&ns.name, &endpoint);
+    let (mut peer, lines) = start_peer(&ns, &endpoint);
     let t = Duration::from_secs(30);
     expect_line(&lines, "the robot's liveliness token", t, |l| {
         l == "ALIVE PUT player/pioneer/@alive"
@@ -228,7 +179,7 @@ fn zenoh_across_a_veth_link() {
     });
     // The link goes down: no command crosses it any more.
     let cut = Instant::now();
-    assert!(ip(&["link", "set", &ns.host_if, "down"]));
+    assert!(veth.set_a(false));
     let stopped = watch_until(&mut watcher, "the robot to stop", t, |s| s == 0);
     let took = stopped.duration_since(cut);
     assert!(
@@ -245,7 +196,7 @@ fn zenoh_across_a_veth_link() {
     );
     let gone_after = cut.elapsed();
     // The link comes back: the peer reconnects, sees the token and drives again.
-    assert!(ip(&["link", "set", &ns.host_if, "up"]));
+    assert!(veth.set_a(true));
     expect_line(&lines, "the token again", Duration::from_secs(40), |l| {
         l == "ALIVE PUT player/pioneer/@alive"
     });
@@ -254,4 +205,6 @@ fn zenoh_across_a_veth_link() {
     let _ = peer.kill();
     let _ = peer.wait();
     server.shutdown();
+    drop(veth);
+    drop(ns);
 }
