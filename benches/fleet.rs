@@ -162,7 +162,7 @@ fn measure(
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
-    let secs = if quick { 4.0 } else { 15.0 };
+    let secs: f64 = if quick { 4.0 } else { 15.0 };
     let base = loop {
         let p = free_port();
         if p < 65000 && (1..3).all(|i| std::net::TcpListener::bind(addr(p + i)).is_ok()) {

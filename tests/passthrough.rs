@@ -371,7 +371,7 @@ fn a_killed_remote_is_reported_failed_and_comes_back_on_the_same_port() {
 fn the_fleet_configuration_serves_the_three_arena_robots_as_one_table() {
     let world = concat!(env!("CARGO_MANIFEST_DIR"), "/config/worlds/arena.toml");
     let args: Vec<String> = ["-stage", world, "-gp", "0"].map(String::from).to_vec();
-    let arena = match player::settings::parse_args(&args) {
+    let arena = match player::parse_args(&args) {
         Ok(player::settings::Invocation::Run { settings, .. }) => *settings,
         other => panic!("{other:?}"),
     };
@@ -561,4 +561,52 @@ fn the_local_emergency_stop_stops_the_remote_robot() {
             "moved while the e-stop was latched"
         );
     }
+}
+
+#[test]
+fn a_local_reader_leaving_does_not_stop_a_robot_driven_on_the_remote() {
+    // The remote's watchdog at 60 s: its controller sends one command.
+    let remote = Remote::start(60.0);
+    let local = start_local(remote.port, 60.0);
+    let mut driver = Client::connect(remote.addr());
+    assert_eq!(driver.request(&[(b'p', b'a')]), b"pa");
+    driver.drive_once(200, 0);
+    watch_until(&mut driver, TIMEOUT, "the remote robot to move", |p| {
+        p.speed >= 150
+    });
+    // A local reader comes and goes through the passthrough: the remote sees a reader,
+    // not a writer, so its leaving stops nothing.
+    let mut reader = Client::connect(local.addr());
+    assert_eq!(reader.request(&[(b'p', b'r')]), b"pr");
+    assert!(reader.next_position().speed >= 150);
+    drop(reader);
+    let p = driver.position_after(Duration::from_secs(1));
+    assert!(p.speed >= 150, "the remote robot slowed to {}", p.speed);
+}
+
+#[test]
+fn a_remote_that_accepts_but_never_answers_fails_the_setup() {
+    // A "server" that takes the connection and reads what it is sent, but never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut conns = Vec::new();
+        for s in listener.incoming().flatten() {
+            let mut reader = s.try_clone().unwrap();
+            std::thread::spawn(move || {
+                let mut sink = [0u8; 1024];
+                while matches!(std::io::Read::read(&mut reader, &mut sink), Ok(n) if n > 0) {}
+            });
+            conns.push(s);
+        }
+    });
+    let local = start_local_with(addr, "silence = 1.0");
+    let mut c = Client::connect(local.addr());
+    let asked = Instant::now();
+    assert_eq!(c.request(&[(b'p', b'r')]), b"pe");
+    assert!(
+        asked.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        asked.elapsed()
+    );
 }

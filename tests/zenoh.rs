@@ -437,7 +437,7 @@ fn in_client_mode_the_robot_connects_to_the_endpoint_it_is_given() {
 #[test]
 fn the_flag_turns_the_bridge_on_and_help_documents_it() {
     let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    match player::settings::parse_args(&args(&["--zenoh"])).unwrap() {
+    match player::parse_args(&args(&["--zenoh"])).unwrap() {
         player::settings::Invocation::Run { settings, .. } => {
             assert!(settings.zenoh.enabled);
             assert_eq!(settings.zenoh.mode, "peer");
@@ -446,7 +446,7 @@ fn the_flag_turns_the_bridge_on_and_help_documents_it() {
         }
         other => panic!("{other:?}"),
     }
-    match player::settings::parse_args(&args(&[])).unwrap() {
+    match player::parse_args(&args(&[])).unwrap() {
         player::settings::Invocation::Run { settings, .. } => assert!(!settings.zenoh.enabled),
         other => panic!("{other:?}"),
     }
