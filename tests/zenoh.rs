@@ -371,11 +371,19 @@ fn the_device_list_answers_queries_and_the_bridge_reads_only_what_zenoh_watches(
 fn the_liveliness_token_lives_while_the_server_runs() {
     let (server, port) = start(false);
     let z = zenoh_client(port);
+    // The subscriber is told of the token first (history), so it knows what to see go.
     let events = z
         .liveliness()
         .declare_subscriber("player/*/@alive")
+        .history(true)
         .wait()
         .unwrap();
+    let first = events
+        .recv_timeout(Duration::from_secs(15))
+        .unwrap()
+        .expect("the token, as the subscriber starts");
+    assert_eq!(first.kind(), SampleKind::Put);
+    assert_eq!(first.key_expr().as_str(), "player/pioneer/@alive");
     let tokens = z
         .liveliness()
         .get("player/*/@alive")

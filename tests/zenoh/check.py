@@ -80,7 +80,9 @@ class Positions:
             with self.lock:
                 self.speeds.append((time.monotonic(), speed_of(data)))
 
-    def wait_for(self, test, within):
+    def wait_for(self, test, within, after=0.0):
+        """When the first reading received after `after` (monotonic) that passes `test`
+        came, or None if none within `within` seconds."""
         deadline = time.monotonic() + within
         seen = 0
         while time.monotonic() < deadline:
@@ -88,7 +90,7 @@ class Positions:
                 new = self.speeds[seen:]
                 seen = len(self.speeds)
             for t, s in new:
-                if test(s):
+                if t > after and test(s):
                     return t
             time.sleep(0.05)
         return None
@@ -164,12 +166,12 @@ def main():
 
         t = threading.Thread(target=drive, daemon=True)
         t.start()
-        moved = positions.wait_for(lambda s: s >= 150, 15)
+        moved = positions.wait_for(lambda s: s >= 150, 15, after=time.monotonic())
         check("commands published on player/<robot>/p/cmd drive the robot", moved is not None)
         driving.clear()
         t.join()
         last = time.monotonic()
-        halted = positions.wait_for(lambda s: s == 0, 10)
+        halted = positions.wait_for(lambda s: s == 0, 10, after=last)
         check(
             "the watchdog stops the robot when commands stop",
             halted is not None and halted - last < 3,
@@ -188,20 +190,27 @@ def main():
             f"{listing}",
         )
 
-        # Liveliness: the token is there, and goes when the server exits.
+        # Liveliness: the token is there, and goes when the server exits. The subscriber
+        # is told of the token first (history), so it knows what to see deleted.
+        seen_token = threading.Event()
+        gone = threading.Event()
+
+        def on_token(s):
+            if str(s.key_expr) != f"player/{ROBOT}/@alive":
+                return
+            if s.kind == zenoh.SampleKind.DELETE:
+                gone.set()
+            else:
+                seen_token.set()
+
+        alive = session.liveliness().declare_subscriber("player/*/@alive", on_token, history=True)
+        check("a liveliness subscriber is told of the token", seen_token.wait(15))
         tokens = [
             str(r.ok.key_expr)
             for r in session.liveliness().get("player/*/@alive", timeout=10)
             if r.ok is not None
         ]
         check("the liveliness token is present", tokens == [f"player/{ROBOT}/@alive"], f"{tokens}")
-        gone = threading.Event()
-
-        def on_token(s):
-            if s.kind == zenoh.SampleKind.DELETE and str(s.key_expr) == f"player/{ROBOT}/@alive":
-                gone.set()
-
-        alive = session.liveliness().declare_subscriber("player/*/@alive", on_token)
         server.send_signal(signal.SIGTERM)
         status = server.wait(timeout=30)
         check("the server exits cleanly on SIGTERM", status == 0, f"status {status}")
