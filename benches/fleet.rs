@@ -176,7 +176,11 @@ fn main() {
     std::fs::write(
         &robots,
         format!(
-            "[zenoh]\nenabled = true\nlisten = [\"tcp/127.0.0.1:{zport}\"]\n\n[[robot]]\nname = \"placeholder\"\n"
+            "[zenoh]\nenabled = true\nlisten = [\"tcp/127.0.0.1:{zport}\"]\n\n\
+             # Replaced by the world's robots (-stage), which keep its sim driver's setup.\n\
+             [[robot]]\nname = \"placeholder\"\n[[robot.driver]]\ndriver = \"sim\"\n\
+             devices = [\"p\", \"s\", \"m\", \"g\", \"l\", \"z\", \"v\"]\n\
+             [robot.driver.params]\nmotors_on = true\n"
         ),
     )
     .unwrap();
