@@ -11,6 +11,7 @@
 
 pub use player_core::{
     access, codec, logging, notice, record, registry, server, session, settings, timer, web,
+    zenoh_bridge,
 };
 pub use player_drivers as drivers;
 pub use player_emulators as emulators;

@@ -101,6 +101,10 @@ FLAGS (the manual's, a flag overrides the configuration file):
 OTHER FLAGS:
     --config <file>  Read the configuration from <file> (TOML) instead of the built-in
                      config/default.toml. Relative paths in it are relative to its folder.
+    --zenoh          Put every robot on Zenoh (the [zenoh] section below, enabled): peer
+                     mode listening on tcp/[::]:7447; readings on player/<robot>/<code>,
+                     the device list at player/<robot>/@devices, liveliness token
+                     player/<robot>/@alive. Commands only with [zenoh] write = true.
     --help, -h       Print this text.
     --version        Print the version.
 
@@ -138,6 +142,17 @@ CONFIGURATION FILE (TOML; see config/default.toml):
     chunk_seconds = 1.0    # close a chunk at least this often
     foxglove = true        # also write the web viewer's Foxglove JSON channels
     retry_seconds = 5.0    # retry a device that could not be opened
+
+    [zenoh]                # the Zenoh bridge (README, \"Fleets\"); off by default
+    enabled = false        # --zenoh turns it on
+    mode = \"peer\"          # or \"client\" (connects only, to a router in connect)
+    listen = [\"tcp/[::]:7447\"]  # peer mode: where other peers and clients connect
+    connect = []           # routers (zenohd) or peers, e.g. [\"tcp/10.0.0.1:7447\"]
+    write = false          # obey commands on player/<robot>/<code>/cmd (with access.key
+                           # set, each must carry the key as its attachment)
+    robots = []            # robots bridged by name (empty = all)
+    scouting = false       # multicast scouting of peers on the LAN
+    public = false         # accept Zenoh readings although [access] restricts readers
 
     [[robot]]              # one per robot; each has its own port and device table
     name = \"pioneer\"

@@ -13,6 +13,7 @@
 //! - [`server`]: starting and stopping it all.
 //! - [`timer`]: precise per-thread timers for client schedules.
 //! - [`web`]: the web viewer and Foxglove WebSocket endpoint of each robot.
+//! - [`zenoh_bridge`]: the robots on a Zenoh network (readings, commands, liveliness).
 //! - [`logging`]: the log drain and its rate limits.
 //!
 //! Drivers are known only through the driver kit (`player_kit`: messages, catalog); this
@@ -30,5 +31,7 @@ pub mod session;
 pub mod settings;
 pub mod timer;
 pub mod web;
+#[path = "zenoh/mod.rs"]
+pub mod zenoh_bridge;
 
 pub use player_kit::{catalog, driver};

@@ -14,6 +14,7 @@ use crate::registry::{EStop, Registry, SessionId, ShutdownAll, Tap};
 use crate::session::{Close, Session, SessionClosed, SessionOptions};
 use crate::settings::Settings;
 use crate::web::{WebEndpoint, WebOptions};
+use crate::zenoh_bridge::{BridgedRobot, ZenohBridge};
 use actix::prelude::*;
 use futures::channel::oneshot;
 use futures::FutureExt;
@@ -349,6 +350,8 @@ pub struct Server {
     registries: Vec<Addr<Registry>>,
     workers: Vec<Arbiter>,
     recorder: Option<RecorderHandle>,
+    /// The Zenoh bridge, when `[zenoh]` is enabled.
+    zenoh: Option<ZenohBridge>,
     log: Logger,
 }
 
@@ -426,6 +429,7 @@ impl Server {
         let sockets = SocketOptions::from_settings(settings);
         let mut sources = Vec::new();
         let mut webs = Vec::new();
+        let mut bridged = Vec::new();
         for (robot, std_listener, local, rlog, web) in bound {
             let mut recorded = Vec::new();
             let mut registry = Registry::new(
@@ -542,6 +546,17 @@ impl Server {
             }
             .start();
             listeners.push((l, local));
+            if settings.zenoh.enabled && settings.zenoh.serves(&robot.name) {
+                let mut devices = Vec::new();
+                for d in &robot.driver {
+                    devices.extend(d.device_codes().map_err(StartError)?);
+                }
+                bridged.push(BridgedRobot {
+                    name: robot.name.clone(),
+                    registry: registry.clone(),
+                    devices,
+                });
+            }
             registries.push(registry);
         }
         // The recorder subscribes like a client, on a thread of its own.
@@ -557,12 +572,28 @@ impl Server {
         } else {
             None
         };
+        // The Zenoh bridge: one session for the process, a registry session per robot.
+        let zenoh = if settings.zenoh.enabled {
+            let b = ZenohBridge::start(
+                &settings.zenoh,
+                &settings.access,
+                bridged,
+                ids.clone(),
+                log.clone(),
+            )
+            .await
+            .map_err(StartError)?;
+            Some(b)
+        } else {
+            None
+        };
         Ok(Server {
             listeners,
             webs,
             registries,
             workers,
             recorder,
+            zenoh,
             log,
         })
     }
@@ -570,6 +601,11 @@ impl Server {
     /// The robots' registries, in configuration order (for front ends and tests).
     pub fn registries(&self) -> &[Addr<Registry>] {
         &self.registries
+    }
+
+    /// The Zenoh id of the bridge's session, when the bridge runs.
+    pub fn zenoh_zid(&self) -> Option<String> {
+        self.zenoh.as_ref().map(ZenohBridge::zid)
     }
 
     /// Latches the emergency stop of every robot (SIGUSR1).
@@ -603,6 +639,9 @@ impl Server {
         info!(self.log, "shutting down");
         for (l, _) in &self.listeners {
             let _ = l.send(StopListening).await;
+        }
+        if let Some(z) = self.zenoh {
+            z.stop().await;
         }
         if let Some(r) = self.recorder {
             r.finish().await;

@@ -35,6 +35,9 @@ pub struct Settings {
     /// Recording to MCAP (`[record]`, `-record FILE`).
     #[serde(default)]
     pub record: crate::record::RecordSettings,
+    /// The Zenoh bridge (`[zenoh]`, `--zenoh`).
+    #[serde(default)]
+    pub zenoh: crate::zenoh_bridge::ZenohSettings,
 }
 
 /// Server-wide settings (`[server]`).
@@ -216,6 +219,9 @@ impl Settings {
             .check()
             .map_err(|e| SettingsError(format!("{origin}: {e}")))?;
         crate::access::Policy::new(&self.access)
+            .map_err(|e| SettingsError(format!("{origin}: {e}")))?;
+        self.zenoh
+            .check(&self.robot, &self.access)
             .map_err(|e| SettingsError(format!("{origin}: {e}")))?;
         if self.server.max_frequency == 0 {
             return Err(SettingsError(format!(
@@ -420,7 +426,7 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
                 let v = value_of(a, &mut it)?;
                 flags.push((a.as_str(), Some(v)));
             }
-            "-debug" | "-exp" => flags.push((a.as_str(), None)),
+            "-debug" | "-exp" | "--zenoh" => flags.push((a.as_str(), None)),
             other => {
                 return Err(SettingsError(format!(
                     "unknown flag '{other}' (see --help)"
@@ -482,6 +488,7 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
                 bind = Some(v.to_string());
             }
             "-debug" => settings.server.debug = true,
+            "--zenoh" => settings.zenoh.enabled = true,
             "-exp" => settings.server.experimental = true,
             f => {
                 let Some(df) = catalog.flag(f) else {
@@ -534,6 +541,13 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
         for r in &mut settings.robot {
             r.bind = bind.clone();
         }
+    }
+    // After -stage and --zenoh: the robots' names and the bridge's section as they are now.
+    if settings.zenoh.enabled {
+        settings
+            .zenoh
+            .check(&settings.robot, &settings.access)
+            .map_err(SettingsError)?;
     }
     Ok(Invocation::Run {
         settings: Box::new(settings),
