@@ -11,9 +11,10 @@
 //! Per row (clients x rate x link x server) it reports: clients kept to the end; rounds
 //! delivered (% of clients x rate x seconds) and ours against the reference's; fairness
 //! (the slowest client's rounds over the fastest's, and Jain's index); the reading age
-//! (driver timestamp of the position reading to its receipt; asked for with `x y t 1`; the
-//! reference sends zeros and ignores it, so it has none); and the p99 interval between a
-//! client's rounds.
+//! (driver timestamp of the position reading to its receipt, asked for with `x y t 1` by
+//! one client in five, so that the others' rounds are the same size as the reference's;
+//! the reference sends zeros and ignores it, so it has none); and the p99 interval between
+//! a client's rounds.
 //!
 //! `cargo bench --bench slowlink` runs the full grid (1, 10, 50 clients at 1, 10, 50 Hz over
 //! both links, both servers; about 17 minutes). `SLOWLINK_QUICK=1` (or `-- --quick`) runs
@@ -159,7 +160,10 @@ fn open_tap(ns: &str, name: &str) -> Result<OwnedFd, String> {
         // SAFETY: TUNSETIFF reads an ifreq we own for the duration of the call.
         let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF as _, &mut req) };
         if rc < 0 {
-            return Err(format!("TUNSETIFF {name}: {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "TUNSETIFF {name}: {}",
+                std::io::Error::last_os_error()
+            ));
         }
         Ok(fd)
     })
@@ -170,7 +174,10 @@ fn open_tap(ns: &str, name: &str) -> Result<OwnedFd, String> {
 /// Addresses, and the shaping of `dev`'s outgoing traffic: tbf at the link's rate over a
 /// pfifo of the link's queue length.
 fn configure(ns: &str, dev: &str, addr: &str, link: Link) -> Result<(), String> {
-    run("ip", &["-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev])?;
+    run(
+        "ip",
+        &["-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev],
+    )?;
     run("ip", &["-n", ns, "link", "set", dev, "up"])?;
     let rate = format!("{}kbit", link.kbit);
     // At least two full frames, or 2 ms at the rate: the bucket a NIC would have.
@@ -389,7 +396,10 @@ fn our_binary() -> String {
 
 /// Builds the C reference with the system compiler; its path.
 fn build_reference() -> Result<String, String> {
-    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/bench/ideal_server.c");
+    let src = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/bench/ideal_server.c"
+    );
     let out = std::env::temp_dir().join(format!("slowlink-ideal-{}", std::process::id()));
     let out = out.to_str().expect("utf-8 temp dir").to_string();
     run("cc", &["-O2", "-o", &out, src])?;
@@ -420,17 +430,24 @@ const PAIRS: [(u8, u8); 3] = [(b'l', b'r'), (b's', b'r'), (b'p', b'r')];
 async fn one_client(
     addr: SocketAddr,
     rate: u16,
+    timestamps: bool,
     start: Instant,
     window: (Instant, Instant),
 ) -> ClientResult {
     tokio::time::sleep_until(start.into()).await;
     let mut result = ClientResult::default();
-    let Ok(Ok(mut s)) =
-        tokio::time::timeout(Duration::from_secs(20), tokio::net::TcpStream::connect(addr)).await
+    let Ok(Ok(mut s)) = tokio::time::timeout(
+        Duration::from_secs(20),
+        tokio::net::TcpStream::connect(addr),
+    )
+    .await
     else {
         return result;
     };
-    let mut hello = message::config(b'y', b't', &[1]);
+    let mut hello = Vec::new();
+    if timestamps {
+        hello.extend(message::config(b'y', b't', &[1]));
+    }
     hello.extend(message::config(b'y', b'f', &rate.to_be_bytes()));
     hello.extend(message::request(&PAIRS));
     if s.write_all(&hello).await.is_err() {
@@ -486,8 +503,7 @@ async fn wait_listening(addr: SocketAddr) -> bool {
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
         if let Ok(Ok(s)) =
-            tokio::time::timeout(Duration::from_secs(1), tokio::net::TcpStream::connect(addr))
-                .await
+            tokio::time::timeout(Duration::from_secs(1), tokio::net::TcpStream::connect(addr)).await
         {
             drop(s);
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -510,13 +526,7 @@ struct Row {
     interval_p99_ms: f64,
 }
 
-fn run_load(
-    client_ns: &str,
-    port: u16,
-    point: Point,
-    warmup: Duration,
-    measure: Duration,
-) -> Row {
+fn run_load(client_ns: &str, port: u16, point: Point, warmup: Duration, measure: Duration) -> Row {
     let addr: SocketAddr = format!("{SERVER_ADDR}:{port}").parse().expect("address");
     let results = in_namespace(client_ns, move || {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -534,7 +544,16 @@ fn run_load(
             let mut tasks = Vec::new();
             for i in 0..point.clients {
                 let start = t0 + ramp * i as u32 / point.clients as u32;
-                tasks.push(tokio::spawn(one_client(addr, point.rate, start, (w0, w1))));
+                // One client in five asks for timestamps (8 bytes more per packet, 3% of a
+                // round): enough ages, and the others' rounds are the reference's size.
+                let stamps = i % 5 == 0;
+                tasks.push(tokio::spawn(one_client(
+                    addr,
+                    point.rate,
+                    stamps,
+                    start,
+                    (w0, w1),
+                )));
             }
             let mut out = Vec::new();
             for t in tasks {
@@ -665,7 +684,10 @@ fn main() {
     let mut current: Option<(Link, Testbed)> = None;
     let mut port = FIRST_PORT;
     for point in grid {
-        if current.as_ref().is_none_or(|(l, _)| l.name != point.link.name) {
+        if current
+            .as_ref()
+            .is_none_or(|(l, _)| l.name != point.link.name)
+        {
             drop(current.take()); // tear the previous link down first
             match Testbed::new(point.link) {
                 Ok(t) => current = Some((point.link, t)),

@@ -14,19 +14,22 @@
 //!
 //! A round is written with one vectored write of shared buffers (no per-client copy). A
 //! client's first round waits until every read device has a reading. The session never
-//! queues stale data: while a written round is still unsent (in our buffer, or more than a
-//! couple of rounds in the kernel's send queue), due rounds are skipped, so a slow client
-//! gets the newest data when it can take it and nobody else waits for it.
+//! queues stale data: while an earlier round is still unsent (in our buffer or the
+//! kernel's), or, on a link that queues, still unacknowledged, due rounds are skipped
+//! (`pace.rs`), so a slow client or link gets the newest data when it can take it and
+//! nobody else waits for it.
 //!
 //! By job: `access.rs` (the per-device access state machine, grants, commands),
 //! `config.rs` (the client's modes, frequency, timestamps), `extensions.rs` (error channel,
 //! e-stop, key, device list), `schedule.rs` (ticks, deadlines, when a round falls due),
-//! `writer.rs` (rounds, writes, flush, stall) and `reader.rs` (the reader task); this file
+//! `writer.rs` (rounds, writes, flush, stall), `pace.rs` (what may be left unsent or in
+//! flight) and `reader.rs` (the reader task); this file
 //! holds the actor, its state and its message handlers.
 
 mod access;
 mod config;
 mod extensions;
+mod pace;
 mod reader;
 mod schedule;
 mod writer;
@@ -141,8 +144,8 @@ pub struct Session {
     /// Bytes written by us but not yet taken by the kernel.
     out: BytesMut,
     flushing: bool,
-    /// Size of the last round written, to judge the kernel's send queue.
-    last_round_len: usize,
+    /// What may be left unsent or in flight (`pace`).
+    pace: pace::Pacer,
     /// Since when due rounds have been skipped because the client is not reading.
     stalled_since: Option<Instant>,
     skipped: u64,
@@ -213,7 +216,7 @@ impl Session {
             push_timer: None,
             out: BytesMut::new(),
             flushing: false,
-            last_round_len: 0,
+            pace: pace::Pacer::default(),
             stalled_since: None,
             skipped: 0,
             waiting_since: None,

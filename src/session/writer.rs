@@ -13,25 +13,25 @@ use std::time::Instant;
 use tokio::net::TcpStream;
 
 impl Session {
-    /// Whether the client is keeping up: nothing of ours unsent, and no more than about two
-    /// rounds the kernel has not yet sent (`SIOCOUTQNSD`: bytes sent but not yet
-    /// acknowledged do not count, so a slow link with a long round trip is not mistaken
-    /// for a client that stopped reading).
-    pub(super) fn can_send(&self) -> bool {
-        if !self.out.is_empty() {
-            return false;
+    /// Whether a round may be written now (the rule is in [`super::pace`]); notes whether
+    /// the client acknowledged something since the last look (it is reading, if slowly).
+    pub(super) fn can_send(&mut self) -> bool {
+        let look = self.pace.look(
+            self.stream.as_raw_fd(),
+            !self.out.is_empty(),
+            Instant::now(),
+        );
+        if look.progress {
+            self.stalled_since = None;
         }
-        /// Linux's SIOCOUTQNSD: bytes in the send queue not yet sent.
-        const SIOCOUTQNSD: libc::c_ulong = 0x894B;
-        let mut unsent: libc::c_int = 0;
-        // SAFETY: SIOCOUTQNSD writes one int for a valid TCP socket descriptor.
-        let rc = unsafe { libc::ioctl(self.stream.as_raw_fd(), SIOCOUTQNSD as _, &mut unsent) };
-        rc != 0 || (unsent as usize) <= 2 * self.last_round_len.max(1)
+        look.send
     }
 
     /// Writes one round (every read device, or only those with new data) in one write,
-    /// unless the client is not reading, in which case the round is skipped (it will get
-    /// the newest data when it reads again). Returns whether it was written.
+    /// unless the client is not keeping up, in which case the round is skipped (it will get
+    /// the newest data when it can take it). A client that acknowledges nothing for
+    /// `stall_timeout` while rounds are skipped is disconnected. Returns whether it was
+    /// written.
     pub(super) fn send_round(&mut self, only_new: bool, ctx: &mut Context<Self>) -> bool {
         if !self.can_send() {
             self.skipped += 1;
@@ -43,7 +43,6 @@ impl Session {
             }
             return false;
         }
-        self.stalled_since = None;
         self.write_round(only_new, ctx)
     }
 
@@ -86,7 +85,7 @@ impl Session {
             k += 2;
         }
         let iov = &slices[..k];
-        self.last_round_len = iov.iter().map(|s| s.len()).sum();
+        self.pace.wrote(Instant::now());
         let r = write_whole(&self.stream, &mut self.out, iov);
         self.after_write(r, ctx);
         true

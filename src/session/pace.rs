@@ -1,0 +1,212 @@
+//! Pacing: what a session may leave unsent or in flight before it writes the next round,
+//! and when a client that is not keeping up counts as stalled.
+//!
+//! A round that cannot reach the client soon is better skipped than queued: the next one
+//! carries newer data. Where rounds wait:
+//!
+//! - in the session's own buffer (the kernel did not take a whole write): nothing more is
+//!   written until it has drained;
+//! - in the kernel, unsent (`tcpi_notsent_bytes`): the client is not reading (its window is
+//!   closed) or the congestion window is full. A round is written only when nothing of an
+//!   earlier one is unsent;
+//! - in flight, sent and not acknowledged (`SIOCOUTQ`): on a slow or shared link these wait
+//!   in the link's queue, behind each other. While the path's queueing delay (the kernel's
+//!   smoothed round trip minus the lowest it has seen) is within [`QUEUE_BUDGET`], rounds
+//!   may follow each other into flight (a fast link, or one with room to spare); above it
+//!   a round is written only once the previous one is acknowledged: one round in flight
+//!   per client, so a client's rate adapts to what its link drains and what it gets is at
+//!   most one queue's wait old, never a backlog. Should the acknowledgement be later than
+//!   the kernel's round trip plus four deviations (a lost segment or acknowledgement), one
+//!   more round is written anyway: it is fresh data, and its arrival makes the kernel
+//!   recover the loss at once instead of after its tail-loss timer.
+//!
+//! On loopback and fast links everything is acknowledged within a round, so a round costs
+//! one `ioctl` (`SIOCOUTQ` says 0); the rest of the rule is looked at only when something
+//! is outstanding.
+//!
+//! A client is stalled when rounds are skipped and it has acknowledged nothing new for
+//! `stall_timeout`: a client that reads slowly acknowledges bytes and is kept.
+
+use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
+
+/// Queueing delay on the path (smoothed round trip minus the lowest seen) up to which a
+/// session may put a round in flight behind unacknowledged ones.
+pub const QUEUE_BUDGET: Duration = Duration::from_millis(50);
+
+/// What the kernel says about a connection's sending side.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SendQueue {
+    /// Bytes written and not yet acknowledged, unsent ones included.
+    pub outstanding: u32,
+    /// Of those, bytes not yet sent.
+    pub unsent: u32,
+    /// Smoothed round trip.
+    pub srtt: Duration,
+    /// Its mean deviation.
+    pub rttvar: Duration,
+    /// The lowest round trip seen lately (zero: unknown).
+    pub min_rtt: Duration,
+    /// Bytes the client has acknowledged since the connection opened.
+    pub acked: u64,
+}
+
+/// Whether a round may be written now, given the send queue and how long ago the last round
+/// was written (`None`: never). Pure: the rule of the module's documentation.
+pub fn may_write(q: &SendQueue, since_last_round: Option<Duration>) -> bool {
+    if q.outstanding == 0 {
+        return true;
+    }
+    if q.unsent > 0 {
+        return false;
+    }
+    let queueing = q.srtt.saturating_sub(q.min_rtt);
+    if queueing <= QUEUE_BUDGET {
+        return true;
+    }
+    // Above the budget: one round in flight, unless its acknowledgement is overdue.
+    let overdue = q.srtt + 4 * q.rttvar;
+    since_last_round.is_none_or(|d| d >= overdue)
+}
+
+/// Bytes written to `fd` and not yet acknowledged (`SIOCOUTQ`); `None` if the kernel will
+/// not say.
+fn outstanding(fd: RawFd) -> Option<u32> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: SIOCOUTQ (TIOCOUTQ) writes one int for a valid TCP socket descriptor.
+    let rc = unsafe { libc::ioctl(fd, libc::TIOCOUTQ as _, &mut n) };
+    (rc == 0).then_some(n.max(0) as u32)
+}
+
+/// The send queue of `fd` from `TCP_INFO` (and `SIOCOUTQ`, unless `outstanding` is known);
+/// `None` if the kernel will not say.
+fn send_queue(fd: RawFd, known: Option<u32>) -> Option<SendQueue> {
+    // SAFETY: tcp_info is plain data; all-zero is a valid value.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `info`, which we own.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    let out = match known {
+        Some(n) => n,
+        None => outstanding(fd)?,
+    };
+    let us = |v: u32| Duration::from_micros(u64::from(v));
+    Some(SendQueue {
+        outstanding: out,
+        unsent: info.tcpi_notsent_bytes,
+        srtt: us(info.tcpi_rtt),
+        rttvar: us(info.tcpi_rttvar),
+        min_rtt: us(info.tcpi_min_rtt),
+        acked: info.tcpi_bytes_acked,
+    })
+}
+
+/// What one look at the socket found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Look {
+    /// A round may be written now.
+    pub send: bool,
+    /// The client acknowledged something since the last look (it is reading).
+    pub progress: bool,
+}
+
+/// A session's pacing state.
+#[derive(Debug, Default)]
+pub struct Pacer {
+    last_round: Option<Instant>,
+    acked: u64,
+}
+
+impl Pacer {
+    /// Looks at socket `fd` before a round; `own_unsent`: the session still holds bytes
+    /// the kernel did not take.
+    pub fn look(&mut self, fd: RawFd, own_unsent: bool, now: Instant) -> Look {
+        let known = if own_unsent { None } else { outstanding(fd) };
+        if known == Some(0) {
+            return Look {
+                send: true,
+                progress: true,
+            };
+        }
+        let Some(q) = send_queue(fd, known) else {
+            // The kernel will not say: keep only our own buffer's rule.
+            return Look {
+                send: !own_unsent,
+                progress: false,
+            };
+        };
+        let progress = q.acked > self.acked || q.outstanding == 0;
+        self.acked = self.acked.max(q.acked);
+        let since = self.last_round.map(|t| now.saturating_duration_since(t));
+        Look {
+            send: !own_unsent && may_write(&q, since),
+            progress,
+        }
+    }
+
+    /// A round was written at `now`.
+    pub fn wrote(&mut self, now: Instant) {
+        self.last_round = Some(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    fn queue(outstanding: u32, unsent: u32, srtt: u64, min_rtt: u64) -> SendQueue {
+        SendQueue {
+            outstanding,
+            unsent,
+            srtt: ms(srtt),
+            rttvar: ms(5),
+            min_rtt: ms(min_rtt),
+            acked: 0,
+        }
+    }
+
+    #[test]
+    fn nothing_outstanding_always_sends() {
+        assert!(may_write(&queue(0, 0, 900, 4), Some(ms(0))));
+    }
+
+    #[test]
+    fn unsent_bytes_hold_the_next_round() {
+        // Even on a path that does not queue: the client's window is closed.
+        assert!(!may_write(&queue(5000, 778, 1, 1), Some(ms(1000))));
+    }
+
+    #[test]
+    fn in_flight_rounds_may_follow_each_other_while_the_path_does_not_queue() {
+        // A long but empty path (an intercontinental link): 150 ms round trip, no queue.
+        assert!(may_write(&queue(1556, 0, 150, 148), Some(ms(1))));
+        // A queue within the budget.
+        assert!(may_write(&queue(778, 0, 54, 4), Some(ms(1))));
+        assert!(!may_write(&queue(778, 0, 55, 4), Some(ms(1))));
+    }
+
+    #[test]
+    fn a_queueing_path_gets_one_round_in_flight() {
+        let q = queue(778, 0, 180, 6);
+        assert!(!may_write(&q, Some(ms(100))));
+        assert!(!may_write(&q, Some(ms(199))));
+        // Overdue (180 + 4 x 5 ms): one more round to prompt the recovery.
+        assert!(may_write(&q, Some(ms(200))));
+        assert!(may_write(&q, None));
+    }
+}
