@@ -5,9 +5,9 @@
 //! mode at 1000 Hz, so the table shows the driver and session path rather than the wait
 //! for a 10 Hz round.
 
-use player::actors::emulators::{EmuWorld, SerialEmulator};
-use player::actors::p2os::emulator::P2osEmulator;
-use player::actors::sick::emulator::SickEmulator;
+use player::emulators::p2os::P2osEmulator;
+use player::emulators::sick::SickEmulator;
+use player::emulators::{EmuWorld, SerialEmulator};
 use player::server::Server;
 use player::settings::Settings;
 use player_client::{device, Client, DataMode};

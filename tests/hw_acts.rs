@@ -5,8 +5,8 @@
 mod hw_support;
 
 use hw_support::*;
-use player::actors::acts::emulator::{packet, ActsEmulator};
-use player::actors::emulators::EmuWorld;
+use player::emulators::acts::{packet, ActsEmulator};
+use player::emulators::EmuWorld;
 use player_client::device;
 
 fn acts_toml(port: u16, extra: &str) -> String {

@@ -6,8 +6,8 @@
 mod hw_support;
 
 use hw_support::*;
-use player::actors::emulators::{EmuWorld, SerialEmulator};
-use player::actors::p2os::emulator::{P2osEmulator, Phase};
+use player::emulators::p2os::{P2osEmulator, Phase};
+use player::emulators::{EmuWorld, SerialEmulator};
 use player_client::{device, grip};
 use std::time::{Duration, Instant};
 
@@ -138,7 +138,7 @@ fn a_port_that_does_not_exist_gives_e_and_a_log_line_naming_it() {
 #[test]
 fn a_silent_port_fails_setup_naming_the_port() {
     // A pty with nothing behind it: the port opens, but no robot answers.
-    let pty = player::actors::emulators::pty::Pty::open().unwrap();
+    let pty = player::emulators::pty::Pty::open().unwrap();
     let path = pty.slave_path().to_str().unwrap().to_string();
     let server = start_server(&p2os_toml(&path, "sync_timeout = 0.1"));
     let mut c = server.client();

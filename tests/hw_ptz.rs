@@ -5,8 +5,8 @@
 mod hw_support;
 
 use hw_support::*;
-use player::actors::emulators::{EmuWorld, SerialEmulator};
-use player::actors::ptz::emulator::PtzEmulator;
+use player::emulators::ptz::PtzEmulator;
+use player::emulators::{EmuWorld, SerialEmulator};
 use player_client::device;
 
 fn camera() -> SerialEmulator<PtzEmulator> {
@@ -60,7 +60,7 @@ fn a_port_that_does_not_exist_gives_e_and_a_log_line_naming_it() {
 
 #[test]
 fn a_silent_port_fails_setup_naming_the_port() {
-    let pty = player::actors::emulators::pty::Pty::open().unwrap();
+    let pty = player::emulators::pty::Pty::open().unwrap();
     let path = pty.slave_path().to_str().unwrap().to_string();
     let server = start_server(&ptz_toml(&path, "reply_timeout = 0.1"));
     let mut c = server.client();

@@ -5,9 +5,9 @@
 mod hw_support;
 
 use hw_support::*;
-use player::actors::emulators::{EmuWorld, SerialEmulator};
-use player::actors::p2os::emulator::P2osEmulator;
-use player::actors::sick::emulator::SickEmulator;
+use player::emulators::p2os::P2osEmulator;
+use player::emulators::sick::SickEmulator;
+use player::emulators::{EmuWorld, SerialEmulator};
 use std::time::{Duration, Instant};
 
 fn toml(base: &str, laser: &str) -> String {

@@ -6,9 +6,9 @@
 mod hw_support;
 
 use hw_support::*;
-use player::actors::emulators::{EmuWorld, SerialEmulator};
-use player::actors::sick::codec;
-use player::actors::sick::emulator::SickEmulator;
+use player::drivers::sick::codec;
+use player::emulators::sick::SickEmulator;
+use player::emulators::{EmuWorld, SerialEmulator};
 use player_client::device;
 use std::time::{Duration, Instant};
 
@@ -80,7 +80,7 @@ fn a_port_that_does_not_exist_gives_e_and_a_log_line_naming_it() {
 
 #[test]
 fn a_silent_port_fails_setup_naming_the_port() {
-    let pty = player::actors::emulators::pty::Pty::open().unwrap();
+    let pty = player::emulators::pty::Pty::open().unwrap();
     let path = pty.slave_path().to_str().unwrap().to_string();
     let server = start_server(&sick_toml(&path, "reply_timeout = 0.1"));
     let mut c = server.client();

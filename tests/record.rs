@@ -233,7 +233,7 @@ fn a_recording_killed_with_sigkill_stays_readable_up_to_its_last_chunk() {
         check(&py, &file, &["--truncated", "--min-seconds", "2.5"]);
     }
     // Our own replay reads it too, up to where it ends.
-    let rec = player::actors::replay::recording::load(&file, None, 1 << 30).unwrap();
+    let rec = player::drivers::replay::recording::load(&file, None, 1 << 30).unwrap();
     assert_eq!(rec.robot, "pioneer");
     let codes: Vec<u8> = rec.devices.keys().copied().collect();
     assert_eq!(codes, b"glmpsvz");
@@ -520,7 +520,8 @@ fn replay_plays_from_an_offset_at_a_speed_factor_and_loops() {
 
 #[test]
 fn record_and_replay_flags_and_keys() {
-    use player::settings::{parse_args, Invocation, Settings};
+    use player::parse_args;
+    use player::settings::{Invocation, Settings};
     let run = |a: &[&str]| match parse_args(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>()) {
         Ok(Invocation::Run { settings, .. }) => Ok(*settings),
         Ok(other) => panic!("{other:?}"),

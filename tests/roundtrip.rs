@@ -9,11 +9,11 @@
 //! each property runs (default 256).
 
 use bytes::{Bytes, BytesMut};
-use player::actors::acts::codec::blob_bytes;
-use player::actors::p2os::codec as p2os;
-use player::actors::ptz::codec as visca;
-use player::actors::sick::codec as sick;
 use player::codec::{ClientDecoder, ClientMessage, MAX_PAYLOAD};
+use player::drivers::acts::codec::blob_bytes;
+use player::drivers::p2os::codec as p2os;
+use player::drivers::ptz::codec as visca;
+use player::drivers::sick::codec as sick;
 use player_proto::data::{
     Blob, Gripper, GripperCommand, Laser, Misc, Position, PositionCommand, Ptz, Sonar, Vision,
     ACTS_CHANNELS, ACTS_HEADER, ACTS_MAX_BLOBS,

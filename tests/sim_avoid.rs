@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use player::actors::sim::world::{SimWorld, WorldMap};
+use player::drivers::sim::world::{SimWorld, WorldMap};
 use player_client::manual;
 
 /// Simulated seconds each avoider runs.

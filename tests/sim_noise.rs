@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use player::actors::sim::world::{SimRobot, WorldMap};
+use player::drivers::sim::world::{SimRobot, WorldMap};
 use player::settings::Settings;
 use player_proto::data::Laser;
 use std::sync::Arc;

@@ -8,9 +8,10 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use player::actors::sim::world::TruthRecord;
+use player::drivers::sim::world::TruthRecord;
+use player::parse_args;
 use player::server::Server;
-use player::settings::{parse_args, Invocation, Settings};
+use player::settings::{Invocation, Settings};
 use player_client::Client;
 
 /// Generous: the machine may be loaded.

@@ -13,7 +13,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{TestServer, PATIENCE};
-use player::actors::emulators::pty::{Pty, Ready};
+use player::emulators::pty::{Pty, Ready};
 use player_client::Client;
 
 fn cli() -> Command {

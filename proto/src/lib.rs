@@ -15,6 +15,15 @@
 //!   an incremental decoder of server messages for clients.
 #![deny(missing_docs)]
 
+/// Largest client message payload the server buffers. Every message of the manual is far
+/// smaller (a request for all seven devices is 14 bytes); larger ones are skipped unread,
+/// and a recording's message larger than this is not replayed.
+pub const MAX_PAYLOAD: usize = 4096;
+
+/// The MCAP message encoding of raw 0.7.4a device data (the `<data>` field of a data
+/// packet, byte for byte), as recordings carry it.
+pub const RAW_ENCODING: &str = "player-0.7.4a";
+
 pub mod data;
 pub mod ext;
 pub mod message;

@@ -1,0 +1,34 @@
+//! The core of the player robot server: a robot runs it; any program on any machine
+//! connects over TCP, asks for devices, streams their data at its own rate and sends
+//! commands. The parts:
+//!
+//! - [`access`]: who may connect, read and command (bind, allow-lists, shared key).
+//! - [`notice`]: the error channel's notices to clients that asked for them.
+//! - [`codec`]: the pure decoder of client messages (byte layouts are in `player_proto`).
+//! - [`registry`]: one actor per robot, the device table and subscriptions; the guard every
+//!   command passes (watchdog, e-stop, writer-left stop).
+//! - [`session`]: one actor per client connection: requests, timing, data modes, writes.
+//! - [`settings`]: configuration files and the manual's flags.
+//! - [`record`]: recording every reading (and the commands and configs) to MCAP files.
+//! - [`server`]: starting and stopping it all.
+//! - [`timer`]: precise per-thread timers for client schedules.
+//! - [`web`]: the web viewer and Foxglove WebSocket endpoint of each robot.
+//! - [`logging`]: the log drain and its rate limits.
+//!
+//! Drivers are known only through the driver kit (`player_kit`: messages, catalog); this
+//! crate never depends on a driver. See ARCHITECTURE.md for how data flows.
+#![deny(missing_docs)]
+
+pub mod access;
+pub mod codec;
+pub mod logging;
+pub mod notice;
+pub mod record;
+pub mod registry;
+pub mod server;
+pub mod session;
+pub mod settings;
+pub mod timer;
+pub mod web;
+
+pub use player_kit::{catalog, driver};

@@ -1,0 +1,366 @@
+//! The per-device access state machine: what a client holds on each device of its list,
+//! how a `d r` request changes it (merging as the original does), the registry's grants,
+//! and commands checked against it.
+
+use super::Session;
+use player_kit::driver::{Command, DataRecipient, DeviceData};
+use crate::logging::code as esc;
+use crate::notice::{kind, Notice};
+use crate::registry::{Subscribe, Unsubscribe};
+use actix::prelude::*;
+use bytes::Bytes;
+use player_proto::message;
+use player_proto::{access, device};
+use slog::{info, warn};
+use std::io::IoSlice;
+
+/// One device in the client's list.
+pub(super) struct Slot {
+    pub(super) code: u8,
+    /// r, w, a, c or e.
+    pub(super) access: u8,
+    pub(super) readable: bool,
+    pub(super) command: Option<(Recipient<Command>, usize)>,
+    pub(super) latest: Option<DeviceData>,
+    /// Sequence number of the last reading sent to this client.
+    pub(super) sent_seq: u64,
+}
+
+impl Slot {
+    pub(super) fn reads(&self) -> bool {
+        self.readable && matches!(self.access, access::READ | access::ALL)
+    }
+
+    pub(super) fn writes(&self) -> bool {
+        matches!(self.access, access::WRITE | access::ALL)
+    }
+
+    /// Leaves the device holding `access` (`c` or `e`): no commands, no data.
+    pub(super) fn release(&mut self, access: u8) {
+        self.access = access;
+        self.command = None;
+        self.latest = None;
+    }
+
+    pub(super) fn is_new(&self) -> bool {
+        self.latest.as_ref().is_some_and(|d| d.seq != self.sent_seq)
+    }
+}
+
+/// A request or reply as text for the log (`srpw`), unprintable bytes as `?`.
+fn pairs_text(pairs: &[(u8, u8)]) -> String {
+    pairs
+        .iter()
+        .flat_map(|&(d, a)| [d, a])
+        .map(|b| {
+            if b.is_ascii_graphic() {
+                char::from(b)
+            } else {
+                '?'
+            }
+        })
+        .collect()
+}
+
+/// The access a client holds after asking for `req` while holding `cur` (0 when the device
+/// is not in its list). See client-protocol-notes.md 3.2; `e` is treated as "not listed".
+fn next_access(cur: u8, req: u8) -> u8 {
+    let (r, w) = match cur {
+        access::READ => (true, false),
+        access::WRITE => (false, true),
+        access::ALL => (true, true),
+        _ => (false, false),
+    };
+    match req {
+        access::READ if w && !r => access::ALL,
+        access::WRITE if r && !w => access::ALL,
+        access::READ | access::WRITE | access::ALL => req,
+        access::CLOSE if r || w || cur == access::CLOSE => access::CLOSE,
+        access::CLOSE => cur,
+        _ => cur,
+    }
+}
+
+impl Session {
+    /// The access the client holds on `dev`; 0 when the device is not in its list (a listed
+    /// device always has one of `r w a c e`).
+    pub(super) fn access_of(&self, dev: u8) -> u8 {
+        self.slots
+            .iter()
+            .find(|s| s.code == dev)
+            .map_or(0, |s| s.access)
+    }
+
+    pub(super) fn on_request(
+        &mut self,
+        second: u8,
+        pairs: Vec<(u8, u8)>,
+        odd_byte: Option<u8>,
+        ctx: &mut Context<Self>,
+    ) -> ResponseActFuture<Self, ()> {
+        if second != b'r' {
+            if let Some(n) = self.throttle.allow("request-second") {
+                warn!(self.log, "device request with second byte {} instead of 'r'; treated as a request", esc(second); "suppressed" => n);
+            }
+        }
+        if let Some(b) = odd_byte {
+            if let Some(n) = self.throttle.allow("request-odd") {
+                warn!(self.log, "device request of odd size; trailing byte {} ignored", esc(b); "suppressed" => n);
+            }
+        }
+        // Pairs refused before the registry is asked, with why (for the error channel).
+        let mut refused: Vec<(u8, String)> = Vec::new();
+        // Work out each device's final access, left to right, as the original does.
+        let mut finals: Vec<(u8, u8)> = Vec::new(); // (device, access after the request)
+        for &(dev, req) in &pairs {
+            if !self.opts.devices[usize::from(dev)] {
+                // Unknown here: `e`, without taking a slot.
+                refused.push((dev, format!("no device {} on this robot", esc(dev))));
+                continue;
+            }
+            if !matches!(
+                req,
+                access::READ | access::WRITE | access::ALL | access::CLOSE
+            ) {
+                if let Some(n) = self.throttle.allow("access-code") {
+                    warn!(self.log, "unknown access code {} for device {}; ignored", esc(req), esc(dev); "suppressed" => n);
+                }
+                refused.push((dev, format!("unknown access code {}", esc(req))));
+            }
+            let req = if !self.may_write && matches!(req, access::WRITE | access::ALL) {
+                refused.push((dev, self.read_only_reason().into()));
+                if req == access::WRITE {
+                    continue;
+                }
+                access::READ
+            } else {
+                req
+            };
+            let cur = match finals.iter().find(|(d, _)| *d == dev) {
+                Some(&(_, a)) => a,
+                None => self.access_of(dev),
+            };
+            let new = next_access(cur, req);
+            match finals.iter_mut().find(|(d, _)| *d == dev) {
+                Some(f) => f.1 = new,
+                None => finals.push((dev, new)),
+            }
+        }
+        // Net changes, in order of first appearance.
+        let mut calls = Vec::new();
+        let recipient = DataRecipient::of(&ctx.address());
+        for &(dev, new) in &finals {
+            let cur = self.access_of(dev);
+            if new == cur {
+                continue;
+            }
+            if cur == 0 && self.slots.len() + calls.len() >= self.opts.max_devices {
+                let why = format!("more than {} devices for one client", self.opts.max_devices);
+                refused.push((dev, why));
+                continue;
+            }
+            let call = match new {
+                access::READ | access::WRITE | access::ALL => Some(self.registry.send(Subscribe {
+                    session: self.id,
+                    device: dev,
+                    read: matches!(new, access::READ | access::ALL),
+                    write: matches!(new, access::WRITE | access::ALL),
+                    recipient: recipient.clone(),
+                    client: self.client.clone(),
+                })),
+                access::CLOSE => {
+                    self.registry.do_send(Unsubscribe {
+                        session: self.id,
+                        device: dev,
+                    });
+                    None
+                }
+                _ => continue,
+            };
+            if call.is_some() {
+                self.requesting.push(dev);
+            }
+            calls.push((dev, new, call));
+        }
+        let futs: Vec<_> = calls
+            .into_iter()
+            .map(|(dev, new, call)| async move {
+                let r = match call {
+                    Some(c) => Some(c.await),
+                    None => None,
+                };
+                (dev, new, r)
+            })
+            .collect();
+        Box::pin(
+            futures::future::join_all(futs)
+                .into_actor(self)
+                .map(move |results, act, ctx| {
+                    act.requesting.clear();
+                    for (dev, new, r) in results {
+                        if let Some(why) = act.apply_grant(dev, new, r) {
+                            refused.push((dev, why));
+                        }
+                    }
+                    let reply: Vec<(u8, u8)> = pairs
+                        .iter()
+                        .map(|&(dev, _)| match act.access_of(dev) {
+                            0 => (dev, access::ERROR),
+                            a => (dev, a),
+                        })
+                        .collect();
+                    info!(act.log, "request answered"; "request" => pairs_text(&pairs), "reply" => pairs_text(&reply));
+                    let bytes = message::reply(&reply);
+                    act.write(&[IoSlice::new(&bytes)], ctx);
+                    for (dev, why) in refused {
+                        act.notice(Notice::new(kind::REFUSED, dev, why), ctx);
+                    }
+                    act.after_change(ctx);
+                }),
+        )
+    }
+
+    /// Applies the registry's answer for one device; returns why it was refused, if it
+    /// was. A refused device leaves the client's list (it takes no slot).
+    pub(super) fn apply_grant(
+        &mut self,
+        dev: u8,
+        new: u8,
+        result: Option<
+            Result<Result<crate::registry::Grant, crate::registry::DeviceError>, MailboxError>,
+        >,
+    ) -> Option<String> {
+        let idx = match self.slots.iter().position(|s| s.code == dev) {
+            Some(i) => i,
+            None => {
+                self.slots.push(Slot {
+                    code: dev,
+                    access: access::ERROR,
+                    readable: false,
+                    command: None,
+                    latest: None,
+                    sent_seq: 0,
+                });
+                self.slots.len() - 1
+            }
+        };
+        let slot = &mut self.slots[idx];
+        let refused = match result {
+            None => {
+                slot.release(access::CLOSE);
+                None
+            }
+            Some(Ok(Ok(grant))) => {
+                slot.access = new;
+                slot.readable = grant.spec.readable;
+                slot.command = grant.command.zip(grant.spec.command_size);
+                if matches!(new, access::WRITE | access::ALL) && grant.spec.command_size.is_none() {
+                    info!(self.log, "write access granted to a device that takes no commands; its commands will be ignored"; "device" => device::name(dev));
+                }
+                if !slot.reads() {
+                    slot.latest = None;
+                } else if let Some(d) = self.early.remove(&dev) {
+                    if slot.latest.as_ref().is_none_or(|l| l.seq < d.seq) {
+                        slot.latest = Some(d);
+                    }
+                }
+                None
+            }
+            Some(Ok(Err(e))) => {
+                warn!(self.log, "device refused"; "device" => format!("{} ({})", esc(dev), device::name(dev)), "error" => %e);
+                Some(e.to_string())
+            }
+            Some(Err(e)) => {
+                warn!(self.log, "registry unavailable"; "error" => %e);
+                Some(format!("registry unavailable: {e}"))
+            }
+        };
+        if refused.is_some() {
+            self.slots.remove(idx);
+        }
+        self.early.remove(&dev);
+        refused
+    }
+
+    pub(super) fn on_command(&mut self, dev: u8, payload: Bytes, ctx: &mut Context<Self>) {
+        let why: Result<(), String> = match self.slots.iter().find(|s| s.code == dev) {
+            None => Err(format!("command to {} ignored: no write access", esc(dev))),
+            Some(slot) if !slot.writes() => Err(format!(
+                "command to {} ignored: no write access (holding {})",
+                esc(dev),
+                esc(slot.access)
+            )),
+            Some(Slot { command: None, .. }) => Err(format!(
+                "command to {} ignored: the device takes no commands",
+                esc(dev)
+            )),
+            Some(Slot {
+                command: Some((recipient, size)),
+                ..
+            }) => {
+                if payload.len() == *size {
+                    recipient.do_send(Command {
+                        device: dev,
+                        payload,
+                        session: self.id,
+                    });
+                    return;
+                }
+                Err(format!(
+                    "command to {} ignored: {} bytes, the device takes {}",
+                    esc(dev),
+                    payload.len(),
+                    size
+                ))
+            }
+        };
+        if let Err(why) = why {
+            if let Some(n) = self.throttle.allow("command") {
+                warn!(self.log, "{}", why; "suppressed" => n);
+            }
+            self.notice(Notice::new(kind::COMMAND, dev, why), ctx);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn access_state_machine_follows_the_original() {
+        let (r, w, a, c, e) = (
+            access::READ,
+            access::WRITE,
+            access::ALL,
+            access::CLOSE,
+            access::ERROR,
+        );
+        // not listed
+        assert_eq!(next_access(0, r), r);
+        assert_eq!(next_access(0, w), w);
+        assert_eq!(next_access(0, a), a);
+        assert_eq!(next_access(0, c), 0);
+        // upgrades merge
+        assert_eq!(next_access(r, w), a);
+        assert_eq!(next_access(w, r), a);
+        assert_eq!(next_access(r, a), a);
+        // downgrades
+        assert_eq!(next_access(a, r), r);
+        assert_eq!(next_access(a, w), w);
+        // repeats
+        assert_eq!(next_access(r, r), r);
+        assert_eq!(next_access(a, a), a);
+        // close
+        assert_eq!(next_access(r, c), c);
+        assert_eq!(next_access(a, c), c);
+        assert_eq!(next_access(c, c), c);
+        assert_eq!(next_access(e, c), e);
+        // after an error, a retry is a fresh request
+        assert_eq!(next_access(e, r), r);
+        assert_eq!(next_access(e, w), w);
+        // unknown access codes change nothing
+        assert_eq!(next_access(r, b'q'), r);
+        assert_eq!(next_access(0, b'q'), 0);
+    }
+}

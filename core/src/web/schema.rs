@@ -1,0 +1,638 @@
+//! The channels the web endpoint advertises and how each Player reading becomes a Foxglove
+//! message (JSON, described by a JSON schema). Pure: readings in, JSON bytes out.
+//!
+//! Frames: `odom` is the position device's odometry frame (x forward at the last odometry
+//! reset, y left, metres); `base_link` is the robot; `map` is the simulated world, when the
+//! driver has one. `/tf` carries `odom → base_link`, `/tf_map` carries `map → odom`.
+
+use player_kit::driver::{DeviceData, MapOutline, Timestamp};
+use player_proto::data::{self as wire};
+use player_proto::device;
+use serde_json::{json, Value};
+
+/// Where a channel's messages come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Source {
+    /// Readings of a device.
+    Device(u8),
+    /// The driver's map (walls), sent on subscription and when it changes.
+    Map,
+    /// Where odometry lies in the map, every second.
+    MapTransform,
+    /// The devices' states and data rates as this session sees them, every second.
+    Devices,
+}
+
+/// One advertised channel.
+#[derive(Debug, Clone, Copy)]
+pub struct Channel {
+    /// The channel id (fixed per topic, so a reconnecting client sees the same ids).
+    pub id: u32,
+    /// The topic name.
+    pub topic: &'static str,
+    /// The schema name Foxglove recognises (`foxglove.LaserScan`) or ours (`player.Misc`).
+    pub schema_name: &'static str,
+    /// Where the messages come from.
+    pub source: Source,
+}
+
+/// Every channel the endpoint can advertise; those whose device the robot lacks (or whose
+/// map it has not) are left out.
+pub const CHANNELS: &[Channel] = &[
+    Channel {
+        id: 1,
+        topic: "/tf",
+        schema_name: "foxglove.FrameTransform",
+        source: Source::Device(device::POSITION),
+    },
+    Channel {
+        id: 2,
+        topic: "/pose",
+        schema_name: "foxglove.PoseInFrame",
+        source: Source::Device(device::POSITION),
+    },
+    Channel {
+        id: 3,
+        topic: "/position",
+        schema_name: "player.Position",
+        source: Source::Device(device::POSITION),
+    },
+    Channel {
+        id: 4,
+        topic: "/laser",
+        schema_name: "foxglove.LaserScan",
+        source: Source::Device(device::LASER),
+    },
+    Channel {
+        id: 5,
+        topic: "/sonar",
+        schema_name: "foxglove.SceneUpdate",
+        source: Source::Device(device::SONAR),
+    },
+    Channel {
+        id: 6,
+        topic: "/misc",
+        schema_name: "player.Misc",
+        source: Source::Device(device::MISC),
+    },
+    Channel {
+        id: 7,
+        topic: "/gripper",
+        schema_name: "player.Gripper",
+        source: Source::Device(device::GRIPPER),
+    },
+    Channel {
+        id: 8,
+        topic: "/ptz",
+        schema_name: "player.Ptz",
+        source: Source::Device(device::PTZ),
+    },
+    Channel {
+        id: 9,
+        topic: "/vision",
+        schema_name: "foxglove.ImageAnnotations",
+        source: Source::Device(device::VISION),
+    },
+    Channel {
+        id: 10,
+        topic: "/vision/blobs",
+        schema_name: "player.Blobs",
+        source: Source::Device(device::VISION),
+    },
+    Channel {
+        id: 11,
+        topic: "/map",
+        schema_name: "foxglove.SceneUpdate",
+        source: Source::Map,
+    },
+    Channel {
+        id: 12,
+        topic: "/tf_map",
+        schema_name: "foxglove.FrameTransform",
+        source: Source::MapTransform,
+    },
+    Channel {
+        id: 13,
+        topic: "/devices",
+        schema_name: "player.Devices",
+        source: Source::Devices,
+    },
+];
+
+/// The Pioneer 2-DX sonar ring (one table, in the protocol crate).
+pub use player_proto::data::SONAR_POSES;
+
+/// Half the opening of a sonar cone, degrees.
+pub const SONAR_HALF_CONE_DEG: f64 = 15.0;
+
+/// ACTS image size in pixels (the vision device's blob coordinates).
+pub const IMAGE_SIZE: (u32, u32) = (160, 120);
+
+fn time_schema() -> Value {
+    json!({"type": "object", "properties": {
+        "sec": {"type": "integer", "minimum": 0},
+        "nsec": {"type": "integer", "minimum": 0, "maximum": 999_999_999}}})
+}
+
+fn vec3_schema() -> Value {
+    json!({"type": "object", "properties": {
+        "x": {"type": "number"}, "y": {"type": "number"}, "z": {"type": "number"}}})
+}
+
+fn quat_schema() -> Value {
+    json!({"type": "object", "properties": {
+        "x": {"type": "number"}, "y": {"type": "number"},
+        "z": {"type": "number"}, "w": {"type": "number"}}})
+}
+
+fn pose_schema() -> Value {
+    json!({"type": "object", "properties": {
+        "position": vec3_schema(), "orientation": quat_schema()}})
+}
+
+fn color_schema() -> Value {
+    json!({"type": "object", "properties": {
+        "r": {"type": "number"}, "g": {"type": "number"},
+        "b": {"type": "number"}, "a": {"type": "number"}}})
+}
+
+fn point2_schema() -> Value {
+    json!({"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}}})
+}
+
+fn object(title: &str, properties: Value) -> Value {
+    json!({"title": title, "type": "object", "properties": properties})
+}
+
+fn array_of(items: Value) -> Value {
+    json!({"type": "array", "items": items})
+}
+
+fn scene_update_schema() -> Value {
+    let line = json!({"type": "object", "properties": {
+        "type": {"type": "integer", "enum": [0, 1, 2]},
+        "pose": pose_schema(), "thickness": {"type": "number"},
+        "scale_invariant": {"type": "boolean"}, "points": array_of(vec3_schema()),
+        "color": color_schema(), "colors": array_of(color_schema()),
+        "indices": array_of(json!({"type": "integer"}))}});
+    let triangles = json!({"type": "object", "properties": {
+        "pose": pose_schema(), "points": array_of(vec3_schema()), "color": color_schema(),
+        "colors": array_of(color_schema()), "indices": array_of(json!({"type": "integer"}))}});
+    let kv = json!({"type": "object", "properties": {
+        "key": {"type": "string"}, "value": {"type": "string"}}});
+    let entity = json!({"type": "object", "properties": {
+        "timestamp": time_schema(), "frame_id": {"type": "string"}, "id": {"type": "string"},
+        "lifetime": time_schema(), "frame_locked": {"type": "boolean"},
+        "metadata": array_of(kv), "arrows": array_of(json!({})), "cubes": array_of(json!({})),
+        "spheres": array_of(json!({})), "cylinders": array_of(json!({})),
+        "lines": array_of(line), "triangles": array_of(triangles),
+        "texts": array_of(json!({})), "models": array_of(json!({}))}});
+    let deletion = json!({"type": "object", "properties": {
+        "timestamp": time_schema(), "type": {"type": "integer", "enum": [0, 1]},
+        "id": {"type": "string"}}});
+    object(
+        "foxglove.SceneUpdate",
+        json!({"deletions": array_of(deletion), "entities": array_of(entity)}),
+    )
+}
+
+/// The JSON schema (as text) of a schema name used in [`CHANNELS`].
+pub fn schema(name: &str) -> String {
+    let v = match name {
+        "foxglove.FrameTransform" => object(
+            name,
+            json!({"timestamp": time_schema(), "parent_frame_id": {"type": "string"},
+                "child_frame_id": {"type": "string"}, "translation": vec3_schema(),
+                "rotation": quat_schema()}),
+        ),
+        "foxglove.PoseInFrame" => object(
+            name,
+            json!({"timestamp": time_schema(), "frame_id": {"type": "string"},
+                "pose": pose_schema()}),
+        ),
+        "foxglove.LaserScan" => object(
+            name,
+            json!({"timestamp": time_schema(), "frame_id": {"type": "string"},
+                "pose": pose_schema(), "start_angle": {"type": "number"},
+                "end_angle": {"type": "number"}, "ranges": array_of(json!({"type": "number"})),
+                "intensities": array_of(json!({"type": "number"}))}),
+        ),
+        "foxglove.SceneUpdate" => scene_update_schema(),
+        "foxglove.ImageAnnotations" => {
+            let circle = json!({"type": "object", "properties": {
+                "timestamp": time_schema(), "position": point2_schema(),
+                "diameter": {"type": "number"}, "thickness": {"type": "number"},
+                "fill_color": color_schema(), "outline_color": color_schema()}});
+            let points = json!({"type": "object", "properties": {
+                "timestamp": time_schema(), "type": {"type": "integer", "enum": [0, 1, 2, 3, 4]},
+                "points": array_of(point2_schema()), "outline_color": color_schema(),
+                "outline_colors": array_of(color_schema()), "fill_color": color_schema(),
+                "thickness": {"type": "number"}}});
+            object(
+                name,
+                json!({"circles": array_of(circle), "points": array_of(points),
+                    "texts": array_of(json!({}))}),
+            )
+        }
+        "player.Position" => object(
+            name,
+            json!({"timestamp": time_schema(), "time_ms": {"type": "integer"},
+                "x_mm": {"type": "integer"}, "y_mm": {"type": "integer"},
+                "heading_deg": {"type": "integer"}, "speed_mm_s": {"type": "integer"},
+                "turn_rate_deg_s": {"type": "integer"}, "compass_deg": {"type": "integer"},
+                "stall": {"type": "boolean"}}),
+        ),
+        "player.Misc" => object(
+            name,
+            json!({"timestamp": time_schema(),
+                "front_bumpers": array_of(json!({"type": "boolean"})),
+                "rear_bumpers": array_of(json!({"type": "boolean"})),
+                "battery_volts": {"type": "number"}}),
+        ),
+        "player.Gripper" => object(
+            name,
+            json!({"timestamp": time_schema(), "state": {"type": "integer"},
+                "beams": {"type": "integer"}, "paddles_open": {"type": "boolean"},
+                "paddles_closed": {"type": "boolean"}, "lift_up": {"type": "boolean"},
+                "lift_down": {"type": "boolean"}, "outer_beam": {"type": "boolean"},
+                "inner_beam": {"type": "boolean"}}),
+        ),
+        "player.Ptz" => object(
+            name,
+            json!({"timestamp": time_schema(), "pan_deg": {"type": "integer"},
+                "tilt_deg": {"type": "integer"}, "zoom": {"type": "integer"}}),
+        ),
+        "player.Blobs" => {
+            let blob = json!({"type": "object", "properties": {
+                "channel": {"type": "integer"}, "area": {"type": "integer"},
+                "x": {"type": "integer"}, "y": {"type": "integer"},
+                "left": {"type": "integer"}, "right": {"type": "integer"},
+                "top": {"type": "integer"}, "bottom": {"type": "integer"}}});
+            object(
+                name,
+                json!({"timestamp": time_schema(), "width": {"type": "integer"},
+                    "height": {"type": "integer"}, "blobs": array_of(blob)}),
+            )
+        }
+        "player.Devices" => {
+            let dev = json!({"type": "object", "properties": {
+                "code": {"type": "string"}, "name": {"type": "string"},
+                "state": {"type": "string"}, "rate_hz": {"type": "number"},
+                "access": {"type": "string"}}});
+            object(
+                name,
+                json!({"timestamp": time_schema(), "estop": {"type": "boolean"},
+                    "devices": array_of(dev)}),
+            )
+        }
+        // Client channels (what clientPublish accepts).
+        "geometry_msgs/Twist" => object(
+            name,
+            json!({"linear": vec3_schema(), "angular": vec3_schema()}),
+        ),
+        _ => json!({"type": "object"}),
+    };
+    v.to_string()
+}
+
+/// A JSON `{sec, nsec}` for a driver timestamp.
+pub fn time(t: Timestamp) -> Value {
+    json!({"sec": t.sec, "nsec": u64::from(t.usec) * 1000})
+}
+
+/// Nanoseconds since the epoch of a driver timestamp (the messageData timestamp).
+pub fn nanos(t: Timestamp) -> u64 {
+    u64::from(t.sec) * 1_000_000_000 + u64::from(t.usec) * 1000
+}
+
+fn quat_z(theta: f64) -> Value {
+    json!({"x": 0.0, "y": 0.0, "z": (theta / 2.0).sin(), "w": (theta / 2.0).cos()})
+}
+
+fn identity_pose() -> Value {
+    json!({"position": {"x": 0.0, "y": 0.0, "z": 0.0},
+        "orientation": {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0}})
+}
+
+fn frame_transform(t: Timestamp, parent: &str, child: &str, x: f64, y: f64, th: f64) -> Value {
+    json!({"timestamp": time(t), "parent_frame_id": parent, "child_frame_id": child,
+        "translation": {"x": x, "y": y, "z": 0.0}, "rotation": quat_z(th)})
+}
+
+fn rgba(r: f64, g: f64, b: f64, a: f64) -> Value {
+    json!({"r": r, "g": g, "b": b, "a": a})
+}
+
+fn scene_entity(t: Timestamp, frame: &str, id: &str) -> serde_json::Map<String, Value> {
+    let mut e = serde_json::Map::new();
+    e.insert("timestamp".into(), time(t));
+    e.insert("frame_id".into(), frame.into());
+    e.insert("id".into(), id.into());
+    e.insert("lifetime".into(), json!({"sec": 0, "nsec": 0}));
+    e.insert("frame_locked".into(), true.into());
+    for k in [
+        "metadata",
+        "arrows",
+        "cubes",
+        "spheres",
+        "cylinders",
+        "lines",
+        "triangles",
+        "texts",
+        "models",
+    ] {
+        e.insert(k.into(), json!([]));
+    }
+    e
+}
+
+/// The message a reading becomes on `channel`, or `None` when the reading does not decode
+/// (a wrong size from a misbehaving driver) or the channel is not a device's.
+pub fn encode(channel: &Channel, d: &DeviceData) -> Option<Vec<u8>> {
+    let t = d.timestamp;
+    let v = match channel.id {
+        1..=3 => {
+            let p = wire::Position::decode(&d.data).ok()?;
+            let (x, y) = (f64::from(p.x) / 1000.0, f64::from(p.y) / 1000.0);
+            let th = f64::from(p.heading).to_radians();
+            match channel.id {
+                1 => frame_transform(t, "odom", "base_link", x, y, th),
+                2 => json!({"timestamp": time(t), "frame_id": "odom", "pose": {
+                    "position": {"x": x, "y": y, "z": 0.0}, "orientation": quat_z(th)}}),
+                _ => json!({"timestamp": time(t), "time_ms": p.time, "x_mm": p.x, "y_mm": p.y,
+                    "heading_deg": p.heading, "speed_mm_s": p.speed,
+                    "turn_rate_deg_s": p.turn_rate, "compass_deg": p.compass,
+                    "stall": p.stall != 0}),
+            }
+        }
+        4 => {
+            let l = wire::Laser::decode(&d.data).ok()?;
+            let ranges: Vec<f64> = l.ranges.iter().map(|&r| f64::from(r) / 1000.0).collect();
+            json!({"timestamp": time(t), "frame_id": "base_link", "pose": identity_pose(),
+                "start_angle": -std::f64::consts::FRAC_PI_2,
+                "end_angle": std::f64::consts::FRAC_PI_2, "ranges": ranges, "intensities": []})
+        }
+        5 => {
+            let s = wire::Sonar::decode(&d.data).ok()?;
+            let mut points = Vec::with_capacity(48);
+            for (r, &(sx, sy, sh)) in s.ranges.iter().zip(SONAR_POSES.iter()) {
+                let r = f64::from(*r);
+                let (sx, sy) = (sx / 1000.0, sy / 1000.0);
+                points.push(json!({"x": sx, "y": sy, "z": 0.0}));
+                for side in [-1.0, 1.0] {
+                    let a = (sh + side * SONAR_HALF_CONE_DEG).to_radians();
+                    let (ex, ey) = (sx + r / 1000.0 * a.cos(), sy + r / 1000.0 * a.sin());
+                    points.push(json!({"x": ex, "y": ey, "z": 0.0}));
+                }
+            }
+            let ranges: Vec<String> = s.ranges.iter().map(u16::to_string).collect();
+            let mut e = scene_entity(t, "base_link", "sonar");
+            e.insert(
+                "metadata".into(),
+                json!([{"key": "ranges_mm", "value": ranges.join(",")}]),
+            );
+            e.insert(
+                "triangles".into(),
+                json!([{"pose": identity_pose(), "points": points,
+                    "color": rgba(0.16, 0.47, 1.0, 0.25), "colors": [], "indices": []}]),
+            );
+            json!({"deletions": [], "entities": [Value::Object(e)]})
+        }
+        6 => {
+            let m = wire::Misc::decode(&d.data).ok()?;
+            let bits = |b: u8| (0..5).map(|i| b & (1 << i) != 0).collect::<Vec<bool>>();
+            json!({"timestamp": time(t), "front_bumpers": bits(m.front_bumpers),
+                "rear_bumpers": bits(m.rear_bumpers),
+                "battery_volts": f64::from(m.voltage) / 10.0})
+        }
+        7 => {
+            let g = wire::Gripper::decode(&d.data).ok()?;
+            let bit = |b: u8, i: u8| b & (1 << i) != 0;
+            json!({"timestamp": time(t), "state": g.state, "beams": g.beams,
+                "paddles_open": bit(g.state, 0), "paddles_closed": bit(g.state, 1),
+                "lift_up": bit(g.state, 4), "lift_down": bit(g.state, 5),
+                "outer_beam": bit(g.beams, 2), "inner_beam": bit(g.beams, 3)})
+        }
+        8 => {
+            let z = wire::Ptz::decode(&d.data).ok()?;
+            json!({"timestamp": time(t), "pan_deg": z.pan, "tilt_deg": z.tilt, "zoom": z.zoom})
+        }
+        9 | 10 => {
+            let v = wire::Vision::decode(&d.data).ok()?;
+            let blobs = v
+                .channels
+                .iter()
+                .enumerate()
+                .flat_map(|(c, bs)| bs.iter().map(move |b| (c, *b)));
+            if channel.id == 10 {
+                let list: Vec<Value> = blobs
+                    .map(|(c, b)| {
+                        json!({"channel": c, "area": b.area, "x": b.x, "y": b.y,
+                            "left": b.left, "right": b.right, "top": b.top, "bottom": b.bottom})
+                    })
+                    .collect();
+                json!({"timestamp": time(t), "width": IMAGE_SIZE.0, "height": IMAGE_SIZE.1,
+                    "blobs": list})
+            } else {
+                let mut circles = Vec::new();
+                let mut boxes = Vec::new();
+                for (c, b) in blobs {
+                    let colour = channel_colour(c);
+                    circles.push(json!({"timestamp": time(t),
+                        "position": {"x": f64::from(b.x), "y": f64::from(b.y)},
+                        "diameter": 4.0, "thickness": 1.0, "fill_color": colour.clone(),
+                        "outline_color": colour.clone()}));
+                    let (l, r) = (f64::from(b.left), f64::from(b.right));
+                    let (tp, bt) = (f64::from(b.top), f64::from(b.bottom));
+                    boxes.push(json!({"timestamp": time(t), "type": 2,
+                        "points": [{"x": l, "y": tp}, {"x": r, "y": tp},
+                            {"x": r, "y": bt}, {"x": l, "y": bt}],
+                        "outline_color": colour, "outline_colors": [],
+                        "fill_color": rgba(0.0, 0.0, 0.0, 0.0), "thickness": 1.0}));
+                }
+                json!({"circles": circles, "points": boxes, "texts": []})
+            }
+        }
+        _ => return None,
+    };
+    serde_json::to_vec(&v).ok()
+}
+
+/// A colour for ACTS channel `c` (the same on the built-in page).
+pub fn channel_colour(c: usize) -> Value {
+    const COLOURS: [(f64, f64, f64); 6] = [
+        (1.0, 0.2, 0.2),
+        (0.2, 0.8, 0.2),
+        (0.2, 0.4, 1.0),
+        (1.0, 0.8, 0.1),
+        (0.9, 0.3, 0.9),
+        (0.1, 0.8, 0.8),
+    ];
+    let (r, g, b) = COLOURS[c % COLOURS.len()];
+    rgba(r, g, b, 1.0)
+}
+
+/// The `/map` message: the walls as one line list in the `map` frame.
+pub fn encode_map(map: &MapOutline, t: Timestamp) -> Vec<u8> {
+    let mut points = Vec::with_capacity(map.segments.len() * 2);
+    for s in &map.segments {
+        points.push(json!({"x": s[0], "y": s[1], "z": 0.0}));
+        points.push(json!({"x": s[2], "y": s[3], "z": 0.0}));
+    }
+    let mut e = scene_entity(t, "map", "walls");
+    e.insert(
+        "lines".into(),
+        json!([{"type": 2, "pose": identity_pose(), "thickness": 0.03,
+            "scale_invariant": false, "points": points, "color": rgba(0.1, 0.1, 0.1, 1.0),
+            "colors": [], "indices": []}]),
+    );
+    serde_json::to_vec(&json!({"deletions": [], "entities": [Value::Object(e)]}))
+        .unwrap_or_default()
+}
+
+/// The `/tf_map` message: `map → odom`.
+pub fn encode_map_transform(map: &MapOutline, t: Timestamp) -> Vec<u8> {
+    let [x, y, th] = map.odometry_origin;
+    serde_json::to_vec(&frame_transform(t, "map", "odom", x, y, th)).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn reading(device: u8, data: Vec<u8>) -> DeviceData {
+        DeviceData {
+            device,
+            data: Bytes::from(data),
+            timestamp: Timestamp {
+                sec: 1_700_000_000,
+                usec: 250_000,
+            },
+            seq: 1,
+        }
+    }
+
+    fn channel(topic: &str) -> &'static Channel {
+        CHANNELS.iter().find(|c| c.topic == topic).unwrap()
+    }
+
+    fn decode(channel: &Channel, d: &DeviceData) -> Value {
+        serde_json::from_slice(&encode(channel, d).expect("encodes")).unwrap()
+    }
+
+    #[test]
+    fn every_schema_is_json_and_ids_are_unique() {
+        for c in CHANNELS {
+            let s: Value = serde_json::from_str(&schema(c.schema_name)).unwrap();
+            assert_eq!(s["type"], "object", "{}", c.topic);
+            assert_eq!(CHANNELS.iter().filter(|d| d.id == c.id).count(), 1);
+        }
+    }
+
+    #[test]
+    fn a_laser_scan_is_in_metres_right_to_left() {
+        let mut l = wire::Laser::default();
+        l.ranges[0] = 1500;
+        l.ranges[360] = 250;
+        let v = decode(channel("/laser"), &reading(b'l', l.encode()));
+        assert_eq!(v["ranges"].as_array().unwrap().len(), 361);
+        assert_eq!(v["ranges"][0], 1.5);
+        assert_eq!(v["ranges"][360], 0.25);
+        assert!(v["start_angle"].as_f64().unwrap() < 0.0);
+        assert_eq!(v["timestamp"]["sec"], 1_700_000_000);
+        assert_eq!(v["timestamp"]["nsec"], 250_000_000);
+    }
+
+    #[test]
+    fn a_position_is_a_transform_a_pose_and_plain_json() {
+        let p = wire::Position {
+            x: 1000,
+            y: -500,
+            heading: 90,
+            stall: 1,
+            ..Default::default()
+        };
+        let d = reading(b'p', p.encode());
+        let tf = decode(channel("/tf"), &d);
+        assert_eq!(tf["parent_frame_id"], "odom");
+        assert_eq!(tf["child_frame_id"], "base_link");
+        assert_eq!(tf["translation"]["x"], 1.0);
+        assert_eq!(tf["translation"]["y"], -0.5);
+        let w = tf["rotation"]["w"].as_f64().unwrap();
+        assert!((w - std::f64::consts::FRAC_1_SQRT_2).abs() < 1e-9);
+        let pose = decode(channel("/pose"), &d);
+        assert_eq!(pose["pose"]["position"]["x"], 1.0);
+        let plain = decode(channel("/position"), &d);
+        assert_eq!(plain["stall"], true);
+        assert_eq!(plain["heading_deg"], 90);
+    }
+
+    #[test]
+    fn sonar_cones_are_triangles_as_long_as_the_ranges() {
+        let mut ranges = [1000; 16];
+        ranges[3] = 2000;
+        let s = wire::Sonar { ranges };
+        let v = decode(channel("/sonar"), &reading(b's', s.encode()));
+        let pts = v["entities"][0]["triangles"][0]["points"]
+            .as_array()
+            .unwrap();
+        assert_eq!(pts.len(), 48);
+        // Sonar 3 points 10 degrees left: its cone spans -5 to 25 degrees, 2 m long.
+        let far = pts[3 * 3 + 1]["x"].as_f64().unwrap();
+        assert!(
+            (far - (0.21 + 2.0 * 5f64.to_radians().cos())).abs() < 1e-6,
+            "{far}"
+        );
+    }
+
+    #[test]
+    fn a_wrong_size_reading_is_not_sent() {
+        assert!(encode(channel("/laser"), &reading(b'l', vec![0; 10])).is_none());
+    }
+
+    #[test]
+    fn blobs_become_annotations_and_a_list() {
+        let vis = wire::Vision {
+            channels: vec![
+                vec![],
+                vec![wire::Blob {
+                    area: 40,
+                    x: 80,
+                    y: 60,
+                    left: 70,
+                    right: 90,
+                    top: 50,
+                    bottom: 70,
+                }],
+            ],
+        };
+        let d = reading(b'v', vis.encode());
+        let list = decode(channel("/vision/blobs"), &d);
+        assert_eq!(list["blobs"][0]["channel"], 1);
+        assert_eq!(list["blobs"][0]["right"], 90);
+        let ann = decode(channel("/vision"), &d);
+        assert_eq!(ann["points"][0]["points"].as_array().unwrap().len(), 4);
+        assert_eq!(ann["circles"][0]["position"]["x"], 80.0);
+    }
+
+    #[test]
+    fn the_map_is_a_line_list_and_a_transform() {
+        let m = MapOutline {
+            segments: vec![[0.0, 0.0, 1.0, 0.0], [1.0, 0.0, 1.0, 1.0]],
+            odometry_origin: [2.0, 3.0, 0.0],
+        };
+        let v: Value = serde_json::from_slice(&encode_map(&m, Timestamp::now())).unwrap();
+        assert_eq!(
+            v["entities"][0]["lines"][0]["points"]
+                .as_array()
+                .unwrap()
+                .len(),
+            4
+        );
+        let tf: Value =
+            serde_json::from_slice(&encode_map_transform(&m, Timestamp::now())).unwrap();
+        assert_eq!(tf["translation"]["x"], 2.0);
+        assert_eq!(tf["child_frame_id"], "odom");
+    }
+}

@@ -1,0 +1,33 @@
+//! Device driver actors. Each driver lives in its own module and registers a factory in
+//! the catalog under its name; the core never names a device model.
+//!
+//! - [`sim`]: the simulated Pioneer 2-DX (every device).
+//! - [`p2os`]: a real Pioneer 2 base over a serial line (`p s m g`).
+//! - [`sick`]: a real SICK LMS-200 laser over a serial line (`l`).
+//! - [`ptz`]: a real Sony EVI-D30 pan-tilt-zoom camera over a serial line (`z`).
+//! - [`acts`]: ACTS colour vision over TCP (`v`).
+//! - [`replay`]: a recording (MCAP, as `-record` writes it) served as the robot's devices.
+//!
+//! Drivers know the server only through the driver kit (`player_kit`); this crate does not
+//! depend on the core, so no driver can reach into a session or the registry.
+
+#![deny(missing_docs)]
+
+use player_kit::catalog::Catalog;
+
+pub mod acts;
+pub mod p2os;
+pub mod ptz;
+pub mod replay;
+pub mod sick;
+pub mod sim;
+
+/// Registers every shipped driver.
+pub fn register_all(catalog: &mut Catalog) {
+    sim::register(catalog);
+    p2os::register(catalog);
+    sick::register(catalog);
+    ptz::register(catalog);
+    acts::register(catalog);
+    replay::register(catalog);
+}

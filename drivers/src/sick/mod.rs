@@ -1,0 +1,426 @@
+//! The SICK LMS-200 laser driver (`sicklms200`): the laser device (`l`) over a serial line
+//! (sick-lms200.md).
+//!
+//! A link task on the actor's arbiter owns the port. Setup: open at 9600 baud, enter
+//! installation mode, switch the scanner and the port to 38400 baud, ask for continuous
+//! output, and succeed on the first good scan. A scanner that does not answer at 9600 is
+//! tried at 38400 (where a crashed earlier server leaves it, still streaming). Every `B0`
+//! scan with a good CRC becomes a 361-range laser reading (flag bits masked, counted and
+//! logged); corrupt telegrams and junk are counted, logged and skipped. A scanner that goes
+//! quiet is reopened with backoff; on shutdown the driver stops the stream and returns the
+//! scanner to 9600 before closing the port, so the next setup starts clean.
+
+pub mod codec;
+
+use actix::prelude::*;
+use bytes::Bytes;
+use codec::{Event, Parser, Scan};
+use player_kit::catalog::{Catalog, DeviceFlag, DriverContext, FlagValue, StartedDriver};
+use player_kit::driver::{DeviceSpec, DriverError, DriverHandle, Publisher, Timestamp};
+use player_kit::link::{
+    self, close_channel, CloseReceiver, CloseSender, Ended, Link, LinkDriver, LinkSupervisor,
+    LinkUp, LogThrottle,
+};
+use player_proto::data::Laser;
+use player_proto::device;
+use serde::Deserialize;
+use slog::{debug, info, warn, Logger};
+use std::time::{Duration, Instant};
+use tokio_serial::SerialStream;
+
+/// Parameters of the `sicklms200` driver.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SickParams {
+    /// The serial port, e.g. `/dev/ttyS1`.
+    pub port: String,
+    /// Seconds without a scan after which the scanner is taken for lost and reopened.
+    #[serde(default = "one")]
+    pub silence: f64,
+    /// Seconds to wait for the reply to each configuration telegram.
+    #[serde(default = "reply_wait")]
+    pub reply_timeout: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+fn reply_wait() -> f64 {
+    0.3
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+struct ScanReading {
+    ranges: [u16; codec::SCAN_VALUES],
+    at: Timestamp,
+}
+
+/// The SICK LMS-200 driver actor.
+pub struct SickDriver {
+    params: SickParams,
+    publisher: Publisher,
+    link: LinkSupervisor,
+    log: Logger,
+}
+
+impl SickDriver {
+    fn new(ctx: &DriverContext) -> Result<SickDriver, DriverError> {
+        let params: SickParams = ctx.params()?;
+        for (name, v) in [
+            ("silence", params.silence),
+            ("reply_timeout", params.reply_timeout),
+        ] {
+            if !(v.is_finite() && v > 0.0 && v <= 60.0) {
+                return Err(DriverError(format!(
+                    "sicklms200 parameter {name} = {v}: must be between 0 and 60 s"
+                )));
+            }
+        }
+        if ctx.devices != [device::LASER] {
+            return Err(DriverError(
+                "the sicklms200 driver serves exactly the laser device 'l'".into(),
+            ));
+        }
+        let log = ctx.logger.new(slog::o!("port" => params.port.clone()));
+        Ok(SickDriver {
+            params,
+            publisher: Publisher::new(),
+            link: LinkSupervisor::new("laser").report_to(ctx.status.clone(), ctx.devices.clone()),
+            log,
+        })
+    }
+
+    fn start_link(&mut self, ctx: &mut Context<Self>) {
+        let (close, close_rx) = close_channel();
+        let task = LinkTask {
+            params: self.params.clone(),
+            log: self.log.clone(),
+            scans: ctx.address().recipient(),
+        };
+        self.link
+            .start(close, |state| link::run_link(task, close_rx, state));
+    }
+}
+
+impl Actor for SickDriver {
+    type Context = Context<Self>;
+}
+
+impl LinkDriver for SickDriver {
+    type Handle = CloseSender;
+    const DRIVER: &'static str = "sicklms200";
+    const LINK: &'static str = "laser";
+
+    fn supervisor(&mut self) -> &mut LinkSupervisor {
+        &mut self.link
+    }
+    fn publisher(&mut self) -> &mut Publisher {
+        &mut self.publisher
+    }
+    fn log(&self) -> &Logger {
+        &self.log
+    }
+    fn serves(&self, device: u8) -> bool {
+        device == device::LASER
+    }
+    fn start_link(&mut self, ctx: &mut Context<Self>) {
+        SickDriver::start_link(self, ctx);
+    }
+}
+
+player_kit::link_driver_handlers!(SickDriver);
+
+impl Handler<ScanReading> for SickDriver {
+    type Result = ();
+
+    fn handle(&mut self, msg: ScanReading, _ctx: &mut Self::Context) {
+        let data = Laser { ranges: msg.ranges }.encode();
+        self.publisher
+            .publish_at(device::LASER, Bytes::from(data), msg.at);
+    }
+}
+
+struct LinkTask {
+    params: SickParams,
+    log: Logger,
+    scans: Recipient<ScanReading>,
+}
+
+const WRITE_TIMEOUT: Duration = Duration::from_millis(500);
+
+struct Conn {
+    port: SerialStream,
+    parser: Parser,
+    bad: LogThrottle,
+    flagged: LogThrottle,
+}
+
+impl Link for LinkTask {
+    type Conn = (SerialStream, Parser, Scan);
+    type Close = CloseReceiver;
+    const NAME: &'static str = "laser";
+
+    fn log(&self) -> &Logger {
+        &self.log
+    }
+
+    async fn connect(&self, _ever_up: bool) -> Result<Self::Conn, String> {
+        connect(&self.params, &self.log).await
+    }
+
+    async fn serve(
+        &mut self,
+        (port, parser, first): Self::Conn,
+        close: &mut CloseReceiver,
+        mut up: LinkUp<'_>,
+    ) -> Ended {
+        let mut conn = Conn {
+            port,
+            parser,
+            bad: LogThrottle::default(),
+            flagged: LogThrottle::default(),
+        };
+        self.publish(&mut conn, first);
+        up.mark();
+        self.stream(&mut conn, close).await
+    }
+}
+
+impl LinkTask {
+    fn publish(&self, conn: &mut Conn, scan: Scan) {
+        if scan.flagged > 0 && conn.flagged.hit() {
+            debug!(self.log, "scan values with flag bits (field or dazzle) masked"; "values" => scan.flagged, "scans" => conn.flagged.count());
+        }
+        self.scans.do_send(ScanReading {
+            ranges: scan.ranges,
+            at: Timestamp::now(),
+        });
+    }
+
+    async fn stream(&mut self, conn: &mut Conn, close: &mut CloseReceiver) -> Ended {
+        let silence = Duration::from_secs_f64(self.params.silence);
+        let mut last_scan = Instant::now();
+        let mut buf = [0u8; 2048];
+        loop {
+            let deadline = tokio::time::Instant::from_std(last_scan + silence);
+            tokio::select! {
+                r = tokio::io::AsyncReadExt::read(&mut conn.port, &mut buf) => {
+                    let n = match r {
+                        Ok(0) => return Ended::Lost("the port reached its end".into()),
+                        Ok(n) => n,
+                        Err(e) => return Ended::Lost(format!("read failed: {e}")),
+                    };
+                    conn.parser.push(&buf[..n]);
+                    while let Some(ev) = conn.parser.next_event() {
+                        match ev {
+                            Event::Telegram { data, .. } if data.first() == Some(&codec::SCAN) => {
+                                match Scan::parse(&data) {
+                                    Ok(scan) => {
+                                        last_scan = Instant::now();
+                                        self.publish(conn, scan);
+                                    }
+                                    Err(e) => {
+                                        if conn.bad.hit() {
+                                            warn!(self.log, "unusable scan skipped"; "error" => %e, "bad_telegrams" => conn.bad.count());
+                                        }
+                                    }
+                                }
+                            }
+                            Event::BadCrc | Event::BadLength(_) if conn.bad.hit() => {
+                                warn!(self.log, "corrupt telegram skipped; resynchronising on STX"; "error" => format!("{ev:?}"), "bad_telegrams" => conn.bad.count(), "junk_bytes" => conn.parser.junk);
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                _ = tokio::time::sleep_until(deadline) => {
+                    return Ended::Lost(format!("no scan for {:.1} s", silence.as_secs_f64()));
+                }
+                ack = &mut *close => {
+                    self.stop_scanner(conn).await;
+                    if let Ok(ack) = ack {
+                        let _ = ack.send(());
+                    }
+                    return Ended::Closed;
+                }
+            }
+        }
+    }
+
+    /// Stops the stream and puts the scanner back to 9600 baud, so that the next setup
+    /// (or the next program) finds it as after power-up.
+    async fn stop_scanner(&mut self, conn: &mut Conn) {
+        let wait = Duration::from_secs_f64(self.params.reply_timeout);
+        let mut ok = true;
+        for cmd in [codec::STOP_CONTINUOUS, codec::BAUD_9600] {
+            if link::write_all(&mut conn.port, &codec::command(cmd), WRITE_TIMEOUT)
+                .await
+                .is_err()
+            {
+                ok = false;
+                break;
+            }
+            ok &= matches!(
+                reply(&mut conn.port, &mut conn.parser, wait).await,
+                Ok(Some(_))
+            );
+        }
+        if ok {
+            info!(self.log, "scan stream stopped, scanner back at 9600 baud; port closed"; "bad_telegrams" => conn.bad.count());
+        } else {
+            warn!(
+                self.log,
+                "the scanner did not confirm stopping; port closed"
+            );
+        }
+    }
+}
+
+/// Waits for the next `A0` reply (skipping scans and everything else); its result byte.
+async fn reply(
+    port: &mut SerialStream,
+    parser: &mut Parser,
+    timeout: Duration,
+) -> std::io::Result<Option<u8>> {
+    let deadline = Instant::now() + timeout;
+    let mut buf = [0u8; 1024];
+    loop {
+        while let Some(ev) = parser.next_event() {
+            if let Event::Telegram { data, .. } = ev {
+                if data.first() == Some(&codec::MODE_REPLY) {
+                    return Ok(Some(data.get(1).copied().unwrap_or(0xFF)));
+                }
+            }
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(None);
+        }
+        if let Some(n) = link::read_some(port, &mut buf, left).await? {
+            parser.push(&buf[..n]);
+        }
+    }
+}
+
+/// Waits for the first good scan.
+async fn first_scan(
+    port: &mut SerialStream,
+    parser: &mut Parser,
+    timeout: Duration,
+) -> std::io::Result<Option<Scan>> {
+    let deadline = Instant::now() + timeout;
+    let mut buf = [0u8; 2048];
+    loop {
+        while let Some(ev) = parser.next_event() {
+            if let Event::Telegram { data, .. } = ev {
+                if let Ok(scan) = Scan::parse(&data) {
+                    return Ok(Some(scan));
+                }
+            }
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(None);
+        }
+        if let Some(n) = link::read_some(port, &mut buf, left).await? {
+            parser.push(&buf[..n]);
+        }
+    }
+}
+
+/// Opens the port and brings the scanner to continuous output at 38400 baud.
+async fn connect(
+    params: &SickParams,
+    log: &Logger,
+) -> Result<(SerialStream, Parser, Scan), String> {
+    let path = &params.port;
+    let io = |e: std::io::Error| format!("laser on {path}: {e}");
+    let wait = Duration::from_secs_f64(params.reply_timeout);
+    let mut port = link::open_serial(path, 9600)?;
+    let mut parser = Parser::new();
+    link::write_all(
+        &mut port,
+        &codec::command(codec::INSTALL_MODE),
+        WRITE_TIMEOUT,
+    )
+    .await
+    .map_err(io)?;
+    match reply(&mut port, &mut parser, wait).await.map_err(io)? {
+        Some(result) => {
+            if result != 0 {
+                warn!(log, "the scanner refused installation mode"; "result" => result);
+            }
+            link::write_all(&mut port, &codec::command(codec::BAUD_38400), WRITE_TIMEOUT)
+                .await
+                .map_err(io)?;
+            if reply(&mut port, &mut parser, wait)
+                .await
+                .map_err(io)?
+                .is_none()
+            {
+                return Err(format!(
+                    "the laser on {path} did not confirm the change to 38400 baud"
+                ));
+            }
+        }
+        None => info!(
+            log,
+            "no answer at 9600 baud; trying 38400 (left there by an earlier run?)"
+        ),
+    }
+    link::set_baud(&mut port, 38400).map_err(io)?;
+    link::flush_input(&port);
+    parser.clear();
+    link::write_all(
+        &mut port,
+        &codec::command(codec::START_CONTINUOUS),
+        WRITE_TIMEOUT,
+    )
+    .await
+    .map_err(io)?;
+    if reply(&mut port, &mut parser, wait * 2)
+        .await
+        .map_err(io)?
+        .is_none()
+    {
+        return Err(format!(
+            "laser not connected or not on {path}: no answer at 9600 or 38400 baud"
+        ));
+    }
+    match first_scan(
+        &mut port,
+        &mut parser,
+        Duration::from_secs_f64(params.silence.max(0.5)),
+    )
+    .await
+    .map_err(io)?
+    {
+        Some(scan) => {
+            info!(log, "laser streaming at 38400 baud");
+            Ok((port, parser, scan))
+        }
+        None => Err(format!(
+            "the laser on {path} accepted continuous output but sends no scans"
+        )),
+    }
+}
+
+/// Registers the `sicklms200` driver.
+pub fn register(catalog: &mut Catalog) {
+    catalog.add_flag(DeviceFlag {
+        flag: "-lp",
+        driver: "sicklms200",
+        devices: b"l",
+        key: "port",
+        value: FlagValue::Text,
+    });
+    catalog.register("sicklms200", |ctx: DriverContext| {
+        let driver = SickDriver::new(&ctx)?;
+        let addr = driver.start();
+        Ok(StartedDriver {
+            handle: DriverHandle::of(&addr),
+            devices: vec![DeviceSpec::read_only(device::LASER)],
+        })
+    });
+}

@@ -1,0 +1,900 @@
+//! Scenario tests for the simulator, against geometry that can be checked by hand.
+
+use std::sync::Arc;
+
+use super::camera::{PtzReading, ZOOM_MAX};
+use super::gripper::{beams, cmd, state};
+use super::robot::{AXLE_MM, WHEEL_ACCEL_MM_S2};
+use super::*;
+
+/// The robot at (x, y) facing `heading_deg` in `map`, its direct-mode commands taking
+/// effect at once (so that distances and angles are the kinematics' exactly; the wheels'
+/// acceleration has tests of its own, with `ramped_robot_in`).
+fn robot_in(map: WorldMap, x: f64, y: f64, heading_deg: f64) -> SimRobot {
+    SimRobot::new(
+        Arc::new(map),
+        RobotParams {
+            start_pose: Some((x, y, heading_deg.to_radians())),
+            wheel_accel_mm_s2: f64::INFINITY,
+            ..RobotParams::default()
+        },
+    )
+}
+
+/// As `robot_in`, with the Pioneer's wheel acceleration (the default).
+fn ramped_robot_in(map: WorldMap, x: f64, y: f64, heading_deg: f64) -> SimRobot {
+    SimRobot::new(
+        Arc::new(map),
+        RobotParams {
+            start_pose: Some((x, y, heading_deg.to_radians())),
+            ..RobotParams::default()
+        },
+    )
+}
+
+/// Steps `seconds` in 10 ms steps.
+fn run(r: &mut SimRobot, seconds: f64) {
+    for _ in 0..(seconds * 100.0).round() as usize {
+        r.step(0.01);
+    }
+}
+
+fn near(actual: f64, expected: f64, tol: f64) -> bool {
+    (actual - expected).abs() <= tol
+}
+
+#[test]
+fn laser_and_front_sonars_see_a_wall_ahead() {
+    // Wall across x = 3000; the robot (laser at its centre) at x = 2000 facing +x.
+    let map = WorldMap::new("t", 10000.0, 10000.0).with_wall((3000.0, 0.0), (3000.0, 10000.0));
+    let r = robot_in(map, 2000.0, 5000.0, 0.0);
+    let laser = r.laser();
+    assert!(near(f64::from(laser[180]), 1000.0, 10.0), "{}", laser[180]);
+    // 10 degrees off axis: 1000 / cos 10 = 1015.4.
+    assert!(near(f64::from(laser[160]), 1015.0, 2.0), "{}", laser[160]);
+    let sonar = r.sonar();
+    // Sonars 3 and 4 sit at x = 210 mm: 1000 - 210 = 790 along their perpendicular ray.
+    assert!(near(f64::from(sonar[3]), 790.0, 30.0), "{sonar:?}");
+    assert!(near(f64::from(sonar[4]), 790.0, 30.0), "{sonar:?}");
+    // Sonars 11 and 12 (x = -210 mm) look back at the world's west edge, 2000 mm behind.
+    assert!(near(f64::from(sonar[11]), 1790.0, 1.0), "{sonar:?}");
+    assert!(near(f64::from(sonar[12]), 1790.0, 1.0), "{sonar:?}");
+    // Sonar 0 (at x = 115 mm, facing left) catches the wall with the right edge of its cone,
+    // the ray at 90 - 15 = 75 degrees: (1000 - 115) / cos 75.
+    assert!(near(f64::from(sonar[0]), 3419.0, 1.0), "{sonar:?}");
+}
+
+#[test]
+fn laser_mounted_ahead_of_centre_measures_from_its_mount() {
+    let map = WorldMap::new("t", 10000.0, 10000.0).with_wall((3000.0, 0.0), (3000.0, 10000.0));
+    let r = SimRobot::new(
+        Arc::new(map),
+        RobotParams {
+            start_pose: Some((2000.0, 5000.0, 0.0)),
+            laser_x_mm: 160.0,
+            ..RobotParams::default()
+        },
+    );
+    assert_eq!(r.laser()[180], 840);
+}
+
+#[test]
+fn laser_index_0_is_right_and_360_is_left() {
+    // A big world (edges > 8 m away) with one wall 1500 mm to the robot's left only.
+    let map = WorldMap::new("t", 20000.0, 20000.0).with_wall((9000.0, 11500.0), (11000.0, 11500.0));
+    let r = robot_in(map, 10000.0, 10000.0, 0.0);
+    let laser = r.laser();
+    assert_eq!(laser[360], 1500);
+    assert_eq!(laser[0], 8000);
+    assert_eq!(laser[180], 8000);
+    // Turned round (facing -x) the same wall is on the right.
+    let map = WorldMap::new("t", 20000.0, 20000.0).with_wall((9000.0, 11500.0), (11000.0, 11500.0));
+    let r = robot_in(map, 10000.0, 10000.0, 180.0);
+    let laser = r.laser();
+    assert_eq!(laser[0], 1500);
+    assert_eq!(laser[360], 8000);
+    // Sonar 0 looks left, sonar 7 right (mounted 130 mm off the centre line).
+    let sonar = r.sonar();
+    assert_eq!(sonar[7], 1500 - 130);
+    assert_eq!(sonar[0], 5000);
+}
+
+#[test]
+fn drives_forward_in_direct_mode() {
+    // Facing north: odometry is robot-relative, so x still grows.
+    let mut r = robot_in(WorldMap::new("t", 10000.0, 10000.0), 5000.0, 5000.0, 90.0);
+    r.set_velocity(200, 0);
+    run(&mut r, 1.0);
+    let p = r.position();
+    assert_eq!((p.x, p.y, p.heading), (200, 0, 0));
+    assert_eq!((p.speed, p.turn_rate, p.stall), (200, 0, 0));
+    let (x, y, _) = r.true_pose();
+    assert!(near(x, 5000.0, 1e-6) && near(y, 5200.0, 1e-6));
+    assert_eq!(p.compass, 90);
+}
+
+#[test]
+fn turns_counter_clockwise() {
+    let mut r = robot_in(WorldMap::new("t", 10000.0, 10000.0), 5000.0, 5000.0, 0.0);
+    r.set_velocity(0, 90);
+    run(&mut r, 1.0);
+    let p = r.position();
+    assert_eq!(
+        (p.x, p.y, p.heading, p.turn_rate, p.speed),
+        (0, 0, 90, 90, 0)
+    );
+    r.set_velocity(0, -90);
+    run(&mut r, 2.0);
+    let p = r.position();
+    // -90 degrees reads 270, never negative; the compass likewise.
+    assert_eq!(p.heading, 270);
+    assert_eq!(p.compass, 270);
+}
+
+#[test]
+fn drives_an_arc() {
+    // 100 mm/s at 18 degrees/s for 10 s is a half circle of radius 318.3 mm.
+    let mut r = robot_in(WorldMap::new("t", 10000.0, 10000.0), 5000.0, 5000.0, 0.0);
+    r.set_velocity(100, 18);
+    run(&mut r, 10.0);
+    let p = r.position();
+    let radius = 100.0 / 18f64.to_radians();
+    assert!(near(f64::from(p.x), 0.0, 1.0), "{p:?}");
+    assert!(near(f64::from(p.y), 2.0 * radius, 1.0), "{p:?}");
+    assert_eq!(p.heading, 180);
+}
+
+#[test]
+fn heading_is_never_360() {
+    let mut r = robot_in(WorldMap::new("t", 10000.0, 10000.0), 5000.0, 5000.0, 0.0);
+    r.set_velocity(0, -1);
+    r.step(0.4); // -0.4 degrees rounds to 0, not 360
+    assert_eq!(r.position().heading, 0);
+    r.step(0.2); // -0.6 rounds to 359
+    assert_eq!(r.position().heading, 359);
+    assert_eq!(r.position().compass, 0);
+}
+
+#[test]
+fn commands_are_clamped() {
+    let mut r = robot_in(WorldMap::new("t", 20000.0, 20000.0), 10000.0, 10000.0, 0.0);
+    r.set_velocity(2000, 0);
+    r.step(0.01);
+    assert_eq!(r.position().speed, 500);
+    r.set_velocity(0, -500);
+    r.step(0.01);
+    assert_eq!(r.position().turn_rate, -100);
+    // Both at their limits: each wheel is clamped to 500 mm/s as P2OS clamps them (left
+    // 500 + 279 -> 500, right 500 - 279 = 221), which slows the turn too.
+    r.set_velocity(2000, -500);
+    r.step(0.01);
+    let p = r.position();
+    let right = 500.0 - 100f64.to_radians() * AXLE_MM / 2.0;
+    assert_eq!(p.speed, ((500.0 + right) / 2.0).round() as i16);
+    let turn = ((right - 500.0) / AXLE_MM).to_degrees();
+    assert_eq!(p.turn_rate, turn.round() as i16, "{p:?}");
+}
+
+#[test]
+fn direct_mode_ramps_each_wheel() {
+    let a = WHEEL_ACCEL_MM_S2;
+    let mut r = ramped_robot_in(WorldMap::new("t", 10000.0, 10000.0), 5000.0, 5000.0, 0.0);
+    r.set_velocity(300, 0);
+    run(&mut r, 0.1);
+    assert_eq!(r.position().speed, (a * 0.1).round() as i16);
+    run(&mut r, 1.0);
+    assert_eq!(r.position().speed, 300);
+    // Up to speed, it lost v^2 / 2a of distance to the ramp.
+    let (x, _, _) = r.true_pose();
+    let expected = 5000.0 + 300.0 * 1.1 - 300.0 * 300.0 / (2.0 * a);
+    assert!(near(x, expected, 4.0), "{x} {expected}");
+    // Slowing down takes as long.
+    r.set_velocity(0, 0);
+    run(&mut r, 0.25);
+    assert_eq!(r.position().speed, (300.0 - a * 0.25).round() as i16);
+    run(&mut r, 1.0);
+    assert_eq!(r.position().speed, 0);
+    // A turn in place: the wheels reach +-(100 degrees/s * 160 mm) after 0.47 s.
+    r.set_velocity(0, 100);
+    run(&mut r, 0.2);
+    let p = r.position();
+    assert_eq!(p.speed, 0);
+    let wheel = a * 0.2;
+    assert_eq!(
+        p.turn_rate,
+        (wheel / (AXLE_MM / 2.0)).to_degrees().round() as i16
+    );
+    run(&mut r, 0.5);
+    assert_eq!(r.position().turn_rate, 100);
+    // Reversing the turn passes through zero.
+    r.set_velocity(0, -100);
+    run(&mut r, 0.2);
+    assert!(r.position().turn_rate > 0, "{:?}", r.position());
+    run(&mut r, 1.0);
+    assert_eq!(r.position().turn_rate, -100);
+}
+
+#[test]
+fn separate_mode_accelerates_gradually() {
+    let mut r = robot_in(WorldMap::new("t", 10000.0, 10000.0), 5000.0, 5000.0, 0.0);
+    r.set_velocity_mode(true);
+    r.set_velocity(200, 50);
+    run(&mut r, 0.1);
+    let p = r.position();
+    assert!(near(f64::from(p.speed), 30.0, 1.0), "{p:?}");
+    assert!(near(f64::from(p.turn_rate), 10.0, 1.0), "{p:?}");
+    run(&mut r, 1.0);
+    assert_eq!(r.position().speed, 200);
+    assert_eq!(r.position().turn_rate, 50);
+    // Back in direct mode a new command takes effect within one step.
+    r.set_velocity_mode(false);
+    r.set_velocity(-100, 0);
+    r.step(0.01);
+    assert_eq!(r.position().speed, -100);
+}
+
+#[test]
+fn stop_is_immediate_even_in_separate_mode() {
+    let mut r = robot_in(WorldMap::new("t", 10000.0, 10000.0), 5000.0, 5000.0, 0.0);
+    r.set_velocity_mode(true);
+    r.set_velocity(300, 0);
+    run(&mut r, 2.0);
+    r.stop();
+    let before = r.true_pose();
+    assert_eq!(r.position().speed, 0);
+    r.step(0.1);
+    assert_eq!(r.true_pose(), before);
+}
+
+#[test]
+fn driving_into_a_wall_stalls_without_penetrating() {
+    let map = WorldMap::new("t", 10000.0, 10000.0).with_wall((3000.0, 0.0), (3000.0, 10000.0));
+    let mut r = robot_in(map, 2000.0, 5000.0, 0.0);
+    r.set_velocity(300, 0);
+    for _ in 0..500 {
+        r.step(0.01);
+        let (x, _, _) = r.true_pose();
+        assert!(x <= 3000.0 - ROBOT_RADIUS_MM + 1e-6, "penetrated: x = {x}");
+    }
+    let (x, y, _) = r.true_pose();
+    assert!(near(x, 2750.0, 0.5), "stopped at {x}");
+    assert!(near(y, 5000.0, 1e-6));
+    let p = r.position();
+    assert_eq!(p.stall, 1);
+    assert_eq!(p.speed, 0);
+    assert!(near(f64::from(p.x), 750.0, 1.0));
+    let m = r.misc();
+    // Head-on: the middle front segment.
+    assert_eq!(m.front_bumpers, 0b00100);
+    assert_eq!(m.rear_bumpers, 0);
+    // The gripper's break beams see the wall right in front.
+    let g = r.gripper();
+    assert_eq!(
+        g.beams & (beams::OUTER_BEAM | beams::INNER_BEAM),
+        beams::OUTER_BEAM | beams::INNER_BEAM
+    );
+
+    // Turning in place while pushing is allowed; backing off clears the stall.
+    r.set_velocity(0, 30);
+    r.step(0.01);
+    assert_eq!(r.position().stall, 0);
+    r.set_velocity(-200, 0);
+    run(&mut r, 0.5);
+    let p = r.position();
+    assert_eq!((p.stall, r.misc().front_bumpers), (0, 0));
+    assert!(r.true_pose().0 < 2700.0);
+}
+
+#[test]
+fn reversing_into_a_pillar_sets_rear_bumpers() {
+    let map = WorldMap::new("t", 10000.0, 10000.0).with_pillar((4000.0, 5000.0), 200.0);
+    let mut r = robot_in(map, 5000.0, 5000.0, 0.0);
+    r.set_velocity(-300, 0);
+    run(&mut r, 3.0);
+    let (x, _, _) = r.true_pose();
+    assert!(near(x, 4000.0 + 200.0 + ROBOT_RADIUS_MM, 0.5), "{x}");
+    let m = r.misc();
+    assert_eq!((m.front_bumpers, m.rear_bumpers), (0, 0b00100));
+    assert_eq!(r.position().stall, 1);
+}
+
+#[test]
+fn glancing_contact_presses_a_side_segment() {
+    // A box whose corner the robot's front-left clips while driving east.
+    let map = WorldMap::new("t", 10000.0, 10000.0).with_box((5500.0, 5150.0), (6000.0, 6000.0));
+    let mut r = robot_in(map, 5000.0, 5000.0, 0.0);
+    r.set_velocity(200, 0);
+    run(&mut r, 3.0);
+    let m = r.misc();
+    assert_eq!(r.position().stall, 1);
+    assert!(
+        m.front_bumpers == 0b00001 || m.front_bumpers == 0b00010,
+        "{m:?}"
+    );
+}
+
+#[test]
+fn world_edge_is_solid() {
+    let mut r = robot_in(WorldMap::new("t", 2000.0, 2000.0), 1000.0, 1000.0, 90.0);
+    r.set_velocity(500, 0);
+    run(&mut r, 3.0);
+    let (_, y, _) = r.true_pose();
+    assert!(near(y, 2000.0 - ROBOT_RADIUS_MM, 0.5), "{y}");
+    assert_eq!(r.position().stall, 1);
+}
+
+#[test]
+fn motor_power_off_means_no_motion() {
+    let mut r = robot_in(WorldMap::new("t", 10000.0, 10000.0), 5000.0, 5000.0, 0.0);
+    r.set_motor_power(false);
+    r.set_velocity(300, 40);
+    run(&mut r, 1.0);
+    let p = r.position();
+    assert_eq!((p.x, p.y, p.heading, p.speed, p.turn_rate), (0, 0, 0, 0, 0));
+    r.set_motor_power(true);
+    run(&mut r, 0.5);
+    assert_eq!(r.position().speed, 300);
+
+    let off = SimRobot::new(
+        Arc::new(WorldMap::new("t", 10000.0, 10000.0)),
+        RobotParams {
+            motors_on_at_start: false,
+            ..RobotParams::default()
+        },
+    );
+    assert!(!off.motor_power());
+}
+
+#[test]
+fn reset_odometry_zeroes_the_origin() {
+    let mut r = robot_in(WorldMap::new("t", 10000.0, 10000.0), 5000.0, 5000.0, 0.0);
+    r.set_velocity(200, 20);
+    run(&mut r, 2.0);
+    assert_ne!(r.position().x, 0);
+    r.reset_odometry();
+    let p = r.position();
+    assert_eq!((p.x, p.y, p.heading), (0, 0, 0));
+    // The compass is unaffected: 40 degrees turned in the world.
+    assert_eq!(p.compass, 40);
+    // New motion is measured from the new origin and its heading.
+    r.set_velocity(100, 0);
+    run(&mut r, 1.0);
+    let p = r.position();
+    assert_eq!((p.x, p.y, p.heading), (100, 0, 0));
+}
+
+#[test]
+fn battery_drains_with_use_down_to_the_floor() {
+    let mut r = robot_in(WorldMap::new("t", 10000.0, 10000.0), 5000.0, 5000.0, 0.0);
+    assert_eq!(r.misc().voltage, 130);
+    r.set_velocity(0, 100);
+    r.step(5.0);
+    let v = r.battery_volts();
+    assert!(v < 13.0 && v > 12.9, "{v}");
+    let mut idle = robot_in(WorldMap::new("t", 10000.0, 10000.0), 5000.0, 5000.0, 0.0);
+    idle.step(5.0);
+    assert_eq!(idle.battery_volts(), 13.0);
+    let mut flat = SimRobot::new(
+        Arc::new(WorldMap::new("t", 10000.0, 10000.0)),
+        RobotParams {
+            battery_volts: 10.01,
+            ..RobotParams::default()
+        },
+    );
+    flat.set_velocity(0, 100);
+    for _ in 0..10 {
+        flat.step(10.0);
+    }
+    assert_eq!(flat.misc().voltage, 100);
+}
+
+#[test]
+fn ptz_slews_and_clamps() {
+    let mut r = robot_in(WorldMap::new("t", 10000.0, 10000.0), 5000.0, 5000.0, 0.0);
+    assert_eq!(
+        r.ptz(),
+        PtzReading {
+            pan: 0,
+            tilt: 0,
+            zoom: 0
+        }
+    );
+    r.set_ptz(90, -20, 800);
+    run(&mut r, 0.1);
+    let p = r.ptz();
+    assert!(p.pan > 0 && p.pan < 90, "{p:?}");
+    assert!(p.tilt < 0 && p.tilt > -20, "{p:?}");
+    assert!(p.zoom > 0 && p.zoom < 800, "{p:?}");
+    run(&mut r, 2.0);
+    assert_eq!(
+        r.ptz(),
+        PtzReading {
+            pan: 90,
+            tilt: -20,
+            zoom: 800
+        }
+    );
+    r.set_ptz(i16::MAX, i16::MIN, i16::MAX);
+    run(&mut r, 5.0);
+    assert_eq!(
+        r.ptz(),
+        PtzReading {
+            pan: 100,
+            tilt: -25,
+            zoom: ZOOM_MAX
+        }
+    );
+    r.set_ptz(-300, 300, -300);
+    run(&mut r, 5.0);
+    assert_eq!(
+        r.ptz(),
+        PtzReading {
+            pan: -100,
+            tilt: 25,
+            zoom: 0
+        }
+    );
+}
+
+fn ball(channel: u8, x: f64, y: f64) -> ColouredObject {
+    ColouredObject {
+        channel,
+        center: (x, y),
+        shape: ObjectShape::Circle { radius: 150.0 },
+        height: 300.0,
+    }
+}
+
+#[test]
+fn object_ahead_makes_one_centred_blob() {
+    let map = WorldMap::new("t", 10000.0, 10000.0).with_object(ball(3, 7000.0, 5000.0));
+    let mut r = robot_in(map, 5000.0, 5000.0, 0.0);
+    let blobs = r.vision();
+    assert_eq!(blobs.len(), 1, "{blobs:?}");
+    let b = blobs[0];
+    assert_eq!(b.channel, 3);
+    assert!((79..=81).contains(&b.x), "{b:?}");
+    // 150 mm at 2 m subtends +-4.3 degrees: about 26 pixels wide at zoom 0.
+    let width = u32::from(b.right - b.left) + 1;
+    assert!((24..=29).contains(&width), "{b:?}");
+    assert_eq!(b.area, width * (u32::from(b.bottom - b.top) + 1));
+    assert!(b.left < b.x && b.x < b.right && b.top <= b.y && b.y <= b.bottom);
+    // The camera is 300 mm up and the ball 300 mm tall: it is in the lower half of the image.
+    assert!(b.y > 60 && b.bottom < 120, "{b:?}");
+
+    // Zooming in makes it bigger.
+    r.set_ptz(0, 0, 512);
+    run(&mut r, 1.0);
+    let zoomed = r.vision();
+    assert_eq!(zoomed.len(), 1);
+    assert!(zoomed[0].area > b.area);
+
+    // Panned 90 degrees away it is out of view.
+    r.set_ptz(90, 0, 0);
+    run(&mut r, 2.0);
+    assert!(r.vision().is_empty());
+
+    // Panned back, and the robot turned left 15 degrees: the ball sits right of centre.
+    r.set_ptz(0, 0, 0);
+    run(&mut r, 2.0);
+    r.set_velocity(0, 30);
+    run(&mut r, 0.5);
+    r.stop();
+    let b = r.vision()[0];
+    assert!(b.x > 100, "{b:?}");
+}
+
+#[test]
+fn tilting_moves_the_blob_in_the_image() {
+    let map = WorldMap::new("t", 10000.0, 10000.0).with_object(ball(0, 7000.0, 5000.0));
+    let mut r = robot_in(map, 5000.0, 5000.0, 0.0);
+    let level = r.vision()[0];
+    r.set_ptz(0, -10, 0);
+    run(&mut r, 1.0);
+    let down = r.vision()[0];
+    assert!(down.y < level.y, "{level:?} {down:?}");
+}
+
+#[test]
+fn hidden_objects_make_no_blob() {
+    let map = WorldMap::new("t", 10000.0, 10000.0)
+        .with_object(ball(1, 7000.0, 5000.0))
+        .with_box((6000.0, 4900.0), (6100.0, 5100.0));
+    let r = robot_in(map, 5000.0, 5000.0, 0.0);
+    assert!(r.vision().is_empty());
+}
+
+#[test]
+fn blobs_sort_by_channel_then_area_and_cap_at_ten() {
+    // Robot at (10000, 10000) facing +x. A channel-5 ball 23 degrees left and a channel-2 ball
+    // 23 degrees right, 1.5 m away; twelve channel-7 balls fanned out from -16 to +16 degrees,
+    // 5 to 6.1 m away (farther ones smaller), never hiding one another.
+    let at = |channel: u8, bearing_deg: f64, dist: f64| {
+        let (s, c) = bearing_deg.to_radians().sin_cos();
+        ball(channel, 10000.0 + dist * c, 10000.0 + dist * s)
+    };
+    let mut map = WorldMap::new("t", 20000.0, 20000.0)
+        .with_object(at(5, 23.0, 1500.0))
+        .with_object(at(2, -23.0, 1500.0));
+    for i in 0..12 {
+        let i = f64::from(i);
+        map = map.with_object(at(7, -16.0 + i * 32.0 / 11.0, 5000.0 + 100.0 * i));
+    }
+    let r = robot_in(map, 10000.0, 10000.0, 0.0);
+    let blobs = r.vision();
+    let channels: Vec<u8> = blobs.iter().map(|b| b.channel).collect();
+    assert_eq!(channels[..2], [2, 5], "{blobs:?}");
+    let sevens: Vec<&Blob> = blobs.iter().filter(|b| b.channel == 7).collect();
+    assert_eq!(sevens.len(), 10, "{blobs:?}");
+    assert!(sevens.windows(2).all(|w| w[0].area >= w[1].area));
+    // The two largest channel-7 blobs are the two nearest balls (leftmost in view = rightmost
+    // in the image is the farthest).
+    assert!(sevens[0].x > 80 && sevens[0].x > sevens[9].x, "{sevens:?}");
+}
+
+#[test]
+fn box_object_is_seen() {
+    let map = WorldMap::new("t", 10000.0, 10000.0).with_object(ColouredObject {
+        channel: 1,
+        center: (6500.0, 5000.0),
+        shape: ObjectShape::Rect {
+            dx: 400.0,
+            dy: 400.0,
+        },
+        height: 500.0,
+    });
+    let r = robot_in(map, 5000.0, 5000.0, 0.0);
+    let blobs = r.vision();
+    assert_eq!(blobs.len(), 1);
+    // The near corners are +-200 mm across at 1300 mm: columns 80 -+ 176.6 * 200 / 1300.
+    let b = blobs[0];
+    assert!((53..=57).contains(&(b.right - b.left + 1)), "{b:?}");
+}
+
+#[test]
+fn gripper_commands_and_state() {
+    let mut r = robot_in(WorldMap::new("t", 10000.0, 10000.0), 5000.0, 5000.0, 0.0);
+    assert_eq!(r.gripper().state, state::PADDLES_CLOSED | state::LIFT_UP);
+    r.gripper_command(cmd::GRIP_DEPLOY, 0);
+    run(&mut r, 0.5);
+    assert_eq!(
+        r.gripper().state,
+        state::PADDLES_MOVING | state::LIFT_MOVING
+    );
+    run(&mut r, 2.0);
+    let g = r.gripper();
+    assert_eq!(g.state, state::PADDLES_OPEN | state::LIFT_DOWN);
+    assert_eq!(g.beams & 0x30, 0x30);
+    assert_eq!(g.beams & (beams::OUTER_BEAM | beams::INNER_BEAM), 0);
+}
+
+#[test]
+fn step_splits_long_steps_and_ignores_bad_ones() {
+    let mut r = robot_in(WorldMap::new("t", 10000.0, 10000.0), 5000.0, 5000.0, 0.0);
+    r.set_velocity(200, 0);
+    r.step(1.0);
+    assert_eq!(r.position().x, 200);
+    r.step(-1.0);
+    r.step(f64::NAN);
+    assert_eq!(r.position().x, 200);
+    assert!(near(r.elapsed(), 1.0, 1e-9));
+}
+
+#[test]
+fn sensing_is_fast() {
+    let map = Arc::new(WorldMap::default_room());
+    let r = SimRobot::new(map, RobotParams::default());
+    let start = std::time::Instant::now();
+    let n = 20;
+    for _ in 0..n {
+        std::hint::black_box(r.laser());
+        std::hint::black_box(r.sonar());
+        std::hint::black_box(r.vision());
+    }
+    let per_scan = start.elapsed() / n;
+    // Well under 1 ms in release; allow an unoptimised test build plenty of slack.
+    assert!(per_scan.as_millis() < 20, "{per_scan:?}");
+}
+
+#[test]
+fn shipped_room_parses() {
+    let map = WorldMap::default_room();
+    assert_eq!(map.name(), "room");
+    assert_eq!((map.width(), map.height()), (10000.0, 8000.0));
+    assert_eq!(map.start_pose(), (2000.0, 2000.0, (-18f64).to_radians()));
+    // Sensors and odometry of a world file are noisy unless it says otherwise.
+    assert_eq!(*map.noise(), Noise::PIONEER);
+    assert!(map.walls().len() >= 4);
+    assert!(!map.boxes().is_empty() && !map.pillars().is_empty());
+    let channels: Vec<u8> = map.objects().iter().map(|o| o.channel).collect();
+    assert_eq!(channels, [0, 1, 2]);
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/worlds/room.toml");
+    assert_eq!(WorldMap::from_file(&file).unwrap().objects(), map.objects());
+
+    // From the start pose the red ball (channel 0) is in view, 18 degrees to the left of
+    // the axis (left of the image's centre column, 80), and straight ahead is the south wall,
+    // met obliquely: nothing in the room sits squarely on the start axis.
+    let r = SimRobot::new(Arc::new(map), RobotParams::default());
+    let blobs = r.vision();
+    let red: Vec<_> = blobs.iter().filter(|b| b.channel == 0).collect();
+    assert_eq!(red.len(), 1, "{blobs:?}");
+    assert!(red[0].x < 40, "{red:?}");
+    assert_eq!(
+        f64::from(r.laser()[180]),
+        (2000.0 / 18f64.to_radians().sin()).round()
+    );
+}
+
+#[test]
+fn toml_schema_round_trip() {
+    let map = WorldMap::from_toml_str(
+        r#"
+        [world]
+        width = 5000
+        height = 4000.5
+        [robot]
+        pose = [1000, 1000, 90]
+        [[wall]]
+        from = [2500, 0]
+        to = [2500, 2000]
+        [[box]]
+        min = [3000, 3000]
+        max = [3500, 3500]
+        [[pillar]]
+        center = [4000, 1000]
+        radius = 100
+        [[object]]
+        channel = 31
+        center = [1000, 3000]
+        size = [200, 300]
+        "#,
+    )
+    .unwrap();
+    assert_eq!(map.name(), "world");
+    assert_eq!(map.height(), 4000.5);
+    let (x, y, th) = map.start_pose();
+    assert_eq!((x, y), (1000.0, 1000.0));
+    assert!(near(th, std::f64::consts::FRAC_PI_2, 1e-12));
+    assert_eq!(map.objects()[0].height, 300.0);
+    assert_eq!(
+        map.objects()[0].shape,
+        ObjectShape::Rect {
+            dx: 200.0,
+            dy: 300.0
+        }
+    );
+    // 4 edges + 1 wall + 1 box + 1 pillar + 1 object.
+    assert_eq!(map.solids().len(), 8);
+}
+
+fn err(text: &str) -> String {
+    WorldMap::from_toml_str(text).unwrap_err().to_string()
+}
+
+#[test]
+fn unknown_keys_are_named() {
+    let base = "[world]\nwidth = 5000\nheight = 5000\n";
+    let e = err(&format!(
+        "{base}[[wall]]\nfrom = [0, 0]\nto = [1, 1]\ncolour = \"red\"\n"
+    ));
+    assert!(e.contains("colour") && e.contains("wall[0]"), "{e}");
+    let e = err(&format!(
+        "{base}[[box]]\nmin = [0, 0]\nmax = [1, 1]\n[[boxes]]\nmin = [0, 0]\n"
+    ));
+    assert!(e.contains("boxes"), "{e}");
+    let e = err("[world]\nwidth = 5000\nheight = 5000\ndepth = 3\n");
+    assert!(e.contains("depth") && e.contains("world"), "{e}");
+    let e = err(&format!("{base}[robot]\npose = [100, 100]\n"));
+    assert!(e.contains("robot.pose"), "{e}");
+}
+
+#[test]
+fn bad_values_are_named() {
+    let base = "[world]\nwidth = 5000\nheight = 5000\n";
+    let e = err(&format!(
+        "{base}[[pillar]]\ncenter = [1000, 1000]\nradius = \"big\"\n"
+    ));
+    assert!(e.contains("pillar[0]") && e.contains("radius"), "{e}");
+    let e = err(&format!(
+        "{base}[[pillar]]\ncenter = [1000, 1000]\nradius = -5\n"
+    ));
+    assert!(e.contains("pillar[0].radius"), "{e}");
+    let e = err(&format!(
+        "{base}[[object]]\nchannel = 32\ncenter = [1, 1]\nradius = 5\n"
+    ));
+    assert!(e.contains("object[0].channel"), "{e}");
+    let e = err(&format!("{base}[[object]]\nchannel = 3\ncenter = [1, 1]\n"));
+    assert!(e.contains("object[0]") && e.contains("radius"), "{e}");
+    let e = err(&format!(
+        "{base}[[box]]\nmin = [100, 100]\nmax = [50, 200]\n"
+    ));
+    assert!(e.contains("box[0].max"), "{e}");
+    let e = err(&format!("{base}[[wall]]\nfrom = [0, 0]\n"));
+    assert!(e.contains("wall[0]") && e.contains("to"), "{e}");
+    let e = err(&format!("{base}[wall]\nfrom = [0, 0]\nto = [1, 1]\n"));
+    assert!(e.contains("[[wall]]"), "{e}");
+    let e = err("[robot]\npose = [1, 1, 0]\n");
+    assert!(e.contains("[world]"), "{e}");
+    let e = err(&format!("{base}[robot]\npose = [100, 2500, 0]\n"));
+    assert!(e.contains("robot.pose") && e.contains("west edge"), "{e}");
+    let e = err(&format!(
+        "{base}[robot]\npose = [1000, 1000, 0]\n[[box]]\nmin = [900, 900]\nmax = [1100, 1100]\n"
+    ));
+    assert!(e.contains("overlaps box[0]"), "{e}");
+    let e = err("[world\nwidth = 1");
+    assert!(e.contains("syntax"), "{e}");
+}
+
+#[test]
+fn file_errors_name_the_file() {
+    let missing = std::path::Path::new("/nonexistent/dir/nowhere.toml");
+    let e = WorldMap::from_file(missing).unwrap_err().to_string();
+    assert!(e.contains("/nonexistent/dir/nowhere.toml"), "{e}");
+
+    let dir = std::env::temp_dir().join(format!("player-world-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.toml");
+    std::fs::write(
+        &path,
+        "[world]\nwidth = 100\nheight = 100\nfloor = \"wood\"\n",
+    )
+    .unwrap();
+    let e = WorldMap::from_file(&path).unwrap_err().to_string();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(e.contains("bad.toml") && e.contains("floor"), "{e}");
+}
+
+/// `r` with the Pioneer's noise and `seed`.
+fn noisy(mut r: SimRobot, seed: u64) -> SimRobot {
+    r.set_noise(Noise::PIONEER, seed);
+    r
+}
+
+/// Mean and standard deviation.
+fn moments(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
+    (mean, var.sqrt())
+}
+
+#[test]
+fn noisy_sonar_and_laser_jitter_about_the_truth_and_lose_a_few_echoes() {
+    // A wall 1 m ahead of the front sonars (at 210 mm), met square on; nothing within the
+    // laser's range to the sides.
+    let map = || WorldMap::new("t", 30000.0, 30000.0).with_wall((6210.0, 0.0), (6210.0, 30000.0));
+    let exact = robot_in(map(), 5000.0, 15000.0, 0.0);
+    let (sonar3, laser180) = (exact.sonar()[3], exact.laser()[180]);
+    assert_eq!((sonar3, laser180), (1000, 1210));
+    let mut r = noisy(robot_in(map(), 5000.0, 15000.0, 0.0), 5);
+    let (mut sonar, mut laser, mut lost) = (Vec::new(), Vec::new(), 0);
+    let n = 4000;
+    for _ in 0..n {
+        r.step(0.01); // standing still: only the noise changes
+        match r.sonar()[3] {
+            5000 => lost += 1,
+            s => sonar.push(f64::from(s)),
+        }
+        laser.push(f64::from(r.laser()[180]));
+    }
+    let (mean, sd) = moments(&sonar);
+    assert!((mean - 1000.0).abs() < 2.0, "sonar mean {mean}");
+    assert!((sd - 10.0).abs() < 1.5, "sonar sd {sd}");
+    let dropout = f64::from(lost) / f64::from(n);
+    assert!((0.01..0.03).contains(&dropout), "dropout {dropout}");
+    let (mean, sd) = moments(&laser);
+    assert!((mean - 1210.0).abs() < 1.0, "laser mean {mean}");
+    assert!((sd - 5.0).abs() < 0.6, "laser sd {sd}");
+    // Rays that hit nothing still read the maximum.
+    assert_eq!(r.laser()[0], LASER_MAX_MM as u16);
+}
+
+#[test]
+fn noise_depends_on_seed_and_instant_not_on_how_often_it_is_read() {
+    let map = || WorldMap::new("t", 10000.0, 10000.0).with_box((6000.0, 4000.0), (7000.0, 6000.0));
+    let mut a = noisy(robot_in(map(), 5000.0, 5000.0, 0.0), 1);
+    let mut b = noisy(robot_in(map(), 5000.0, 5000.0, 0.0), 1);
+    let mut c = noisy(robot_in(map(), 5000.0, 5000.0, 0.0), 2);
+    for _ in 0..10 {
+        a.step(0.01);
+        b.step(0.01);
+        c.step(0.01);
+        // Reading twice, or not at all, changes nothing.
+        assert_eq!(a.laser(), a.laser());
+        assert_eq!(a.sonar(), b.sonar());
+        assert_eq!(a.laser(), b.laser());
+    }
+    assert_ne!(a.laser(), c.laser());
+    let before = a.laser();
+    a.step(0.01);
+    assert_ne!(a.laser(), before, "a new instant, new noise");
+}
+
+#[test]
+fn sonar_gets_no_echo_from_a_wall_met_at_a_grazing_angle() {
+    // A wall along y = 6000, the robot heading 10 degrees right of it: sonar 3's rays (axis
+    // 10 degrees left of the heading, so along the wall, +-15) that reach the wall meet it
+    // at 75 to 90 degrees from its normal.
+    let map = || WorldMap::new("t", 20000.0, 20000.0).with_wall((0.0, 6000.0), (20000.0, 6000.0));
+    let exact = robot_in(map(), 5000.0, 5000.0, -10.0);
+    assert!(exact.sonar()[3] < 5000, "{:?}", exact.sonar());
+    let mut r = noisy(robot_in(map(), 5000.0, 5000.0, -10.0), 3);
+    for _ in 0..200 {
+        r.step(0.01);
+        assert_eq!(r.sonar()[3], 5000);
+        // The left sonar (0) faces the wall squarely and hears it, bar a dropout now and then.
+    }
+    let heard = (0..200)
+        .filter(|_| {
+            r.step(0.01);
+            r.sonar()[0] < 5000
+        })
+        .count();
+    assert!(heard > 180, "{heard}");
+    // Turned to face it at 45 degrees, sonar 3 hears it again (rays 35 to 65 degrees off
+    // the normal: some echo).
+    let mut r = noisy(robot_in(map(), 5000.0, 5000.0, 35.0), 3);
+    let heard = (0..200)
+        .filter(|_| {
+            r.step(0.01);
+            r.sonar()[3] < 5000
+        })
+        .count();
+    assert!(heard > 180, "{heard}");
+}
+
+#[test]
+fn noisy_odometry_is_on_with_the_pioneer_noise() {
+    let mut r = noisy(
+        robot_in(WorldMap::new("t", 20000.0, 20000.0), 10000.0, 10000.0, 0.0),
+        4,
+    );
+    r.set_velocity(300, 10);
+    run(&mut r, 20.0);
+    let p = r.position();
+    let exact = {
+        let mut e = robot_in(WorldMap::new("t", 20000.0, 20000.0), 10000.0, 10000.0, 0.0);
+        e.set_velocity(300, 10);
+        run(&mut e, 20.0);
+        e.position()
+    };
+    assert_ne!((p.x, p.y), (exact.x, exact.y));
+    assert!(
+        (p.x - exact.x).abs() < 500 && (p.y - exact.y).abs() < 500,
+        "{p:?} {exact:?}"
+    );
+}
+
+#[test]
+fn world_file_noise_keys() {
+    let world = |extra: &str| {
+        WorldMap::from_toml_str(&format!("[world]\nwidth = 1000\nheight = 1000\n{extra}"))
+    };
+    assert_eq!(*world("").unwrap().noise(), Noise::PIONEER);
+    assert_eq!(*world("noise = false").unwrap().noise(), Noise::NONE);
+    let custom = world(
+        "seed = 3\nsonar_noise = 0.05\nsonar_dropout = 0.1\nsonar_specular = 45\n\
+         laser_noise = 12\nodometry_noise = [0.1, 0.2]",
+    )
+    .unwrap();
+    assert_eq!(
+        *custom.noise(),
+        Noise {
+            odometry: Some((0.1, 0.2)),
+            sonar_sigma: 0.05,
+            sonar_dropout: 0.1,
+            sonar_specular_deg: 45.0,
+            laser_sigma_mm: 12.0,
+        }
+    );
+    for (extra, key) in [
+        ("sonar_dropout = 1.5", "world.sonar_dropout"),
+        ("sonar_noise = -0.1", "world.sonar_noise"),
+        ("sonar_specular = 120", "world.sonar_specular"),
+        ("laser_noise = nan", "world.laser_noise"),
+        ("odometry_noise = [0.1]", "world.odometry_noise"),
+    ] {
+        let e = world(extra).unwrap_err().to_string();
+        assert!(e.contains(key), "{extra}: {e}");
+    }
+}

@@ -1,0 +1,39 @@
+//! The driver kit of the player robot server: everything a driver needs, and nothing of
+//! the server's insides.
+//!
+//! A driver is an actix actor that serves one or more device codes. It gets `Setup`,
+//! `Shutdown`, `Command`, `Config`, `Stop`, `Subscribers` and `Terminate` from the robot's
+//! registry and publishes readings through a [`driver::Publisher`]. The kit holds:
+//!
+//! - [`driver`]: those messages, the published data, [`driver::DeviceSpec`] (what a device
+//!   allows) and [`driver::DriverHandle`] (the addresses the registry talks to).
+//! - [`catalog`]: driver factories by name, the configuration a factory gets
+//!   ([`catalog::DriverContext`]), `-stage` and the manual's device flags.
+//! - [`link`]: links to hardware (serial ports, sockets): supervision, one reconnect loop
+//!   with backoff, and the message handlers every such driver shares.
+//! - [`log`]: bytes from outside, escaped for log lines.
+//! - [`program`]: driver programs written in Rust: the framed protocol a program speaks
+//!   with the server over its standard input and output, and a small blocking runtime.
+//!
+//! The actor parts (`driver`, `catalog`, `link`) are the default feature `actors`; a driver
+//! program depends on the kit with `default-features = false` and gets `program` and `log`
+//! with no dependencies at all.
+//!
+//! The core crate (sessions, registry, listener) depends on this crate; drivers depend on
+//! it and never on the core, so a driver cannot reach into a session and the core names
+//! no driver.
+#![deny(missing_docs)]
+
+#[cfg(feature = "actors")]
+pub mod catalog;
+#[cfg(feature = "actors")]
+pub mod driver;
+#[cfg(feature = "actors")]
+pub mod link;
+pub mod log;
+pub mod program;
+
+/// actix, for the handlers [`link_driver_handlers!`] writes in a driver's crate.
+#[cfg(feature = "actors")]
+#[doc(hidden)]
+pub use actix as __actix;

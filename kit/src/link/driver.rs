@@ -1,0 +1,331 @@
+//! What every link-backed driver shares, written once: the reconnect loop its link task runs
+//! ([`run_link`] over a [`Link`]), and the actor's message handlers ([`LinkDriver`] plus
+//! [`link_driver_handlers!`](crate::link_driver_handlers)), so a driver implements only
+//! what is its own (opening and serving its device, its commands and configs).
+
+use super::{Backoff, CloseAck, CloseReceiver, LinkHandle, LinkState, LinkSupervisor};
+use crate::driver::{Command, Config, DriverError, Publisher, Stop};
+use actix::prelude::*;
+use slog::{debug, info, warn, Logger};
+use std::future::Future;
+use tokio::sync::watch;
+
+/// How a served connection ended.
+#[derive(Debug)]
+pub enum Ended {
+    /// Closed on request (the serve loop acknowledged it); the task ends.
+    Closed,
+    /// Lost (silence, I/O error, the peer went away), with why; the loop reconnects, or,
+    /// if the link was never up, reports the failure and ends.
+    Lost(String),
+}
+
+/// The way a link task hears that it must close, while it is connecting or waiting out a
+/// backoff (a served connection watches it itself, to leave the device in a safe state
+/// before acknowledging).
+pub trait Closer {
+    /// Resolves when the driver asks the task to close, with the acknowledgement to send
+    /// once it has (`None` if the driver went away without asking). Must be cancel-safe:
+    /// it is raced against connecting and sleeping.
+    fn closed(&mut self) -> impl Future<Output = Option<CloseAck>>;
+}
+
+impl Closer for CloseReceiver {
+    async fn closed(&mut self) -> Option<CloseAck> {
+        self.await.ok()
+    }
+}
+
+/// The link task's view of the link being up: [`LinkUp::mark`] it once the device
+/// answers (after publishing the first reading, if the device gave one while connecting).
+pub struct LinkUp<'a> {
+    state: &'a watch::Sender<LinkState>,
+    ever_up: &'a mut bool,
+}
+
+impl LinkUp<'_> {
+    /// Reports the link up (setup waits for this).
+    pub fn mark(&mut self) {
+        let _ = self.state.send(LinkState::Up);
+        *self.ever_up = true;
+    }
+
+    /// Whether the link has been up since the task started.
+    pub fn ever_up(&self) -> bool {
+        *self.ever_up
+    }
+}
+
+/// One device link (a serial port, a socket) as the shared reconnect loop drives it.
+pub trait Link {
+    /// An open connection.
+    type Conn;
+    /// How the task hears it must close.
+    type Close: Closer;
+    /// The link's name in log lines ("laser": "laser link lost; reopening with backoff").
+    const NAME: &'static str;
+
+    /// The task's logger.
+    fn log(&self) -> &Logger;
+
+    /// Opens the device (`ever_up`: whether it has been up before, for a shorter patience
+    /// on reconnects); the error says why it could not.
+    fn connect(&self, ever_up: bool) -> impl Future<Output = Result<Self::Conn, String>>;
+
+    /// Serves an open connection until it is lost or `close` asks it to close (then it
+    /// leaves the device in a safe state, acknowledges and returns [`Ended::Closed`]).
+    /// Marks `up` once the device answers.
+    fn serve(
+        &mut self,
+        conn: Self::Conn,
+        close: &mut Self::Close,
+        up: LinkUp<'_>,
+    ) -> impl Future<Output = Ended>;
+
+    /// Runs once when the task ends for good (closed, or failed before ever being up),
+    /// before a close is acknowledged: stop a helper process, say goodbye. Default: nothing.
+    fn finish(&mut self) -> impl Future<Output = ()> {
+        async {}
+    }
+}
+
+/// The reconnect loop every link task runs: connect (a close request wins), serve until
+/// lost, report [`LinkState::Reconnecting`] and reopen with backoff. A link that fails
+/// before it was ever up reports [`LinkState::Failed`] and ends (the setup that waited
+/// gets the error). The whole backoff is slept whatever arrives, so a flood of requests
+/// cannot turn it into a busy loop of reconnects.
+pub async fn run_link<L: Link>(mut link: L, mut close: L::Close, state: watch::Sender<LinkState>) {
+    let mut backoff = Backoff::default();
+    let mut ever_up = false;
+    loop {
+        let result = tokio::select! {
+            r = link.connect(ever_up) => r,
+            ack = close.closed() => return finish(&mut link, ack).await,
+        };
+        match result {
+            Ok(conn) => {
+                let up = LinkUp {
+                    state: &state,
+                    ever_up: &mut ever_up,
+                };
+                match link.serve(conn, &mut close, up).await {
+                    Ended::Closed => return link.finish().await,
+                    Ended::Lost(why) if ever_up => {
+                        backoff.reset();
+                        warn!(link.log(), "{} link lost; reopening with backoff", L::NAME; "why" => why);
+                        let _ = state.send(LinkState::Reconnecting);
+                    }
+                    Ended::Lost(why) => return fail(&mut link, &state, why).await,
+                }
+            }
+            Err(e) if !ever_up => return fail(&mut link, &state, e).await,
+            Err(e) => debug!(link.log(), "{} reconnect failed", L::NAME; "error" => e),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(backoff.next_delay()) => {}
+            ack = close.closed() => return finish(&mut link, ack).await,
+        }
+    }
+}
+
+async fn fail<L: Link>(link: &mut L, state: &watch::Sender<LinkState>, why: String) {
+    warn!(link.log(), "{} setup failed", L::NAME; "error" => &why);
+    link.finish().await;
+    let _ = state.send(LinkState::Failed(why));
+}
+
+async fn finish<L: Link>(link: &mut L, ack: Option<CloseAck>) {
+    link.finish().await;
+    if let Some(ack) = ack {
+        let _ = ack.send(());
+    }
+}
+
+/// A driver actor whose devices ride one supervised link. With
+/// [`link_driver_handlers!`](crate::link_driver_handlers) it gets every driver message
+/// handler: setup starts the link (if none runs) and waits for it to be up; shutdown of
+/// its last device closes it; terminate closes it and stops the actor; subscribers go to
+/// its [`Publisher`]; commands, configs and stops go to the methods below, which by
+/// default ignore them (a sensor).
+pub trait LinkDriver: Actor<Context = Context<Self>> {
+    /// The handle the supervisor keeps of a running link.
+    type Handle: LinkHandle + 'static;
+    /// The driver's name in the catalog ("sicklms200").
+    const DRIVER: &'static str;
+    /// The link's name in log lines ("laser").
+    const LINK: &'static str;
+
+    /// The link's supervisor.
+    fn supervisor(&mut self) -> &mut LinkSupervisor<Self::Handle>;
+    /// The publisher of the driver's readings.
+    fn publisher(&mut self) -> &mut Publisher;
+    /// The driver's logger.
+    fn log(&self) -> &Logger;
+    /// Whether this instance serves `device`.
+    fn serves(&self, device: u8) -> bool;
+    /// Starts the link task (through [`LinkSupervisor::start`]); setup calls it when no
+    /// link is running.
+    fn start_link(&mut self, ctx: &mut Context<Self>);
+
+    /// `device` is set up (the link is up). Default: nothing.
+    fn device_up(&mut self, _device: u8) {}
+    /// `device` was shut down; returns whether the link should now close. Default: yes
+    /// (one device per link).
+    fn device_down(&mut self, _device: u8) -> bool {
+        true
+    }
+    /// Whether a failed setup drops the link. Default: yes. A link serving several
+    /// devices keeps one that is still trying (it reports [`LinkState::Failed`] if not).
+    fn drop_on_setup_error(&mut self) -> bool {
+        true
+    }
+    /// The server is stopping; the link is about to close. Default: nothing.
+    fn terminating(&mut self) {}
+    /// A command (already past the registry's guard). Default: ignored.
+    fn command(&mut self, _msg: Command, _ctx: &mut Context<Self>) {}
+    /// A config request. Default: logged and ignored.
+    fn config(&mut self, msg: Config, _ctx: &mut Context<Self>) {
+        info!(self.log(), "config ignored: the {} takes no configs", Self::LINK; "client" => &msg.client);
+    }
+    /// Stop moving (watchdog, writer left, e-stop). Default: nothing (a sensor).
+    fn stop(&mut self, _msg: Stop, _ctx: &mut Context<Self>) {}
+}
+
+/// Setup of `device` on a [`LinkDriver`]: the shared handler's body.
+pub fn setup<D: LinkDriver>(
+    d: &mut D,
+    device: u8,
+    ctx: &mut Context<D>,
+) -> ResponseActFuture<D, Result<(), DriverError>> {
+    if !d.serves(device) {
+        let e = DriverError(format!(
+            "the {} driver does not serve '{}' here",
+            D::DRIVER,
+            char::from(device)
+        ));
+        return Box::pin(actix::fut::ready(Err(e)));
+    }
+    if !d.supervisor().is_running() {
+        d.start_link(ctx);
+    }
+    let wait = d.supervisor().wait_ready();
+    Box::pin(wait.into_actor(d).map(move |res, act, _| {
+        match &res {
+            Ok(()) => act.device_up(device),
+            Err(e) => {
+                warn!(act.log(), "{} setup failed", D::LINK; "device" => player_proto::device::name(device), "error" => %e);
+                let failed = act
+                    .supervisor()
+                    .state()
+                    .is_none_or(|s| matches!(*s, LinkState::Failed(_)));
+                if failed || act.drop_on_setup_error() {
+                    act.supervisor().abandon();
+                }
+            }
+        }
+        res
+    }))
+}
+
+/// Shutdown of `device` on a [`LinkDriver`]: the shared handler's body.
+pub fn shutdown<D: LinkDriver>(d: &mut D, device: u8) -> ResponseActFuture<D, ()> {
+    d.publisher().clear(device);
+    if d.device_down(device) && d.supervisor().is_running() {
+        info!(d.log(), "{} closed; closing the link", D::LINK; "device" => player_proto::device::name(device));
+        let close = d.supervisor().close();
+        return Box::pin(close.into_actor(d));
+    }
+    Box::pin(actix::fut::ready(()))
+}
+
+/// Terminate on a [`LinkDriver`]: close the link, then stop the actor.
+pub fn terminate<D: LinkDriver>(d: &mut D) -> ResponseActFuture<D, ()> {
+    d.terminating();
+    let close = d.supervisor().close();
+    Box::pin(close.into_actor(d).map(|_, act, ctx| {
+        info!(act.log(), "{} driver stopped", D::DRIVER);
+        ctx.stop();
+    }))
+}
+
+/// Implements every driver message handler (`Setup`, `Shutdown`, `Command`, `Config`,
+/// `Stop`, `Subscribers`, `Terminate`) for a [`LinkDriver`], by the shared bodies in
+/// [`player_kit::link::driver`](crate::link::driver).
+#[macro_export]
+macro_rules! link_driver_handlers {
+    ($t:ty) => {
+        impl $crate::__actix::Handler<$crate::driver::Setup> for $t {
+            type Result = $crate::__actix::ResponseActFuture<
+                Self,
+                ::std::result::Result<(), $crate::driver::DriverError>,
+            >;
+            fn handle(
+                &mut self,
+                msg: $crate::driver::Setup,
+                ctx: &mut $crate::__actix::Context<Self>,
+            ) -> Self::Result {
+                $crate::link::driver::setup(self, msg.device, ctx)
+            }
+        }
+        impl $crate::__actix::Handler<$crate::driver::Shutdown> for $t {
+            type Result = $crate::__actix::ResponseActFuture<Self, ()>;
+            fn handle(
+                &mut self,
+                msg: $crate::driver::Shutdown,
+                _ctx: &mut $crate::__actix::Context<Self>,
+            ) -> Self::Result {
+                $crate::link::driver::shutdown(self, msg.device)
+            }
+        }
+        impl $crate::__actix::Handler<$crate::driver::Terminate> for $t {
+            type Result = $crate::__actix::ResponseActFuture<Self, ()>;
+            fn handle(
+                &mut self,
+                _msg: $crate::driver::Terminate,
+                _ctx: &mut $crate::__actix::Context<Self>,
+            ) -> Self::Result {
+                $crate::link::driver::terminate(self)
+            }
+        }
+        impl $crate::__actix::Handler<$crate::driver::Subscribers> for $t {
+            type Result = ();
+            fn handle(
+                &mut self,
+                msg: $crate::driver::Subscribers,
+                _ctx: &mut $crate::__actix::Context<Self>,
+            ) {
+                $crate::link::driver::LinkDriver::publisher(self).set_subscribers(msg);
+            }
+        }
+        impl $crate::__actix::Handler<$crate::driver::Command> for $t {
+            type Result = ();
+            fn handle(
+                &mut self,
+                msg: $crate::driver::Command,
+                ctx: &mut $crate::__actix::Context<Self>,
+            ) {
+                $crate::link::driver::LinkDriver::command(self, msg, ctx);
+            }
+        }
+        impl $crate::__actix::Handler<$crate::driver::Config> for $t {
+            type Result = ();
+            fn handle(
+                &mut self,
+                msg: $crate::driver::Config,
+                ctx: &mut $crate::__actix::Context<Self>,
+            ) {
+                $crate::link::driver::LinkDriver::config(self, msg, ctx);
+            }
+        }
+        impl $crate::__actix::Handler<$crate::driver::Stop> for $t {
+            type Result = ();
+            fn handle(
+                &mut self,
+                msg: $crate::driver::Stop,
+                ctx: &mut $crate::__actix::Context<Self>,
+            ) {
+                $crate::link::driver::LinkDriver::stop(self, msg, ctx);
+            }
+        }
+    };
+}

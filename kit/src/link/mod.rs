@@ -1,0 +1,189 @@
+//! Plumbing shared by the drivers whose devices sit behind a link (a serial port, a socket):
+//! opening a serial port with an error that names it, changing its speed, reading with a
+//! deadline, reconnect backoff, rate-limited logging of bad frames, the life of a link task
+//! as its actor sees it (start, wait for setup, close: [`LinkSupervisor`]), the one
+//! reconnect loop ([`run_link`]) and the actor's message handlers ([`LinkDriver`]) written
+//! once for all of them ([`driver`]). Byte layouts stay in each device's codec module.
+
+pub mod driver;
+mod supervisor;
+
+pub use driver::{run_link, Closer, Ended, Link, LinkDriver, LinkUp};
+pub use supervisor::{
+    close_channel, CloseAck, CloseReceiver, CloseSender, LinkHandle, LinkState, LinkSupervisor,
+};
+
+use std::io;
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+use tokio_serial::{SerialPort, SerialPortBuilderExt, SerialStream};
+
+/// Opens `path` raw, 8N1, no flow control, at `baud`, and discards anything already
+/// waiting in the input buffer. The error names the port.
+pub fn open_serial(path: &str, baud: u32) -> Result<SerialStream, String> {
+    let port = tokio_serial::new(path, baud)
+        .data_bits(tokio_serial::DataBits::Eight)
+        .parity(tokio_serial::Parity::None)
+        .stop_bits(tokio_serial::StopBits::One)
+        .flow_control(tokio_serial::FlowControl::None)
+        .open_native_async()
+        .map_err(|e| format!("cannot open serial port {path}: {e}"))?;
+    let _ = port.clear(tokio_serial::ClearBuffer::Input);
+    Ok(port)
+}
+
+/// Changes the port's speed (both directions).
+pub fn set_baud(port: &mut SerialStream, baud: u32) -> io::Result<()> {
+    port.set_baud_rate(baud).map_err(io::Error::other)
+}
+
+/// Discards what is waiting in the port's input buffer.
+pub fn flush_input(port: &SerialStream) {
+    let _ = port.clear(tokio_serial::ClearBuffer::Input);
+}
+
+/// Reads what is available within `timeout`: `Ok(None)` if nothing came, an error if the
+/// port failed or reached its end (a vanished device).
+pub async fn read_some<R: AsyncReadExt + Unpin>(
+    port: &mut R,
+    buf: &mut [u8],
+    timeout: Duration,
+) -> io::Result<Option<usize>> {
+    match tokio::time::timeout(timeout, port.read(buf)).await {
+        Err(_) => Ok(None),
+        Ok(Ok(0)) => Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the device closed the line",
+        )),
+        Ok(Ok(n)) => Ok(Some(n)),
+        Ok(Err(e)) => Err(e),
+    }
+}
+
+/// Writes all of `bytes` within `timeout` (a line no one drains must not hang a driver).
+pub async fn write_all<W: tokio::io::AsyncWriteExt + Unpin>(
+    port: &mut W,
+    bytes: &[u8],
+    timeout: Duration,
+) -> io::Result<()> {
+    match tokio::time::timeout(timeout, port.write_all(bytes)).await {
+        Ok(r) => r,
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "the line did not take the bytes",
+        )),
+    }
+}
+
+/// Exponential reconnect backoff.
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    first: Duration,
+    max: Duration,
+    next: Duration,
+}
+
+impl Backoff {
+    /// Starts at `first`, doubles up to `max`.
+    pub fn new(first: Duration, max: Duration) -> Backoff {
+        Backoff {
+            first,
+            max,
+            next: first,
+        }
+    }
+
+    /// The next wait.
+    pub fn next_delay(&mut self) -> Duration {
+        let d = self.next;
+        self.next = (self.next * 2).min(self.max);
+        d
+    }
+
+    /// Back to the first wait (after a success).
+    pub fn reset(&mut self) {
+        self.next = self.first;
+    }
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff::new(Duration::from_millis(200), Duration::from_secs(5))
+    }
+}
+
+/// Decides which of a stream of repeated events to log: the first ten, then every
+/// hundredth, so a noisy line is visible but cannot flood the log.
+#[derive(Debug, Default, Clone)]
+pub struct LogThrottle {
+    seen: u64,
+}
+
+impl LogThrottle {
+    /// Counts one event; true if this one should be logged.
+    pub fn hit(&mut self) -> bool {
+        self.seen += 1;
+        self.seen <= 10 || self.seen % 100 == 0
+    }
+
+    /// Events counted so far.
+    pub fn count(&self) -> u64 {
+        self.seen
+    }
+}
+
+/// Held by a link task while it runs; dropping it (the task ended, or was dropped with its
+/// arbiter) tells every [`Done`] watcher.
+pub struct DoneGuard(tokio::sync::watch::Sender<bool>);
+
+impl Drop for DoneGuard {
+    fn drop(&mut self) {
+        let _ = self.0.send(true);
+    }
+}
+
+/// Watches whether a link task has ended, so that a new link never opens the port before
+/// the old one has closed it, and shutdown waits for the close to be sent.
+#[derive(Clone)]
+pub struct Done(tokio::sync::watch::Receiver<bool>);
+
+impl Done {
+    /// A guard for a task and the watcher of its end.
+    pub fn new() -> (DoneGuard, Done) {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        (DoneGuard(tx), Done(rx))
+    }
+
+    /// Waits until the task has ended, at most `timeout`.
+    pub async fn wait(mut self, timeout: Duration) {
+        let _ = tokio::time::timeout(timeout, self.0.wait_for(|d| *d)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_to_the_cap_and_resets() {
+        let mut b = Backoff::new(Duration::from_millis(100), Duration::from_millis(500));
+        let d: Vec<u64> = (0..5).map(|_| b.next_delay().as_millis() as u64).collect();
+        assert_eq!(d, vec![100, 200, 400, 500, 500]);
+        b.reset();
+        assert_eq!(b.next_delay(), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn throttle_logs_the_first_ten_then_every_hundredth() {
+        let mut t = LogThrottle::default();
+        let logged = (0..300).filter(|_| t.hit()).count();
+        assert_eq!(logged, 10 + 3);
+        assert_eq!(t.count(), 300);
+    }
+
+    #[test]
+    fn opening_a_missing_port_names_it() {
+        let e = open_serial("/dev/does-not-exist-player", 9600).unwrap_err();
+        assert!(e.contains("/dev/does-not-exist-player"), "{e}");
+    }
+}
