@@ -4,12 +4,15 @@
 //! A round that cannot reach the client soon is better skipped than queued: the next one
 //! carries newer data. Where rounds wait:
 //!
+//! - in the client's own receive buffer, received (acknowledged) but not yet read: the
+//!   client's advertised window has shrunk from the largest it has shown. More than
+//!   [`unread_limit`] (three rounds) unread, and rounds are skipped until it reads;
 //! - in the session's own buffer (the kernel did not take a whole write): nothing more is
 //!   written until it has drained;
 //! - in the kernel, unsent (`tcpi_notsent_bytes`): the client is not reading (its window is
 //!   closed) or the congestion window is full. A round is written only when nothing of an
 //!   earlier one is unsent;
-//! - in flight, sent and not acknowledged (`SIOCOUTQ`): on a slow or shared link these wait
+//! - in flight, sent and not acknowledged: on a slow or shared link these wait
 //!   in the link's queue, behind each other. While the path's queueing delay (the kernel's
 //!   smoothed round trip minus the lowest it has seen) is within [`QUEUE_BUDGET`], rounds
 //!   may follow each other into flight (a fast link, or one with room to spare); above it
@@ -20,12 +23,11 @@
 //!   more round is written anyway: it is fresh data, and its arrival makes the kernel
 //!   recover the loss at once instead of after its tail-loss timer.
 //!
-//! On loopback and fast links everything is acknowledged within a round, so a round costs
-//! one `ioctl` (`SIOCOUTQ` says 0); the rest of the rule is looked at only when something
-//! is outstanding.
+//! Everything comes from one `getsockopt(TCP_INFO)` per round.
 //!
-//! A client is stalled when rounds are skipped and it has acknowledged nothing new for
-//! `stall_timeout`: a client that reads slowly acknowledges bytes and is kept.
+//! A client is stalled when rounds are skipped and for `stall_timeout` it has neither
+//! acknowledged anything new nor opened its window: a client that reads slowly does one
+//! or the other, and is kept.
 
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
@@ -49,11 +51,23 @@ pub struct SendQueue {
     pub min_rtt: Duration,
     /// Bytes the client has acknowledged since the connection opened.
     pub acked: u64,
+    /// The client's advertised receive window (its free buffer space, as last told).
+    pub window: u32,
 }
 
-/// Whether a round may be written now, given the send queue and how long ago the last round
-/// was written (`None`: never). Pure: the rule of the module's documentation.
-pub fn may_write(q: &SendQueue, since_last_round: Option<Duration>) -> bool {
+/// Whether a round may be written now, given the send queue, how long ago the last round
+/// was written (`None`: never), and how many bytes the client has received but not read
+/// (`unread`, from its advertised window) against `unread_limit`. Pure: the rule of the
+/// module's documentation.
+pub fn may_write(
+    q: &SendQueue,
+    since_last_round: Option<Duration>,
+    unread: u32,
+    unread_limit: u32,
+) -> bool {
+    if unread > unread_limit {
+        return false;
+    }
     if q.outstanding == 0 {
         return true;
     }
@@ -69,18 +83,8 @@ pub fn may_write(q: &SendQueue, since_last_round: Option<Duration>) -> bool {
     since_last_round.is_none_or(|d| d >= overdue)
 }
 
-/// Bytes written to `fd` and not yet acknowledged (`SIOCOUTQ`); `None` if the kernel will
-/// not say.
-fn outstanding(fd: RawFd) -> Option<u32> {
-    let mut n: libc::c_int = 0;
-    // SAFETY: SIOCOUTQ (TIOCOUTQ) writes one int for a valid TCP socket descriptor.
-    let rc = unsafe { libc::ioctl(fd, libc::TIOCOUTQ as _, &mut n) };
-    (rc == 0).then_some(n.max(0) as u32)
-}
-
-/// The send queue of `fd` from `TCP_INFO` (and `SIOCOUTQ`, unless `outstanding` is known);
-/// `None` if the kernel will not say.
-fn send_queue(fd: RawFd, known: Option<u32>) -> Option<SendQueue> {
+/// The send queue of `fd` from one `TCP_INFO`; `None` if the kernel will not say.
+fn send_queue(fd: RawFd) -> Option<SendQueue> {
     // SAFETY: tcp_info is plain data; all-zero is a valid value.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
@@ -94,21 +98,25 @@ fn send_queue(fd: RawFd, known: Option<u32>) -> Option<SendQueue> {
             &mut len,
         )
     };
-    if rc != 0 {
+    // Kernels before 5.4 fill less (no `tcpi_snd_wnd`): no verdict from them.
+    if rc != 0 || (len as usize) < std::mem::size_of::<libc::tcp_info>() - 8 {
         return None;
     }
-    let out = match known {
-        Some(n) => n,
-        None => outstanding(fd)?,
-    };
     let us = |v: u32| Duration::from_micros(u64::from(v));
+    // Sent and not acknowledged: new data sent (retransmissions aside) less what is acked.
+    let in_flight = info
+        .tcpi_bytes_sent
+        .saturating_sub(info.tcpi_bytes_retrans)
+        .saturating_sub(info.tcpi_bytes_acked);
     Some(SendQueue {
-        outstanding: out,
+        outstanding: (in_flight + u64::from(info.tcpi_notsent_bytes)).min(u64::from(u32::MAX))
+            as u32,
         unsent: info.tcpi_notsent_bytes,
         srtt: us(info.tcpi_rtt),
         rttvar: us(info.tcpi_rttvar),
         min_rtt: us(info.tcpi_min_rtt),
         acked: info.tcpi_bytes_acked,
+        window: info.tcpi_snd_wnd,
     })
 }
 
@@ -125,40 +133,50 @@ pub struct Look {
 #[derive(Debug, Default)]
 pub struct Pacer {
     last_round: Option<Instant>,
+    last_round_len: u32,
     acked: u64,
+    window: u32,
+    /// The largest window the client has advertised: its buffer when it has read all.
+    max_window: u32,
 }
 
 impl Pacer {
     /// Looks at socket `fd` before a round; `own_unsent`: the session still holds bytes
     /// the kernel did not take.
     pub fn look(&mut self, fd: RawFd, own_unsent: bool, now: Instant) -> Look {
-        let known = if own_unsent { None } else { outstanding(fd) };
-        if known == Some(0) {
-            return Look {
-                send: true,
-                progress: true,
-            };
-        }
-        let Some(q) = send_queue(fd, known) else {
+        let Some(q) = send_queue(fd) else {
             // The kernel will not say: keep only our own buffer's rule.
             return Look {
                 send: !own_unsent,
                 progress: false,
             };
         };
-        let progress = q.acked > self.acked || q.outstanding == 0;
+        // Reading: it acknowledged more, or its window opened (it read what it had).
+        let progress = q.acked > self.acked || q.window > self.window;
         self.acked = self.acked.max(q.acked);
+        self.window = q.window;
+        self.max_window = self.max_window.max(q.window);
+        let unread = self.max_window - q.window;
         let since = self.last_round.map(|t| now.saturating_duration_since(t));
         Look {
-            send: !own_unsent && may_write(&q, since),
+            send: !own_unsent && may_write(&q, since, unread, unread_limit(self.last_round_len)),
             progress,
         }
     }
 
-    /// A round was written at `now`.
-    pub fn wrote(&mut self, now: Instant) {
+    /// A round of `len` bytes was written at `now`.
+    pub fn wrote(&mut self, now: Instant, len: usize) {
         self.last_round = Some(now);
+        self.last_round_len = len.min(u32::MAX as usize) as u32;
     }
+}
+
+/// Bytes a client may have received and left unread before its rounds are skipped: three
+/// rounds (one acknowledged before it was read, one of the window's rounding, one waiting),
+/// and at least 2 KiB, so that the window's granularity never holds back a client that
+/// reads everything.
+pub fn unread_limit(round_len: u32) -> u32 {
+    (3 * round_len).max(2048)
 }
 
 #[cfg(test)]
@@ -177,36 +195,50 @@ mod tests {
             rttvar: ms(5),
             min_rtt: ms(min_rtt),
             acked: 0,
+            window: 65535,
         }
     }
 
     #[test]
     fn nothing_outstanding_always_sends() {
-        assert!(may_write(&queue(0, 0, 900, 4), Some(ms(0))));
+        assert!(may_write(&queue(0, 0, 900, 4), Some(ms(0)), 0, 4096));
     }
 
     #[test]
     fn unsent_bytes_hold_the_next_round() {
         // Even on a path that does not queue: the client's window is closed.
-        assert!(!may_write(&queue(5000, 778, 1, 1), Some(ms(1000))));
+        assert!(!may_write(&queue(5000, 778, 1, 1), Some(ms(1000)), 0, 4096));
     }
 
     #[test]
     fn in_flight_rounds_may_follow_each_other_while_the_path_does_not_queue() {
         // A long but empty path (an intercontinental link): 150 ms round trip, no queue.
-        assert!(may_write(&queue(1556, 0, 150, 148), Some(ms(1))));
+        assert!(may_write(&queue(1556, 0, 150, 148), Some(ms(1)), 0, 4096));
         // A queue within the budget.
-        assert!(may_write(&queue(778, 0, 54, 4), Some(ms(1))));
-        assert!(!may_write(&queue(778, 0, 55, 4), Some(ms(1))));
+        assert!(may_write(&queue(778, 0, 54, 4), Some(ms(1)), 0, 4096));
+        assert!(!may_write(&queue(778, 0, 55, 4), Some(ms(1)), 0, 4096));
     }
 
     #[test]
     fn a_queueing_path_gets_one_round_in_flight() {
         let q = queue(778, 0, 180, 6);
-        assert!(!may_write(&q, Some(ms(100))));
-        assert!(!may_write(&q, Some(ms(199))));
+        assert!(!may_write(&q, Some(ms(100)), 0, 4096));
+        assert!(!may_write(&q, Some(ms(199)), 0, 4096));
         // Overdue (180 + 4 x 5 ms): one more round to prompt the recovery.
-        assert!(may_write(&q, Some(ms(200))));
-        assert!(may_write(&q, None));
+        assert!(may_write(&q, Some(ms(200)), 0, 4096));
+        assert!(may_write(&q, None, 0, 4096));
+    }
+
+    #[test]
+    fn a_client_with_rounds_unread_in_its_buffer_gets_no_more() {
+        // Everything acknowledged, but two rounds and more wait unread at the client.
+        assert!(!may_write(
+            &queue(0, 0, 1, 1),
+            None,
+            2335,
+            unread_limit(778)
+        ));
+        assert!(may_write(&queue(0, 0, 1, 1), None, 2334, unread_limit(778)));
+        assert_eq!(unread_limit(59), 2048);
     }
 }

@@ -85,7 +85,8 @@ impl Session {
             k += 2;
         }
         let iov = &slices[..k];
-        self.pace.wrote(Instant::now());
+        self.pace
+            .wrote(Instant::now(), iov.iter().map(|s| s.len()).sum());
         let r = write_whole(&self.stream, &mut self.out, iov);
         self.after_write(r, ctx);
         true
