@@ -98,8 +98,9 @@ fn send_queue(fd: RawFd) -> Option<SendQueue> {
             &mut len,
         )
     };
-    // Kernels before 5.4 fill less (no `tcpi_snd_wnd`): no verdict from them.
-    if rc != 0 || (len as usize) < std::mem::size_of::<libc::tcp_info>() - 8 {
+    // Older kernels fill less; everything up to `tcpi_snd_wnd` (Linux 5.4) is needed.
+    let needed = std::mem::offset_of!(libc::tcp_info, tcpi_snd_wnd) + 4;
+    if rc != 0 || (len as usize) < needed {
         return None;
     }
     let us = |v: u32| Duration::from_micros(u64::from(v));
