@@ -29,9 +29,39 @@ use tokio::io::unix::AsyncFd;
 /// single rounds earlier by at most this much and never shifts a mean interval.
 pub const COALESCE: Duration = Duration::from_micros(100);
 
+/// Schedules that start at [`on_grid`] deadlines fall on multiples of this since the
+/// process started, so that thousands of schedules of the same rate share a few wake-ups
+/// per period instead of each waking the thread at a phase of its own.
+pub const GRID: Duration = Duration::from_millis(1);
+
+/// `at` rounded up to the next multiple of [`GRID`] (counted from the first call in the
+/// process): for the first deadline of a schedule, whose later deadlines follow at exact
+/// periods. This moves the schedule's phase by less than `GRID`, never its intervals.
+pub fn on_grid(at: Instant) -> Instant {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let epoch = *EPOCH.get_or_init(Instant::now);
+    let since = at.saturating_duration_since(epoch).as_nanos();
+    let grid = GRID.as_nanos();
+    let up = since.div_ceil(grid) * grid;
+    epoch + Duration::from_nanos(up as u64)
+}
+
 struct Slot {
     fired: Cell<bool>,
     waker: RefCell<Option<Waker>>,
+    /// The `seq` of the heap entry that may fire this slot (0: none). A repeating timer
+    /// re-armed or cancelled leaves its old entry in the heap; this makes it inert.
+    armed: Cell<u64>,
+}
+
+impl Slot {
+    fn new(waker: Option<Waker>) -> Rc<Slot> {
+        Rc::new(Slot {
+            fired: Cell::new(false),
+            waker: RefCell::new(waker),
+            armed: Cell::new(0),
+        })
+    }
 }
 
 struct Entry {
@@ -147,8 +177,9 @@ impl Ticker {
     }
 
     fn insert(&self, deadline: Instant, slot: &Rc<Slot>) {
-        let seq = self.seq.get().wrapping_add(1);
+        let seq = self.seq.get().wrapping_add(1).max(1);
         self.seq.set(seq);
+        slot.armed.set(seq);
         self.heap.borrow_mut().push(Entry {
             deadline,
             seq,
@@ -169,7 +200,8 @@ impl Ticker {
                 break;
             }
             let e = heap.pop().expect("peeked");
-            if let Some(slot) = e.slot.upgrade() {
+            if let Some(slot) = e.slot.upgrade().filter(|s| s.armed.get() == e.seq) {
+                slot.armed.set(0);
                 slot.fired.set(true);
                 if let Some(w) = slot.waker.borrow_mut().take() {
                     w.wake();
@@ -259,10 +291,7 @@ impl Future for Sleep {
         }
         match ticker() {
             Some(t) => {
-                let slot = Rc::new(Slot {
-                    fired: Cell::new(false),
-                    waker: RefCell::new(Some(cx.waker().clone())),
-                });
+                let slot = Slot::new(Some(cx.waker().clone()));
                 t.insert(self.deadline, &slot);
                 self.slot = Some(slot);
                 Poll::Pending
@@ -275,6 +304,95 @@ impl Future for Sleep {
                 r
             }
         }
+    }
+}
+
+/// The shared state of a repeating timer: its slot and the deadline it is set for.
+struct Repeat {
+    slot: Rc<Slot>,
+    deadline: Cell<Option<Instant>>,
+    /// Without a timerfd (should not happen on Linux): tokio's timer.
+    fallback: RefCell<Option<Pin<Box<tokio::time::Sleep>>>>,
+}
+
+/// A repeating timer for one owner: a [`Stream`](futures::Stream) that yields once each
+/// time the deadline last given to its [`TickHandle`] passes. One slot serves every tick,
+/// so a schedule that ticks a thousand times allocates nothing after the first: no future
+/// per tick, no entry to free (a re-armed or cancelled deadline's old heap entry is
+/// inert). Same precision and coalescing as [`sleep_until`].
+pub struct Ticks(Rc<Repeat>);
+
+/// Sets (or clears) the deadline of its [`Ticks`].
+#[derive(Clone)]
+pub struct TickHandle(Rc<Repeat>);
+
+/// A repeating timer, not set: its handle and its stream (poll the stream from the thread
+/// that sets the handle).
+pub fn ticks() -> (TickHandle, Ticks) {
+    let r = Rc::new(Repeat {
+        slot: Slot::new(None),
+        deadline: Cell::new(None),
+        fallback: RefCell::new(None),
+    });
+    (TickHandle(r.clone()), Ticks(r))
+}
+
+impl TickHandle {
+    /// The stream yields once at `deadline` (replacing any deadline set before).
+    pub fn set(&self, deadline: Instant) {
+        let r = &self.0;
+        r.deadline.set(Some(deadline));
+        r.slot.fired.set(false);
+        match ticker() {
+            Some(t) => t.insert(deadline, &r.slot),
+            None => {
+                *r.fallback.borrow_mut() =
+                    Some(Box::pin(tokio::time::sleep_until(deadline.into())));
+                if let Some(w) = r.slot.waker.borrow_mut().take() {
+                    w.wake();
+                }
+            }
+        }
+    }
+
+    /// No deadline: the stream yields nothing until the next [`TickHandle::set`].
+    pub fn clear(&self) {
+        let r = &self.0;
+        r.deadline.set(None);
+        r.slot.fired.set(false);
+        r.slot.armed.set(0);
+        *r.fallback.borrow_mut() = None;
+    }
+}
+
+impl futures::Stream for Ticks {
+    type Item = ();
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<()>> {
+        let r = &self.0;
+        let Some(at) = r.deadline.get() else {
+            *r.slot.waker.borrow_mut() = Some(cx.waker().clone());
+            return Poll::Pending;
+        };
+        let due = {
+            let mut fb = r.fallback.borrow_mut();
+            match fb.as_mut() {
+                Some(f) => f.as_mut().poll(cx).is_ready(),
+                None => r.slot.fired.get() || Instant::now() >= at,
+            }
+        };
+        if due {
+            r.deadline.set(None);
+            r.slot.fired.set(false);
+            r.slot.armed.set(0);
+            *r.fallback.borrow_mut() = None;
+            return Poll::Ready(Some(()));
+        }
+        let mut w = r.slot.waker.borrow_mut();
+        if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            *w = Some(cx.waker().clone());
+        }
+        Poll::Pending
     }
 }
 
@@ -324,5 +442,46 @@ mod tests {
             sleep_until(t - Duration::from_millis(1)).await;
             assert!(t.elapsed() < Duration::from_millis(50));
         });
+    }
+
+    #[test]
+    fn a_repeating_timer_ticks_at_each_deadline_set_and_not_at_a_replaced_one() {
+        use futures::StreamExt;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async {
+            let (handle, mut ticks) = ticks();
+            let start = Instant::now();
+            for k in 1..=3u32 {
+                let at = start + Duration::from_millis(10) * k;
+                handle.set(at);
+                ticks.next().await;
+                assert!(Instant::now() + COALESCE >= at, "tick {k} early");
+            }
+            // Replaced: the earlier deadline does not fire.
+            let t = Instant::now();
+            handle.set(t + Duration::from_millis(5));
+            handle.set(t + Duration::from_millis(60));
+            ticks.next().await;
+            assert!(t.elapsed() + COALESCE >= Duration::from_millis(60));
+            // Cleared: nothing within 30 ms.
+            handle.set(Instant::now() + Duration::from_millis(5));
+            handle.clear();
+            let r = tokio::time::timeout(Duration::from_millis(30), ticks.next()).await;
+            assert!(r.is_err(), "a cleared timer ticked");
+        });
+    }
+
+    #[test]
+    fn grid_deadlines_are_rounded_up_by_less_than_the_grid() {
+        let t = Instant::now() + Duration::from_micros(1234);
+        let g = on_grid(t);
+        assert!(g >= t && g - t < GRID);
+        assert_eq!(on_grid(g), g);
+        let g2 = on_grid(t + Duration::from_micros(1500));
+        assert_eq!((g2 - g).as_nanos() % GRID.as_nanos(), 0);
     }
 }

@@ -60,13 +60,88 @@ pub struct DeviceData {
 #[rtype(result = "()")]
 pub struct DeviceDataBatch(pub Arc<[DeviceData]>);
 
-/// Where one session's data goes: single readings and batches.
+/// Where one session's data goes: single readings and batches, and optionally an
+/// [`Inbox`] that takes readings without a message while the session does not need one.
 #[derive(Clone)]
 pub struct DataRecipient {
     /// For [`DeviceData`].
     pub single: Recipient<DeviceData>,
     /// For [`DeviceDataBatch`].
     pub batch: Recipient<DeviceDataBatch>,
+    /// When set, readings are left here instead of sent while the session says it needs no
+    /// message (see [`Inbox`]).
+    pub inbox: Option<Arc<Inbox>>,
+}
+
+/// A session's newest-wins shelf for readings it will pick up on its own schedule.
+///
+/// A session sending rounds on deadlines needs no message per reading: only the newest
+/// reading of each device at its next round. While its owner says so
+/// ([`Inbox::take`] with `messages = false`), [`Publisher`] leaves each reading here
+/// (replacing the device's previous one: one per device code, so at most 256 are ever
+/// held) instead of sending a message, which spares the mailbox delivery and the
+/// cross-thread wake-up per reader per reading. Otherwise (waiting for a first reading, a
+/// round due, push new, request modes) readings are sent as messages as without an inbox.
+/// The switch and the shelf share one lock, so no reading is lost between them.
+#[derive(Debug)]
+pub struct Inbox {
+    state: std::sync::Mutex<InboxState>,
+}
+
+#[derive(Debug)]
+struct InboxState {
+    readings: Vec<DeviceData>,
+    /// Whether readings should be sent as messages now.
+    messages: bool,
+}
+
+impl Default for Inbox {
+    fn default() -> Self {
+        Inbox {
+            state: std::sync::Mutex::new(InboxState {
+                readings: Vec::new(),
+                messages: true,
+            }),
+        }
+    }
+}
+
+impl Inbox {
+    /// An inbox whose owner wants messages until it says otherwise.
+    pub fn new() -> Arc<Inbox> {
+        Arc::new(Inbox::default())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, InboxState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Publisher side: keeps `d` as its device's newest reading and returns true, or
+    /// returns false when the owner wants messages now (the caller sends one).
+    pub fn offer(&self, d: &DeviceData) -> bool {
+        let mut s = self.lock();
+        if s.messages {
+            return false;
+        }
+        match s.readings.iter_mut().find(|x| x.device == d.device) {
+            Some(x) => {
+                if x.seq < d.seq || d.seq == 0 {
+                    *x = d.clone();
+                }
+            }
+            None => s.readings.push(d.clone()),
+        }
+        true
+    }
+
+    /// Owner side: moves the readings kept so far into `into` (which should be empty; its
+    /// capacity is reused) and sets whether readings come as messages from now on.
+    pub fn take(&self, messages: bool, into: &mut Vec<DeviceData>) {
+        let mut s = self.lock();
+        s.messages = messages;
+        into.clear();
+        std::mem::swap(&mut s.readings, into);
+    }
 }
 
 impl DataRecipient {
@@ -80,6 +155,21 @@ impl DataRecipient {
         DataRecipient {
             single: addr.clone().recipient(),
             batch: addr.clone().recipient(),
+            inbox: None,
+        }
+    }
+
+    /// The recipient of an actor that handles both and picks readings up from `inbox`
+    /// while it wants no messages.
+    pub fn with_inbox<A>(addr: &Addr<A>, inbox: Arc<Inbox>) -> Self
+    where
+        A: Actor + Handler<DeviceData> + Handler<DeviceDataBatch>,
+        A::Context:
+            actix::dev::ToEnvelope<A, DeviceData> + actix::dev::ToEnvelope<A, DeviceDataBatch>,
+    {
+        DataRecipient {
+            inbox: Some(inbox),
+            ..DataRecipient::of(addr)
         }
     }
 }
@@ -442,12 +532,16 @@ impl Publisher {
     pub fn publish_at(&mut self, device: u8, data: Bytes, timestamp: Timestamp) {
         let msg = self.record(device, data, timestamp);
         for (_, r) in &self.channels[&device].recipients {
+            if r.inbox.as_ref().is_some_and(|i| i.offer(&msg)) {
+                continue;
+            }
             r.single.do_send(msg.clone());
         }
     }
 
     /// Publishes readings of several devices taken at `timestamp` as one
-    /// [`DeviceDataBatch`] to every session reading any of them.
+    /// [`DeviceDataBatch`] to every session reading any of them (a session whose inbox
+    /// takes them gets each of the devices it reads there instead).
     pub fn publish_batch(&mut self, readings: Vec<(u8, Bytes)>, timestamp: Timestamp) {
         let batch: Arc<[DeviceData]> = readings
             .into_iter()
@@ -459,6 +553,9 @@ impl Publisher {
                 continue;
             };
             for (id, r) in &ch.recipients {
+                if r.inbox.as_ref().is_some_and(|i| i.offer(d)) {
+                    continue;
+                }
                 if sent.insert(*id) {
                     r.batch.do_send(DeviceDataBatch(batch.clone()));
                 }
@@ -566,5 +663,45 @@ mod tests {
         let b = seen_b.lock().unwrap();
         assert_eq!(b.singles, vec![b's']);
         assert_eq!(b.batches, vec![vec![b's']]);
+    }
+
+    #[actix_rt::test]
+    async fn an_inbox_keeps_the_newest_reading_per_device_while_its_owner_wants_no_message() {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let inbox = Inbox::new();
+        let r = DataRecipient::with_inbox(&Collector(seen.clone()).start(), inbox.clone());
+        let mut p = Publisher::new();
+        for device in [b'p', b's'] {
+            p.set_subscribers(Subscribers {
+                device,
+                session: 1,
+                recipient: Some(r.clone()),
+            });
+        }
+        // Wanting messages (the default): a batch is a message.
+        p.publish_batch(vec![(b'p', Bytes::from_static(&[1]))], Timestamp::now());
+        let mut got = Vec::new();
+        inbox.take(false, &mut got);
+        assert!(got.is_empty());
+        // Not wanting them: readings wait in the inbox, newest per device, no message.
+        for v in 2..5u8 {
+            p.publish_batch(
+                vec![(b'p', Bytes::from(vec![v])), (b's', Bytes::from(vec![v]))],
+                Timestamp::now(),
+            );
+        }
+        p.publish(b's', Bytes::from_static(&[9]));
+        inbox.take(true, &mut got);
+        got.sort_by_key(|d| d.device);
+        let kept: Vec<(u8, u8)> = got.iter().map(|d| (d.device, d.data[0])).collect();
+        assert_eq!(kept, vec![(b'p', 4), (b's', 9)]);
+        // Wanting messages again: the next reading is sent.
+        p.publish(b'p', Bytes::from_static(&[7]));
+        inbox.take(true, &mut got);
+        assert!(got.is_empty());
+        actix_rt::time::sleep(std::time::Duration::from_millis(50)).await;
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.batches, vec![vec![b'p']]);
+        assert_eq!(seen.singles, vec![b'p']);
     }
 }

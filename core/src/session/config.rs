@@ -61,7 +61,7 @@ impl Session {
                 debug!(self.log, "frequency set"; "hz" => f);
                 self.period = Duration::from_secs_f64(1.0 / f64::from(f));
                 if self.mode == DataMode::Continuous {
-                    self.next_tick = Instant::now() + self.period;
+                    self.next_tick = crate::timer::on_grid(Instant::now() + self.period);
                     self.schedule_tick(ctx);
                 }
             }
@@ -74,9 +74,7 @@ impl Session {
                 self.mode = mode;
                 self.rounds_requested = 0;
                 self.round_due = false;
-                if let Some(h) = self.tick.take() {
-                    ctx.cancel_future(h);
-                }
+                self.stop_ticking();
                 if let Some(h) = self.push_timer.take() {
                     ctx.cancel_future(h);
                 }

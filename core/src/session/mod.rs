@@ -12,7 +12,7 @@
 //!   rounds at most `f` per second;
 //! - pull new (mode 3): per `y d`, the devices with new readings (waiting for one if none).
 //!
-//! A round is written with one vectored write of shared buffers (no per-client copy). A
+//! A round is laid out in a buffer the session keeps and written with one write. A
 //! client's first round waits until every read device has a reading. The session never
 //! queues stale data: while an earlier round is still unsent (in our buffer or the
 //! kernel's), or, on a link that queues, still unacknowledged, due rounds are skipped
@@ -39,9 +39,10 @@ use crate::codec::ClientMessage;
 use crate::logging::{code as esc, Throttle};
 use crate::notice::{kind, Notice};
 use crate::registry::{Disconnect, Registry, SessionId};
+use crate::timer::{TickHandle, Ticks};
 use actix::prelude::*;
 use bytes::BytesMut;
-use player_kit::driver::{DeviceData, DeviceDataBatch};
+use player_kit::driver::{DeviceData, DeviceDataBatch, Inbox};
 use player_proto::{device, DataMode};
 use slog::{info, warn, Logger};
 use std::collections::HashMap;
@@ -133,7 +134,11 @@ pub struct Session {
     period: Duration,
     timestamps: bool,
     next_tick: Instant,
-    tick: Option<SpawnHandle>,
+    /// The session's repeating timer (its stream is added to the context at start).
+    ticks: TickHandle,
+    tick_stream: Option<Ticks>,
+    /// Whether `ticks` is set.
+    ticking: bool,
     /// A continuous round fell due while a device had no reading yet.
     round_due: bool,
     /// `y d` requests not yet answered.
@@ -146,6 +151,14 @@ pub struct Session {
     flushing: bool,
     /// What may be left unsent or in flight (`pace`).
     pace: pace::Pacer,
+    /// Where the drivers leave readings while this session wants no message per reading.
+    inbox: Arc<Inbox>,
+    /// Whether the inbox was last told to have readings sent as messages.
+    inbox_messages: bool,
+    /// The inbox's readings, taken out (kept for its capacity).
+    inbox_buf: Vec<DeviceData>,
+    /// Where a round is laid out before its one write (kept for its capacity).
+    round_buf: Vec<u8>,
     /// Since when due rounds have been skipped because the client is not reading.
     stalled_since: Option<Instant>,
     skipped: u64,
@@ -179,6 +192,7 @@ impl Session {
         log: &Logger,
     ) -> Self {
         let client = peer.to_string();
+        let (ticks, tick_stream) = crate::timer::ticks();
         let log = log.new(slog::o!("client" => client.clone(), "session" => id));
         let rights = opts
             .policy
@@ -209,7 +223,9 @@ impl Session {
             period: Duration::from_millis(100),
             timestamps: false,
             next_tick: Instant::now(),
-            tick: None,
+            ticks,
+            tick_stream: Some(tick_stream),
+            ticking: false,
             round_due: false,
             rounds_requested: 0,
             last_push: None,
@@ -217,6 +233,10 @@ impl Session {
             out: BytesMut::new(),
             flushing: false,
             pace: pace::Pacer::default(),
+            inbox: Inbox::new(),
+            inbox_messages: true,
+            inbox_buf: Vec::new(),
+            round_buf: Vec::new(),
             stalled_since: None,
             skipped: 0,
             waiting_since: None,
@@ -239,7 +259,10 @@ impl Actor for Session {
             addr,
             self.opts.partial_timeout,
         )));
-        self.next_tick = Instant::now() + self.period;
+        if let Some(s) = self.tick_stream.take() {
+            ctx.add_stream(s);
+        }
+        self.next_tick = crate::timer::on_grid(Instant::now() + self.period);
         self.schedule_tick(ctx);
         if self.must_present_key {
             let wait = if self.opts.partial_timeout.is_zero() {
@@ -321,7 +344,10 @@ impl Handler<Incoming> for Session {
             }
         };
         // The next message is read only when the client has taken its replies.
-        Box::pin(handled.then(|(), act, ctx| act.until_drained(ctx)))
+        Box::pin(handled.then(|(), act, ctx| {
+            act.refresh_inbox(ctx);
+            act.until_drained(ctx)
+        }))
     }
 }
 
@@ -329,6 +355,17 @@ impl Handler<Incoming> for Session {
 fn is_key(m: &ClientMessage) -> bool {
     matches!(m, ClientMessage::Config { device, payload }
         if *device == device::SERVER && payload.first() == Some(&player_proto::config::KEY))
+}
+
+/// A tick of the session's timer: a continuous round may be due.
+impl StreamHandler<()> for Session {
+    fn handle(&mut self, _tick: (), ctx: &mut Self::Context) {
+        self.on_tick(ctx);
+    }
+
+    fn finished(&mut self, _ctx: &mut Self::Context) {
+        // The timer's stream never ends; nothing to do (the default would stop the actor).
+    }
 }
 
 impl Handler<ReadEnded> for Session {
@@ -382,6 +419,7 @@ impl Handler<DeviceData> for Session {
         if self.take(msg, false) {
             self.after_change(ctx);
         }
+        self.refresh_inbox(ctx);
     }
 }
 
@@ -396,6 +434,7 @@ impl Handler<DeviceDataBatch> for Session {
         if changed {
             self.after_change(ctx);
         }
+        self.refresh_inbox(ctx);
     }
 }
 

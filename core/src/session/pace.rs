@@ -23,7 +23,10 @@
 //!   more round is written anyway: it is fresh data, and its arrival makes the kernel
 //!   recover the loss at once instead of after its tail-loss timer.
 //!
-//! Everything comes from one `getsockopt(TCP_INFO)` per round.
+//! Everything comes from one `getsockopt(TCP_INFO)`. After a look that found the path calm
+//! (not queueing, nothing unsent), the kernel is not asked again until what was written
+//! since could amount to two rounds unsent or put the client past the unread limit: on
+//! loopback and fast links that is one look every two or three rounds.
 //!
 //! A client is stalled when rounds are skipped and for `stall_timeout` it has neither
 //! acknowledged anything new nor opened its window: a client that reads slowly does one
@@ -135,6 +138,12 @@ pub struct Look {
 pub struct Pacer {
     last_round: Option<Instant>,
     last_round_len: u32,
+    /// Bytes written (rounds, replies, notices) since the kernel was last asked.
+    written_since_look: usize,
+    /// After a look that found a calm path (no queueing, nothing unsent) and let a round
+    /// go: the bytes then unread by the client. Until what was written since could take
+    /// it past a limit, the next round needs no look.
+    calm_unread: Option<u32>,
     acked: u64,
     window: u32,
     /// The largest window the client has advertised: its buffer when it has read all.
@@ -145,6 +154,21 @@ impl Pacer {
     /// Looks at socket `fd` before a round; `own_unsent`: the session still holds bytes
     /// the kernel did not take.
     pub fn look(&mut self, fd: RawFd, own_unsent: bool, now: Instant) -> Look {
+        if !own_unsent {
+            if let Some(unread) = self.calm_unread {
+                let w = self.written_since_look as u64;
+                let limit = u64::from(unread_limit(self.last_round_len));
+                // Unsent and unread can only have grown by what was written since.
+                if w <= 2 * u64::from(self.last_round_len) && u64::from(unread) + w <= limit {
+                    return Look {
+                        send: true,
+                        progress: false,
+                    };
+                }
+            }
+        }
+        self.written_since_look = 0;
+        self.calm_unread = None;
         let Some(q) = send_queue(fd) else {
             // The kernel will not say: keep only our own buffer's rule.
             return Look {
@@ -159,16 +183,24 @@ impl Pacer {
         self.max_window = self.max_window.max(q.window);
         let unread = self.max_window - q.window;
         let since = self.last_round.map(|t| now.saturating_duration_since(t));
-        Look {
-            send: !own_unsent && may_write(&q, since, unread, unread_limit(self.last_round_len)),
-            progress,
+        let send = !own_unsent && may_write(&q, since, unread, unread_limit(self.last_round_len));
+        let calm = q.unsent == 0 && q.srtt.saturating_sub(q.min_rtt) <= QUEUE_BUDGET;
+        if send && calm {
+            self.calm_unread = Some(unread);
         }
+        Look { send, progress }
     }
 
     /// A round of `len` bytes was written at `now`.
-    pub fn wrote(&mut self, now: Instant, len: usize) {
+    pub fn wrote_round(&mut self, now: Instant, len: usize) {
         self.last_round = Some(now);
         self.last_round_len = len.min(u32::MAX as usize) as u32;
+        self.written_since_look += len;
+    }
+
+    /// Bytes other than a round (replies, notices) were written.
+    pub fn wrote(&mut self, len: usize) {
+        self.written_since_look += len;
     }
 }
 

@@ -17,12 +17,10 @@ impl Session {
 
     /// After a change of devices or data: send what became sendable.
     pub(super) fn after_change(&mut self, ctx: &mut Context<Self>) {
-        if self.mode == DataMode::Continuous
-            && self.tick.is_none()
-            && self.slots.iter().any(Slot::reads)
+        if self.mode == DataMode::Continuous && !self.ticking && self.slots.iter().any(Slot::reads)
         {
             // Ticking stopped while the client read nothing; start again, one period on.
-            self.next_tick = Instant::now() + self.period;
+            self.next_tick = crate::timer::on_grid(Instant::now() + self.period);
             self.schedule_tick(ctx);
         }
         if !self.ready() {
@@ -45,28 +43,27 @@ impl Session {
         }
     }
 
-    pub(super) fn schedule_tick(&mut self, ctx: &mut Context<Self>) {
-        if let Some(h) = self.tick.take() {
-            ctx.cancel_future(h);
-        }
+    /// Sets the session's repeating timer for `next_tick` (one timer for the session's
+    /// life: a tick allocates nothing).
+    pub(super) fn schedule_tick(&mut self, _ctx: &mut Context<Self>) {
         let now = Instant::now();
         if self.next_tick + self.period < now {
             // Far behind (the process was stopped, say): skip the missed ticks.
             let behind = now.duration_since(self.next_tick).as_nanos() / self.period.as_nanos();
             self.next_tick += self.period * behind as u32;
         }
-        let at = self.next_tick;
-        self.tick = Some(
-            ctx.spawn(
-                crate::timer::sleep_until(at)
-                    .into_actor(self)
-                    .map(|_, act, ctx| act.on_tick(ctx)),
-            ),
-        );
+        self.ticks.set(self.next_tick);
+        self.ticking = true;
+    }
+
+    /// Stops the ticks until [`Self::schedule_tick`].
+    pub(super) fn stop_ticking(&mut self) {
+        self.ticks.clear();
+        self.ticking = false;
     }
 
     pub(super) fn on_tick(&mut self, ctx: &mut Context<Self>) {
-        self.tick = None;
+        self.ticking = false;
         if self.mode != DataMode::Continuous {
             return;
         }
@@ -76,12 +73,15 @@ impl Session {
         }
         self.next_tick += self.period;
         self.schedule_tick(ctx);
+        // The readings left in the inbox since the last round.
+        self.sync_inbox(ctx);
         if self.ready() {
             self.send_round(false, ctx);
         } else {
             self.round_due = true;
             self.check_quiet();
         }
+        self.refresh_inbox(ctx);
     }
 
     pub(super) fn check_quiet(&mut self) {
@@ -138,6 +138,47 @@ impl Session {
                     self.last_push = Some(now);
                 }
             }
+        }
+    }
+
+    /// Whether this session needs a message per reading now: unless it sends rounds on
+    /// deadlines, has every first reading and no round waits for data, a reading must wake
+    /// it. Otherwise its next tick picks the newest readings up from the inbox.
+    fn wants_messages(&self) -> bool {
+        self.mode != DataMode::Continuous
+            || self.round_due
+            || !self.ticking
+            || !self.requesting.is_empty()
+            || !self.ready()
+    }
+
+    /// Takes the readings left in the inbox (as if they had come as messages) and tells it
+    /// whether readings should come as messages from now on, until both agree.
+    pub(super) fn sync_inbox(&mut self, ctx: &mut Context<Self>) {
+        loop {
+            let want = self.wants_messages();
+            let mut buf = std::mem::take(&mut self.inbox_buf);
+            self.inbox.take(want, &mut buf);
+            self.inbox_messages = want;
+            if buf.is_empty() {
+                self.inbox_buf = buf;
+                return;
+            }
+            let mut changed = false;
+            for d in buf.drain(..) {
+                changed |= self.take(d, true);
+            }
+            self.inbox_buf = buf;
+            if changed {
+                self.after_change(ctx);
+            }
+        }
+    }
+
+    /// [`Self::sync_inbox`] when whether this session wants messages has changed.
+    pub(super) fn refresh_inbox(&mut self, ctx: &mut Context<Self>) {
+        if self.wants_messages() != self.inbox_messages {
+            self.sync_inbox(ctx);
         }
     }
 }

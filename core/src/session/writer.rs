@@ -1,4 +1,4 @@
-//! The writer: a round in one vectored write, replies and notices, the flush of what the
+//! The writer: a round in one write, replies and notices, the flush of what the
 //! kernel did not take, the skip of rounds a client is not reading and the stall rule.
 
 use super::Session;
@@ -46,48 +46,38 @@ impl Session {
         self.write_round(only_new, ctx)
     }
 
-    /// Writes one round in one vectored write; returns whether there was anything to send.
+    /// Writes one round in one write; returns whether there was anything to send. The
+    /// round is laid out in the session's own buffer (kept between rounds, so a round
+    /// costs no allocation): copying a few hundred bytes costs less than the kernel's
+    /// walk over a vector of a header and a payload per device.
     pub(super) fn write_round(&mut self, only_new: bool, ctx: &mut Context<Self>) -> bool {
-        const MAX: usize = 64;
         let ts = if self.timestamps { TIMESTAMP_SIZE } else { 0 };
-        let mut heads = [[0u8; 3 + TIMESTAMP_SIZE]; MAX];
-        let mut picks = [0usize; MAX];
-        let mut n = 0;
-        for (i, slot) in self.slots.iter_mut().enumerate() {
-            if n == MAX {
-                break;
-            }
+        let mut buf = std::mem::take(&mut self.round_buf);
+        buf.clear();
+        for slot in self.slots.iter_mut() {
             if !slot.reads() || (only_new && !slot.is_new()) {
                 continue;
             }
             let Some(d) = &slot.latest else { continue };
             let len = (d.data.len() + ts).min(usize::from(u16::MAX)) as u16;
-            let h = &mut heads[n];
-            h[..3].copy_from_slice(&message::data_header(slot.code, len));
-            h[3..7].copy_from_slice(&d.timestamp.sec.to_be_bytes());
-            h[7..11].copy_from_slice(&d.timestamp.usec.to_be_bytes());
+            buf.extend_from_slice(&message::data_header(slot.code, len));
+            if ts > 0 {
+                buf.extend_from_slice(&d.timestamp.sec.to_be_bytes());
+                buf.extend_from_slice(&d.timestamp.usec.to_be_bytes());
+            }
+            buf.extend_from_slice(&d.data);
             slot.sent_seq = d.seq;
-            picks[n] = i;
-            n += 1;
         }
-        if n == 0 {
+        if buf.is_empty() {
+            self.round_buf = buf;
             return false;
         }
-        // On the stack: a round costs no allocation.
-        let mut slices = [IoSlice::new(&[]); 2 * MAX];
-        let mut k = 0;
-        for (head, &i) in heads.iter().zip(&picks[..n]) {
-            let Some(d) = &self.slots[i].latest else {
-                continue;
-            };
-            slices[k] = IoSlice::new(&head[..3 + ts]);
-            slices[k + 1] = IoSlice::new(&d.data);
-            k += 2;
+        self.pace.wrote_round(Instant::now(), buf.len());
+        let r = write_whole(&self.stream, &mut self.out, &[IoSlice::new(&buf)]);
+        // Keep the buffer for the next round unless an unusually large round grew it.
+        if buf.capacity() <= 64 * 1024 {
+            self.round_buf = buf;
         }
-        let iov = &slices[..k];
-        self.pace
-            .wrote(Instant::now(), iov.iter().map(|s| s.len()).sum());
-        let r = write_whole(&self.stream, &mut self.out, iov);
         self.after_write(r, ctx);
         true
     }
@@ -97,6 +87,7 @@ impl Session {
     /// Writes whole messages: at once if the kernel takes them, otherwise the rest is kept
     /// and flushed when the socket is writable (nothing else is sent before it).
     pub(super) fn write(&mut self, iov: &[IoSlice], ctx: &mut Context<Self>) {
+        self.pace.wrote(iov.iter().map(|s| s.len()).sum::<usize>());
         let r = write_whole(&self.stream, &mut self.out, iov);
         self.after_write(r, ctx);
     }
@@ -206,7 +197,12 @@ fn write_whole(stream: &TcpStream, out: &mut BytesMut, iov: &[IoSlice]) -> io::R
     let total: usize = iov.iter().map(|s| s.len()).sum();
     let mut written = 0;
     if out.is_empty() {
-        match stream.try_write_vectored(iov) {
+        // One slice (a round, a reply) is a plain write: cheaper in the kernel than writev.
+        let r = match iov {
+            [one] => stream.try_write(one),
+            _ => stream.try_write_vectored(iov),
+        };
+        match r {
             Ok(n) => written = n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(e) => return Err(e),
