@@ -2,7 +2,7 @@
 //! SIGINT or SIGTERM; SIGUSR1 latches every robot's emergency stop.
 
 use player::server::Server;
-use player::settings::{parse_args_with, Invocation, HELP};
+use player::settings::{parse_args_with, Invocation};
 use slog::{error, info};
 use std::process::ExitCode;
 use tokio::signal::unix::{signal, SignalKind};
@@ -62,3 +62,115 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// The `--help` text: the manual's flags, the configuration file, the shipped drivers.
+const HELP: &str = "\
+player: a Player 0.7.4a compatible robot device server
+
+USAGE:
+    player [FLAGS]
+
+With no flags, serves a simulated Pioneer 2-DX (position, sonar, laser, misc, gripper,
+PTZ camera and ACTS vision in a simulated room) on TCP port 6665.
+
+FLAGS (the manual's, a flag overrides the configuration file):
+    -gp <port>       TCP port the (first) robot listens on. Default 6665.
+    -pp <port>       P2OS robot base on serial port <port> (e.g. /dev/ttyS0): the position,
+                     sonar, misc and gripper devices use the 'p2os' driver.
+    -lp <port>       SICK LMS-200 laser on serial port <port>: the laser uses the
+                     'sicklms200' driver.
+    -zp <port>       Sony PTZ camera on serial port <port>: the ptz device uses the
+                     'sonyptz' driver.
+    -vp <port>       ACTS vision server TCP port: the vision device uses the 'acts' driver.
+    -vc <path>       ACTS configuration file (with -vp, or alone: 'acts' driver).
+    -stage <path>    Serve every robot of the world file <path> (TOML), each on its own
+                     port (the file's, else 6665 + i; with -gp P, P + i).
+    -record <file>   Record every device's readings (and the commands and configs
+                     clients send) to the MCAP file <file>, whether or not clients read.
+    -replay <file>   Serve a recording (MCAP, as -record writes) as the robot's devices.
+    -web <port>      Web viewer (HTTP page and Foxglove WebSocket) of the first robot on
+                     <port>, robot i of a world on <port> + i; 0 turns it off. Default 8765
+                     (+ i), skipped with a log line when that port is busy. Open
+                     http://HOST:8765/ in a browser, or point Foxglove or Lichtblick at
+                     ws://HOST:8765.
+    -debug           Debug logging.
+    -exp             Enable experimental features.
+    -bind <addr>     Listen on <addr> only (e.g. 127.0.0.1; default 0.0.0.0, every
+                     interface).
+
+OTHER FLAGS:
+    --config <file>  Read the configuration from <file> (TOML) instead of the built-in
+                     config/default.toml. Relative paths in it are relative to its folder.
+    --help, -h       Print this text.
+    --version        Print the version.
+
+CONFIGURATION FILE (TOML; see config/default.toml):
+    [server]
+    max_clients = 4096     # clients per robot port
+    workers = 0            # session threads, 0 = one per core
+    setup_timeout = 30.0   # seconds a device setup may take
+    quiet_after = 3.0      # seconds before a silent device is named in the log
+    stall_timeout = 60.0   # seconds a client may leave data unread (0 = forever)
+    max_frequency = 1000   # highest data rate a client may set, Hz
+    max_devices = 16       # distinct devices per client
+    listen_backlog = 1024  # pending connections the kernel queues
+    keepalive_idle = 2.0   # TCP keepalive: idle seconds before probes (0 = off)
+    keepalive_interval = 1.0
+    keepalive_count = 3    # unanswered probes before a vanished peer is dropped
+    user_timeout = 5.0     # seconds unacknowledged data may wait (TCP_USER_TIMEOUT)
+    partial_timeout = 10.0 # seconds a client may take to finish a started message
+    max_output = 262144    # bytes of unread replies/notices before input is paused
+    debug = false
+    experimental = false
+
+    [access]               # who may connect and command (defaults: anyone, as 0.7.4a)
+    key = \"\"               # shared key: a client sends x y k <key> to get write access
+    keyless = \"read\"       # without the key: \"read\" (read-only) or \"refuse\"
+    read_allow = []        # addresses/networks that may connect, e.g. [\"10.0.0.0/8\"]
+    write_allow = []       # addresses/networks that may command
+    max_per_address = 0    # connections per address and robot port (0 = no limit)
+
+    [record]               # recording to MCAP (Foxglove opens the files)
+    path = \"run.mcap\"     # empty = off; -record <file> sets it
+    max_bytes = 0          # start a new file (run.1.mcap, ...) past this size, 0 = never
+    max_seconds = 0.0      # start a new file after this long, 0 = never
+    chunk_bytes = 262144   # chunk size; a killed server loses at most the open chunk
+    chunk_seconds = 1.0    # close a chunk at least this often
+    foxglove = true        # also write the web viewer's Foxglove JSON channels
+    retry_seconds = 5.0    # retry a device that could not be opened
+
+    [[robot]]              # one per robot; each has its own port and device table
+    name = \"pioneer\"
+    port = 6665
+    bind = \"0.0.0.0\"       # -bind sets it
+    command_timeout = 0.5  # command watchdog (below); 0 turns it off for this robot
+    web_port = 8765        # web viewer + Foxglove WebSocket; 0 = off; unset = 8765 + i
+
+    [[robot.driver]]       # which driver backs which device codes
+    driver = \"sim\"
+    devices = [\"p\", \"s\", \"m\", \"g\", \"l\", \"z\", \"v\"]
+    command_timeout = 0.5  # per driver; overrides the robot's (0 = off)
+    [robot.driver.params]  # driver-specific
+    world = \"room\"
+
+DRIVERS (the driver key): sim, p2os, sicklms200, sonyptz, acts, replay;
+    passthrough (a device of another Player server: params host, port, device; README
+    \"Fleets\", config/fleet.toml); program (devices served by a program in any
+    language over stdin/stdout: params command = [..], env, and a
+    [[robot.driver.params.device]] table per code; docs/plugins.md, config/obstacle.toml).
+
+SAFETY:
+    Command watchdog: a device whose commands keep it moving (the base) is stopped when
+    no command has reached it from any writer for command_timeout seconds (default 0.5,
+    the same for the simulator and real hardware; 0 disables it). The next command
+    resumes it. Send a command every round (the manual's examples do, at 10 Hz).
+    A writer that disconnects, closes the device or drops to read-only stops it too.
+    Emergency stop: any client can latch it (x y E 1); every command is then ignored and
+    the base held stopped until a client with write access releases it (x y E 0).
+    SIGUSR1 latches it too. Vanished peers are dropped by TCP keepalive within about
+    keepalive_idle + keepalive_interval * keepalive_count seconds.
+    Extensions (error channel, e-stop, key, device list): README, docs/extensions.md.
+
+SIGNALS: SIGINT or SIGTERM stops the robot, closes the devices and exits with status 0;
+SIGUSR1 latches the emergency stop of every robot.
+";

@@ -96,72 +96,19 @@ fn a_frozen_controller_process_is_stopped_by_the_watchdog() {
     watch_until(&mut watcher, "the robot to stop at exit", |p| p.speed == 0);
 }
 
-/// A network namespace with a veth pair to the root namespace, removed on drop.
-struct Netns {
-    name: String,
-    host_if: String,
-}
-
-fn ip(args: &[&str]) -> bool {
-    Command::new("ip")
-        .args(args)
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-impl Netns {
-    /// `10.<a>.<b>.1` on the host side, `.2` inside; `None` without root.
-    fn create(host_addr: &str, ns_addr: &str) -> Option<Netns> {
-        let id = std::process::id() % 100000;
-        let n = Netns {
-            name: format!("plsafe{id}"),
-            host_if: format!("plh{id}"),
-        };
-        let ns_if = format!("pln{id}");
-        let ok = ip(&["netns", "add", &n.name])
-            && ip(&[
-                "link", "add", &n.host_if, "type", "veth", "peer", "name", &ns_if,
-            ])
-            && ip(&["link", "set", &ns_if, "netns", &n.name])
-            && ip(&["addr", "add", &format!("{host_addr}/30"), "dev", &n.host_if])
-            && ip(&["link", "set", &n.host_if, "up"])
-            && ip(&[
-                "netns",
-                "exec",
-                &n.name,
-                "ip",
-                "addr",
-                "add",
-                &format!("{ns_addr}/30"),
-                "dev",
-                &ns_if,
-            ])
-            && ip(&["netns", "exec", &n.name, "ip", "link", "set", &ns_if, "up"])
-            && ip(&["netns", "exec", &n.name, "ip", "link", "set", "lo", "up"]);
-        if ok {
-            Some(n)
-        } else {
-            None
-        }
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        ip(&["link", "del", &self.host_if]);
-        ip(&["netns", "del", &self.name]);
-    }
-}
-
 #[test]
 fn a_controller_whose_link_goes_down_is_stopped_and_its_session_dropped() {
-    if unsafe { libc::geteuid() } != 0 {
+    if !netns::is_root() {
         eprintln!("SKIPPED: needs root for network namespaces (run the tests as root)");
         return;
     }
     let (host_addr, ns_addr) = ("10.213.77.1", "10.213.77.2");
-    let Some(ns) = Netns::create(host_addr, ns_addr) else {
-        eprintln!("SKIPPED: cannot create a network namespace with a veth pair here");
+    let Some(ns) = netns::Netns::create("safe") else {
+        eprintln!("SKIPPED: cannot create a network namespace here");
+        return;
+    };
+    let Some(veth) = netns::Veth::join(None, host_addr, &ns, ns_addr) else {
+        eprintln!("SKIPPED: cannot create a veth pair here");
         return;
     };
     let mut settings = default_settings();
@@ -174,7 +121,7 @@ fn a_controller_whose_link_goes_down_is_stopped_and_its_session_dropped() {
     assert_eq!(writers(&mut watcher), 1);
     // The link goes down on the host side: no FIN, no RST reaches the server.
     let cut = Instant::now();
-    assert!(ip(&["link", "set", &ns.host_if, "down"]));
+    assert!(veth.set_a(false));
     let slowing = watch_until(&mut watcher, "the robot to slow down", |p| p.speed < 150);
     let took = slowing.duration_since(cut);
     assert!(

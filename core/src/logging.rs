@@ -31,7 +31,7 @@ pub fn discard() -> Logger {
     Logger::root(slog::Discard, o!())
 }
 
-pub use player_kit::log::{code, escape};
+pub use player_kit::log::{code, device, escape, Throttle};
 
 /// The log's last line of defence against floods: at most `burst` records per `window`
 /// from one place in the code (file and line), whoever causes them; the records over
@@ -98,64 +98,6 @@ impl<D: Drain> Drain for Backstop<D> {
         let kv = (SingleKV::from(("suppressed_here", suppressed)), record.kv());
         let r = Record::new(&rs, record.msg(), BorrowedKV(&kv));
         self.inner.log(&r, values).map(Some)
-    }
-}
-
-/// Rate limits for one client's warnings, per kind: at most `burst` lines of a kind per
-/// `window`; what is over is counted, and the next line of that kind that is let through
-/// carries the count.
-#[derive(Debug)]
-pub struct Throttle {
-    window: Duration,
-    burst: u32,
-    kinds: Vec<(&'static str, Instant, u32, u64)>,
-}
-
-impl Default for Throttle {
-    fn default() -> Self {
-        Throttle::new(Duration::from_secs(10), 5)
-    }
-}
-
-impl Throttle {
-    /// At most `burst` lines per kind per `window`.
-    pub fn new(window: Duration, burst: u32) -> Self {
-        Throttle {
-            window,
-            burst,
-            kinds: Vec::new(),
-        }
-    }
-
-    /// Whether a line of `kind` may be logged now; `Some(n)`: yes, and `n` lines of this
-    /// kind were suppressed since the last one logged.
-    pub fn allow(&mut self, kind: &'static str) -> Option<u64> {
-        let now = Instant::now();
-        let i = match self.kinds.iter().position(|k| k.0 == kind) {
-            Some(i) => i,
-            None => {
-                self.kinds.push((kind, now, 0, 0));
-                self.kinds.len() - 1
-            }
-        };
-        let k = &mut self.kinds[i];
-        if now.duration_since(k.1) >= self.window {
-            k.1 = now;
-            k.2 = 0;
-        }
-        if k.2 < self.burst {
-            k.2 += 1;
-            Some(std::mem::take(&mut k.3))
-        } else {
-            k.3 += 1;
-            None
-        }
-    }
-
-    /// Lines suppressed and never reported, per kind (for a last line when the client
-    /// leaves).
-    pub fn pending(&self) -> u64 {
-        self.kinds.iter().map(|k| k.3).sum()
     }
 }
 

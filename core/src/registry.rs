@@ -23,11 +23,11 @@ use bytes::Bytes;
 use futures::channel::oneshot;
 use player_kit::driver::{
     Command, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, DeviceState,
-    DeviceStatus, DriverError, DriverHandle, MapOutline, MapRequest, Setup, Shutdown, Stop,
-    StopReason, Subscribers, Terminate,
+    DeviceStatus, DriverError, DriverHandle, MapOutline, MapRequest, ReadDevice, Setup, Shutdown,
+    Stop, StopReason, Subscribers, Terminate,
 };
+use player_proto::access;
 use player_proto::ext::{state as list_state, DeviceEntry};
-use player_proto::{access, device};
 use slog::{info, warn, Logger};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -428,7 +428,7 @@ impl Registry {
             if d.health == Health::Silent {
                 d.health = Health::Ok;
             }
-            info!(self.log, "device shut down"; "device" => device::name(code), "driver" => &d.driver_name);
+            info!(self.log, "device shut down"; "device" => player_kit::log::device(code), "driver" => &d.driver_name);
             d.driver.shutdown.do_send(Shutdown { device: code });
         }
         self.update_health_check(ctx);
@@ -448,7 +448,7 @@ impl Registry {
         };
         match &result {
             Ok(()) => {
-                info!(self.log, "device set up"; "device" => device::name(code), "driver" => &d.driver_name);
+                info!(self.log, "device set up"; "device" => player_kit::log::device(code), "driver" => &d.driver_name);
                 d.state = State::Up;
                 if matches!(d.health, Health::SetupFailed | Health::Silent) {
                     d.health = Health::Ok;
@@ -472,7 +472,7 @@ impl Registry {
                 }
             }
             Err(e) => {
-                warn!(self.log, "device setup failed"; "device" => device::name(code), "driver" => &d.driver_name, "error" => %e);
+                warn!(self.log, "device setup failed"; "device" => player_kit::log::device(code), "driver" => &d.driver_name, "error" => %e);
                 d.health = Health::SetupFailed;
                 d.holders.clear();
             }
@@ -525,7 +525,7 @@ impl Registry {
             self.stop_device(code, StopReason::Watchdog);
             let d = self.devices.get_mut(&code).expect("listed above");
             d.watchdog.tripped = true;
-            warn!(self.log, "command watchdog: no command in time; device stopped"; "device" => device::name(code), "command_timeout_s" => timeout.as_secs_f64());
+            warn!(self.log, "command watchdog: no command in time; device stopped"; "device" => player_kit::log::device(code), "command_timeout_s" => timeout.as_secs_f64());
             self.notify_holders(
                 code,
                 Notice::new(
@@ -591,7 +591,7 @@ impl Registry {
             }
         }
         for (code, quiet) in silent {
-            warn!(self.log, "device silent"; "device" => device::name(code), "seconds" => quiet.as_secs());
+            warn!(self.log, "device silent"; "device" => player_kit::log::device(code), "seconds" => quiet.as_secs());
             self.notify_holders(
                 code,
                 Notice::new(
@@ -628,7 +628,7 @@ impl Registry {
         s.window_start.get_or_insert(now);
         if d.health == Health::Silent {
             d.health = Health::Ok;
-            info!(self.log, "device publishing again"; "device" => device::name(code));
+            info!(self.log, "device publishing again"; "device" => player_kit::log::device(code));
             self.notify_holders(code, Notice::new(kind::UP, code, "readings again"));
         }
     }
@@ -736,7 +736,7 @@ impl Handler<Subscribe> for Registry {
             State::Down => {
                 let (tx, rx) = oneshot::channel();
                 d.state = State::SettingUp(vec![tx]);
-                info!(self.log, "setting up device"; "device" => device::name(code), "driver" => &d.driver_name, "client" => &msg.client);
+                info!(self.log, "setting up device"; "device" => player_kit::log::device(code), "driver" => &d.driver_name, "client" => &msg.client);
                 let setup = d
                     .driver
                     .setup
@@ -825,13 +825,49 @@ impl Handler<Command> for Registry {
             d.watchdog.last = Some(Instant::now());
             if d.watchdog.tripped {
                 d.watchdog.tripped = false;
-                info!(self.log, "command watchdog: commands again; device resumed"; "device" => device::name(code));
+                info!(self.log, "command watchdog: commands again; device resumed"; "device" => player_kit::log::device(code));
             }
             d.driver.command.do_send(msg);
             self.schedule_watchdog(ctx);
         } else {
             d.driver.command.do_send(msg);
         }
+    }
+}
+
+impl Handler<ReadDevice> for Registry {
+    type Result = ResponseActFuture<Self, Result<(), DriverError>>;
+
+    /// A driver reading another device (a virtual device): a read-only holder, set up and
+    /// released like a session's (it never gets write access, so it never stops a device).
+    fn handle(&mut self, msg: ReadDevice, ctx: &mut Self::Context) -> Self::Result {
+        if !msg.on {
+            self.release(msg.session, msg.device, ctx);
+            return Box::pin(fut::ready(Ok(())));
+        }
+        if self
+            .devices
+            .get(&msg.device)
+            .is_some_and(|d| !d.spec.readable)
+        {
+            let e = DriverError(format!(
+                "device {} produces no data",
+                crate::logging::code(msg.device)
+            ));
+            return Box::pin(fut::ready(Err(e)));
+        }
+        let subscribe = Subscribe {
+            session: msg.session,
+            device: msg.device,
+            read: true,
+            write: false,
+            recipient: msg.recipient,
+            client: format!("driver reader {}", msg.session),
+        };
+        Box::pin(
+            <Self as Handler<Subscribe>>::handle(self, subscribe, ctx)
+                .map(|r, _, _| r.map(|_| ()).map_err(|e| DriverError(e.to_string()))),
+        )
     }
 }
 
@@ -938,10 +974,10 @@ impl Handler<DeviceStatus> for Registry {
         d.health = health;
         match msg.state {
             DeviceState::Up => {
-                info!(self.log, "device up again"; "device" => device::name(code), "reason" => &msg.reason)
+                info!(self.log, "device up again"; "device" => player_kit::log::device(code), "reason" => &msg.reason)
             }
             _ => {
-                warn!(self.log, "device failed"; "device" => device::name(code), "reason" => &msg.reason)
+                warn!(self.log, "device failed"; "device" => player_kit::log::device(code), "reason" => &msg.reason)
             }
         }
         self.notify_holders(code, Notice::new(k, code, msg.reason));

@@ -18,7 +18,7 @@ use actix::prelude::*;
 use futures::channel::oneshot;
 use futures::FutureExt;
 use player_kit::catalog::{Catalog, DriverContext};
-use player_kit::driver::StatusSink;
+use player_kit::driver::{DeviceSource, StatusSink};
 use slog::{info, o, warn, Logger};
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -456,6 +456,10 @@ impl Server {
                     logger: rlog.new(o!("driver" => d.driver.clone())),
                     started,
                     status: status.clone(),
+                    source: DeviceSource::new(
+                        ids.fetch_add(1, Ordering::Relaxed),
+                        registry_ctx.address().recipient(),
+                    ),
                 };
                 let sd = factory(ctx).map_err(|e| {
                     StartError(format!(

@@ -6,7 +6,10 @@
 //! - [`sick`]: a real SICK LMS-200 laser over a serial line (`l`).
 //! - [`ptz`]: a real Sony EVI-D30 pan-tilt-zoom camera over a serial line (`z`).
 //! - [`acts`]: ACTS colour vision over TCP (`v`).
+//! - [`passthrough`]: a device of another Player server served as a local device.
 //! - [`replay`]: a recording (MCAP, as `-record` writes it) served as the robot's devices.
+//! - [`program`]: devices served by a driver program in any language over its standard
+//!   input and output (docs/plugins.md).
 //!
 //! Drivers know the server only through the driver kit (`player_kit`); this crate does not
 //! depend on the core, so no driver can reach into a session or the registry.
@@ -17,6 +20,8 @@ use player_kit::catalog::Catalog;
 
 pub mod acts;
 pub mod p2os;
+pub mod passthrough;
+pub mod program;
 pub mod ptz;
 pub mod replay;
 pub mod sick;
@@ -30,4 +35,6 @@ pub fn register_all(catalog: &mut Catalog) {
     ptz::register(catalog);
     acts::register(catalog);
     replay::register(catalog);
+    passthrough::register(catalog);
+    program::register(catalog);
 }

@@ -5,7 +5,7 @@
 //! which starts the driver actor and declares the devices it serves. Adding a driver means
 //! registering one more factory; the registry and the sessions never change.
 
-use crate::driver::{DeviceSpec, DriverError, DriverHandle, StatusSink};
+use crate::driver::{DeviceSource, DeviceSpec, DriverError, DriverHandle, StatusSink};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use slog::Logger;
@@ -34,6 +34,9 @@ pub struct DriverContext {
     /// Where the driver reports its devices' state changes (link lost, reconnecting,
     /// up again): the robot's registry.
     pub status: StatusSink,
+    /// Where the driver reads other devices of its robot (a virtual device): the robot's
+    /// registry, under a reader id of its own.
+    pub source: DeviceSource,
 }
 
 impl DriverContext {

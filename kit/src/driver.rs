@@ -325,6 +325,74 @@ impl StatusSink {
 /// Identifies one client session within the server.
 pub type SessionId = u64;
 
+/// Driver → registry: read (`on`) or stop reading another device of the same robot, as a
+/// read-only subscriber (a virtual device processing other devices' data). The registry
+/// sets the device up for its first holder and shuts it down after its last, as for a
+/// session; a reader never gets write access. The reply comes when the device is set up
+/// (or names why it cannot be read); stopping always succeeds.
+#[derive(Message, Clone)]
+#[rtype(result = "Result<(), DriverError>")]
+pub struct ReadDevice {
+    /// The reader's id (the [`DeviceSource`]'s own session id).
+    pub session: SessionId,
+    /// The device code.
+    pub device: u8,
+    /// Where its readings go.
+    pub recipient: DataRecipient,
+    /// Start or stop reading.
+    pub on: bool,
+}
+
+/// A driver's way to read other devices of its robot (virtual devices): the registry,
+/// behind one reader id of its own. [`DeviceSource::none`] refuses every read (a driver
+/// started outside a server).
+#[derive(Clone, Default)]
+pub struct DeviceSource {
+    session: SessionId,
+    registry: Option<Recipient<ReadDevice>>,
+}
+
+impl DeviceSource {
+    /// A source reading through `registry` as reader `session` (unique in the server).
+    pub fn new(session: SessionId, registry: Recipient<ReadDevice>) -> Self {
+        DeviceSource {
+            session,
+            registry: Some(registry),
+        }
+    }
+
+    /// A source with no devices.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Starts (`on`) or stops reading `device`; readings go to `recipient`. The future
+    /// resolves when the device is set up, or with why it cannot be read.
+    pub fn read(
+        &self,
+        device: u8,
+        recipient: DataRecipient,
+        on: bool,
+    ) -> impl std::future::Future<Output = Result<(), DriverError>> + 'static {
+        let send = self.registry.as_ref().map(|r| {
+            r.send(ReadDevice {
+                session: self.session,
+                device,
+                recipient,
+                on,
+            })
+        });
+        async move {
+            match send {
+                None => Err(DriverError("this driver has no devices to read".into())),
+                Some(f) => f
+                    .await
+                    .unwrap_or_else(|_| Err(DriverError("the registry has stopped".into()))),
+            }
+        }
+    }
+}
+
 /// Registry → driver: a session starts or stops reading `device`. A session that starts
 /// reading is sent the device's current reading at once (by [`Publisher`]), so a client
 /// never waits a whole period, or forever for a device that has gone quiet, for its first

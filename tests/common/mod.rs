@@ -9,6 +9,8 @@
 //! Set `PLAYER_TEST_LOG=1` to see the server's log on standard error.
 #![allow(dead_code)]
 
+pub mod netns;
+
 use player::catalog::Catalog;
 use player::server::Server;
 use player::settings::Settings;

@@ -249,7 +249,10 @@ impl Output {
                 let mut meta = BTreeMap::new();
                 meta.insert("robot".to_string(), src.robot.clone());
                 meta.insert("device".to_string(), c.to_string());
-                meta.insert("device_name".to_string(), device::name(code).to_string());
+                meta.insert(
+                    "device_name".to_string(),
+                    player_kit::log::device(code).to_string(),
+                );
                 meta.insert("driver".to_string(), driver.clone());
                 if let Some(n) = spec.command_size {
                     meta.insert("command_size".to_string(), n.to_string());
@@ -550,13 +553,13 @@ impl Recorder {
             match res {
                 Ok(Ok(_)) => {
                     act.refused.remove(&(ri, code));
-                    info!(act.log, "recording device"; "robot" => robot, "device" => device::name(code), "code" => %char::from(code));
+                    info!(act.log, "recording device"; "robot" => robot, "device" => player_kit::log::device(code), "code" => %char::from(code));
                 }
                 Ok(Err(e)) => {
                     let n = act.refused.entry((ri, code)).or_insert(0);
                     *n += 1;
                     if *n == 1 {
-                        warn!(act.log, "cannot record device, will retry"; "robot" => robot, "device" => device::name(code), "error" => %e, "every_s" => retry.as_secs_f64());
+                        warn!(act.log, "cannot record device, will retry"; "robot" => robot, "device" => player_kit::log::device(code), "error" => %e, "every_s" => retry.as_secs_f64());
                     }
                     ctx.run_later(retry, move |act, ctx| act.subscribe(ri, code, ctx));
                 }

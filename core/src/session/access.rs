@@ -255,7 +255,7 @@ impl Session {
                 slot.readable = grant.spec.readable;
                 slot.command = grant.command.zip(grant.spec.command_size);
                 if matches!(new, access::WRITE | access::ALL) && grant.spec.command_size.is_none() {
-                    info!(self.log, "write access granted to a device that takes no commands; its commands will be ignored"; "device" => device::name(dev));
+                    info!(self.log, "write access granted to a device that takes no commands; its commands will be ignored"; "device" => player_kit::log::device(dev));
                 }
                 if !slot.reads() {
                     slot.latest = None;

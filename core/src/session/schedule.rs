@@ -5,7 +5,7 @@
 use super::access::Slot;
 use super::Session;
 use actix::prelude::*;
-use player_proto::{device, DataMode};
+use player_proto::DataMode;
 use slog::warn;
 use std::time::Instant;
 
@@ -90,11 +90,11 @@ impl Session {
         };
         if !self.warned_quiet && since.elapsed() >= self.opts.quiet_after {
             self.warned_quiet = true;
-            let quiet: Vec<&str> = self
+            let quiet: Vec<String> = self
                 .slots
                 .iter()
                 .filter(|s| s.reads() && s.latest.is_none())
-                .map(|s| device::name(s.code))
+                .map(|s| player_kit::log::device(s.code))
                 .collect();
             warn!(self.log, "waiting for a first reading"; "devices" => quiet.join(","), "seconds" => since.elapsed().as_secs());
         }

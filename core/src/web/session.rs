@@ -322,7 +322,7 @@ impl WebSession {
                         let m = format!(
                             "device '{}' ({}) takes no commands",
                             char::from(code),
-                            device::name(code)
+                            player_kit::log::device(code)
                         );
                         act.status(Level::Warning, &m, ctx);
                     }
@@ -333,7 +333,7 @@ impl WebSession {
                     let m = format!(
                         "device '{}' ({}): {e}",
                         char::from(code),
-                        device::name(code)
+                        player_kit::log::device(code)
                     );
                     act.status(Level::Error, &m, ctx);
                 }
@@ -569,7 +569,7 @@ impl WebSession {
                 let m = format!(
                     "command ignored: device '{}' ({}) {why}",
                     char::from(code),
-                    device::name(code)
+                    player_kit::log::device(code)
                 );
                 self.status(Level::Warning, &m, ctx);
             }
@@ -656,7 +656,7 @@ impl WebSession {
                     _ => "-",
                 };
                 serde_json::json!({"code": char::from(code).to_string(),
-                    "name": device::name(code), "driver": e.driver, "state": state,
+                    "name": player_kit::log::device(code), "driver": e.driver, "state": state,
                     "rate_hz": f64::from(e.rate_x10) / 10.0,
                     "received_hz": st.map_or(0.0, |s| s.rate),
                     "readers": e.readers, "writers": e.writers, "access": access,
@@ -838,7 +838,7 @@ impl Handler<Notice> for WebSession {
         };
         let mut text = String::new();
         if n.device != 0 {
-            text.push_str(&format!("{}: ", device::name(n.device)));
+            text.push_str(&format!("{}: ", player_kit::log::device(n.device)));
         }
         text.push_str(&n.text);
         match n.kind {

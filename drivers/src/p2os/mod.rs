@@ -272,7 +272,7 @@ impl LinkDriver for P2osDriver {
             (codes::VELOCITY_MODE, 1) => Ctl::VelocityMode(args[0] != 0),
             (codes::RESET_ODOMETRY, 0) => Ctl::ResetOdometry,
             _ => {
-                warn!(self.log, "config ignored: unknown code or wrong size"; "device" => device::name(msg.device), "code" => format!("{code:#04x}"), "size" => msg.payload.len(), "client" => &msg.client);
+                warn!(self.log, "config ignored: unknown code or wrong size"; "device" => player_kit::log::device(msg.device), "code" => format!("{code:#04x}"), "size" => msg.payload.len(), "client" => &msg.client);
                 return;
             }
         };

@@ -27,7 +27,6 @@ use player_kit::driver::{
     Command, Config, DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, Stop,
     Subscribers, Terminate, Timestamp,
 };
-use player_proto::device;
 use recording::Recording;
 use serde::Deserialize;
 use slog::{debug, info, warn, Logger};
@@ -135,7 +134,7 @@ impl ReplayDriver {
                 Some(Some(size)) => specs.push(DeviceSpec::read_write(code, *size)),
                 Some(None) => specs.push(DeviceSpec::read_only(code)),
                 None => {
-                    info!(log, "device not in the recording, not served"; "device" => device::name(code), "code" => %char::from(code))
+                    info!(log, "device not in the recording, not served"; "device" => player_kit::log::device(code), "code" => %char::from(code))
                 }
             }
         }
@@ -275,7 +274,7 @@ impl ReplayDriver {
             .is_none_or(|t| t.elapsed() >= Duration::from_secs(1))
         {
             e.logged = Some(Instant::now());
-            info!(self.log, "replay: ignored"; "what" => what, "device" => device::name(device), "total" => e.count, "client" => client.unwrap_or("-"));
+            info!(self.log, "replay: ignored"; "what" => what, "device" => player_kit::log::device(device), "total" => e.count, "client" => client.unwrap_or("-"));
         }
     }
 }
@@ -330,7 +329,7 @@ impl Handler<Stop> for ReplayDriver {
     type Result = ();
 
     fn handle(&mut self, msg: Stop, _ctx: &mut Self::Context) {
-        debug!(self.log, "replay: stop (nothing moves)"; "device" => device::name(msg.device));
+        debug!(self.log, "replay: stop (nothing moves)"; "device" => player_kit::log::device(msg.device));
     }
 }
 

@@ -517,7 +517,7 @@ impl SimDriver {
         let code = msg.payload[0];
         let args = &msg.payload[1..];
         if !BASE.contains(&msg.device) {
-            info!(self.log, "config ignored: this device takes no configs"; "device" => device::name(msg.device), "client" => &msg.client);
+            info!(self.log, "config ignored: this device takes no configs"; "device" => player_kit::log::device(msg.device), "client" => &msg.client);
             return;
         }
         if !self.base_open() {
@@ -539,7 +539,7 @@ impl SimDriver {
                 self.with_robot(|r| r.reset_odometry());
             }
             _ => {
-                warn!(self.log, "config ignored: unknown code or wrong size"; "device" => device::name(msg.device), "code" => format!("{:#04x}", code), "size" => msg.payload.len(), "client" => &msg.client)
+                warn!(self.log, "config ignored: unknown code or wrong size"; "device" => player_kit::log::device(msg.device), "code" => format!("{:#04x}", code), "size" => msg.payload.len(), "client" => &msg.client)
             }
         }
     }
