@@ -14,19 +14,22 @@
 //!
 //! A round is laid out in a buffer the session keeps and written with one write. A
 //! client's first round waits until every read device has a reading. The session never
-//! queues stale data: while a written round is still unsent (in our buffer, or more than a
-//! couple of rounds in the kernel's send queue), due rounds are skipped, so a slow client
-//! gets the newest data when it can take it and nobody else waits for it.
+//! queues stale data: while an earlier round is still unsent (in our buffer or the
+//! kernel's), or, on a link that queues, still unacknowledged, due rounds are skipped
+//! (`pace.rs`), so a slow client or link gets the newest data when it can take it and
+//! nobody else waits for it.
 //!
 //! By job: `access.rs` (the per-device access state machine, grants, commands),
 //! `config.rs` (the client's modes, frequency, timestamps), `extensions.rs` (error channel,
 //! e-stop, key, device list), `schedule.rs` (ticks, deadlines, when a round falls due),
-//! `writer.rs` (rounds, writes, flush, stall) and `reader.rs` (the reader task); this file
+//! `writer.rs` (rounds, writes, flush, stall), `pace.rs` (what may be left unsent or in
+//! flight) and `reader.rs` (the reader task); this file
 //! holds the actor, its state and its message handlers.
 
 mod access;
 mod config;
 mod extensions;
+mod pace;
 mod reader;
 mod schedule;
 mod writer;
@@ -146,12 +149,8 @@ pub struct Session {
     /// Bytes written by us but not yet taken by the kernel.
     out: BytesMut,
     flushing: bool,
-    /// Size of the last round written, to judge the kernel's send queue.
-    last_round_len: usize,
-    /// An upper bound on the bytes the kernel holds unsent: what `SIOCOUTQNSD` said last
-    /// plus everything written since (the kernel only ever sends from it). While it is
-    /// within the limit the ioctl cannot say otherwise and is not made.
-    unsent_bound: usize,
+    /// What may be left unsent or in flight (`pace`).
+    pace: pace::Pacer,
     /// Where the drivers leave readings while this session wants no message per reading.
     inbox: Arc<Inbox>,
     /// Whether the inbox was last told to have readings sent as messages.
@@ -233,8 +232,7 @@ impl Session {
             push_timer: None,
             out: BytesMut::new(),
             flushing: false,
-            last_round_len: 0,
-            unsent_bound: 0,
+            pace: pace::Pacer::default(),
             inbox: Inbox::new(),
             inbox_messages: true,
             inbox_buf: Vec::new(),

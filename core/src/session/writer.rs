@@ -13,34 +13,25 @@ use std::time::Instant;
 use tokio::net::TcpStream;
 
 impl Session {
-    /// Whether the client is keeping up: nothing of ours unsent, and no more than about two
-    /// rounds the kernel has not yet sent (`SIOCOUTQNSD`: bytes sent but not yet
-    /// acknowledged do not count, so a slow link with a long round trip is not mistaken
-    /// for a client that stopped reading).
+    /// Whether a round may be written now (the rule is in [`super::pace`]); notes whether
+    /// the client acknowledged something since the last look (it is reading, if slowly).
     pub(super) fn can_send(&mut self) -> bool {
-        if !self.out.is_empty() {
-            return false;
+        let look = self.pace.look(
+            self.stream.as_raw_fd(),
+            !self.out.is_empty(),
+            Instant::now(),
+        );
+        if look.progress {
+            self.stalled_since = None;
         }
-        let limit = 2 * self.last_round_len.max(1);
-        if self.unsent_bound <= limit {
-            // The kernel cannot hold more unsent than we wrote since it last told us.
-            return true;
-        }
-        /// Linux's SIOCOUTQNSD: bytes in the send queue not yet sent.
-        const SIOCOUTQNSD: libc::c_ulong = 0x894B;
-        let mut unsent: libc::c_int = 0;
-        // SAFETY: SIOCOUTQNSD writes one int for a valid TCP socket descriptor.
-        let rc = unsafe { libc::ioctl(self.stream.as_raw_fd(), SIOCOUTQNSD as _, &mut unsent) };
-        if rc != 0 {
-            return true;
-        }
-        self.unsent_bound = unsent.max(0) as usize;
-        self.unsent_bound <= limit
+        look.send
     }
 
     /// Writes one round (every read device, or only those with new data) in one write,
-    /// unless the client is not reading, in which case the round is skipped (it will get
-    /// the newest data when it reads again). Returns whether it was written.
+    /// unless the client is not keeping up, in which case the round is skipped (it will get
+    /// the newest data when it can take it). A client that acknowledges nothing for
+    /// `stall_timeout` while rounds are skipped is disconnected. Returns whether it was
+    /// written.
     pub(super) fn send_round(&mut self, only_new: bool, ctx: &mut Context<Self>) -> bool {
         if !self.can_send() {
             self.skipped += 1;
@@ -52,7 +43,6 @@ impl Session {
             }
             return false;
         }
-        self.stalled_since = None;
         self.write_round(only_new, ctx)
     }
 
@@ -82,8 +72,7 @@ impl Session {
             self.round_buf = buf;
             return false;
         }
-        self.last_round_len = buf.len();
-        self.unsent_bound += buf.len();
+        self.pace.wrote_round(Instant::now(), buf.len());
         let r = write_whole(&self.stream, &mut self.out, &[IoSlice::new(&buf)]);
         // Keep the buffer for the next round unless an unusually large round grew it.
         if buf.capacity() <= 64 * 1024 {
@@ -98,7 +87,7 @@ impl Session {
     /// Writes whole messages: at once if the kernel takes them, otherwise the rest is kept
     /// and flushed when the socket is writable (nothing else is sent before it).
     pub(super) fn write(&mut self, iov: &[IoSlice], ctx: &mut Context<Self>) {
-        self.unsent_bound += iov.iter().map(|s| s.len()).sum::<usize>();
+        self.pace.wrote(iov.iter().map(|s| s.len()).sum::<usize>());
         let r = write_whole(&self.stream, &mut self.out, iov);
         self.after_write(r, ctx);
     }
