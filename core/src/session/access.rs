@@ -3,12 +3,12 @@
 //! and commands checked against it.
 
 use super::Session;
-use player_kit::driver::{Command, DataRecipient, DeviceData};
 use crate::logging::code as esc;
 use crate::notice::{kind, Notice};
 use crate::registry::{Subscribe, Unsubscribe};
 use actix::prelude::*;
 use bytes::Bytes;
+use player_kit::driver::{Command, DataRecipient, DeviceData};
 use player_proto::message;
 use player_proto::{access, device};
 use slog::{info, warn};

@@ -33,13 +33,13 @@ mod writer;
 
 use crate::access::Policy;
 use crate::codec::ClientMessage;
-use player_kit::driver::{DeviceData, DeviceDataBatch, Inbox};
 use crate::logging::{code as esc, Throttle};
 use crate::notice::{kind, Notice};
 use crate::registry::{Disconnect, Registry, SessionId};
 use crate::timer::{TickHandle, Ticks};
 use actix::prelude::*;
 use bytes::BytesMut;
+use player_kit::driver::{DeviceData, DeviceDataBatch, Inbox};
 use player_proto::{device, DataMode};
 use slog::{info, warn, Logger};
 use std::collections::HashMap;
