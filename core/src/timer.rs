@@ -29,19 +29,21 @@ use tokio::io::unix::AsyncFd;
 /// single rounds earlier by at most this much and never shifts a mean interval.
 pub const COALESCE: Duration = Duration::from_micros(100);
 
-/// Schedules that start at [`on_grid`] deadlines fall on multiples of this since the
-/// process started, so that thousands of schedules of the same rate share a few wake-ups
-/// per period instead of each waking the thread at a phase of its own.
-pub const GRID: Duration = Duration::from_millis(1);
+/// Schedules that start at [`on_grid`] deadlines fall on multiples of at most this since
+/// the process started (a quarter of the period for periods under 20 ms), so that
+/// thousands of schedules share a few wake-ups per period instead of each waking the
+/// thread at a phase of its own: a wake-up costs a thread far more than a round.
+pub const GRID: Duration = Duration::from_millis(5);
 
-/// `at` rounded up to the next multiple of [`GRID`] (counted from the first call in the
-/// process): for the first deadline of a schedule, whose later deadlines follow at exact
-/// periods. This moves the schedule's phase by less than `GRID`, never its intervals.
-pub fn on_grid(at: Instant) -> Instant {
+/// `at` rounded up to the next multiple of the grid for `period` (the smaller of [`GRID`]
+/// and a quarter of `period`, counted from the first call in the process): for the first
+/// deadline of a schedule, whose later deadlines follow at exact periods. This moves the
+/// schedule's phase by less than the grid, never its intervals.
+pub fn on_grid(at: Instant, period: Duration) -> Instant {
     static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
     let epoch = *EPOCH.get_or_init(Instant::now);
     let since = at.saturating_duration_since(epoch).as_nanos();
-    let grid = GRID.as_nanos();
+    let grid = GRID.min(period / 4).as_nanos().max(1);
     let up = since.div_ceil(grid) * grid;
     epoch + Duration::from_nanos(up as u64)
 }
@@ -477,11 +479,16 @@ mod tests {
 
     #[test]
     fn grid_deadlines_are_rounded_up_by_less_than_the_grid() {
+        let p = Duration::from_millis(100);
         let t = Instant::now() + Duration::from_micros(1234);
-        let g = on_grid(t);
+        let g = on_grid(t, p);
         assert!(g >= t && g - t < GRID);
-        assert_eq!(on_grid(g), g);
-        let g2 = on_grid(t + Duration::from_micros(1500));
+        assert_eq!(on_grid(g, p), g);
+        let g2 = on_grid(t + Duration::from_micros(7500), p);
         assert_eq!((g2 - g).as_nanos() % GRID.as_nanos(), 0);
+        // A short period: a quarter of it.
+        let short = Duration::from_millis(2);
+        let g3 = on_grid(t, short);
+        assert!(g3 >= t && g3 - t < short / 4);
     }
 }

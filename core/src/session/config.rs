@@ -61,7 +61,8 @@ impl Session {
                 debug!(self.log, "frequency set"; "hz" => f);
                 self.period = Duration::from_secs_f64(1.0 / f64::from(f));
                 if self.mode == DataMode::Continuous {
-                    self.next_tick = crate::timer::on_grid(Instant::now() + self.period);
+                    self.next_tick =
+                        crate::timer::on_grid(Instant::now() + self.period, self.period);
                     self.schedule_tick(ctx);
                 }
             }

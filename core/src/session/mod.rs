@@ -262,7 +262,7 @@ impl Actor for Session {
         if let Some(s) = self.tick_stream.take() {
             ctx.add_stream(s);
         }
-        self.next_tick = crate::timer::on_grid(Instant::now() + self.period);
+        self.next_tick = crate::timer::on_grid(Instant::now() + self.period, self.period);
         self.schedule_tick(ctx);
         if self.must_present_key {
             let wait = if self.opts.partial_timeout.is_zero() {

@@ -20,7 +20,7 @@ impl Session {
         if self.mode == DataMode::Continuous && !self.ticking && self.slots.iter().any(Slot::reads)
         {
             // Ticking stopped while the client read nothing; start again, one period on.
-            self.next_tick = crate::timer::on_grid(Instant::now() + self.period);
+            self.next_tick = crate::timer::on_grid(Instant::now() + self.period, self.period);
             self.schedule_tick(ctx);
         }
         if !self.ready() {
