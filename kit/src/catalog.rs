@@ -164,11 +164,6 @@ impl Catalog {
         self.flags.iter().find(|f| f.flag == flag)
     }
 
-    /// Every registered device flag, in registration order.
-    pub fn flags(&self) -> &[DeviceFlag] {
-        &self.flags
-    }
-
     /// The registered names, sorted.
     pub fn names(&self) -> Vec<&str> {
         self.factories.keys().map(String::as_str).collect()

@@ -41,6 +41,7 @@ use player_kit::driver::{
     DeviceState, DriverError, DriverHandle, Publisher, SessionId, Setup, Shutdown, StatusSink,
     Stop, StopReason, Subscribers, Terminate, Timestamp, DEFAULT_COMMAND_TIMEOUT,
 };
+use player_kit::link::Backoff;
 use player_kit::log::{code, escape, Throttle};
 use player_kit::program::frame;
 use serde::Deserialize;
@@ -443,7 +444,7 @@ pub struct ProgramDriver {
     log_lines: Throttle,
     child: Option<Running>,
     gen: u64,
-    backoff: Duration,
+    backoff: Backoff,
     /// Devices the registry has set up (they have clients).
     up: BTreeSet<u8>,
     /// Devices reported failed (by a program's failure or its `e` frame).
@@ -469,7 +470,7 @@ impl ProgramDriver {
         };
         ProgramDriver {
             log: ctx.logger.new(o!("program" => plan.name.clone())),
-            backoff: plan.backoff_initial,
+            backoff: Backoff::new(plan.backoff_initial, plan.backoff_max),
             plan,
             hello,
             publisher: Publisher::new(),
@@ -646,10 +647,9 @@ impl ProgramDriver {
 
     fn after_failure(&mut self, reason: String, ran: Duration, ctx: &mut Context<Self>) {
         if ran >= STABLE {
-            self.backoff = self.plan.backoff_initial;
+            self.backoff.reset();
         }
-        let wait = self.backoff;
-        self.backoff = (self.backoff * 2).min(self.plan.backoff_max);
+        let wait = self.backoff.next_delay();
         if !self.terminating {
             if let Some(unlogged) = self.throttle.allow("failed") {
                 warn!(self.log, "driver program failed: killed, restarting"; "reason" => escape(reason.as_bytes(), 300), "restart_in_s" => wait.as_secs_f64(), "failures_unlogged" => unlogged);
