@@ -24,7 +24,9 @@
 //! `cargo bench --bench stress` runs the paper's 18 loopback points plus 500 and 2000
 //! clients at 10 and 50 Hz (large), then the round trip. `-- --quick` runs a few points
 //! briefly (CI). `-- --only N,RATE,SIZE` runs one point; `-- --rtt` only the round trip;
-//! `-- --tokio` adds the tokio baseline's ratio as a second column.
+//! `-- --tokio` adds the tokio baseline's ratio as a second column. For experiments,
+//! `STRESS_SECS` sets the measurement window and `STRESS_SERVER_ARGS` adds arguments to our
+//! server's command line (`--config some.toml`).
 
 mod common;
 
@@ -236,13 +238,24 @@ fn cpu_per_1000(l: &Load) -> f64 {
 }
 
 fn measure_time(point: Point, quick: bool) -> Duration {
-    let base: f64 = if quick { 2.0 } else { 5.0 };
+    let base: f64 = match std::env::var("STRESS_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        Some(secs) => secs,
+        None if quick => 2.0,
+        None => 5.0,
+    };
     // At least thirty intervals per client: the mean of fewer is set by the window's edges.
     Duration::from_secs_f64(base.max(30.0 / f64::from(point.rate)))
 }
 
 fn ours(port: u16) -> ServerProcess {
-    let args = vec!["-gp".to_string(), port.to_string()];
+    let mut args = vec!["-gp".to_string(), port.to_string()];
+    // Experiments: extra arguments for our server (e.g. `--config other.toml`).
+    if let Ok(extra) = std::env::var("STRESS_SERVER_ARGS") {
+        args.extend(extra.split_whitespace().map(str::to_string));
+    }
     ServerProcess::start(&player_binary(), &args, ([127, 0, 0, 1], port).into())
 }
 

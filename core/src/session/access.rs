@@ -148,7 +148,7 @@ impl Session {
         }
         // Net changes, in order of first appearance.
         let mut calls = Vec::new();
-        let recipient = DataRecipient::of(&ctx.address());
+        let recipient = DataRecipient::with_inbox(&ctx.address(), self.inbox.clone());
         for &(dev, new) in &finals {
             let cur = self.access_of(dev);
             if new == cur {
