@@ -11,12 +11,17 @@ use bytes::Bytes;
 use common::*;
 use player::catalog::{DriverContext, StartedDriver};
 use player::driver::{
-    Command, Config, DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, Stop,
-    Subscribers, Terminate,
+    Command, Config, DeviceData, DeviceSpec, DriverError, DriverHandle, Inbox, Publisher, Setup,
+    Shutdown, Stop, Subscribers, Terminate, Timestamp,
 };
 use player::settings::Settings;
 use serde::Deserialize;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// The inbox of every client session the counter drivers of this test binary were given
+/// as a reader, in order (`None`: a reader without one).
+static READER_INBOXES: Mutex<Vec<(u8, Option<Arc<Inbox>>)>> = Mutex::new(Vec::new());
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -110,6 +115,12 @@ impl Handler<Stop> for Counter {
 impl Handler<Subscribers> for Counter {
     type Result = ();
     fn handle(&mut self, msg: Subscribers, _ctx: &mut Self::Context) {
+        if let (Some(r), false) = (&msg.recipient, msg.session == player::registry::TAP) {
+            READER_INBOXES
+                .lock()
+                .unwrap()
+                .push((msg.device, r.inbox.clone()));
+        }
         self.publisher.set_subscribers(msg);
     }
 }
@@ -188,6 +199,47 @@ fn a_plugin_device_is_served_next_to_the_simulator() {
         }
         last = Some(v);
     }
+}
+
+/// A client in the default mode (rounds on deadlines) takes its readings from its inbox at
+/// each round: a driver's reading costs no message to it, so publishing to thousands of
+/// such clients costs no mailbox delivery or cross-thread wake-up per client.
+#[test]
+fn a_session_sending_on_deadlines_takes_readings_from_its_inbox_not_as_messages() {
+    // The counter on a device code of this test's own (`w`): its only reader is this client.
+    let config = CONFIG.replace("devices = [\"q\"]", "devices = [\"w\"]");
+    let settings = Settings::from_toml(&config, "plugin test").unwrap();
+    let server = start_server_with(settings, catalog_with_counter());
+    let mut c = Client::connect(server.addr());
+    assert_eq!(c.request(&[(b'w', b'r')]), b"wr");
+    for _ in 0..5 {
+        assert_eq!(c.read_round(1)[0].0, b'w');
+    }
+    let readers: Vec<Option<Arc<Inbox>>> = READER_INBOXES
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(device, _)| *device == b'w')
+        .map(|(_, inbox)| inbox.clone())
+        .collect();
+    assert_eq!(readers.len(), 1, "the driver was told of its one reader");
+    let inbox = readers[0]
+        .clone()
+        .expect("a TCP session subscribes with its inbox");
+    // Ticking with every first reading in: a reading offered now is left in the inbox
+    // (true), not sent as a message. A device it does not read, so its rounds stay as they are.
+    let reading = DeviceData {
+        device: b'Q',
+        data: Bytes::from_static(b"xx"),
+        timestamp: Timestamp::now(),
+        seq: 0,
+    };
+    assert!(
+        inbox.offer(&reading),
+        "a session sending on deadlines asks for a message per reading"
+    );
+    // And it keeps sending rounds.
+    assert_eq!(c.read_round(1)[0].0, b'w');
 }
 
 #[test]

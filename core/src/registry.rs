@@ -34,8 +34,8 @@ use std::time::{Duration, Instant};
 
 pub use player_kit::driver::SessionId;
 
-/// The session id the registry's own tap reads devices under.
-const TAP: SessionId = u64::MAX;
+/// The session id the registry's own tap reads devices under (recording, [`ReadDevice`]).
+pub const TAP: SessionId = u64::MAX;
 
 /// What a client sent to a device, as the registry reports it to a tap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
