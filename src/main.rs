@@ -111,7 +111,7 @@ OTHER FLAGS:
 CONFIGURATION FILE (TOML; see config/default.toml):
     [server]
     max_clients = 4096     # clients per robot port
-    workers = 0            # session threads, 0 = one fewer than the cores (at least 1)
+    workers = 0            # session threads, 0 = one per core
     setup_timeout = 30.0   # seconds a device setup may take
     quiet_after = 3.0      # seconds before a silent device is named in the log
     stall_timeout = 60.0   # seconds a client may leave data unread (0 = forever)

@@ -19,13 +19,23 @@ pub struct ServerProcess {
 }
 
 impl ServerProcess {
-    /// Starts `program args...` and waits until `addr` accepts connections.
+    /// Starts `program args...` and waits until `addr` accepts connections. Its output is
+    /// discarded, or appended to the file named by `BENCH_SERVER_LOG` (for a look at what
+    /// the server logged under load).
     pub fn start(program: &str, args: &[String], addr: SocketAddr) -> ServerProcess {
+        let log = || match std::env::var_os("BENCH_SERVER_LOG") {
+            Some(path) => std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_or_else(|_| Stdio::null(), Stdio::from),
+            None => Stdio::null(),
+        };
         let child = Command::new(program)
             .args(args)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stdout(log())
+            .stderr(log())
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
         let deadline = Instant::now() + Duration::from_secs(20);

@@ -11,6 +11,7 @@
 //! - [`settings`]: configuration files and the manual's flags.
 //! - [`record`]: recording every reading (and the commands and configs) to MCAP files.
 //! - [`server`]: starting and stopping it all.
+//! - [`placement`]: which session thread a new client's session runs on.
 //! - [`timer`]: precise per-thread timers for client schedules.
 //! - [`web`]: the web viewer and Foxglove WebSocket endpoint of each robot.
 //! - [`zenoh_bridge`]: the robots on a Zenoh network (readings, commands, liveliness).
@@ -24,6 +25,7 @@ pub mod access;
 pub mod codec;
 pub mod logging;
 pub mod notice;
+pub mod placement;
 pub mod record;
 pub mod registry;
 pub mod server;

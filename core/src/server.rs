@@ -2,14 +2,14 @@
 //!
 //! [`Server::start`] reads the [`Settings`], starts every robot's drivers through the
 //! [`Catalog`], builds one [`Registry`] per robot and one [`Listener`] per robot port, and
-//! spreads client sessions over the worker arbiters (by default one fewer than the
-//! cores, see [`default_workers`]). [`Server::shutdown`] closes
+//! spreads client sessions over one worker arbiter per core. [`Server::shutdown`] closes
 //! the listeners and sessions, then has the registries shut every device down and
 //! terminate every driver (the robot stops, ports close).
 
 use crate::access::Policy;
 use crate::logging::Throttle;
 use crate::notice::{kind, Notice};
+use crate::placement::Workers;
 use crate::record::{RecordSource, RecorderHandle};
 use crate::registry::{EStop, Registry, SessionId, ShutdownAll, Tap};
 use crate::session::{Close, Session, SessionClosed, SessionOptions};
@@ -104,16 +104,15 @@ impl SocketOptions {
 const MAX_REFUSALS_IN_FLIGHT: usize = 16;
 
 /// The listener actor of one robot port: accepts connections, admits them by the access
-/// policy and the connection limits, and starts their sessions on the worker arbiters,
-/// round robin. At the descriptor limit it keeps one descriptor in reserve, so it can
+/// policy and the connection limits, and starts their sessions on the worker arbiters
+/// ([`crate::placement`]: the first until it is busy, then the least loaded). At the descriptor limit it keeps one descriptor in reserve, so it can
 /// still take a waiting connection and close it instead of leaving it queued unserved.
 pub struct Listener {
     robot: String,
     listener: Option<TcpListener>,
     accepting: Option<SpawnHandle>,
     registry: Addr<Registry>,
-    workers: Vec<ArbiterHandle>,
-    next_worker: usize,
+    workers: Workers,
     sessions: HashMap<SessionId, (Option<Addr<Session>>, IpAddr)>,
     per_address: HashMap<IpAddr, usize>,
     ids: Arc<AtomicU64>,
@@ -247,13 +246,13 @@ impl StreamHandler<std::io::Result<(TcpStream, SocketAddr)>> for Listener {
         let closed = me.clone().recipient::<SessionClosed>();
         let opts = self.opts.clone();
         let log = self.log.clone();
-        let worker = &self.workers[self.next_worker % self.workers.len()];
-        self.next_worker = self.next_worker.wrapping_add(1);
+        let (worker, load) = self.workers.pick();
         worker.spawn(async move {
             match tokio::net::TcpStream::from_std(std_stream) {
                 Ok(stream) => {
-                    let addr =
-                        Session::new(id, stream, peer, registry, Some(closed), opts, &log).start();
+                    let addr = Session::new(id, stream, peer, registry, Some(closed), opts, &log)
+                        .with_load(load)
+                        .start();
                     me.do_send(Registered { id, addr });
                 }
                 Err(e) => {
@@ -367,9 +366,10 @@ impl Server {
         log: Logger,
     ) -> Result<Server, StartError> {
         let started = Instant::now();
-        let workers_n = match settings.server.workers {
-            0 => default_workers(std::thread::available_parallelism().map_or(1, |n| n.get())),
-            n => n,
+        let workers_n = if settings.server.workers == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            settings.server.workers
         };
         let opts = settings.session_options();
         let mut listeners = Vec::new();
@@ -408,13 +408,15 @@ impl Server {
             };
             bound.push((robot, std_listener, local, rlog, web));
         }
-        // `workers_n` session threads: this (the drivers') arbiter takes sessions too, so
-        // no thread only publishes, and data for the sessions here needs no cross-thread
-        // wake.
+        // One session thread per core: this (the drivers') arbiter takes sessions too, so
+        // a core is not left to a thread that only publishes, and data for the sessions
+        // here needs no cross-thread wake.
         let workers: Vec<Arbiter> = (1..workers_n).map(|_| Arbiter::new()).collect();
         let handles: Vec<ArbiterHandle> = std::iter::once(Arbiter::current())
             .chain(workers.iter().map(Arbiter::handle))
             .collect();
+        // The robots' listeners share the threads and what each is loaded with.
+        let placement = Workers::new(handles.clone());
         // Each session thread's timer descriptor is opened now, not by its first client
         // (which may come when the process is at its descriptor limit).
         for h in &handles {
@@ -530,8 +532,7 @@ impl Server {
                 listener: Some(listener),
                 accepting: None,
                 registry: registry.clone(),
-                workers: handles.clone(),
-                next_worker: 0,
+                workers: placement.clone(),
                 sessions: HashMap::new(),
                 per_address: HashMap::new(),
                 ids: ids.clone(),
@@ -659,27 +660,5 @@ impl Server {
             let _ = w.join();
         }
         info!(self.log, "shutdown complete");
-    }
-}
-
-/// Session threads for `workers = 0` on a machine with `cores` cores: one fewer than the
-/// cores, at least one. The core left over runs the rest of the robot's software (and any
-/// clients on the same machine): on this project's 2-core machine one thread serving
-/// every session took 1.16 x the C reference's CPU per round at 50 clients x 50 Hz against
-/// 1.31 x for two threads contending with the clients for both cores (README
-/// "Performance").
-pub fn default_workers(cores: usize) -> usize {
-    cores.saturating_sub(1).max(1)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::default_workers;
-
-    #[test]
-    fn the_default_leaves_a_core_but_never_has_no_worker() {
-        assert_eq!(default_workers(1), 1);
-        assert_eq!(default_workers(2), 1);
-        assert_eq!(default_workers(8), 7);
     }
 }

@@ -46,8 +46,7 @@ pub struct Settings {
 pub struct ServerSettings {
     /// Most clients connected at once per robot port; more are closed at accept.
     pub max_clients: usize,
-    /// Threads serving client sessions (the drivers' thread included); 0 means one fewer than
-    /// the cores, at least one ([`crate::server::default_workers`]).
+    /// Threads serving client sessions (the drivers' thread included); 0 means one per core.
     pub workers: usize,
     /// Debug logging (`-debug`).
     pub debug: bool,

@@ -60,6 +60,7 @@ impl Session {
                 };
                 debug!(self.log, "frequency set"; "hz" => f);
                 self.period = Duration::from_secs_f64(1.0 / f64::from(f));
+                self.account_load();
                 if self.mode == DataMode::Continuous {
                     self.next_tick =
                         crate::timer::on_grid(Instant::now() + self.period, self.period);
@@ -73,6 +74,7 @@ impl Session {
                 }
                 debug!(self.log, "data mode set"; "mode" => mode.code());
                 self.mode = mode;
+                self.account_load();
                 self.rounds_requested = 0;
                 self.round_due = false;
                 self.stop_ticking();

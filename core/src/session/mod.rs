@@ -153,6 +153,9 @@ pub struct Session {
     pace: pace::Pacer,
     /// Where the drivers leave readings while this session wants no message per reading.
     inbox: Arc<Inbox>,
+    /// This session's part of its thread's load (rounds per second on a schedule), kept
+    /// current for the placement of new sessions; `None` outside a server.
+    load: Option<crate::placement::LoadShare>,
     /// Whether the inbox was last told to have readings sent as messages.
     inbox_messages: bool,
     /// The inbox's readings, taken out (kept for its capacity).
@@ -234,6 +237,7 @@ impl Session {
             flushing: false,
             pace: pace::Pacer::default(),
             inbox: Inbox::new(),
+            load: None,
             inbox_messages: true,
             inbox_buf: Vec::new(),
             round_buf: Vec::new(),
@@ -243,6 +247,27 @@ impl Session {
             warned_quiet: false,
             reader: None,
             closing_reason: None,
+        }
+    }
+
+    /// Counts this session in its thread's load through `share` (see
+    /// [`crate::placement`]).
+    pub fn with_load(mut self, share: crate::placement::LoadShare) -> Self {
+        self.load = Some(share);
+        self
+    }
+
+    /// Updates this session's share of its thread's load: its rate while it sends on a
+    /// schedule, nothing in the request modes.
+    pub(super) fn account_load(&mut self) {
+        let rate = match self.mode {
+            DataMode::Continuous | DataMode::PushNew => {
+                (1.0 / self.period.as_secs_f64()).round() as u64
+            }
+            DataMode::RequestReply | DataMode::PullNew => 0,
+        };
+        if let Some(share) = &mut self.load {
+            share.set(rate);
         }
     }
 }
