@@ -24,6 +24,7 @@
 //! `cargo bench --bench stress` runs the paper's 18 loopback points plus 500 and 2000
 //! clients at 10 and 50 Hz (large), then the round trip. `-- --quick` runs a few points
 //! briefly (CI). `-- --only N,RATE,SIZE` runs one point; `-- --rtt` only the round trip;
+//! `-- --targets` the three rows the targets are set on and the round trip;
 //! `-- --tokio` adds the tokio baseline's ratio as a second column. For experiments,
 //! `STRESS_SECS` sets the measurement window and `STRESS_SERVER_ARGS` adds arguments to our
 //! server's command line (`--config some.toml`).
@@ -419,6 +420,7 @@ fn main() {
     let quick = args.iter().any(|a| a == "--quick");
     let with_tokio = args.iter().any(|a| a == "--tokio");
     let rtt_only = args.iter().any(|a| a == "--rtt");
+    let targets = args.iter().any(|a| a == "--targets");
     if let Err(e) = reference_binary() {
         println!("stress: the C reference cannot be built ({e}); nothing measured");
         return;
@@ -436,6 +438,15 @@ fn main() {
             },
         });
     } else if rtt_only {
+    } else if targets {
+        // The rows issue 12 sets targets on, then the round trip.
+        for (clients, rate) in [(50, 50), (2000, 10), (2000, 50)] {
+            grid.push(Point {
+                clients,
+                rate,
+                size: Size::Large,
+            });
+        }
     } else if quick {
         for (clients, rate, size) in [
             (1, 10, Size::Small),
