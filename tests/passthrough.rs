@@ -528,7 +528,7 @@ fn a_remote_without_the_extensions_is_served_too() {
 }
 
 #[test]
-fn the_local_emergency_stop_stops_the_remote_robot() {
+fn the_local_emergency_stop_stops_the_remote_robot_and_latches_its_own() {
     let remote = Remote::start(60.0);
     let local = start_local(remote.port, 60.0);
     let mut watcher = Client::connect(remote.addr());
@@ -559,6 +559,34 @@ fn the_local_emergency_stop_stops_the_remote_robot() {
             watcher.next_position().speed,
             0,
             "moved while the e-stop was latched"
+        );
+    }
+    // The remote robot's own e-stop is latched too: a controller on the remote itself
+    // cannot drive it either, even once the local e-stop is released.
+    let mut direct = Client::connect(remote.addr());
+    assert_eq!(direct.request(&[(b'p', b'a')]), b"pa");
+    bystander.config(b'y', b'E', &[0]);
+    for _ in 0..10 {
+        direct.drive(200, 0);
+        direct.next_position();
+        assert_eq!(
+            watcher.next_position().speed,
+            0,
+            "a client of the remote drove it while the fleet's e-stop was latched"
+        );
+    }
+    // Released on the robot's own server, it drives again.
+    direct.config(b'y', b'E', &[0]);
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        direct.drive(200, 0);
+        direct.next_position();
+        if watcher.next_position().speed >= 150 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the remote robot did not move after its e-stop was released"
         );
     }
 }

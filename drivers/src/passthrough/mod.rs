@@ -48,7 +48,11 @@
 //! controller that stops, or a link that dies, stops the remote robot through the remote's
 //! own watchdog). The local guard's `Stop` (a writer left, the local watchdog, the local
 //! e-stop) is forwarded to a `moving` device as a zero command, and a writer leaving also
-//! drops the remote device to `r` (the remote's own writer-left stop). Configs are
+//! drops the remote device to `r` (the remote's own writer-left stop). The local e-stop
+//! also latches the remote robot's own e-stop (`x y E 1`, when the relay backs a device
+//! that takes commands), so the robot stays stopped whoever else drives it there; releasing
+//! the local e-stop does not release the remote's: a robot stopped for safety is released
+//! on its own server, by someone who can see it (`player-cli estop off` on its port). Configs are
 //! forwarded; 0.7.4a configs have no reply, and the remote's refusals (its error channel's
 //! `x` notices) are logged. When the connection is lost the open devices are reported
 //! reconnecting (clients with the error channel get `f`), it is reopened with the kit's
@@ -338,6 +342,9 @@ struct Outbox {
     configs: VecDeque<(u8, Bytes, String)>,
     /// Local devices reported failed or reconnecting and not yet reported up again.
     down: BTreeSet<u8>,
+    /// The local emergency stop was latched: latch the remote's at the next write (kept
+    /// across a reconnect, so it reaches the remote once the link is back).
+    estop: bool,
 }
 
 /// The outbox and the bell that says it changed, shared by the actor and its link task.
@@ -556,6 +563,9 @@ impl Handler<Stop> for PassthroughDriver {
             }
             if msg.reason == StopReason::WriterLeft {
                 o.write.remove(&m.local);
+            }
+            if msg.reason == StopReason::EmergencyStop && m.command_size.is_some() {
+                o.estop = true;
             }
         });
         self.shared.wake.notify_one();
@@ -820,15 +830,25 @@ impl LinkTask {
     /// Writes what the actor queued: commands of open devices (before any close, so a stop
     /// reaches the remote), configs, then requests for devices to open and close.
     async fn flush(&mut self, wr: &mut OwnedWriteHalf, remote: &mut Remote) -> Result<(), String> {
-        let (wanted, write, commands, configs) = self.shared.with(|o| {
+        let (wanted, write, commands, configs, estop) = self.shared.with(|o| {
             (
                 o.wanted.clone(),
                 o.write.clone(),
                 std::mem::take(&mut o.commands),
                 std::mem::take(&mut o.configs),
+                std::mem::take(&mut o.estop),
             )
         });
         let mut out = Vec::new();
+        if estop {
+            // First, before any command: the remote robot's own e-stop, which any client
+            // may latch; releasing it is left to the remote (see the module docs).
+            warn!(
+                self.log,
+                "local emergency stop: latching the remote robot's"
+            );
+            out.extend(player_proto::ext::estop(true));
+        }
         for (local, payload) in commands {
             let Some(m) = self.cfg.by_local(local) else {
                 continue;
