@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Rounds per second a session thread takes before the next thread is used.
-pub const SPILL_RATE: u64 = 10_000;
+pub const SPILL_RATE: u64 = 30_000;
 
 /// The rate a new session is counted at until it says otherwise (the manual's default).
 pub const DEFAULT_RATE: u64 = 10;
