@@ -804,7 +804,7 @@ fn main() {
         }
     };
     println!(
-        "slowlink: {} point(s), large rounds (laser + sonar + position, 778 bytes), {} s measured after {} s, {} core(s)",
+        "slowlink: {} point(s), large rounds (laser + sonar + position, 784 bytes), {} s measured after {} s, {} core(s)",
         grid.len(),
         measure.as_secs(),
         warmup.as_secs(),
