@@ -18,9 +18,19 @@
 //!
 //! `cargo bench --bench slowlink` runs the full grid (1, 10, 50 clients at 1, 10, 50 Hz over
 //! both links, both servers; about 17 minutes). `SLOWLINK_QUICK=1` (or `-- --quick`) runs
-//! the three overloaded points briefly. `-- --only wifi,50,10` runs one point; `-- --ours`
-//! leaves out the reference; `SLOWLINK_SECS=N` sets the measured seconds per row;
-//! `SLOWLINK_PLAYER=PATH` measures another `player` binary.
+//! the four overloaded points briefly. `-- --only wifi,50,10` runs one point (repeat it
+//! for more); `-- --ours` leaves out the reference; `SLOWLINK_SECS=N` sets the measured
+//! seconds per row; `SLOWLINK_PLAYER=PATH` measures another `player` binary;
+//! `SLOWLINK_DUMP=DIR` writes each row's arrival times per client to a file in `DIR`.
+//!
+//! Besides rounds, it reads the server side's counters: how busy the shaped link was
+//! (`util%`), what the clients read (`read%`, bytes over the link's capacity: a server
+//! cannot exceed its payload share of full frames, 1448 of 1514 bytes, over a window
+//! unless bytes that crossed the link earlier are read in it) and the share of TCP
+//! segments retransmitted. And it prints what pure chance gives for the min/max figure
+//! (`chance`): dealt at random, N rounds per client spread by about the square root of N,
+//! so over 20 s of 5 rounds a second the slowest of 50 clients gets about 0.65 of the
+//! fastest's count by luck alone.
 
 mod common;
 
@@ -422,6 +432,8 @@ struct ClientResult {
     arrivals: Vec<Instant>,
     /// Reading age of each round's position, microseconds (when timestamps came).
     ages: Vec<i64>,
+    /// Bytes read in the window.
+    bytes: u64,
     kept: bool,
 }
 
@@ -470,6 +482,9 @@ async fn one_client(
                     let now = Instant::now();
                     let wall = wall_us();
                     have += n;
+                    if now >= window.0 && now < window.1 {
+                        result.bytes += n as u64;
+                    }
                     let mut off = 0;
                     while have - off >= 3 {
                         let size = usize::from(u16::from_be_bytes([buf[off + 1], buf[off + 2]]));
@@ -524,23 +539,116 @@ struct Row {
     jain: f64,
     ages: Vec<i64>,
     interval_p99_ms: f64,
+    /// Bytes the clients read in the window.
+    bytes: u64,
+    /// The expected `min_max` had the same rounds been dealt to the clients at random.
+    chance: f64,
+    /// The server side's counters at the window's start and end.
+    link: Option<(LinkCounters, LinkCounters)>,
 }
 
-fn run_load(client_ns: &str, port: u16, point: Point, warmup: Duration, measure: Duration) -> Row {
+/// The server namespace's link and TCP counters: what its shaper sent, and the TCP
+/// segments it sent and retransmitted.
+#[derive(Clone, Copy, Debug, Default)]
+struct LinkCounters {
+    bytes: u64,
+    out_segs: u64,
+    retrans_segs: u64,
+}
+
+impl LinkCounters {
+    /// Reads them in namespace `ns` (`tc -s qdisc` of the shaped device, `/proc/net/snmp`).
+    fn read(ns: &str) -> Option<LinkCounters> {
+        let tc = Command::new("ip")
+            .args([
+                "netns", "exec", ns, "tc", "-s", "qdisc", "show", "dev", "slows",
+            ])
+            .output()
+            .ok()?;
+        let tc = String::from_utf8_lossy(&tc.stdout);
+        // The root qdisc (tbf) comes first: " Sent <bytes> bytes <packets> pkt ...".
+        let sent = tc.lines().find_map(|l| l.trim().strip_prefix("Sent "))?;
+        let bytes = sent.split_whitespace().next()?.parse().ok()?;
+        let snmp = Command::new("ip")
+            .args(["netns", "exec", ns, "cat", "/proc/net/snmp"])
+            .output()
+            .ok()?;
+        let snmp = String::from_utf8_lossy(&snmp.stdout);
+        // Two "Tcp:" lines: the field names, then the values.
+        let mut tcp = snmp.lines().filter(|l| l.starts_with("Tcp:"));
+        let (names, values) = (tcp.next()?, tcp.next()?);
+        let field = |name: &str| -> Option<u64> {
+            let i = names.split_whitespace().position(|n| n == name)?;
+            values.split_whitespace().nth(i)?.parse().ok()
+        };
+        Some(LinkCounters {
+            bytes,
+            out_segs: field("OutSegs")?,
+            retrans_segs: field("RetransSegs")?,
+        })
+    }
+}
+
+/// The mean of the slowest client's count over the fastest's when `total` rounds are dealt
+/// to `clients` clients at random (each round to each client with equal chance): what
+/// pure chance gives for the min/max figure over a window of that many rounds.
+fn chance_min_max(total: u64, clients: usize) -> f64 {
+    if clients == 0 || total == 0 {
+        return 0.0;
+    }
+    const DRAWS: usize = 200;
+    let mut rng: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut sum = 0.0;
+    let mut counts = vec![0u64; clients];
+    for _ in 0..DRAWS {
+        counts.iter_mut().for_each(|c| *c = 0);
+        for _ in 0..total {
+            rng ^= rng >> 12;
+            rng ^= rng << 25;
+            rng ^= rng >> 27;
+            let x = rng.wrapping_mul(0x2545_F491_4F6C_DD1D);
+            counts[(((x >> 32) * clients as u64) >> 32) as usize] += 1;
+        }
+        let max = *counts.iter().max().expect("clients") as f64;
+        let min = *counts.iter().min().expect("clients") as f64;
+        sum += if max > 0.0 { min / max } else { 0.0 };
+    }
+    sum / DRAWS as f64
+}
+
+fn run_load(ns: &Namespaces, port: u16, point: Point, warmup: Duration, measure: Duration) -> Row {
     let addr: SocketAddr = format!("{SERVER_ADDR}:{port}").parse().expect("address");
-    let results = in_namespace(client_ns, move || {
+    let server_ns = ns.server.clone();
+    let (w0, results, link) = in_namespace(&ns.client, move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("runtime");
         rt.block_on(async move {
             if !wait_listening(addr).await {
-                return Vec::new();
+                return (Instant::now(), Vec::new(), None);
             }
             let t0 = Instant::now();
             let ramp = Duration::from_millis(10 * point.clients as u64);
             let w0 = t0 + ramp + warmup;
             let w1 = w0 + measure;
+            let counters = tokio::spawn(async move {
+                let mut read = Vec::new();
+                for at in [w0, w1] {
+                    tokio::time::sleep_until(at.into()).await;
+                    let ns = server_ns.clone();
+                    read.push(
+                        tokio::task::spawn_blocking(move || LinkCounters::read(&ns))
+                            .await
+                            .ok()
+                            .flatten(),
+                    );
+                }
+                match read[..] {
+                    [Some(a), Some(b)] => Some((a, b)),
+                    _ => None,
+                }
+            });
             let mut tasks = Vec::new();
             for i in 0..point.clients {
                 let start = t0 + ramp * i as u32 / point.clients as u32;
@@ -559,15 +667,19 @@ fn run_load(client_ns: &str, port: u16, point: Point, warmup: Duration, measure:
             for t in tasks {
                 out.push(t.await.unwrap_or_default());
             }
-            out
+            (w0, out, counters.await.ok().flatten())
         })
     })
     .join()
     .expect("load thread");
     let mut row = Row {
         asked: point.clients as f64 * f64::from(point.rate) * measure.as_secs_f64(),
+        link,
         ..Row::default()
     };
+    if let Ok(dir) = std::env::var("SLOWLINK_DUMP") {
+        dump(&dir, port, point, w0, &results);
+    }
     let counts: Vec<f64> = (0..point.clients)
         .map(|i| results.get(i).map_or(0.0, |r| r.arrivals.len() as f64))
         .collect();
@@ -575,6 +687,7 @@ fn run_load(client_ns: &str, port: u16, point: Point, warmup: Duration, measure:
     for r in &results {
         row.kept += usize::from(r.kept);
         row.rounds += r.arrivals.len() as u64;
+        row.bytes += r.bytes;
         row.ages.extend(&r.ages);
         intervals.extend(
             r.arrivals
@@ -585,6 +698,7 @@ fn run_load(client_ns: &str, port: u16, point: Point, warmup: Duration, measure:
     let max = counts.iter().copied().fold(0.0, f64::max);
     let min = counts.iter().copied().fold(f64::INFINITY, f64::min);
     row.min_max = if max > 0.0 { min / max } else { 0.0 };
+    row.chance = chance_min_max(row.rounds, point.clients);
     let sum: f64 = counts.iter().sum();
     let sq: f64 = counts.iter().map(|c| c * c).sum();
     row.jain = if sq > 0.0 {
@@ -596,6 +710,28 @@ fn run_load(client_ns: &str, port: u16, point: Point, warmup: Duration, measure:
     row.interval_p99_ms = percentile(&intervals, 0.99) as f64 / 1e3;
     row.ages.sort_unstable();
     row
+}
+
+/// Writes each client's arrival times (ms into the window, one client a line) to
+/// `DIR/<link>-<clients>-<rate>-<port>.txt`, for analysis outside the bench.
+fn dump(dir: &str, port: u16, point: Point, w0: Instant, results: &[ClientResult]) {
+    let mut text = String::new();
+    for r in results {
+        let ms: Vec<String> = r
+            .arrivals
+            .iter()
+            .map(|t| format!("{:.1}", t.duration_since(w0).as_secs_f64() * 1e3))
+            .collect();
+        text.push_str(&ms.join(" "));
+        text.push('\n');
+    }
+    let path = format!(
+        "{dir}/{}-{}-{}-{port}.txt",
+        point.link.name, point.clients, point.rate
+    );
+    if let Err(e) = std::fs::write(&path, text) {
+        println!("slowlink: cannot write {path}: {e}");
+    }
 }
 
 /// The first port the servers listen on (each run takes the next one, so no socket of a
@@ -620,15 +756,23 @@ fn main() {
     );
     let warmup = Duration::from_secs(if quick { 4 } else { 5 });
     let mut grid: Vec<Point> = Vec::new();
-    if let Some(i) = args.iter().position(|a| a == "--only") {
+    for (i, _) in args.iter().enumerate().filter(|(_, a)| *a == "--only") {
         let v: Vec<&str> = args[i + 1].split(',').collect();
         grid.push(Point {
             link: if v[0] == "eth" { ETHERNET } else { WIFI },
             clients: v[1].parse().expect("clients"),
             rate: v[2].parse().expect("rate"),
         });
+    }
+    if !grid.is_empty() {
+        // The points given with --only.
     } else if quick {
-        for (link, clients, rate) in [(WIFI, 50, 10), (ETHERNET, 50, 50), (WIFI, 10, 50)] {
+        for (link, clients, rate) in [
+            (WIFI, 50, 10),
+            (WIFI, 50, 50),
+            (ETHERNET, 50, 50),
+            (WIFI, 10, 50),
+        ] {
             grid.push(Point {
                 link,
                 clients,
@@ -660,7 +804,7 @@ fn main() {
         }
     };
     println!(
-        "slowlink: {} point(s), large rounds (laser + sonar + position, 778 bytes), {} s measured after {} s, {} core(s)",
+        "slowlink: {} point(s), large rounds (laser + sonar + position, 784 bytes), {} s measured after {} s, {} core(s)",
         grid.len(),
         measure.as_secs(),
         warmup.as_secs(),
@@ -677,9 +821,9 @@ fn main() {
         );
     }
     println!(
-        "{:>4} {:>7} {:>3} {:>4} | {:>5} {:>6} {:>6} | {:>5} {:>5} | {:>6} {:>6} {:>6} | {:>7} | {:>5}",
-        "link", "clients", "Hz", "srv", "kept", "deliv%", "vs ref", "min/mx", "jain", "age50", "age99",
-        "agemax", "iv99 ms", "secs"
+        "{:>4} {:>7} {:>3} {:>4} | {:>5} {:>6} {:>6} | {:>5} {:>5} {:>6} | {:>6} {:>6} {:>6} | {:>7} | {:>5} {:>5} {:>4} | {:>5}",
+        "link", "clients", "Hz", "srv", "kept", "deliv%", "vs ref", "min/mx", "jain", "chance", "age50", "age99",
+        "agemax", "iv99 ms", "util%", "read%", "rtx%", "secs"
     );
     let mut current: Option<(Link, Testbed)> = None;
     let mut port = FIRST_PORT;
@@ -715,7 +859,7 @@ fn main() {
                     port,
                     reference.as_deref().unwrap_or(""),
                 );
-                run_load(&bed.ns.client, port, point, warmup, measure)
+                run_load(&bed.ns, port, point, warmup, measure)
             };
             if which == Server::Reference {
                 ref_rounds = Some(row.rounds);
@@ -736,8 +880,21 @@ fn main() {
                     format!("{:.3}", percentile_i(&row.ages, p) as f64 / 1e6)
                 }
             };
+            let (util, rtx) = match row.link {
+                Some((a, b)) => {
+                    let bits = 8.0 * b.bytes.saturating_sub(a.bytes) as f64;
+                    let capacity = f64::from(point.link.kbit) * 1e3 * measure.as_secs_f64();
+                    let segs = b.out_segs.saturating_sub(a.out_segs).max(1) as f64;
+                    let rtx = b.retrans_segs.saturating_sub(a.retrans_segs) as f64;
+                    (
+                        format!("{:.1}", 100.0 * bits / capacity),
+                        format!("{:.2}", 100.0 * rtx / segs),
+                    )
+                }
+                None => ("-".into(), "-".into()),
+            };
             println!(
-                "{:>4} {:>7} {:>3} {:>4} | {:>2}/{:<2} {:>6.1} {:>6} | {:>5.2} {:>5.3} | {:>6} {:>6} {:>6} | {:>7.1} | {:>5.1}",
+                "{:>4} {:>7} {:>3} {:>4} | {:>2}/{:<2} {:>6.1} {:>6} | {:>5.2} {:>5.3} {:>6.2} | {:>6} {:>6} {:>6} | {:>7.1} | {:>5} {:>5.1} {:>4} | {:>5.1}",
                 point.link.name,
                 point.clients,
                 point.rate,
@@ -748,10 +905,15 @@ fn main() {
                 vs,
                 row.min_max,
                 row.jain,
+                row.chance,
                 age(0.5),
                 age(0.99),
                 age(1.0),
                 row.interval_p99_ms,
+                util,
+                800.0 * row.bytes as f64
+                    / (f64::from(point.link.kbit) * 1e3 * measure.as_secs_f64()),
+                rtx,
                 took.as_secs_f64(),
             );
         }
@@ -772,8 +934,12 @@ fn main() {
         "columns: kept = clients still connected at the end; deliv% = rounds received / \
          (clients x Hz x seconds); vs ref = our rounds / the reference's, %; min/mx = the \
          slowest client's rounds / the fastest's; jain = Jain's fairness index of rounds per \
-         client; age = position reading's age at receipt (driver timestamp to read), s, \
-         p50/p99/max; iv99 = p99 interval between a client's rounds, ms"
+         client; chance = the min/mx that dealing the same rounds to the clients at random \
+         would give (mean of 200 deals); age = position reading's age at receipt (driver \
+         timestamp to read), s, p50/p99/max; iv99 = p99 interval between a client's rounds, \
+         ms; util% = the server side's link busy (bytes its shaper sent / capacity); read% = \
+         bytes the clients read / capacity; rtx% = \
+         TCP segments the server retransmitted / sent"
     );
 }
 
