@@ -26,7 +26,7 @@ use hyper_util::rt::TokioIo;
 use player_kit::driver::{
     Command, DataRecipient, DeviceData, DeviceDataBatch, MapOutline, Timestamp,
 };
-use player_proto::ext::{state as list_state, DeviceEntry};
+use player_proto::ext::DeviceEntry;
 use player_proto::{config as codes, device};
 use serde_json::Value;
 use slog::{debug, info, warn, Logger};
@@ -641,14 +641,7 @@ impl WebSession {
             .map(|e| {
                 let code = e.code;
                 let st = self.devices.get(&code);
-                let state = match e.state {
-                    list_state::UP => "up",
-                    list_state::IDLE => "idle",
-                    list_state::SETTING_UP => "setting up",
-                    list_state::FAILED => "failed",
-                    list_state::RECONNECTING => "reconnecting",
-                    _ => "unknown",
-                };
+                let state = e.state_name();
                 let access = match st.and_then(|s| s.held) {
                     Some((true, true)) => "a",
                     Some((true, false)) => "r",

@@ -42,7 +42,7 @@ use crate::settings::RobotSettings;
 use actix::prelude::*;
 use futures::channel::oneshot;
 use player_proto::device;
-use player_proto::ext::{state as list_state, DeviceEntry};
+use player_proto::ext::DeviceEntry;
 use robot::{Attach, Detach, Inbox, RobotBridge, RobotOptions};
 use serde::Deserialize;
 use slog::{info, warn, Logger};
@@ -249,14 +249,7 @@ pub fn devices_json(robot: &str, list: &[DeviceEntry], estop: Option<&str>) -> V
     let devices: Vec<serde_json::Value> = list
         .iter()
         .map(|e| {
-            let state = match e.state {
-                list_state::UP => "up",
-                list_state::IDLE => "idle",
-                list_state::SETTING_UP => "setting up",
-                list_state::FAILED => "failed",
-                list_state::RECONNECTING => "reconnecting",
-                _ => "unknown",
-            };
+            let state = e.state_name();
             serde_json::json!({
                 "code": char::from(e.code).to_string(),
                 "name": device::name(e.code),
