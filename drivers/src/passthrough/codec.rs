@@ -14,17 +14,9 @@ pub const MAX_MESSAGE: usize = message::SERVER_HEADER + u16::MAX as usize;
 /// One message from the remote server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Inbound {
-    /// The reply to a device request: each remote device with the access now held.
-    Reply(Vec<(u8, u8)>),
-    /// A reading of a remote device; `timestamp` when the timestamp extension is on.
-    Data {
-        /// The remote device code.
-        device: u8,
-        /// The remote driver's timestamp (seconds, microseconds).
-        timestamp: Option<(u32, u32)>,
-        /// The `<data>` field, byte for byte.
-        payload: Vec<u8>,
-    },
+    /// A 0.7.4a message: the reply to a device request, or a reading of a remote device
+    /// (with the remote driver's timestamp when the timestamp extension is on).
+    Message(ServerMessage),
     /// An extension packet (a notice or the device list).
     Extension(Extension),
     /// A `y` packet that does not parse (skipped: the framing is intact).
@@ -41,20 +33,11 @@ pub fn decode(buf: &[u8], timestamps: bool) -> Result<Option<(Inbound, usize)>, 
         return Ok(None);
     };
     let inbound = match m {
-        ServerMessage::Reply(pairs) => Inbound::Reply(pairs),
         ServerMessage::Data { payload, .. } if is_ext => match ext::decode(&payload) {
             Ok(e) => Inbound::Extension(e),
             Err(e) => Inbound::BadExtension(e.0),
         },
-        ServerMessage::Data {
-            device,
-            timestamp,
-            payload,
-        } => Inbound::Data {
-            device,
-            timestamp,
-            payload,
-        },
+        m => Inbound::Message(m),
     };
     Ok(Some((inbound, n)))
 }
@@ -127,14 +110,17 @@ mod tests {
             }
             assert!(buf.is_empty(), "cut at {cut}");
             assert_eq!(got.len(), 4, "cut at {cut}");
-            assert_eq!(got[0], Inbound::Reply(vec![(b'p', b'a')]));
+            assert_eq!(
+                got[0],
+                Inbound::Message(ServerMessage::Reply(vec![(b'p', b'a')]))
+            );
             assert_eq!(
                 got[1],
-                Inbound::Data {
+                Inbound::Message(ServerMessage::Data {
                     device: b'p',
                     timestamp: Some((7, 8)),
                     payload: vec![5; 21]
-                }
+                })
             );
             match &got[2] {
                 Inbound::Extension(Extension::Notice(n)) => {

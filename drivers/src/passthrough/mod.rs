@@ -77,6 +77,7 @@ use player_kit::link::{
 use player_kit::log::{code, escape};
 use player_proto::data::{self as wire, PositionCommand, VISION_MAX};
 use player_proto::ext::{kind, Extension};
+use player_proto::message::ServerMessage;
 use player_proto::{access, device, message};
 use serde::Deserialize;
 use slog::{debug, info, warn, Logger};
@@ -951,12 +952,12 @@ impl LinkTask {
             };
             let _ = buf.split_to(n);
             match m {
-                Inbound::Reply(pairs) => self.on_reply(pairs, remote, up),
-                Inbound::Data {
+                Inbound::Message(ServerMessage::Reply(pairs)) => self.on_reply(pairs, remote, up),
+                Inbound::Message(ServerMessage::Data {
                     device,
                     timestamp,
                     payload,
-                } => self.on_data(device, timestamp, payload, remote),
+                }) => self.on_data(device, timestamp, payload, remote),
                 Inbound::Extension(Extension::Notice(n)) => self.on_notice(n, remote),
                 Inbound::Extension(Extension::DeviceList(_)) => {}
                 Inbound::BadExtension(e) => {
