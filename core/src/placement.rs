@@ -47,12 +47,7 @@ impl Workers {
     /// The thread for a new session, with the session's share of its load (counted at
     /// [`DEFAULT_RATE`] from now on).
     pub fn pick(&self) -> (&ArbiterHandle, LoadShare) {
-        let loads: Vec<u64> = self
-            .loads
-            .iter()
-            .map(|l| l.load(Ordering::Relaxed))
-            .collect();
-        let i = pick_index(&loads, SPILL_RATE);
+        let i = pick_index(&self.loads(), SPILL_RATE);
         let mut share = LoadShare {
             loads: self.loads.clone(),
             index: i,

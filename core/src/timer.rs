@@ -402,14 +402,18 @@ impl futures::Stream for Ticks {
 mod tests {
     use super::*;
 
-    #[test]
-    fn sleeps_complete_in_deadline_order_and_never_more_than_the_coalescing_window_early() {
+    /// Runs `f` on a current-thread runtime inside a `LocalSet`, as an arbiter would.
+    fn on_local_set<F: Future>(f: F) -> F::Output {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
-        let local = tokio::task::LocalSet::new();
-        local.block_on(&rt, async {
+        tokio::task::LocalSet::new().block_on(&rt, f)
+    }
+
+    #[test]
+    fn sleeps_complete_in_deadline_order_and_never_more_than_the_coalescing_window_early() {
+        on_local_set(async {
             let start = Instant::now();
             let order = Rc::new(RefCell::new(Vec::new()));
             let mut tasks = Vec::new();
@@ -434,12 +438,7 @@ mod tests {
 
     #[test]
     fn a_past_deadline_is_ready_at_once() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let local = tokio::task::LocalSet::new();
-        local.block_on(&rt, async {
+        on_local_set(async {
             let t = Instant::now();
             sleep_until(t - Duration::from_millis(1)).await;
             assert!(t.elapsed() < Duration::from_millis(50));
@@ -449,12 +448,7 @@ mod tests {
     #[test]
     fn a_repeating_timer_ticks_at_each_deadline_set_and_not_at_a_replaced_one() {
         use futures::StreamExt;
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let local = tokio::task::LocalSet::new();
-        local.block_on(&rt, async {
+        on_local_set(async {
             let (handle, mut ticks) = ticks();
             let start = Instant::now();
             for k in 1..=3u32 {
