@@ -37,9 +37,9 @@ use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
 
 /// The viewer page.
-pub const INDEX_HTML: &str = include_str!("../../../web/index.html");
+pub const INDEX_HTML: &str = include_str!("../../../web/page/index.html");
 /// The viewer's script.
-pub const VIEWER_JS: &str = include_str!("../../../web/viewer.js");
+pub const VIEWER_JS: &str = include_str!("../../../web/page/viewer.js");
 
 /// Largest WebSocket message a client may send (commands and subscriptions are small).
 pub const MAX_CLIENT_MESSAGE: usize = 64 * 1024;

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The shipped default configuration: the simulated Pioneer 2-DX on port 6665.
-pub const DEFAULT_CONFIG: &str = include_str!("../../config/default.toml");
+pub const DEFAULT_CONFIG: &str = include_str!("../../../config/default.toml");
 
 /// The first robot's web viewer port when none is configured (Foxglove's default port).
 pub const DEFAULT_WEB_PORT: u16 = 8765;
@@ -685,7 +685,7 @@ mod tests {
 
     #[test]
     fn shipped_config_files_load() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config");
         let mut n = 0;
         for entry in std::fs::read_dir(&dir).unwrap() {
             let p = entry.unwrap().path();

@@ -18,7 +18,7 @@ use super::geom::{Shape, Vec2};
 use super::noise::Noise;
 
 /// The shipped example world, `config/worlds/room.toml`.
-pub const ROOM_TOML: &str = include_str!("../../../../config/worlds/room.toml");
+pub const ROOM_TOML: &str = include_str!("../../../../../config/worlds/room.toml");
 
 /// Radius (mm) of the simulated Pioneer 2-DX body, used to check that start poses are free.
 pub const ROBOT_RADIUS_MM: f64 = 250.0;
