@@ -1,9 +1,7 @@
 //! The `player` binary: the manual's flags (section 2.2), configuration errors, and an
 //! orderly exit on SIGTERM and SIGINT.
 
-mod common;
-
-use common::*;
+use player_testkit::*;
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};

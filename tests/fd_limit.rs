@@ -3,9 +3,7 @@
 //! unserved), and logs once a second, not per attempt. The `player` binary runs with a
 //! low descriptor limit; the clients are this test's.
 
-mod common;
-
-use common::*;
+use player_testkit::*;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;

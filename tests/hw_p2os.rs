@@ -3,12 +3,10 @@
 //! corrupt frames, a silent robot, unplugging, a robot left open by a crashed server,
 //! shutdown).
 
-mod hw_support;
-
-use hw_support::*;
 use player::emulators::p2os::{P2osEmulator, Phase};
 use player::emulators::{EmuWorld, SerialEmulator};
 use player_client::{device, grip};
+use player_testkit::hw::*;
 use std::time::{Duration, Instant};
 
 type Robot = SerialEmulator<P2osEmulator>;
@@ -124,30 +122,21 @@ fn configs_motor_power_velocity_mode_odometry_reset_and_gripper_reach_the_robot(
 
 #[test]
 fn a_port_that_does_not_exist_gives_e_and_a_log_line_naming_it() {
-    let server = start_server(&p2os_toml("/dev/ttyNOPE-hw-test", ""));
-    let mut c = server.client();
-    let grant = c.request("pr").unwrap();
-    assert_eq!(grant.access(device::POSITION), Some(b'e'));
-    assert!(
-        server.log.has(&["/dev/ttyNOPE-hw-test"]),
-        "no log line names the port:\n{}",
-        server.log.dump()
+    assert_missing_port(
+        |port| p2os_toml(port, ""),
+        "/dev/ttyNOPE-hw-test",
+        "pr",
+        device::POSITION,
     );
 }
 
 #[test]
 fn a_silent_port_fails_setup_naming_the_port() {
-    // A pty with nothing behind it: the port opens, but no robot answers.
-    let pty = player::emulators::pty::Pty::open().unwrap();
-    let path = pty.slave_path().to_str().unwrap().to_string();
-    let server = start_server(&p2os_toml(&path, "sync_timeout = 0.1"));
-    let mut c = server.client();
-    let grant = c.request("sr").unwrap();
-    assert_eq!(grant.access(device::SONAR), Some(b'e'));
-    assert!(
-        server.log.has(&["no P2OS robot answers", &path]),
-        "{}",
-        server.log.dump()
+    assert_silent_port(
+        |port| p2os_toml(port, "sync_timeout = 0.1"),
+        "sr",
+        device::SONAR,
+        "no P2OS robot answers",
     );
 }
 
@@ -320,7 +309,7 @@ fn a_robot_that_stops_answering_is_reopened_while_other_devices_carry_on() {
 /// and a client reading position in push-new mode.
 struct Pluggable {
     emu: Robot,
-    server: TestServer,
+    server: HwServer,
     client: player_client::Client,
     opens: u64,
 }

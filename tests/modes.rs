@@ -1,10 +1,8 @@
 //! Per-client data delivery (manual 3.6, DESIGN "Protocol decisions"): request/reply
 //! (`x y r 1`), push new (2), pull new (3), and the timestamp extension (`x y t`).
 
-mod common;
-
-use common::*;
 use player::settings::Settings;
+use player_testkit::*;
 use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 

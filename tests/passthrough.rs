@@ -11,12 +11,10 @@
 //! same port; a remote with a key; a remote spoken to without the extensions; and
 //! `config/fleet.toml` serving the arena's three robots.
 
-mod common;
-
-use common::*;
 use player::settings::Settings;
 use player_proto::data::Position;
 use player_proto::ext::{decode, Extension};
+use player_testkit::*;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};

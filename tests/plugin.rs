@@ -4,17 +4,15 @@
 //! The `counter` driver serves device `q`: 2-byte data (a u16 counter that advances by a
 //! step every 50 ms) and 2-byte commands (set the counter). Config `s <u16>` sets the step.
 
-mod common;
-
 use actix::prelude::*;
 use bytes::Bytes;
-use common::*;
 use player::catalog::{DriverContext, StartedDriver};
 use player::driver::{
     Command, Config, DeviceData, DeviceSpec, DriverError, DriverHandle, Inbox, Publisher, Setup,
     Shutdown, Stop, Subscribers, Terminate, Timestamp,
 };
 use player::settings::Settings;
+use player_testkit::*;
 use serde::Deserialize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -291,21 +289,13 @@ fn a_plugin_device_code_is_unknown_without_the_plugin() {
 #[test]
 fn a_configuration_naming_an_unregistered_driver_does_not_start() {
     let settings = Settings::from_toml(CONFIG, "plugin test").unwrap();
-    let result = std::thread::spawn(move || {
-        actix_rt::System::new().block_on(async move {
-            player::server::Server::start(
-                &settings,
-                &player::builtin_catalog(),
-                std::path::PathBuf::from("."),
-                player::logging::discard(),
-            )
-            .await
-            .err()
-            .map(|e| e.to_string())
-        })
-    })
-    .join()
-    .unwrap();
+    let result = TestServer::try_start(
+        settings,
+        player::builtin_catalog(),
+        player::logging::discard(),
+    )
+    .err()
+    .map(|e| e.to_string());
     let e = result.expect("the server must refuse a driver it does not know");
     assert!(e.contains("counter"), "{e}");
 }

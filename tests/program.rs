@@ -4,17 +4,15 @@
 //! frame, a command device under the watchdog); and an in-process virtual device reading
 //! the laser through its `DeviceSource`. python3 must be on the PATH.
 
-mod common;
-
 use actix::prelude::*;
 use bytes::Bytes;
-use common::{collect_stderr, free_port, pairs_bytes, Client, Packet, Streamer, TIMEOUT};
 use player::catalog::{DriverContext, StartedDriver};
 use player::driver::{
     Command as DriverCommand, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceSource,
     DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, Stop, Subscribers,
     Terminate,
 };
+use player_testkit::{collect_stderr, free_port, pairs_bytes, Client, Packet, Streamer, TIMEOUT};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -535,7 +533,7 @@ impl Handler<Terminate> for FirstRay {
 
 #[test]
 fn an_in_process_driver_reads_another_device_through_its_device_source() {
-    let mut settings = common::default_settings();
+    let mut settings = player_testkit::default_settings();
     let extra = player::settings::Settings::from_toml(
         "[[robot]]\n[[robot.driver]]\ndriver = \"first-ray\"\ndevices = [\"q\"]\n",
         "test",
@@ -556,7 +554,7 @@ fn an_in_process_driver_reads_another_device_through_its_device_source() {
             devices: vec![DeviceSpec::read_only(b'q')],
         })
     });
-    let server = common::start_server_with(settings, catalog);
+    let server = player_testkit::start_server_with(settings, catalog);
     let mut c = push_client(server.addr(), &[(b'q', b'r'), (b'l', b'r')]);
     let mut scans = std::collections::HashMap::new();
     let mut matched = 0;

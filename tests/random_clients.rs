@@ -15,10 +15,8 @@
 //! clients are served, and no thread of the process panicked. The run is seeded
 //! (`RANDOM_CLIENTS_SEED`, printed) and lasts `RANDOM_CLIENTS_SECS` seconds (default 8).
 
-mod common;
-
-use common::*;
 use player_proto::message;
+use player_testkit::*;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -10,10 +10,8 @@
 //! the `replay` driver and compare what a 0.7.4a client receives with the file, byte for
 //! byte.
 
-mod common;
-
-use common::*;
 use player::record::RAW_ENCODING;
+use player_testkit::*;
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};

@@ -6,11 +6,9 @@
 //! that client must have kept its rate throughout, and a fresh client must be served
 //! correctly.
 
-mod common;
-
-use common::*;
 use player_proto::data::Position;
 use player_proto::message;
+use player_testkit::*;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};

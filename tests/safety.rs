@@ -3,11 +3,9 @@
 //! (key, read-only, allow-lists, connection limits) holds, unknown devices take no slot,
 //! and a client that never reads its replies stays bounded and is disconnected.
 
-mod common;
-
-use common::*;
 use player::settings::Settings;
 use player_proto::data::Position;
+use player_testkit::*;
 use std::io::Write;
 use std::time::{Duration, Instant};
 

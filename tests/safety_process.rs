@@ -8,11 +8,9 @@
 //! link test needs root (network namespaces, veth); it says so and passes vacuously
 //! otherwise.
 
-mod common;
-
-use common::*;
 use player_proto::data::Position;
 use player_proto::ext::{decode, Extension};
+use player_testkit::*;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

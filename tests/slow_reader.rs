@@ -4,9 +4,7 @@
 //! kept: the stall timeout ends only clients that acknowledge nothing, not slow ones.
 //! The slow links themselves (rate, delay, loss) are measured by `benches/slowlink.rs`.
 
-mod common;
-
-use common::{default_settings, start_server_with, Client, Streamer};
+use player_testkit::{default_settings, start_server_with, Client, Streamer};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 fn wall_us() -> i64 {

@@ -4,12 +4,10 @@
 //! guard (watchdog, e-stop, `[zenoh] write`, the access key); the device list answers
 //! queries; the liveliness token lives as long as the server.
 
-mod common;
-
-use common::*;
 use player::settings::Settings;
 use player::zenoh_bridge::{decode_timestamp, ZenohSettings};
 use player_proto::data::PositionCommand;
+use player_testkit::*;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use zenoh::sample::SampleKind;

@@ -10,12 +10,10 @@
 //! `zenoh_peer_in_namespace`, which does nothing unless the variable below names where to
 //! connect.
 
-mod common;
-
-use common::netns::{is_root, Netns, Veth};
-use common::*;
 use player::zenoh_bridge::ZenohSettings;
 use player_proto::data::PositionCommand;
+use player_testkit::netns::{is_root, Netns, Veth};
+use player_testkit::*;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
