@@ -37,7 +37,6 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Size {
@@ -147,7 +146,7 @@ fn run_load(server: &ServerProcess, point: Point, measure: Duration) -> Load {
         if r.at.len() >= 2 {
             load.served += 1;
             let iv: Vec<u64> = r
-                .arrivals
+                .at
                 .windows(2)
                 .map(|w| w[1].duration_since(w[0]).as_micros() as u64)
                 .collect();

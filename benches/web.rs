@@ -16,10 +16,7 @@ mod common;
 
 use common::{free_port, percentile, player_binary, read_rounds, ServerProcess};
 use futures::{SinkExt, StreamExt};
-use player_proto::message;
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 

@@ -100,6 +100,7 @@ fn wait_notice(seen: &Seen, kind: u8, within: Duration) -> String {
             kind as char,
             seen.notices.lock().unwrap()
         );
+        // Polls (the deadline above fails the test).
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -163,6 +164,7 @@ fn passthrough_across_a_link_relays_and_a_cut_link_stops_the_robot() {
             robot.stderr.lock().unwrap(),
             fleet.stderr.lock().unwrap()
         );
+        // Polls (the deadline above fails the test with both servers' logs).
         std::thread::sleep(Duration::from_millis(50));
     }
 

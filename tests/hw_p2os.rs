@@ -176,6 +176,7 @@ fn closing_the_last_device_and_server_exit_stop_the_robot_and_close_the_link() {
     });
     // Closing p leaves s open: the link stays up.
     c.request("pc").unwrap();
+    // A sleep on purpose: for a while nothing may close the link.
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(emu.device(|d| d.phase()), Phase::Open);
     c.request("sc").unwrap();
@@ -366,6 +367,7 @@ impl Pluggable {
 fn unplugging_and_plugging_back_in_recovers_without_a_restart() {
     let mut robot = Pluggable::start("p2os-unplug");
     robot.unplug();
+    // A sleep on purpose: the robot stays unplugged for half a second.
     std::thread::sleep(Duration::from_millis(500));
     robot.replug_and_recover();
 }
@@ -455,6 +457,7 @@ fn configs_sent_while_the_robot_is_away_do_not_stop_the_reconnect() {
     }
     for _ in 0..5 {
         robot.client.set_motor_power(true).unwrap();
+        // The pace of the configs spread over the backoff.
         std::thread::sleep(Duration::from_millis(100));
     }
     // And while it comes back (configs during the connection attempt itself).
@@ -462,6 +465,7 @@ fn configs_sent_while_the_robot_is_away_do_not_stop_the_reconnect() {
     let end = Instant::now() + Duration::from_secs(2);
     while Instant::now() < end {
         robot.client.set_velocity_mode(false).unwrap();
+        // The pace of the configs during the connection attempt.
         std::thread::sleep(Duration::from_millis(10));
     }
     robot.replug_and_recover();

@@ -189,6 +189,7 @@ fn unplugging_and_plugging_back_in_recovers_without_a_restart() {
     wait_for("the driver to notice", || {
         server.log.has(&["laser link lost"])
     });
+    // A sleep on purpose: the scanner stays unplugged for a while.
     std::thread::sleep(Duration::from_millis(400));
     emu.replug();
     wait_for("the port to be opened again", || emu.stats().opens > opens);

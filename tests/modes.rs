@@ -218,6 +218,7 @@ fn pull_new_mode_sends_only_devices_with_new_data() {
         };
         let mut got = vec![first];
         got.extend(c.drain(Duration::from_millis(60)));
+        // The client's pace between its requests (new data comes meanwhile).
         std::thread::sleep(Duration::from_millis(150));
         responses += 1;
         let codes: Vec<u8> = got.iter().map(|(d, _)| *d).collect();
@@ -323,6 +324,8 @@ fn pipelined_d_requests_each_get_their_round_even_when_the_client_reads_late() {
         ds.extend(player_proto::message::config(b'y', b'd', &[]));
     }
     c.send(&ds);
+    // A sleep on purpose: the server answers the queued requests while the client
+    // reads nothing.
     std::thread::sleep(Duration::from_millis(500));
     for i in 0..12 {
         match c.read_message_within(Duration::from_secs(3)) {

@@ -365,6 +365,8 @@ fn clients_waiting_for_the_same_setup_are_all_granted() {
     let mut a = Client::connect(server.addr());
     let mut b = Client::connect(server.addr());
     a.send_request(&[(b'q', b'r')]);
+    // A sleep on purpose: a's request reaches the server first (nothing shows it
+    // from outside until the setup ends).
     std::thread::sleep(Duration::from_millis(200));
     b.send_request(&[(b'q', b'a')]);
     assert_eq!(a.read_reply(), b"qr");
@@ -412,6 +414,8 @@ fn shutdown_during_a_slow_setup_is_prompt() {
     let mut c = Client::connect(server.addr());
     assert_eq!(c.request(&[(b'p', b'r')]), b"pr");
     c.send_request(&[(b'q', b'r')]);
+    // A sleep on purpose: the slow setup is under way (nothing shows it from
+    // outside) when the shutdown comes.
     std::thread::sleep(Duration::from_millis(300));
     let took = server.shutdown();
     assert!(took < Duration::from_secs(6), "shutdown took {took:?}");

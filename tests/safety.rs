@@ -279,6 +279,7 @@ fn connection_limits_refuse_newcomers_and_keep_serving_the_others() {
     assert!(text.contains("max_per_address"), "{text}");
     third.expect_closed(Duration::from_secs(5));
     let from = Instant::now();
+    // A sleep on purpose: the first client's rate is measured over these two seconds.
     std::thread::sleep(Duration::from_secs(2));
     streamer.assert_rate(from, Instant::now(), 10.0, "the first client, meanwhile");
 
@@ -399,6 +400,7 @@ fn a_message_left_unfinished_ends_the_session_after_partial_timeout() {
     let mut slow = Client::connect(server.addr());
     for b in player_proto::message::request(&[(b'p', b'r')]) {
         slow.send(&[b]);
+        // The slow client's pace.
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(slow.read_reply_skipping_data().1, b"pr");

@@ -301,6 +301,7 @@ fn max_per_address_limits_web_connections_too() {
         drop(second);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         loop {
+            // Polls until a place is free (the deadline below fails the test).
             tokio::time::sleep(Duration::from_millis(100)).await;
             if connect(port, "foxglove.websocket.v1", "").await.is_ok() {
                 break;

@@ -74,6 +74,7 @@ fn zenoh_peer_in_namespace() {
     let end = Instant::now() + Duration::from_secs(120);
     while Instant::now() < end {
         let _ = publisher.put(cmd.clone()).wait();
+        // The publisher's pace.
         std::thread::sleep(Duration::from_millis(100));
     }
 }

@@ -2,7 +2,7 @@
 //! CPU time and memory, percentiles, the loading clients); this adds only the path of the
 //! `player` binary cargo built for the bench, which only a bench can name.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 pub use player_testkit::bench::*;
 pub use player_testkit::free_port;
