@@ -177,13 +177,7 @@ impl Wants {
         }
         self.next += 1;
         self.held.insert(code, (access, self.next));
-        Some(Step::Ask(
-            access,
-            Ticket {
-                code,
-                n: self.next,
-            },
-        ))
+        Some(Step::Ask(access, Ticket { code, n: self.next }))
     }
 
     /// The reply to `ticket` came: `granted` or not. Returns false when a later change
@@ -233,8 +227,8 @@ pub enum Change {
     Same,
     /// `Unsubscribe` was sent.
     Released,
-    /// `Subscribe` was sent.
-    Asked(Asked),
+    /// `Subscribe` was sent (boxed: the pending reply is large).
+    Asked(Box<Asked>),
 }
 
 /// A front end's session at one registry: the devices it holds, kept in line with the
@@ -285,7 +279,7 @@ impl Holdings {
                 });
                 Change::Released
             }
-            Some(Step::Ask(access, ticket)) => Change::Asked(Asked {
+            Some(Step::Ask(access, ticket)) => Change::Asked(Box::new(Asked {
                 ticket,
                 access,
                 reply: self.registry.send(Subscribe {
@@ -296,7 +290,7 @@ impl Holdings {
                     recipient: recipient(),
                     client: self.client.clone(),
                 }),
-            }),
+            })),
         }
     }
 
@@ -385,7 +379,11 @@ mod tests {
         assert_eq!(w.want(b'l', NONE), Some(Step::Release));
         let again = ask(w.want(b'l', R));
         assert!(!w.settle(first, false));
-        assert_eq!(w.held(b'l'), Some(R), "the old refusal did not drop the new ask");
+        assert_eq!(
+            w.held(b'l'),
+            Some(R),
+            "the old refusal did not drop the new ask"
+        );
         assert!(w.settle(again, true));
     }
 

@@ -8,12 +8,12 @@
 //! [`MAX_IN_FLIGHT`] waiting ones; readings wait at most one per device in the actor.
 
 use super::{alive_key, data_key, devices_json, devices_key, encode_timestamp, estop_key};
-use crate::driver::{Command, DataRecipient, DeviceData, DeviceDataBatch};
-use crate::logging::{code as show, Throttle};
-use crate::frontend::{Access, Asked, Change, Holdings};
-use crate::registry::{Disconnect, EStop, EStopState, ListDevices, Registry, SessionId};
 use actix::prelude::*;
 use bytes::Bytes;
+use player_core::frontend::{Access, Asked, Change, Holdings};
+use player_core::logging::{code as show, Throttle};
+use player_core::registry::{Disconnect, EStop, EStopState, ListDevices, Registry, SessionId};
+use player_kit::driver::{Command, DataRecipient, DeviceData, DeviceDataBatch};
 use player_proto::device;
 use slog::{info, warn, Logger};
 use std::collections::HashMap;
@@ -29,7 +29,7 @@ use zenoh::Wait;
 pub const HOLD: Duration = Duration::from_secs(2);
 
 /// Largest command payload taken from Zenoh (a device's exact size is checked later).
-pub const MAX_COMMAND: usize = crate::codec::MAX_PAYLOAD;
+pub const MAX_COMMAND: usize = player_core::codec::MAX_PAYLOAD;
 
 /// Largest attachment (the access key) taken with a command.
 pub const MAX_ATTACHMENT: usize = player_proto::ext::MAX_KEY;
@@ -329,11 +329,10 @@ impl RobotBridge {
             d.pending = None;
         }
         let me = ctx.address();
-        let Change::Asked(Asked { ticket, reply, .. }) =
-            self.holdings.want(code, want, || DataRecipient::of(&me))
-        else {
+        let Change::Asked(asked) = self.holdings.want(code, want, || DataRecipient::of(&me)) else {
             return;
         };
+        let Asked { ticket, reply, .. } = *asked;
         let write = want.write;
         ctx.spawn(reply.into_actor(self).map(move |r, act, _| {
             if !act.holdings.settle(ticket, matches!(r, Ok(Ok(_)))) {

@@ -13,17 +13,17 @@
 use super::foxglove::{self, ClientOp, Level};
 use super::schema::{self, Channel, Source};
 use super::{AddressSlot, Shared};
-use crate::notice::{kind, Notice};
-use crate::registry::{
-    Disconnect, EStop, GetMap, ListDevices, RouteConfig, SessionId, Watch,
-};
-use crate::frontend::{Access, Asked, Change, Holdings};
 use actix::prelude::*;
 use bytes::Bytes;
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
 use hyper::upgrade::Upgraded;
 use hyper_util::rt::TokioIo;
+use player_core::frontend::{Access, Asked, Change, Holdings};
+use player_core::notice::{kind, Notice};
+use player_core::registry::{
+    Disconnect, EStop, GetMap, ListDevices, RouteConfig, SessionId, Watch,
+};
 use player_kit::driver::{
     Command, DataRecipient, DeviceData, DeviceDataBatch, MapOutline, Timestamp,
 };
@@ -290,7 +290,7 @@ impl WebSession {
         {
             Change::Same => return,
             Change::Released => None,
-            Change::Asked(a) => Some(a),
+            Change::Asked(a) => Some(*a),
         };
         if !write {
             self.commands.remove(&code);
