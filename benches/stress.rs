@@ -145,11 +145,10 @@ fn run_load(server: &ServerProcess, point: Point, measure: Duration) -> Load {
         load.rounds += r.at.len() as u64;
         if r.at.len() >= 2 {
             load.served += 1;
-            let iv: Vec<u64> = r
-                .at
-                .windows(2)
-                .map(|w| w[1].duration_since(w[0]).as_micros() as u64)
-                .collect();
+            let iv: Vec<u64> =
+                r.at.windows(2)
+                    .map(|w| w[1].duration_since(w[0]).as_micros() as u64)
+                    .collect();
             let mean = iv.iter().sum::<u64>() as f64 / iv.len() as f64;
             let jitter = iv
                 .iter()

@@ -10,7 +10,7 @@
 //! `zenoh_peer_in_namespace`, which does nothing unless the variable below names where to
 //! connect.
 
-use player::zenoh_bridge::ZenohSettings;
+use player::zenoh::ZenohSettings;
 use player_proto::data::PositionCommand;
 use player_testkit::netns::{is_root, Netns, Veth};
 use player_testkit::*;

@@ -3,7 +3,7 @@
 
 use crate::wait::TIMEOUT;
 use player::catalog::Catalog;
-use player::server::{Server, StartError};
+use player::server::StartError;
 use player::settings::Settings;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -60,7 +60,7 @@ pub fn start_server_logged(
 }
 
 /// A server running in-process on its own thread and actix system. Dropping it shuts the
-/// server down (`Server::shutdown`) and joins the thread.
+/// server down (`Server::shutdown`, front ends included) and joins the thread.
 pub struct TestServer {
     addrs: Vec<SocketAddr>,
     started: Instant,
@@ -107,10 +107,12 @@ impl TestServer {
         let thread = std::thread::Builder::new()
             .name("player-server".into())
             .spawn(move || {
-                let system = actix_rt::System::new();
+                let system = actix::System::new();
                 system.block_on(async move {
                     let started = Instant::now();
-                    match Server::start(&settings, &catalog, repository_root(), logger).await {
+                    match player::server::start(&settings, &catalog, repository_root(), logger)
+                        .await
+                    {
                         Ok(server) => {
                             let _ = ready_tx.send(Ok((server.local_addrs(), started)));
                             let _ = stop_rx.await;
