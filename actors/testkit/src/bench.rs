@@ -86,9 +86,23 @@ impl Drop for ServerProcess {
 
 /// CPU time of every thread of process `pid` (nanosecond counters of /proc/PID/task/*/schedstat).
 pub fn process_cpu(pid: u32) -> Duration {
+    threads_cpu(pid, |_| true)
+}
+
+/// CPU time of the threads of process `pid` named `name` (their `comm`).
+pub fn thread_cpu(pid: u32, name: &str) -> Duration {
+    threads_cpu(pid, |comm| comm.trim_end() == name)
+}
+
+/// CPU time of the threads of process `pid` whose name `keep` accepts.
+fn threads_cpu(pid: u32, keep: impl Fn(&str) -> bool) -> Duration {
     let mut ns: u64 = 0;
     if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) {
         for t in dir.flatten() {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            if !keep(&comm) {
+                continue;
+            }
             if let Ok(s) = std::fs::read_to_string(t.path().join("schedstat")) {
                 ns += s
                     .split_whitespace()
