@@ -14,6 +14,9 @@ pub use player_core::{
     zenoh_bridge,
 };
 pub use player_drivers as drivers;
+
+pub mod check;
+pub mod daemon;
 pub use player_emulators as emulators;
 pub use player_kit::{catalog, driver, link};
 

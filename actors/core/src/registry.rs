@@ -270,6 +270,9 @@ pub struct Registry {
     watchers: HashMap<SessionId, Recipient<Notice>>,
     estop: Option<String>,
     watchdog_check: Option<(SpawnHandle, Instant)>,
+    /// The watchdog has stopped a device once: the log line naming the key that turns it
+    /// off (for clients of 0.7.4a that send one command) has been written.
+    watchdog_explained: bool,
     health_check: Option<SpawnHandle>,
     taps: Vec<Recipient<Tapped>>,
     log: Logger,
@@ -288,6 +291,7 @@ impl Registry {
             watchers: HashMap::new(),
             estop: None,
             watchdog_check: None,
+            watchdog_explained: false,
             health_check: None,
             taps: Vec::new(),
             log,
@@ -525,7 +529,19 @@ impl Registry {
             self.stop_device(code, StopReason::Watchdog);
             let d = self.devices.get_mut(&code).expect("listed above");
             d.watchdog.tripped = true;
-            warn!(self.log, "command watchdog: no command in time; device stopped"; "device" => player_kit::log::device(code), "command_timeout_s" => timeout.as_secs_f64());
+            let driver = d.driver_name.clone();
+            if self.watchdog_explained {
+                warn!(self.log, "command watchdog: no command in time; device stopped"; "device" => player_kit::log::device(code), "command_timeout_s" => timeout.as_secs_f64());
+            } else {
+                // The first time only: a client written for 0.7.4a may send one command
+                // and expect it to hold (docs/clients-of-2000.md).
+                self.watchdog_explained = true;
+                let key = format!(
+                    "command_timeout = 0 in [[robot]] '{}' (or in its [[robot.driver]] '{}')",
+                    self.robot, driver
+                );
+                warn!(self.log, "command watchdog: no command in time; device stopped (a client written for Player 0.7.4a that sends one command expects it to hold: set the key below to restore that for this robot, see docs/clients-of-2000.md)"; "device" => player_kit::log::device(code), "command_timeout_s" => timeout.as_secs_f64(), "restore_0_7_4a" => key);
+            }
             self.notify_holders(
                 code,
                 Notice::new(

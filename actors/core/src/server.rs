@@ -34,6 +34,9 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+mod running;
+pub use running::{needs_restart, Reloaded, RobotStatus, ServerStatus};
+
 /// Why the server could not start.
 #[derive(Debug)]
 pub struct StartError(pub String);
@@ -352,6 +355,10 @@ pub struct Server {
     recorder: Option<RecorderHandle>,
     /// The Zenoh bridge, when `[zenoh]` is enabled.
     zenoh: Option<ZenohBridge>,
+    /// The access policy every front end shares (a reload replaces its rules).
+    policy: Arc<Policy>,
+    /// The configuration it runs (what a reload compares against).
+    started_with: Box<Settings>,
     log: Logger,
 }
 
@@ -595,6 +602,8 @@ impl Server {
             workers,
             recorder,
             zenoh,
+            policy,
+            started_with: Box::new(settings.clone()),
             log,
         })
     }

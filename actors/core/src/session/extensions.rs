@@ -68,6 +68,7 @@ impl Session {
         let policy = self.opts.policy.clone();
         if policy.key_matches(key) {
             self.must_present_key = false;
+            self.presented_key = Some(key.to_vec());
             self.may_write = policy.may_write(self.peer.ip());
             info!(self.log, "key accepted"; "write" => self.may_write);
             let text = if self.may_write {

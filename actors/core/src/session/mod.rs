@@ -31,6 +31,7 @@ mod config;
 mod extensions;
 mod pace;
 mod reader;
+mod reload;
 mod schedule;
 mod writer;
 
@@ -114,6 +115,7 @@ struct Incoming(ClientMessage);
 struct ReadEnded(Option<String>);
 
 use access::Slot;
+pub use reload::Recheck;
 
 /// The session actor of one client connection.
 pub struct Session {
@@ -174,6 +176,8 @@ pub struct Session {
     may_write: bool,
     /// It must present the key before anything else.
     must_present_key: bool,
+    /// The key it presented and had accepted (re-checked when the policy is reloaded).
+    presented_key: Option<Vec<u8>>,
     /// It asked for notices (`x y e 1`).
     notices: bool,
     /// Notices dropped because the client left too much unread.
@@ -207,6 +211,7 @@ impl Session {
         Session {
             may_write: rights.write,
             must_present_key: rights.must_present_key,
+            presented_key: None,
             notices: false,
             notices_dropped: 0,
             drained: None,

@@ -1,0 +1,265 @@
+//! A running server seen from outside: its state for the service manager
+//! ([`Server::status`]: robots, clients, devices in trouble) and reloads of what can change
+//! without a restart ([`Server::reload`]: the `[access]` section; the log level is the
+//! caller's, see [`crate::logging::LogLevel`]).
+
+use super::{Listener, Server};
+use crate::access::Policy;
+use crate::registry::ListDevices;
+use crate::session::Recheck;
+use crate::settings::Settings;
+use actix::prelude::*;
+use player_proto::ext::{state, DeviceEntry};
+use std::fmt::Write as _;
+
+/// Server → listener: how many clients are connected.
+#[derive(Message)]
+#[rtype(result = "usize")]
+struct CountClients;
+
+impl Handler<CountClients> for Listener {
+    type Result = usize;
+
+    fn handle(&mut self, _msg: CountClients, _ctx: &mut Self::Context) -> usize {
+        self.sessions.len()
+    }
+}
+
+/// Server → listener: the access policy was reloaded; every session re-checks its rights.
+#[derive(Message)]
+#[rtype(result = "usize")]
+struct RecheckAll;
+
+impl Handler<RecheckAll> for Listener {
+    type Result = usize;
+
+    fn handle(&mut self, _msg: RecheckAll, _ctx: &mut Self::Context) -> usize {
+        let mut n = 0;
+        for addr in self.sessions.values().filter_map(|(a, _)| a.as_ref()) {
+            addr.do_send(Recheck);
+            n += 1;
+        }
+        n
+    }
+}
+
+/// One robot's state.
+#[derive(Debug, Clone)]
+pub struct RobotStatus {
+    /// The robot's name.
+    pub name: String,
+    /// Clients connected to its port.
+    pub clients: usize,
+    /// Its devices (the extension's device list).
+    pub devices: Vec<DeviceEntry>,
+}
+
+/// The server's state: what `systemctl status` shows (`STATUS=`).
+#[derive(Debug, Clone, Default)]
+pub struct ServerStatus {
+    /// Each robot, in configuration order.
+    pub robots: Vec<RobotStatus>,
+}
+
+impl ServerStatus {
+    /// Whether a device is being set up (the server is not ready while one is).
+    pub fn settling(&self) -> bool {
+        self.robots
+            .iter()
+            .flat_map(|r| &r.devices)
+            .any(|d| d.state == state::SETTING_UP)
+    }
+
+    /// The devices failed or reconnecting, as `robot:code (state)`.
+    pub fn in_trouble(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for r in &self.robots {
+            for d in &r.devices {
+                if matches!(d.state, state::FAILED | state::RECONNECTING) {
+                    out.push(format!(
+                        "{}:{} ({})",
+                        r.name,
+                        crate::logging::code(d.code).trim_matches('\''),
+                        d.state_name()
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    /// One line: `1 robot, 3 clients, 7 devices; in trouble: pioneer:l (failed)`.
+    pub fn line(&self) -> String {
+        let clients: usize = self.robots.iter().map(|r| r.clients).sum();
+        let devices: usize = self.robots.iter().map(|r| r.devices.len()).sum();
+        let plural = |n: usize, one: &str| {
+            if n == 1 {
+                format!("1 {one}")
+            } else {
+                format!("{n} {one}s")
+            }
+        };
+        let mut s = format!(
+            "{}, {}, {}",
+            plural(self.robots.len(), "robot"),
+            plural(clients, "client"),
+            plural(devices, "device")
+        );
+        let trouble = self.in_trouble();
+        if trouble.is_empty() {
+            s.push_str("; all devices fine");
+        } else {
+            let _ = write!(s, "; in trouble: {}", trouble.join(", "));
+        }
+        s
+    }
+}
+
+/// What a reload changed.
+#[derive(Debug, Clone, Default)]
+pub struct Reloaded {
+    /// The access rules differ from the ones they replaced.
+    pub access_changed: bool,
+    /// Sessions told to re-check their rights.
+    pub sessions_rechecked: usize,
+    /// What changed in the file but needs a restart, by key.
+    pub needs_restart: Vec<String>,
+}
+
+/// The keys whose values differ between `old` and `new` and that only a restart applies
+/// (everything but `[access]` and `server.debug`).
+pub fn needs_restart(old: &Settings, new: &Settings) -> Vec<String> {
+    fn differs<T: std::fmt::Debug>(a: &T, b: &T) -> bool {
+        format!("{a:?}") != format!("{b:?}")
+    }
+    let mut keys = Vec::new();
+    let (mut a, mut b) = (old.server.clone(), new.server.clone());
+    a.debug = false;
+    b.debug = false;
+    if differs(&a, &b) {
+        keys.push("[server]".to_string());
+    }
+    if old.robot.len() != new.robot.len() {
+        keys.push("[[robot]] (robots added or removed)".to_string());
+    }
+    for (a, b) in old.robot.iter().zip(&new.robot) {
+        if differs(a, b) {
+            keys.push(format!("[[robot]] '{}'", b.name));
+        }
+    }
+    if differs(&old.record, &new.record) {
+        keys.push("[record]".to_string());
+    }
+    if differs(&old.zenoh, &new.zenoh) {
+        keys.push("[zenoh]".to_string());
+    }
+    if old.zenoh.enabled && differs(&old.access, &new.access) {
+        keys.push("[access] for the Zenoh bridge (it keeps the key it started with)".to_string());
+    }
+    keys
+}
+
+impl Server {
+    /// The state of every robot: clients connected, devices and their states.
+    pub async fn status(&self) -> ServerStatus {
+        let mut robots = Vec::with_capacity(self.registries.len());
+        for (i, registry) in self.registries.iter().enumerate() {
+            let clients = match self.listeners.get(i) {
+                Some((l, _)) => l.send(CountClients).await.unwrap_or(0),
+                None => 0,
+            };
+            let devices = registry.send(ListDevices).await.unwrap_or_default();
+            let name = self
+                .started_with
+                .robot
+                .get(i)
+                .map_or_else(|| format!("robot {i}"), |r| r.name.clone());
+            robots.push(RobotStatus {
+                name,
+                clients,
+                devices,
+            });
+        }
+        ServerStatus { robots }
+    }
+
+    /// Applies what can change while running from `new` (a configuration read again on
+    /// SIGHUP, already checked whole): the `[access]` rules take effect for every front end
+    /// sharing the policy, and every session re-checks its rights (see
+    /// [`crate::session::Recheck`]). What else differs from the configuration the server
+    /// started with is returned by key, for one log line.
+    pub async fn reload(&mut self, new: &Settings) -> Result<Reloaded, String> {
+        let policy = Policy::new(&new.access)?;
+        let access_changed = self.policy.replace(&policy);
+        let mut sessions_rechecked = 0;
+        if access_changed {
+            for (l, _) in &self.listeners {
+                sessions_rechecked += l.send(RecheckAll).await.unwrap_or(0);
+            }
+        }
+        let needs_restart = needs_restart(&self.started_with, new);
+        self.started_with.access = new.access.clone();
+        self.started_with.server.debug = new.server.debug;
+        Ok(Reloaded {
+            access_changed,
+            sessions_rechecked,
+            needs_restart,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(code: u8, state: u8) -> DeviceEntry {
+        DeviceEntry {
+            code,
+            access: b'r',
+            state,
+            readers: 0,
+            writers: 0,
+            data_size: 0,
+            rate_x10: 0,
+            driver: "sim".into(),
+        }
+    }
+
+    #[test]
+    fn the_status_line_counts_clients_and_names_devices_in_trouble() {
+        let s = ServerStatus {
+            robots: vec![
+                RobotStatus {
+                    name: "pioneer".into(),
+                    clients: 2,
+                    devices: vec![entry(b'p', state::UP), entry(b'l', state::FAILED)],
+                },
+                RobotStatus {
+                    name: "create".into(),
+                    clients: 1,
+                    devices: vec![entry(b'p', state::RECONNECTING)],
+                },
+            ],
+        };
+        assert_eq!(
+            s.line(),
+            "2 robots, 3 clients, 3 devices; in trouble: pioneer:l (failed), create:p (reconnecting)"
+        );
+        assert!(!s.settling());
+    }
+
+    #[test]
+    fn only_access_and_the_log_level_reload_without_a_restart() {
+        let old = Settings::default_config();
+        let mut new = old.clone();
+        new.access.key = "k".into();
+        new.server.debug = true;
+        assert!(needs_restart(&old, &new).is_empty());
+        new.server.max_clients = 3;
+        new.robot[0].port = 7000;
+        assert_eq!(
+            needs_restart(&old, &new),
+            vec!["[server]".to_string(), "[[robot]] 'pioneer'".to_string()]
+        );
+    }
+}

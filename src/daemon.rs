@@ -1,0 +1,170 @@
+//! The `player` binary under systemd (`Type=notify`, sd_notify(3) through the `sd-notify`
+//! crate): `READY=1` once every robot listens and the devices set up at start (those the
+//! recorder reads, say) are up or have failed with a logged reason; `STATUS=` with the
+//! robots, clients and devices in trouble, refreshed every few seconds; `WATCHDOG=1` from
+//! the drivers' event loop at half of `WATCHDOG_USEC`, so a loop that is stuck stops
+//! petting and systemd restarts the server (a busy one still gets round to it);
+//! `STOPPING=1` when asked to stop. Without `NOTIFY_SOCKET` nothing is sent.
+
+use crate::server::{Server, ServerStatus};
+use actix::prelude::*;
+use sd_notify::NotifyState;
+use slog::{info, warn, Logger};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How often `STATUS=` is refreshed.
+pub const STATUS_EVERY: Duration = Duration::from_secs(5);
+
+/// Whether a service manager listens (`NOTIFY_SOCKET` is set).
+pub fn enabled() -> bool {
+    std::env::var_os("NOTIFY_SOCKET").is_some()
+}
+
+/// Sends `states` to the service manager, if one listens; the first failure is logged (a
+/// vanished socket would otherwise be logged at every pet).
+pub fn notify(log: &Logger, states: &[NotifyState]) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if let Err(e) = sd_notify::notify(states) {
+        if WARNED.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        warn!(log, "cannot notify the service manager"; "error" => %e, "message" => format!("{states:?}"));
+    }
+}
+
+/// The interval the watchdog is petted at: half of `WATCHDOG_USEC` (when it is meant for
+/// this process), as sd_watchdog_enabled(3) advises.
+pub fn watchdog_interval() -> Option<Duration> {
+    sd_notify::watchdog_enabled()
+        .filter(|d| !d.is_zero())
+        .map(|d| d / 2)
+}
+
+/// Pets the systemd watchdog (`WATCHDOG=1`) from the arbiter it is started on: start it
+/// on the drivers' arbiter (the registries' and drivers' event loop), so the petting stops
+/// when that loop is stuck.
+pub struct Watchdog {
+    every: Duration,
+    log: Logger,
+}
+
+impl Watchdog {
+    /// A watchdog petting every `every`.
+    pub fn new(every: Duration, log: Logger) -> Self {
+        Watchdog { every, log }
+    }
+}
+
+impl Actor for Watchdog {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        info!(self.log, "petting the systemd watchdog"; "every_ms" => self.every.as_millis());
+        notify(&self.log, &[NotifyState::Watchdog]);
+        ctx.run_interval(self.every, |act, _| {
+            notify(&act.log, &[NotifyState::Watchdog]);
+        });
+    }
+}
+
+/// Waits until no device is being set up (at most `limit`), and returns the state then.
+pub async fn settle(server: &Server, limit: Duration) -> ServerStatus {
+    let until = Instant::now() + limit;
+    loop {
+        let status = server.status().await;
+        if !status.settling() || Instant::now() >= until {
+            return status;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Tells the service manager the server is ready, with its state; logs it.
+pub fn ready(log: &Logger, status: &ServerStatus) {
+    let line = status.line();
+    info!(log, "ready"; "status" => &line);
+    notify(
+        log,
+        &[
+            NotifyState::Ready,
+            NotifyState::Status(&format!("serving: {line}")),
+        ],
+    );
+}
+
+/// Refreshes `STATUS=`.
+pub async fn refresh_status(log: &Logger, server: &Server) {
+    let line = server.status().await.line();
+    notify(log, &[NotifyState::Status(&format!("serving: {line}"))]);
+}
+
+/// Tells the service manager the server is stopping (`STOPPING=1`) and why.
+pub fn stopping(log: &Logger, why: &str) {
+    notify(
+        log,
+        &[
+            NotifyState::Stopping,
+            NotifyState::Status(&format!("stopping ({why})")),
+        ],
+    );
+}
+
+/// Reads the configuration again (the same command line: `--config FILE` and the flags
+/// over it) on SIGHUP and applies what can change while running: the `[access]` section
+/// (every session re-checks its rights) and the log level (`server.debug`, `-debug`).
+/// What else changed is named in one log line as needing a restart. A file with any error
+/// is refused whole and the running configuration kept.
+pub async fn reload(
+    args: &[String],
+    catalog: &crate::catalog::Catalog,
+    server: &mut Server,
+    level: &crate::logging::LogLevel,
+    log: &Logger,
+) {
+    use crate::settings::{parse_args_with, Invocation};
+    notify(log, &[NotifyState::Status("reloading the configuration")]);
+    let parsed = match parse_args_with(args, catalog) {
+        Ok(Invocation::Run { settings, base_dir }) => {
+            let problems = crate::check::check_settings(
+                &settings,
+                catalog,
+                &base_dir,
+                crate::check::Scope::Reload,
+                None,
+            );
+            if problems.is_empty() {
+                Ok(settings)
+            } else {
+                Err(problems
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; "))
+            }
+        }
+        Ok(_) => Err("the command line no longer asks to run".to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    let settings = match parsed {
+        Ok(s) => s,
+        Err(e) => {
+            slog::error!(log, "reload refused: the configuration has errors; the running configuration is kept"; "errors" => e);
+            refresh_status(log, server).await;
+            return;
+        }
+    };
+    match server.reload(&settings).await {
+        Ok(r) => {
+            level.set_debug(settings.server.debug);
+            info!(log, "configuration reloaded"; "access_changed" => r.access_changed, "sessions_rechecked" => r.sessions_rechecked, "debug" => settings.server.debug);
+            if !r.needs_restart.is_empty() {
+                warn!(log, "configuration reloaded, but these changes take effect only after a restart"; "restart_needed_for" => r.needs_restart.join(", "));
+            }
+        }
+        Err(e) => {
+            slog::error!(log, "reload refused; the running configuration is kept"; "error" => e);
+        }
+    }
+    refresh_status(log, server).await;
+}
