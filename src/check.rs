@@ -175,21 +175,38 @@ impl Part {
         fine
     }
 
-    /// The part alone in a document (what the parser says of it without the rest).
+    /// The part alone in a document (what the parser says of it without the rest): a
+    /// section's key beside robots that have only their names (a section may name them),
+    /// a robot's key or driver in a robot that has only its name besides.
     fn isolated(&self, doc: &toml::Table) -> Option<toml::Table> {
         let one_robot = |r: toml::Table| alone("robot", toml::Value::Array(vec![r.into()]));
+        let name_of = |i: usize| -> toml::Table {
+            robot(doc, i)
+                .and_then(|r| r.get("name"))
+                .map(|n| table([("name".to_string(), n.clone())]))
+                .unwrap_or_default()
+        };
         Some(match self {
             Part::SectionKey(sec, k) => {
                 let v = doc.get(sec)?.as_table()?.get(k)?.clone();
-                alone(sec, toml::Value::Table(table([(k.clone(), v)])))
+                let mut part = alone(sec, toml::Value::Table(table([(k.clone(), v)])));
+                let names: Vec<toml::Value> = (0..robots(doc).len())
+                    .map(|i| toml::Value::Table(name_of(i)))
+                    .collect();
+                if !names.is_empty() {
+                    part.insert("robot".into(), toml::Value::Array(names));
+                }
+                part
             }
             Part::RobotKey(i, k) => {
                 let v = robot(doc, *i)?.get(k)?.clone();
-                one_robot(table([(k.clone(), v)]))
+                let mut r = name_of(*i);
+                r.insert(k.clone(), v);
+                one_robot(r)
             }
             Part::Driver(i, j) => {
-                let mut r = robot(doc, *i)?.clone();
-                let d = r.get("driver")?.as_array()?.get(*j)?.clone();
+                let d = robot(doc, *i)?.get("driver")?.as_array()?.get(*j)?.clone();
+                let mut r = name_of(*i);
                 r.insert("driver".into(), toml::Value::Array(vec![d]));
                 one_robot(r)
             }
@@ -260,11 +277,25 @@ impl Part {
         }
     }
 
-    fn line(&self, loc: &Locator) -> Option<usize> {
+    /// The line the error `message` of this part points at: the key it names (an
+    /// unknown field, the device list), else the part's own line.
+    fn line(&self, loc: &Locator, message: &str) -> Option<usize> {
+        let field = message
+            .split_once("unknown field `")
+            .and_then(|(_, rest)| rest.split_once('`'))
+            .map(|(f, _)| f);
         match self {
             Part::SectionKey(sec, k) => loc.key(&format!("[{sec}]"), 0, k),
             Part::RobotKey(i, k) => loc.key("[[robot]]", *i, k),
-            Part::Driver(i, j) => loc.driver(*i, *j),
+            Part::Driver(i, j) => field
+                .and_then(|f| loc.driver_key(*i, *j, f))
+                .or_else(|| {
+                    message
+                        .contains("device")
+                        .then(|| loc.driver_key(*i, *j, "devices"))
+                        .flatten()
+                })
+                .or_else(|| loc.driver(*i, *j)),
             Part::Robot(i) => loc.header("[[robot]]", *i),
             Part::Top(k) => loc
                 .header(&format!("[{k}]"), 0)
@@ -306,6 +337,10 @@ fn check_parts(text: &str, origin: &str) -> (Option<Settings>, Vec<Problem>) {
             Ok(s) => return (Some(s), problems),
             Err(m) => m,
         };
+        if problems.iter().any(|p| p.message == message) {
+            // Taking its part out did not make it go: say it once, as the file's.
+            break;
+        }
         let parts = Part::all(&doc);
         let culprit = parts
             .iter()
@@ -314,17 +349,24 @@ fn check_parts(text: &str, origin: &str) -> (Option<Settings>, Vec<Problem>) {
                     .is_some_and(|d| parse(&d, origin).err().as_ref() == Some(&message))
             })
             .or_else(|| {
-                parts.iter().find(|p| {
-                    let mut without = doc.clone();
-                    p.remove(&mut without);
-                    parse(&without, origin).err().as_ref() != Some(&message)
+                // An error between parts: the part without which the file parses, else
+                // the first without which the error goes.
+                let without = |p: &Part| {
+                    let mut d = doc.clone();
+                    p.remove(&mut d);
+                    parse(&d, origin)
+                };
+                parts.iter().find(|p| without(p).is_ok()).or_else(|| {
+                    parts
+                        .iter()
+                        .find(|p| without(p).err().as_ref() != Some(&message))
                 })
             });
         match culprit {
             Some(p) => {
                 problems.push(Problem {
                     key: p.key(),
-                    line: p.line(&loc),
+                    line: p.line(&loc, &message),
                     message,
                 });
                 p.remove(&mut doc);

@@ -10,7 +10,8 @@ use crate::server::{Server, ServerStatus};
 use actix::prelude::*;
 use sd_notify::NotifyState;
 use slog::{info, warn, Logger};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// How often `STATUS=` is refreshed.
@@ -21,15 +22,54 @@ pub fn enabled() -> bool {
     std::env::var_os("NOTIFY_SOCKET").is_some()
 }
 
-/// Sends `states` to the service manager, if one listens; the first failure is logged (a
-/// vanished socket would otherwise be logged at every pet).
+/// Sends `states` to the service manager, if one listens, from a thread of its own: a
+/// datagram socket blocks its sender while the receiver's queue is full (ten messages
+/// here by default), and the event loop must never wait for systemd. When that thread
+/// cannot keep up, messages are dropped (a watchdog pet then comes late, as it should).
+/// The first failure to send is logged (a vanished socket would otherwise be logged at
+/// every pet).
 pub fn notify(log: &Logger, states: &[NotifyState]) {
-    static WARNED: AtomicBool = AtomicBool::new(false);
-    if let Err(e) = sd_notify::notify(states) {
-        if WARNED.swap(true, Ordering::Relaxed) {
-            return;
+    send(log, states, None);
+}
+
+/// A message for the sending thread, and who waits until it is sent.
+type Note = (String, Option<std::sync::mpsc::Sender<()>>);
+
+fn send(log: &Logger, states: &[NotifyState], sent: Option<std::sync::mpsc::Sender<()>>) {
+    static SENDER: OnceLock<Option<SyncSender<Note>>> = OnceLock::new();
+    if !enabled() {
+        return;
+    }
+    let sender = SENDER.get_or_init(|| {
+        let (tx, rx) = sync_channel::<Note>(64);
+        let log = log.clone();
+        std::thread::Builder::new()
+            .name("sd-notify".into())
+            .spawn(move || {
+                let mut warned = false;
+                for (text, sent) in rx {
+                    let state = NotifyState::Custom(text.trim_end());
+                    if let Err(e) = sd_notify::notify(&[state]) {
+                        if !std::mem::replace(&mut warned, true) {
+                            warn!(log, "cannot notify the service manager"; "error" => %e, "message" => text.trim_end());
+                        }
+                    }
+                    if let Some(s) = sent {
+                        let _ = s.send(());
+                    }
+                }
+            })
+            .ok()
+            .map(|_| tx)
+    });
+    let text: String = states.iter().map(|s| format!("{s}\n")).collect();
+    match sender {
+        Some(tx) => {
+            let _ = tx.try_send((text, sent));
         }
-        warn!(log, "cannot notify the service manager"; "error" => %e, "message" => format!("{states:?}"));
+        None => {
+            let _ = sd_notify::notify(states);
+        }
     }
 }
 
@@ -99,15 +139,19 @@ pub async fn refresh_status(log: &Logger, server: &Server) {
     notify(log, &[NotifyState::Status(&format!("serving: {line}"))]);
 }
 
-/// Tells the service manager the server is stopping (`STOPPING=1`) and why.
+/// Tells the service manager the server is stopping (`STOPPING=1`) and why; waits (up to
+/// a second) until the message is sent, so it goes out before the process ends.
 pub fn stopping(log: &Logger, why: &str) {
-    notify(
+    let (tx, rx) = std::sync::mpsc::channel();
+    send(
         log,
         &[
             NotifyState::Stopping,
             NotifyState::Status(&format!("stopping ({why})")),
         ],
+        Some(tx),
     );
+    let _ = rx.recv_timeout(Duration::from_secs(1));
 }
 
 /// Reads the configuration again (the same command line: `--config FILE` and the flags
@@ -157,6 +201,7 @@ pub async fn reload(
     match server.reload(&settings).await {
         Ok(r) => {
             level.set_debug(settings.server.debug);
+            slog::debug!(log, "debug records are logged");
             info!(log, "configuration reloaded"; "access_changed" => r.access_changed, "sessions_rechecked" => r.sessions_rechecked, "debug" => settings.server.debug);
             if !r.needs_restart.is_empty() {
                 warn!(log, "configuration reloaded, but these changes take effect only after a restart"; "restart_needed_for" => r.needs_restart.join(", "));
