@@ -449,7 +449,7 @@ pub fn check_settings(
                 format!("robot '{}'", robot.name),
             ));
         }
-        if let Some((p, explicit)) = settings.web_port_of(i) {
+        if let Some((p, explicit)) = crate::web::port_of(i, robot.web_port) {
             if explicit {
                 ports.push((
                     p,
@@ -637,7 +637,7 @@ pub fn describe(c: &Checked) -> String {
                 .collect();
             let _ = writeln!(out, "  driver '{}': {}", d.driver, devices.join(", "));
         }
-        let web = match s.web_port_of(i) {
+        let web = match crate::web::port_of(i, r.web_port) {
             Some((p, true)) => format!("port {p}"),
             Some((p, false)) => format!("port {p} (default; skipped if busy)"),
             None => "off".into(),

@@ -7,7 +7,7 @@
 //! `STOPPING=1` when asked to stop. Without `NOTIFY_SOCKET` nothing is sent.
 
 use crate::server::{Server, ServerStatus};
-use actix::prelude::*;
+use crate::settings::Settings;
 use sd_notify::NotifyState;
 use slog::{info, warn, Logger};
 use std::sync::mpsc::{sync_channel, SyncSender};
@@ -81,31 +81,12 @@ pub fn watchdog_interval() -> Option<Duration> {
         .map(|d| d / 2)
 }
 
-/// Pets the systemd watchdog (`WATCHDOG=1`) from the arbiter it is started on: start it
-/// on the drivers' arbiter (the registries' and drivers' event loop), so the petting stops
-/// when that loop is stuck.
-pub struct Watchdog {
-    every: Duration,
-    log: Logger,
-}
-
-impl Watchdog {
-    /// A watchdog petting every `every`.
-    pub fn new(every: Duration, log: Logger) -> Self {
-        Watchdog { every, log }
-    }
-}
-
-impl Actor for Watchdog {
-    type Context = Context<Self>;
-
-    fn started(&mut self, ctx: &mut Self::Context) {
-        info!(self.log, "petting the systemd watchdog"; "every_ms" => self.every.as_millis());
-        notify(&self.log, &[NotifyState::Watchdog]);
-        ctx.run_interval(self.every, |act, _| {
-            notify(&act.log, &[NotifyState::Watchdog]);
-        });
-    }
+/// Pets the systemd watchdog (`WATCHDOG=1`) every `every` from the drivers' event loop
+/// ([`Server::heartbeat`]), so the petting stops while that loop is stuck.
+pub fn pet_watchdog(server: &Server, every: Duration, log: &Logger) {
+    info!(log, "petting the systemd watchdog"; "every_ms" => every.as_millis());
+    let log = log.clone();
+    server.heartbeat(every, move || notify(&log, &[NotifyState::Watchdog]));
 }
 
 /// Waits until no device is being set up (at most `limit`), and returns the state then.
@@ -154,15 +135,50 @@ pub fn stopping(log: &Logger, why: &str) {
     let _ = rx.recv_timeout(Duration::from_secs(1));
 }
 
+/// The keys whose values differ between `old` and `new` and that only a restart applies
+/// (everything but `[access]` and `server.debug`), for one log line.
+pub fn needs_restart(old: &Settings, new: &Settings) -> Vec<String> {
+    fn differs<T: std::fmt::Debug>(a: &T, b: &T) -> bool {
+        format!("{a:?}") != format!("{b:?}")
+    }
+    let mut keys = Vec::new();
+    let (mut a, mut b) = (old.server.clone(), new.server.clone());
+    a.debug = false;
+    b.debug = false;
+    if differs(&a, &b) {
+        keys.push("[server]".to_string());
+    }
+    if old.robot.len() != new.robot.len() {
+        keys.push("[[robot]] (robots added or removed)".to_string());
+    }
+    for (a, b) in old.robot.iter().zip(&new.robot) {
+        if differs(a, b) {
+            keys.push(format!("[[robot]] '{}'", b.name));
+        }
+    }
+    if differs(&old.record, &new.record) {
+        keys.push("[record]".to_string());
+    }
+    if differs(&old.zenoh, &new.zenoh) {
+        keys.push("[zenoh]".to_string());
+    }
+    if old.zenoh.enabled && differs(&old.access, &new.access) {
+        keys.push("[access] for the Zenoh bridge (it keeps the key it started with)".to_string());
+    }
+    keys
+}
+
 /// Reads the configuration again (the same command line: `--config FILE` and the flags
 /// over it) on SIGHUP and applies what can change while running: the `[access]` section
 /// (every session re-checks its rights) and the log level (`server.debug`, `-debug`).
-/// What else changed is named in one log line as needing a restart. A file with any error
-/// is refused whole and the running configuration kept.
+/// What else differs from `running` (the configuration in force, updated here) is named in
+/// one log line as needing a restart. A file with any error is refused whole and the
+/// running configuration kept.
 pub async fn reload(
     args: &[String],
     catalog: &crate::catalog::Catalog,
     server: &mut Server,
+    running: &mut Settings,
     level: &crate::logging::LogLevel,
     log: &Logger,
 ) {
@@ -198,18 +214,46 @@ pub async fn reload(
             return;
         }
     };
-    match server.reload(&settings).await {
+    match server.reload(&settings.access).await {
         Ok(r) => {
             level.set_debug(settings.server.debug);
             slog::debug!(log, "debug records are logged");
             info!(log, "configuration reloaded"; "access_changed" => r.access_changed, "sessions_rechecked" => r.sessions_rechecked, "debug" => settings.server.debug);
-            if !r.needs_restart.is_empty() {
-                warn!(log, "configuration reloaded, but these changes take effect only after a restart"; "restart_needed_for" => r.needs_restart.join(", "));
+            let restart = needs_restart(running, &settings);
+            if !restart.is_empty() {
+                warn!(log, "configuration reloaded, but these changes take effect only after a restart"; "restart_needed_for" => restart.join(", "));
             }
+            running.access = settings.access.clone();
+            running.server.debug = settings.server.debug;
         }
         Err(e) => {
             slog::error!(log, "reload refused; the running configuration is kept"; "error" => e);
         }
     }
     refresh_status(log, server).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_access_and_the_log_level_reload_without_a_restart() {
+        let old = Settings::default_config();
+        let mut new = old.clone();
+        new.access.key = "k".into();
+        new.server.debug = true;
+        assert!(needs_restart(&old, &new).is_empty());
+        new.server.max_clients = 3;
+        new.robot[0].port = 7000;
+        new.record.path = "run.mcap".into();
+        assert_eq!(
+            needs_restart(&old, &new),
+            vec![
+                "[server]".to_string(),
+                "[[robot]] 'pioneer'".to_string(),
+                "[record]".to_string()
+            ]
+        );
+    }
 }

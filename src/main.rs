@@ -4,7 +4,6 @@
 //! (`player::daemon`); `--check-config FILE` checks a configuration (`player::check`).
 
 use player::daemon;
-use player::server::Server;
 use player::settings::{parse_args_with, Invocation};
 use slog::{error, info};
 use std::process::ExitCode;
@@ -41,16 +40,17 @@ fn main() -> ExitCode {
         let mut usr1 = signal(SignalKind::user_defined1()).map_err(|e| e.to_string())?;
         let mut hup = signal(SignalKind::hangup()).map_err(|e| e.to_string())?;
         let setup_timeout = std::time::Duration::from_secs_f64(settings.server.setup_timeout);
-        let mut server = Server::start(&settings, &catalog, base_dir, log.clone())
+        let mut server = player::server::start(&settings, &catalog, base_dir, log.clone())
             .await
             .map_err(|e| e.to_string())?;
         // The watchdog is petted from this (the drivers') arbiter: a stuck loop stops it.
         if let Some(every) = daemon::watchdog_interval() {
-            use actix::Actor as _;
-            daemon::Watchdog::new(every, log.clone()).start();
+            daemon::pet_watchdog(&server, every, &log);
         }
         let status = daemon::settle(&server, setup_timeout).await;
         daemon::ready(&log, &status);
+        // The configuration in force (a reload changes its [access] and log level).
+        let mut running = settings.clone();
         let mut status_tick = tokio::time::interval(daemon::STATUS_EVERY);
         status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let which = loop {
@@ -63,7 +63,7 @@ fn main() -> ExitCode {
                 }
                 _ = hup.recv() => {
                     info!(log, "signal received: reloading the configuration"; "signal" => "SIGHUP");
-                    daemon::reload(&args, &catalog, &mut server, &level, &log).await;
+                    daemon::reload(&args, &catalog, &mut server, &mut running, &level, &log).await;
                 }
                 _ = status_tick.tick(), if daemon::enabled() => {
                     daemon::refresh_status(&log, &server).await;

@@ -136,8 +136,9 @@ def test_the_package_lists_the_files():
         "./etc/player/robot.toml",
         "./usr/share/doc/player/copyright",
         "./usr/share/doc/player/README.md",
-        "./usr/share/doc/player/daemon.md",
-        "./usr/share/doc/player/clients-of-2000.md",
+        "./usr/share/doc/player/docs/daemon.md",
+        "./usr/share/doc/player/docs/clients-of-2000.md",
+        "./usr/share/doc/player/docs/hardware/p2os.md",
         "./usr/share/doc/player/changelog.Debian.gz",
     ]:
         assert f" {path}\n" in out, f"{path} not in the package:\n{out}"

@@ -1,16 +1,17 @@
 //! A running server seen from outside: its state for the service manager
-//! ([`Server::status`]: robots, clients, devices in trouble) and reloads of what can change
-//! without a restart ([`Server::reload`]: the `[access]` section; the log level is the
-//! caller's, see [`crate::logging::LogLevel`]).
+//! ([`Server::status`]: robots, clients, devices in trouble), a heartbeat from the drivers'
+//! event loop ([`Server::heartbeat`], for systemd's watchdog), and reloads of what can
+//! change without a restart ([`Server::reload`]: the `[access]` section; the log level is
+//! the caller's, see [`crate::logging::LogLevel`]).
 
 use super::{Listener, Server};
-use crate::access::Policy;
+use crate::access::{AccessSettings, Policy};
 use crate::registry::ListDevices;
 use crate::session::Recheck;
-use crate::settings::Settings;
 use actix::prelude::*;
 use player_proto::ext::{state, DeviceEntry};
 use std::fmt::Write as _;
+use std::time::Duration;
 
 /// Server → listener: how many clients are connected.
 #[derive(Message)]
@@ -122,41 +123,21 @@ pub struct Reloaded {
     pub access_changed: bool,
     /// Sessions told to re-check their rights.
     pub sessions_rechecked: usize,
-    /// What changed in the file but needs a restart, by key.
-    pub needs_restart: Vec<String>,
 }
 
-/// The keys whose values differ between `old` and `new` and that only a restart applies
-/// (everything but `[access]` and `server.debug`).
-pub fn needs_restart(old: &Settings, new: &Settings) -> Vec<String> {
-    fn differs<T: std::fmt::Debug>(a: &T, b: &T) -> bool {
-        format!("{a:?}") != format!("{b:?}")
+/// Calls its `pet` every `every` from the arbiter it runs on (see [`Server::heartbeat`]).
+struct Heartbeat {
+    every: Duration,
+    pet: Box<dyn Fn() + Send>,
+}
+
+impl Actor for Heartbeat {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        (self.pet)();
+        ctx.run_interval(self.every, |act, _| (act.pet)());
     }
-    let mut keys = Vec::new();
-    let (mut a, mut b) = (old.server.clone(), new.server.clone());
-    a.debug = false;
-    b.debug = false;
-    if differs(&a, &b) {
-        keys.push("[server]".to_string());
-    }
-    if old.robot.len() != new.robot.len() {
-        keys.push("[[robot]] (robots added or removed)".to_string());
-    }
-    for (a, b) in old.robot.iter().zip(&new.robot) {
-        if differs(a, b) {
-            keys.push(format!("[[robot]] '{}'", b.name));
-        }
-    }
-    if differs(&old.record, &new.record) {
-        keys.push("[record]".to_string());
-    }
-    if differs(&old.zenoh, &new.zenoh) {
-        keys.push("[zenoh]".to_string());
-    }
-    if old.zenoh.enabled && differs(&old.access, &new.access) {
-        keys.push("[access] for the Zenoh bridge (it keeps the key it started with)".to_string());
-    }
-    keys
 }
 
 impl Server {
@@ -170,8 +151,8 @@ impl Server {
             };
             let devices = registry.send(ListDevices).await.unwrap_or_default();
             let name = self
-                .started_with
-                .robot
+                .context
+                .robots
                 .get(i)
                 .map_or_else(|| format!("robot {i}"), |r| r.name.clone());
             robots.push(RobotStatus {
@@ -183,27 +164,37 @@ impl Server {
         ServerStatus { robots }
     }
 
-    /// Applies what can change while running from `new` (a configuration read again on
-    /// SIGHUP, already checked whole): the `[access]` rules take effect for every front end
-    /// sharing the policy, and every session re-checks its rights (see
-    /// [`crate::session::Recheck`]). What else differs from the configuration the server
-    /// started with is returned by key, for one log line.
-    pub async fn reload(&mut self, new: &Settings) -> Result<Reloaded, String> {
-        let policy = Policy::new(&new.access)?;
-        let access_changed = self.policy.replace(&policy);
+    /// Calls `pet` every `every`, and once now, on the drivers' thread (the arbiter the
+    /// registries and drivers run on): while that event loop is stuck, `pet` is not
+    /// called. For systemd's watchdog (`WATCHDOG=1`).
+    pub fn heartbeat(&self, every: Duration, pet: impl Fn() + Send + 'static) {
+        let pet: Box<dyn Fn() + Send> = Box::new(pet);
+        match self.context.workers.first() {
+            Some(drivers) => {
+                Heartbeat::start_in_arbiter(drivers, move |_| Heartbeat { every, pet });
+            }
+            None => {
+                Heartbeat { every, pet }.start();
+            }
+        }
+    }
+
+    /// Puts the rules of `access` (a configuration read again on SIGHUP, already checked
+    /// whole) in force for every front end sharing the policy, and has every session
+    /// re-check its rights (see [`crate::session::Recheck`]).
+    pub async fn reload(&mut self, access: &AccessSettings) -> Result<Reloaded, String> {
+        let policy = Policy::new(access)?;
+        let access_changed = self.context.policy.replace(&policy);
         let mut sessions_rechecked = 0;
         if access_changed {
             for (l, _) in &self.listeners {
                 sessions_rechecked += l.send(RecheckAll).await.unwrap_or(0);
             }
         }
-        let needs_restart = needs_restart(&self.started_with, new);
-        self.started_with.access = new.access.clone();
-        self.started_with.server.debug = new.server.debug;
+        self.context.access = access.clone();
         Ok(Reloaded {
             access_changed,
             sessions_rechecked,
-            needs_restart,
         })
     }
 }
@@ -246,20 +237,5 @@ mod tests {
             "2 robots, 3 clients, 3 devices; in trouble: pioneer:l (failed), create:p (reconnecting)"
         );
         assert!(!s.settling());
-    }
-
-    #[test]
-    fn only_access_and_the_log_level_reload_without_a_restart() {
-        let old = Settings::default_config();
-        let mut new = old.clone();
-        new.access.key = "k".into();
-        new.server.debug = true;
-        assert!(needs_restart(&old, &new).is_empty());
-        new.server.max_clients = 3;
-        new.robot[0].port = 7000;
-        assert_eq!(
-            needs_restart(&old, &new),
-            vec!["[server]".to_string(), "[[robot]] 'pioneer'".to_string()]
-        );
     }
 }
