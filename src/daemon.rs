@@ -89,12 +89,19 @@ pub fn pet_watchdog(server: &Server, every: Duration, log: &Logger) {
     server.heartbeat(every, move || notify(&log, &[NotifyState::Watchdog]));
 }
 
-/// Waits until no device is being set up (at most `limit`), and returns the state then.
-pub async fn settle(server: &Server, limit: Duration) -> ServerStatus {
+/// Waits (at most `limit`) until no device is being set up, and with `early` (something
+/// sets every device up at start: the recorder) until every device is up or has failed
+/// (with its reason logged); returns the state then.
+pub async fn settle(server: &Server, limit: Duration, early: bool) -> ServerStatus {
     let until = Instant::now() + limit;
     loop {
         let status = server.status().await;
-        if !status.settling() || Instant::now() >= until {
+        let settled = if early {
+            status.all_set_up()
+        } else {
+            !status.settling()
+        };
+        if settled || Instant::now() >= until {
             return status;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;

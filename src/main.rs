@@ -47,7 +47,8 @@ fn main() -> ExitCode {
         if let Some(every) = daemon::watchdog_interval() {
             daemon::pet_watchdog(&server, every, &log);
         }
-        let status = daemon::settle(&server, setup_timeout).await;
+        // The recorder sets every device up at start: ready once each is up or has failed.
+        let status = daemon::settle(&server, setup_timeout, settings.record.enabled()).await;
         daemon::ready(&log, &status);
         // The configuration in force (a reload changes its [access] and log level).
         let mut running = settings.clone();

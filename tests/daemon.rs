@@ -305,6 +305,34 @@ fn notify_says_ready_after_the_port_listens_then_pets_the_watchdog_and_says_stop
 }
 
 #[test]
+fn ready_waits_for_the_devices_set_up_at_start_and_status_names_the_one_that_failed() {
+    let port = free_port();
+    // The recorder sets every device up at start; the base's serial port does not exist.
+    let dir = temp_dir("early-record");
+    let text = format!(
+        "[record]\npath = \"{}\"\n\n[[robot]]\nname = \"pioneer\"\nport = {port}\n\
+         bind = \"127.0.0.1\"\nweb_port = 0\n[[robot.driver]]\ndriver = \"sim\"\n\
+         devices = [\"s\", \"l\"]\n[[robot.driver]]\ndriver = \"p2os\"\ndevices = [\"p\"]\n\
+         [robot.driver.params]\nport = \"/dev/ttyNoSuchPortForTheTest\"\n",
+        dir.join("run.mcap").display()
+    );
+    let d = Daemon::start("early", port, &text, true, &[]);
+    let (ready, _) = d.wait_message("READY=1");
+    assert!(
+        ready.contains(
+            "STATUS=serving: 1 robot, 0 clients, 3 devices; in trouble: pioneer:p (failed)"
+        ),
+        "{ready}"
+    );
+    // The reason was logged before READY=1.
+    assert!(d
+        .log()
+        .contains("cannot open serial port /dev/ttyNoSuchPortForTheTest"));
+    assert!(d.stop().success());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_stopped_server_stops_petting_the_watchdog() {
     let port = free_port();
     let d = Daemon::start(

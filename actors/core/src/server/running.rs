@@ -71,6 +71,15 @@ impl ServerStatus {
             .any(|d| d.state == state::SETTING_UP)
     }
 
+    /// Whether every device has been set up or has failed (none idle or being set up):
+    /// what a server whose devices are all set up at start (by a recorder) waits for.
+    pub fn all_set_up(&self) -> bool {
+        self.robots
+            .iter()
+            .flat_map(|r| &r.devices)
+            .all(|d| !matches!(d.state, state::IDLE | state::SETTING_UP))
+    }
+
     /// The devices failed or reconnecting, as `robot:code (state)`.
     pub fn in_trouble(&self) -> Vec<String> {
         let mut out = Vec::new();
@@ -237,5 +246,9 @@ mod tests {
             "2 robots, 3 clients, 3 devices; in trouble: pioneer:l (failed), create:p (reconnecting)"
         );
         assert!(!s.settling());
+        assert!(s.all_set_up());
+        let mut idle = s.clone();
+        idle.robots[0].devices[0].state = state::IDLE;
+        assert!(!idle.all_set_up() && !idle.settling());
     }
 }
