@@ -115,7 +115,10 @@ impl Handler<Stop> for Counter {
 impl Handler<Subscribers> for Counter {
     type Result = ();
     fn handle(&mut self, msg: Subscribers, _ctx: &mut Self::Context) {
-        if let (Some(r), false) = (&msg.recipient, msg.session == player::registry::TAP) {
+        if let (Some(r), false) = (
+            &msg.recipient,
+            msg.session == player::registry::SessionId::TAP,
+        ) {
             READER_INBOXES
                 .lock()
                 .unwrap()

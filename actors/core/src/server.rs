@@ -28,7 +28,7 @@ use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -238,7 +238,7 @@ impl StreamHandler<std::io::Result<(TcpStream, SocketAddr)>> for Listener {
                 return;
             }
         };
-        let id = self.ids.fetch_add(1, Ordering::Relaxed);
+        let id = SessionId::next(&self.ids);
         self.sessions.insert(id, (None, ip));
         *self.per_address.entry(ip).or_default() += 1;
         let registry = self.registry.clone();
@@ -463,7 +463,7 @@ impl Server {
                     started,
                     status: status.clone(),
                     source: DeviceSource::new(
-                        ids.fetch_add(1, Ordering::Relaxed),
+                        SessionId::next(&ids),
                         registry_ctx.address().recipient(),
                     ),
                 };
@@ -483,7 +483,7 @@ impl Server {
                     .collect();
                 registry
                     .add_driver(&d.driver, sd.handle, &specs)
-                    .map_err(StartError)?;
+                    .map_err(|e| StartError(e.to_string()))?;
                 recorded.extend(specs.iter().map(|s| (*s, d.driver.clone())));
             }
             let mut devices = [false; 256];
@@ -498,7 +498,7 @@ impl Server {
                 robot: robot.name.clone(),
                 registry: registry.clone(),
                 devices: recorded,
-                session: ids.fetch_add(1, Ordering::Relaxed),
+                session: SessionId::next(&ids),
             });
             let web = match web {
                 None => None,

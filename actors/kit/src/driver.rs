@@ -216,7 +216,7 @@ pub struct Command {
     pub device: u8,
     /// The `<command>` field (its size was checked against the device's command size).
     pub payload: Bytes,
-    /// The session that sent it (0 for the server itself).
+    /// The session that sent it ([`SessionId::SERVER`] for the server itself).
     pub session: SessionId,
 }
 
@@ -322,8 +322,56 @@ impl StatusSink {
     }
 }
 
-/// Identifies one client session within the server.
-pub type SessionId = u64;
+/// Identifies one holder of devices within the server: a client session, a front end's
+/// session, a recorder, a driver reading other devices. Ids are handed out by one counter
+/// per server ([`SessionId::next`]); two ids are reserved: [`SessionId::SERVER`] and
+/// [`SessionId::TAP`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SessionId(u64);
+
+impl SessionId {
+    /// The server itself: a command it sends passes the guard without write access (the
+    /// e-stop still holds). Never handed out by [`SessionId::next`] from a counter that
+    /// starts at 1.
+    pub const SERVER: SessionId = SessionId(0);
+    /// The registry's own tap, which reads every device it has set up (rates, silence,
+    /// recording).
+    pub const TAP: SessionId = SessionId(u64::MAX);
+
+    /// The next id from a server's counter (which starts at 1, so it never hands out
+    /// [`SessionId::SERVER`]).
+    pub fn next(counter: &std::sync::atomic::AtomicU64) -> SessionId {
+        SessionId(counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// The id as a number (for log lines and wire formats).
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl From<u64> for SessionId {
+    fn from(n: u64) -> Self {
+        SessionId(n)
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl slog::Value for SessionId {
+    fn serialize(
+        &self,
+        _record: &slog::Record,
+        key: slog::Key,
+        serializer: &mut dyn slog::Serializer,
+    ) -> slog::Result {
+        serializer.emit_u64(key, self.0)
+    }
+}
 
 /// Driver → registry: read (`on`) or stop reading another device of the same robot, as a
 /// read-only subscriber (a virtual device processing other devices' data). The registry
@@ -346,10 +394,19 @@ pub struct ReadDevice {
 /// A driver's way to read other devices of its robot (virtual devices): the registry,
 /// behind one reader id of its own. [`DeviceSource::none`] refuses every read (a driver
 /// started outside a server).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct DeviceSource {
     session: SessionId,
     registry: Option<Recipient<ReadDevice>>,
+}
+
+impl Default for DeviceSource {
+    fn default() -> Self {
+        DeviceSource {
+            session: SessionId::SERVER,
+            registry: None,
+        }
+    }
 }
 
 impl DeviceSource {
@@ -696,7 +753,7 @@ mod tests {
         for (device, session, r) in [(b'p', 1, &a), (b's', 1, &a), (b'l', 2, &b)] {
             p.set_subscribers(Subscribers {
                 device,
-                session,
+                session: SessionId::from(session),
                 recipient: Some(r.clone()),
             });
         }
@@ -708,14 +765,14 @@ mod tests {
         // Session 2 starts reading s: it is sent s's latest reading at once.
         p.set_subscribers(Subscribers {
             device: b's',
-            session: 2,
+            session: SessionId::from(2),
             recipient: Some(b.clone()),
         });
         // Session 1 stops reading p and s: later batches do not reach it.
         for device in [b'p', b's'] {
             p.set_subscribers(Subscribers {
                 device,
-                session: 1,
+                session: SessionId::from(1),
                 recipient: None,
             });
         }
@@ -742,7 +799,7 @@ mod tests {
         for device in [b'p', b's'] {
             p.set_subscribers(Subscribers {
                 device,
-                session: 1,
+                session: SessionId::from(1),
                 recipient: Some(r.clone()),
             });
         }

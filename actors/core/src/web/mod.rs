@@ -426,7 +426,7 @@ fn upgrade(
         );
     };
     let on_upgrade = hyper::upgrade::on(req);
-    let id = shared.ids.fetch_add(1, Ordering::Relaxed);
+    let id = SessionId::next(&shared.ids);
     let subprotocol = protocol.unwrap_or("foxglove.websocket.v1");
     actix_rt::spawn(async move {
         let upgraded = match on_upgrade.await {

@@ -46,7 +46,7 @@ use player_proto::ext::DeviceEntry;
 use robot::{Attach, Detach, Inbox, RobotBridge, RobotOptions};
 use serde::Deserialize;
 use slog::{info, warn, Logger};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 use zenoh::Wait;
@@ -328,7 +328,7 @@ impl ZenohBridge {
                 inbox,
                 robot: r.name.clone(),
                 registry: r.registry.clone(),
-                session: ids.fetch_add(1, Ordering::Relaxed) as SessionId,
+                session: SessionId::next(&ids),
                 devices: r.devices.clone(),
                 write: settings.write,
                 key: key.clone(),
