@@ -33,6 +33,12 @@ impl Timestamp {
             usec: d.subsec_micros(),
         }
     }
+
+    /// The 8 bytes a timestamped data packet carries (the `x y t` extension's layout:
+    /// seconds, then microseconds, both big-endian u32).
+    pub fn encode(self) -> [u8; player_proto::message::TIMESTAMP_SIZE] {
+        player_proto::message::encode_timestamp(self.sec, self.usec)
+    }
 }
 
 /// One device's newest reading. Published by drivers to subscribed sessions; the bytes are
