@@ -73,7 +73,7 @@ impl Handler<Setup> for Counter {
         Box::pin(actix::clock::sleep(wait).into_actor(self).map(|_, act, _| {
             if act.fail_setups > 0 {
                 act.fail_setups -= 1;
-                return Err(DriverError("the counter is unplugged".into()));
+                return Err(DriverError::refused("the counter is unplugged"));
             }
             act.up = true;
             act.publish();
@@ -142,7 +142,7 @@ fn catalog_with_counter() -> player::catalog::Catalog {
         let code = *ctx
             .devices
             .first()
-            .ok_or_else(|| DriverError("counter needs one device code".into()))?;
+            .ok_or_else(|| DriverError::params("counter needs one device code"))?;
         let addr = Counter {
             code,
             value: params.start,

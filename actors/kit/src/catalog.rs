@@ -46,7 +46,7 @@ impl DriverContext {
         self.params
             .clone()
             .try_deserialize()
-            .map_err(|e| DriverError(format!("driver '{}' parameters: {e}", self.driver)))
+            .map_err(|e| DriverError::params(format!("driver '{}' parameters: {e}", self.driver)))
     }
 
     /// Resolves a path from the parameters against the configuration file's directory.

@@ -180,17 +180,135 @@ impl DataRecipient {
     }
 }
 
-/// Why a driver could not do what was asked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DriverError(pub String);
+/// What kind of failure a [`DriverError`] is: what a caller can act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DriverErrorKind {
+    /// The driver's parameters are wrong (a configuration error).
+    Params,
+    /// The driver does not serve the device asked for (here, or at all).
+    NotServed,
+    /// The device's link (port, socket, program) could not be opened, or failed.
+    Link,
+    /// The device did not answer in time.
+    Timeout,
+    /// The device, or the driver's program, refused.
+    Refused,
+    /// Anything else (the server is stopping, a setup was abandoned).
+    Other,
+}
 
-impl fmt::Display for DriverError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+/// Why a driver could not do what was asked: a kind to match on and a text for a person
+/// (what a log line or a client's notice says).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text}")]
+pub struct DriverError {
+    /// What kind of failure.
+    pub kind: DriverErrorKind,
+    /// Why, for a person.
+    pub text: String,
+}
+
+impl DriverError {
+    /// An error of `kind` saying `text`.
+    pub fn new(kind: DriverErrorKind, text: impl Into<String>) -> Self {
+        DriverError {
+            kind,
+            text: text.into(),
+        }
+    }
+
+    /// Wrong parameters.
+    pub fn params(text: impl Into<String>) -> Self {
+        Self::new(DriverErrorKind::Params, text)
+    }
+
+    /// A device the driver does not serve.
+    pub fn not_served(text: impl Into<String>) -> Self {
+        Self::new(DriverErrorKind::NotServed, text)
+    }
+
+    /// The link could not be opened or failed.
+    pub fn link(text: impl Into<String>) -> Self {
+        Self::new(DriverErrorKind::Link, text)
+    }
+
+    /// No answer in time.
+    pub fn timeout(text: impl Into<String>) -> Self {
+        Self::new(DriverErrorKind::Timeout, text)
+    }
+
+    /// The device or the program refused.
+    pub fn refused(text: impl Into<String>) -> Self {
+        Self::new(DriverErrorKind::Refused, text)
+    }
+
+    /// Anything else.
+    pub fn other(text: impl Into<String>) -> Self {
+        Self::new(DriverErrorKind::Other, text)
     }
 }
 
-impl std::error::Error for DriverError {}
+impl From<crate::link::LinkError> for DriverError {
+    /// A link that timed out is a [`DriverErrorKind::Timeout`]; any other link failure a
+    /// [`DriverErrorKind::Link`]. The text is the link error's.
+    fn from(e: crate::link::LinkError) -> Self {
+        let kind = match e.kind {
+            crate::link::LinkErrorKind::Timeout => DriverErrorKind::Timeout,
+            _ => DriverErrorKind::Link,
+        };
+        DriverError { kind, text: e.text }
+    }
+}
+
+/// Why a device could not be had: what a front end gets instead of a grant, and what a
+/// driver reading another device ([`ReadDevice`]) gets. A caller matches on it; its text
+/// is what a log line or a notice says.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeviceError {
+    /// The robot has no device with this code.
+    #[error("no device {} on this robot", crate::log::code(*.0))]
+    Unknown(u8),
+    /// The device produces no data (a reader asked to read it).
+    #[error("device {} produces no data", crate::log::code(*.0))]
+    Unreadable(u8),
+    /// The driver did not finish setting the device up in time.
+    #[error("setup did not finish within {:.1} s", .0.as_secs_f64())]
+    SetupTimeout(Duration),
+    /// The driver refused or failed the setup (its reason).
+    #[error("{0}")]
+    SetupFailed(DriverError),
+    /// The driver's actor has stopped.
+    #[error("driver has stopped")]
+    DriverStopped,
+    /// The setup this request waited on was abandoned (the server is stopping).
+    #[error("setup abandoned")]
+    SetupAbandoned,
+    /// A driver started outside a server has no devices to read.
+    #[error("this driver has no devices to read")]
+    NoRegistry,
+    /// The robot's registry has stopped.
+    #[error("the registry has stopped")]
+    RegistryStopped,
+}
+
+impl From<DeviceError> for DriverError {
+    /// A device a driver depends on could not be had (a virtual device's source): a
+    /// failed setup keeps its kind, a timeout is [`DriverErrorKind::Timeout`], a device
+    /// the robot lacks or that produces no data [`DriverErrorKind::NotServed`], anything
+    /// else [`DriverErrorKind::Other`]. The text is the device error's.
+    fn from(e: DeviceError) -> Self {
+        let kind = match &e {
+            DeviceError::SetupFailed(d) => return d.clone(),
+            DeviceError::SetupTimeout(_) => DriverErrorKind::Timeout,
+            DeviceError::Unknown(_) | DeviceError::Unreadable(_) => DriverErrorKind::NotServed,
+            DeviceError::DriverStopped
+            | DeviceError::SetupAbandoned
+            | DeviceError::NoRegistry
+            | DeviceError::RegistryStopped => DriverErrorKind::Other,
+        };
+        DriverError::new(kind, e.to_string())
+    }
+}
 
 /// Registry → driver: the first client subscribed to `device`; open it. The reply comes
 /// when the device is ready (or failed, which the client sees as `e`).
@@ -385,7 +503,7 @@ impl slog::Value for SessionId {
 /// session; a reader never gets write access. The reply comes when the device is set up
 /// (or names why it cannot be read); stopping always succeeds.
 #[derive(Message, Clone)]
-#[rtype(result = "Result<(), DriverError>")]
+#[rtype(result = "Result<(), DeviceError>")]
 pub struct ReadDevice {
     /// The reader's id (the [`DeviceSource`]'s own session id).
     pub session: SessionId,
@@ -436,7 +554,7 @@ impl DeviceSource {
         device: u8,
         recipient: DataRecipient,
         on: bool,
-    ) -> impl std::future::Future<Output = Result<(), DriverError>> + 'static {
+    ) -> impl std::future::Future<Output = Result<(), DeviceError>> + 'static {
         let send = self.registry.as_ref().map(|r| {
             r.send(ReadDevice {
                 session: self.session,
@@ -447,10 +565,8 @@ impl DeviceSource {
         });
         async move {
             match send {
-                None => Err(DriverError("this driver has no devices to read".into())),
-                Some(f) => f
-                    .await
-                    .unwrap_or_else(|_| Err(DriverError("the registry has stopped".into()))),
+                None => Err(DeviceError::NoRegistry),
+                Some(f) => f.await.unwrap_or(Err(DeviceError::RegistryStopped)),
             }
         }
     }

@@ -28,15 +28,15 @@ use bytes::Bytes;
 use futures::channel::oneshot;
 use player_kit::driver::{
     Command, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, DeviceState,
-    DeviceStatus, DriverError, DriverHandle, MapOutline, MapRequest, ReadDevice, Setup, Shutdown,
-    Stop, StopReason, Subscribers, Terminate,
+    DeviceStatus, DriverHandle, MapOutline, MapRequest, ReadDevice, Setup, Shutdown, Stop,
+    StopReason, Subscribers, Terminate,
 };
 use player_proto::ext::DeviceEntry;
 use slog::{info, warn, Logger};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-pub use player_kit::driver::SessionId;
+pub use player_kit::driver::{DeviceError, SessionId};
 pub use table::ServedTwice;
 
 mod guard;
@@ -78,28 +78,6 @@ pub struct Tapped {
 pub struct Tap {
     /// Where they go.
     pub recipient: Recipient<Tapped>,
-}
-
-/// Why a device could not be had: what a front end gets instead of a [`Grant`] (and what
-/// a config to an unknown device gets). A front end matches on it; its text is what a
-/// log line or a notice says.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DeviceError {
-    /// The robot has no device with this code.
-    #[error("no device {} on this robot", crate::logging::code(*.0))]
-    Unknown(u8),
-    /// The driver did not finish setting the device up in time.
-    #[error("setup did not finish within {:.1} s", .0.as_secs_f64())]
-    SetupTimeout(Duration),
-    /// The driver refused or failed the setup (its reason).
-    #[error("{0}")]
-    SetupFailed(DriverError),
-    /// The driver's actor has stopped.
-    #[error("driver has stopped")]
-    DriverStopped,
-    /// The setup this request waited on was abandoned (the server is stopping).
-    #[error("setup abandoned")]
-    SetupAbandoned,
 }
 
 /// What a session was granted on a device.
@@ -663,7 +641,7 @@ impl Handler<Command> for Registry {
 }
 
 impl Handler<ReadDevice> for Registry {
-    type Result = ResponseActFuture<Self, Result<(), DriverError>>;
+    type Result = ResponseActFuture<Self, Result<(), DeviceError>>;
 
     /// A driver reading another device (a virtual device): a read-only holder, set up and
     /// released like a session's (it never gets write access, so it never stops a device).
@@ -678,11 +656,7 @@ impl Handler<ReadDevice> for Registry {
             .get(&msg.device)
             .is_some_and(|d| !d.spec.readable)
         {
-            let e = DriverError(format!(
-                "device {} produces no data",
-                crate::logging::code(msg.device)
-            ));
-            return Box::pin(fut::ready(Err(e)));
+            return Box::pin(fut::ready(Err(DeviceError::Unreadable(msg.device))));
         }
         let subscribe = Subscribe {
             session: msg.session,
@@ -693,8 +667,7 @@ impl Handler<ReadDevice> for Registry {
             client: format!("driver reader {}", msg.session),
         };
         Box::pin(
-            <Self as Handler<Subscribe>>::handle(self, subscribe, ctx)
-                .map(|r, _, _| r.map(|_| ()).map_err(|e| DriverError(e.to_string()))),
+            <Self as Handler<Subscribe>>::handle(self, subscribe, ctx).map(|r, _, _| r.map(|_| ())),
         )
     }
 }

@@ -126,7 +126,7 @@ impl SharedWorld {
             None => None,
             Some(spec) => {
                 let file = File::create(&spec.file).map_err(|e| {
-                    DriverError(format!(
+                    DriverError::other(format!(
                         "cannot create the truth log {}: {e}",
                         spec.file.display()
                     ))
@@ -261,14 +261,14 @@ impl SimDriver {
             ("vision_hz", params.vision_hz),
         ] {
             if !(hz.is_finite() && hz > 0.0 && hz <= 1000.0) {
-                return Err(DriverError(format!(
+                return Err(DriverError::params(format!(
                     "sim parameter {name} = {hz}: must be between 0 and 1000 Hz"
                 )));
             }
         }
         for &d in &ctx.devices {
             if !device::ALL.contains(&d) {
-                return Err(DriverError(format!(
+                return Err(DriverError::not_served(format!(
                     "the simulator has no device '{}'",
                     char::from(d)
                 )));
@@ -288,7 +288,7 @@ impl SimDriver {
             let map = if params.world == "room" {
                 WorldMap::default_room()
             } else {
-                WorldMap::from_file(&source).map_err(|e| DriverError(e.to_string()))?
+                WorldMap::from_file(&source).map_err(|e| DriverError::params(e.to_string()))?
             };
             SharedWorld::new(SimWorld::new(Arc::new(map)), ctx.logger.clone())
         })?;
@@ -298,7 +298,7 @@ impl SimDriver {
             let index = match &params.robot {
                 None => 0,
                 Some(name) => sim.index_of(name).ok_or_else(|| {
-                    DriverError(format!(
+                    DriverError::params(format!(
                         "the world has no robot named '{name}' (it has: {})",
                         sim.names().join(", ")
                     ))
@@ -316,7 +316,7 @@ impl SimDriver {
                     .get(index)
                     .cloned()
                     .unwrap_or_default();
-                return Err(DriverError(format!(
+                return Err(DriverError::params(format!(
                     "world robot '{name}' is already served by robot '{by}'; give each \
                      [[robot]] its own `robot = \"NAME\"` parameter"
                 )));
@@ -563,7 +563,7 @@ impl Handler<Setup> for SimDriver {
 
     fn handle(&mut self, msg: Setup, ctx: &mut Self::Context) -> Self::Result {
         if !self.devices.contains(&msg.device) {
-            return Err(DriverError(format!(
+            return Err(DriverError::not_served(format!(
                 "the simulator does not serve '{}' here",
                 char::from(msg.device)
             )));
