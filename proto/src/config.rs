@@ -28,6 +28,9 @@ pub const VELOCITY_MODE: u8 = b'v';
 /// `p R`: reset odometry to (0, 0, 0).
 pub const RESET_ODOMETRY: u8 = b'R';
 
+/// The longest shared key a client may present (`x y k <key>`).
+pub const MAX_KEY: usize = 64;
+
 /// A config a client sent to the server itself (`x y <code> <args>`), decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ServerConfig<'a> {
@@ -43,7 +46,7 @@ pub enum ServerConfig<'a> {
     Errors(bool),
     /// `y E <u8>`: latch (true) or release (false) the emergency stop.
     EStop(bool),
-    /// `y k <key>`: the shared key (1 to [`crate::ext::MAX_KEY`] bytes).
+    /// `y k <key>`: the shared key (1 to [`MAX_KEY`] bytes).
     Key(&'a [u8]),
     /// `y l`: the device list, please.
     DeviceList,
@@ -92,7 +95,7 @@ impl<'a> ServerConfig<'a> {
             (TIMESTAMPS, 1) => ServerConfig::Timestamps(flag()),
             (ERRORS, 1) => ServerConfig::Errors(flag()),
             (ESTOP, 1) => ServerConfig::EStop(flag()),
-            (KEY, 1..=crate::ext::MAX_KEY) => ServerConfig::Key(args),
+            (KEY, 1..=MAX_KEY) => ServerConfig::Key(args),
             (DEVICE_LIST, 0) => ServerConfig::DeviceList,
             _ => {
                 return Err(ServerConfigError::Unknown {

@@ -248,18 +248,6 @@ impl DriverError {
     }
 }
 
-impl From<crate::link::LinkError> for DriverError {
-    /// A link that timed out is a [`DriverErrorKind::Timeout`]; any other link failure a
-    /// [`DriverErrorKind::Link`]. The text is the link error's.
-    fn from(e: crate::link::LinkError) -> Self {
-        let kind = match e.kind {
-            crate::link::LinkErrorKind::Timeout => DriverErrorKind::Timeout,
-            _ => DriverErrorKind::Link,
-        };
-        DriverError { kind, text: e.text }
-    }
-}
-
 /// Why a device could not be had: what a front end gets instead of a grant, and what a
 /// driver reading another device ([`ReadDevice`]) gets. A caller matches on it; its text
 /// is what a log line or a notice says.

@@ -13,6 +13,7 @@ pub use supervisor::{
     close_channel, CloseAck, CloseReceiver, CloseSender, LinkHandle, LinkState, LinkSupervisor,
 };
 
+use crate::driver::{DriverError, DriverErrorKind};
 use std::io;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
@@ -80,6 +81,18 @@ impl LinkError {
     /// The device answered, but not as it should.
     pub fn protocol(port: impl Into<String>, text: impl Into<String>) -> Self {
         Self::new(port, LinkErrorKind::Protocol, text)
+    }
+}
+
+impl From<LinkError> for DriverError {
+    /// A link that timed out is a [`DriverErrorKind::Timeout`]; any other link failure a
+    /// [`DriverErrorKind::Link`]. The text is the link error's.
+    fn from(e: LinkError) -> Self {
+        let kind = match e.kind {
+            LinkErrorKind::Timeout => DriverErrorKind::Timeout,
+            _ => DriverErrorKind::Link,
+        };
+        DriverError { kind, text: e.text }
     }
 }
 
