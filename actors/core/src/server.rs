@@ -486,7 +486,8 @@ impl Server {
                     available: catalog.names().iter().map(|n| n.to_string()).collect(),
                 })?;
                 let devices = d.device_codes().map_err(|e| {
-                    SettingsError::value(&settings.origin, &format!("robot '{}'", robot.name), e)
+                    let key = format!("robot '{}'", robot.name);
+                    SettingsError::value(&settings.origin, &key, e.to_string())
                 })?;
                 let ctx = DriverContext {
                     driver: d.driver.clone(),

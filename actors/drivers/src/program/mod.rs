@@ -702,7 +702,7 @@ impl ProgramDriver {
                     DriverError::refused(format!(
                         "driver program '{}': {}",
                         self.plan.name,
-                        escape(e.as_bytes(), 300)
+                        escape(e.0.as_bytes(), 300)
                     ))
                 });
                 match &result {
@@ -817,7 +817,7 @@ impl ProgramDriver {
             return;
         }
         if self.plan.device(device).is_some() {
-            let result = Err(format!("device {} is the program's own", code(device)));
+            let result = Err(format!("device {} is the program's own", code(device)).into());
             return self.send(ToProgram::ReadAnswer { device, result }, ctx);
         }
         if !self.reads.insert(device) {
@@ -845,7 +845,7 @@ impl ProgramDriver {
             if result.is_err() {
                 act.reads.remove(&device);
             }
-            let result = result.map_err(|e| e.to_string());
+            let result = result.map_err(|e| e.to_string().into());
             act.send(ToProgram::ReadAnswer { device, result }, ctx);
         }));
     }

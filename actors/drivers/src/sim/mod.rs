@@ -19,7 +19,9 @@ pub mod world;
 
 use actix::prelude::*;
 use bytes::Bytes;
-use player_kit::catalog::{Catalog, DriverContext, DriverSettings, StageRobot, StartedDriver};
+use player_kit::catalog::{
+    Catalog, DriverContext, DriverSettings, StageError, StageRobot, StartedDriver,
+};
 use player_kit::driver::{
     Command, Config, DeviceSpec, DriverError, DriverHandle, MapOutline, MapRequest, Publisher,
     Setup, Shutdown, Stop, Subscribers, Terminate, Timestamp, MAX_MAP_SEGMENTS,
@@ -774,27 +776,25 @@ pub fn stage_robots(
     first: &StageRobot,
     world: &str,
     gp: Option<u16>,
-) -> Result<Vec<StageRobot>, String> {
+) -> Result<Vec<StageRobot>, StageError> {
     let path = Path::new(world);
-    let map = WorldMap::from_file(path).map_err(|e| format!("flag -stage: {e}"))?;
+    let map = WorldMap::from_file(path).map_err(|e| StageError::World(e.to_string()))?;
     let world_str = path
         .canonicalize()
         .unwrap_or_else(|_| path.to_path_buf())
         .display()
         .to_string();
     let Some(sim) = first.drivers.iter().find(|d| d.driver == "sim").cloned() else {
-        return Err(
-            "flag -stage: the configuration has no 'sim' driver to load the world into".into(),
-        );
+        return Err(StageError::NoSim);
     };
     let placements = map.robots().to_vec();
     let base = gp.unwrap_or(first.port);
-    let port_of = |i: usize, file_port: Option<u16>| -> Result<u16, String> {
+    let port_of = |i: usize, file_port: Option<u16>| -> Result<u16, StageError> {
         match (gp, file_port) {
             (None, Some(p)) => Ok(p),
             _ if base == 0 => Ok(0),
             _ => u16::try_from(usize::from(base) + i)
-                .map_err(|_| format!("flag -stage: robot {i}'s port {base} + {i} is past 65535")),
+                .map_err(|_| StageError::PortRange { robot: i, base }),
         }
     };
     let codes = |list: &Option<Vec<u8>>| -> Vec<String> {
