@@ -30,22 +30,21 @@ fn pairs_text(pairs: &[(u8, u8)]) -> String {
         .collect()
 }
 
-/// The access a client holds after asking for `req` while holding `cur` (0 when the device
-/// is not in its list). See docs/reference/client-protocol-notes.md 3.2; `e` is treated as
-/// "not listed".
-fn next_access(cur: u8, req: u8) -> u8 {
+/// The access a client holds after asking for `req` while holding `cur` (`None` when the
+/// device is not in its list). See docs/reference/client-protocol-notes.md 3.2; `e` is
+/// treated as "not listed".
+fn next_access(cur: Option<u8>, req: u8) -> Option<u8> {
     let (r, w) = match cur {
-        access::READ => (true, false),
-        access::WRITE => (false, true),
-        access::ALL => (true, true),
+        Some(access::READ) => (true, false),
+        Some(access::WRITE) => (false, true),
+        Some(access::ALL) => (true, true),
         _ => (false, false),
     };
     match req {
-        access::READ if w && !r => access::ALL,
-        access::WRITE if r && !w => access::ALL,
-        access::READ | access::WRITE | access::ALL => req,
-        access::CLOSE if r || w || cur == access::CLOSE => access::CLOSE,
-        access::CLOSE => cur,
+        access::READ if w && !r => Some(access::ALL),
+        access::WRITE if r && !w => Some(access::ALL),
+        access::READ | access::WRITE | access::ALL => Some(req),
+        access::CLOSE if r || w || cur == Some(access::CLOSE) => Some(access::CLOSE),
         _ => cur,
     }
 }
@@ -71,7 +70,7 @@ impl Session {
         // Pairs refused before the registry is asked, with why (for the error channel).
         let mut refused: Vec<(u8, String)> = Vec::new();
         // Work out each device's final access, left to right, as the original does.
-        let mut finals: Vec<(u8, u8)> = Vec::new(); // (device, access after the request)
+        let mut finals: Vec<(u8, Option<u8>)> = Vec::new(); // (device, access after the request)
         for &(dev, req) in &pairs {
             if !self.conn.opts.devices[usize::from(dev)] {
                 // Unknown here: `e`, without taking a slot.
@@ -111,10 +110,11 @@ impl Session {
         let recipient = DataRecipient::with_inbox(&ctx.address(), self.list.inbox());
         for &(dev, new) in &finals {
             let cur = self.list.access_of(dev);
-            if new == cur {
+            // Unchanged (a device not listed before stays unlisted: `new` is `None` only then).
+            let Some(new) = new.filter(|&n| Some(n) != cur) else {
                 continue;
-            }
-            if cur == 0 && self.list.slots.len() + calls.len() >= self.conn.opts.max_devices {
+            };
+            if cur.is_none() && self.list.slots.len() + calls.len() >= self.conn.opts.max_devices {
                 let why = format!(
                     "more than {} devices for one client",
                     self.conn.opts.max_devices
@@ -169,10 +169,7 @@ impl Session {
                     }
                     let reply: Vec<(u8, u8)> = pairs
                         .iter()
-                        .map(|&(dev, _)| match act.list.access_of(dev) {
-                            0 => (dev, access::ERROR),
-                            a => (dev, a),
-                        })
+                        .map(|&(dev, _)| (dev, act.list.access_of(dev).unwrap_or(access::ERROR)))
                         .collect();
                     info!(act.conn.log, "request answered"; "request" => pairs_text(&pairs), "reply" => pairs_text(&reply));
                     let bytes = message::reply(&reply);
@@ -303,31 +300,33 @@ mod tests {
             access::CLOSE,
             access::ERROR,
         );
+        // A listed device always holds one of `r w a c e`.
+        let next = |cur: u8, req: u8| next_access(Some(cur), req);
         // not listed
-        assert_eq!(next_access(0, r), r);
-        assert_eq!(next_access(0, w), w);
-        assert_eq!(next_access(0, a), a);
-        assert_eq!(next_access(0, c), 0);
+        assert_eq!(next_access(None, r), Some(r));
+        assert_eq!(next_access(None, w), Some(w));
+        assert_eq!(next_access(None, a), Some(a));
+        assert_eq!(next_access(None, c), None);
         // upgrades merge
-        assert_eq!(next_access(r, w), a);
-        assert_eq!(next_access(w, r), a);
-        assert_eq!(next_access(r, a), a);
+        assert_eq!(next(r, w), Some(a));
+        assert_eq!(next(w, r), Some(a));
+        assert_eq!(next(r, a), Some(a));
         // downgrades
-        assert_eq!(next_access(a, r), r);
-        assert_eq!(next_access(a, w), w);
+        assert_eq!(next(a, r), Some(r));
+        assert_eq!(next(a, w), Some(w));
         // repeats
-        assert_eq!(next_access(r, r), r);
-        assert_eq!(next_access(a, a), a);
+        assert_eq!(next(r, r), Some(r));
+        assert_eq!(next(a, a), Some(a));
         // close
-        assert_eq!(next_access(r, c), c);
-        assert_eq!(next_access(a, c), c);
-        assert_eq!(next_access(c, c), c);
-        assert_eq!(next_access(e, c), e);
+        assert_eq!(next(r, c), Some(c));
+        assert_eq!(next(a, c), Some(c));
+        assert_eq!(next(c, c), Some(c));
+        assert_eq!(next(e, c), Some(e));
         // after an error, a retry is a fresh request
-        assert_eq!(next_access(e, r), r);
-        assert_eq!(next_access(e, w), w);
+        assert_eq!(next(e, r), Some(r));
+        assert_eq!(next(e, w), Some(w));
         // unknown access codes change nothing
-        assert_eq!(next_access(r, b'q'), r);
-        assert_eq!(next_access(0, b'q'), 0);
+        assert_eq!(next(r, b'q'), Some(r));
+        assert_eq!(next_access(None, b'q'), None);
     }
 }

@@ -100,13 +100,10 @@ impl DeviceList {
             .collect()
     }
 
-    /// The access the client holds on `dev`; 0 when the device is not in its list (a listed
-    /// device always has one of `r w a c e`).
-    pub(super) fn access_of(&self, dev: u8) -> u8 {
-        self.slots
-            .iter()
-            .find(|s| s.code == dev)
-            .map_or(0, |s| s.access)
+    /// The access the client holds on `dev` (one of `r w a c e`); `None` when the device is
+    /// not in its list.
+    pub(super) fn access_of(&self, dev: u8) -> Option<u8> {
+        self.slots.iter().find(|s| s.code == dev).map(|s| s.access)
     }
 
     /// A subscription to `dev` is in flight.
