@@ -324,10 +324,8 @@ fn ready_waits_for_the_devices_set_up_at_start_and_status_names_the_one_that_fai
         ),
         "{ready}"
     );
-    // The reason was logged before READY=1.
-    assert!(d
-        .log()
-        .contains("cannot open serial port /dev/ttyNoSuchPortForTheTest"));
+    // With its reason in the log.
+    d.wait_log("cannot open serial port /dev/ttyNoSuchPortForTheTest");
     assert!(d.stop().success());
     let _ = std::fs::remove_dir_all(&dir);
 }

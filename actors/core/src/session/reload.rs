@@ -22,36 +22,26 @@ impl Handler<Recheck> for Session {
     type Result = ();
 
     fn handle(&mut self, _msg: Recheck, ctx: &mut Self::Context) {
-        let ip = self.peer.ip();
-        let policy = self.opts.policy.clone();
-        if self.must_present_key {
-            // Still within its time to present the key: only its address is checked now;
-            // the key is checked when it comes.
-            match policy.admit(ip) {
-                Err(why) => self.close_refused(why, ctx),
-                Ok(r) => {
-                    self.must_present_key = r.must_present_key;
-                    self.may_write = r.write;
-                }
-            }
-            return;
-        }
-        let rights = match policy.recheck(ip, self.presented_key.as_deref()) {
-            Ok(r) => r,
+        let policy = self.conn.opts.policy.clone();
+        let before = self.rights.may_write();
+        let write = match self.rights.recheck(&policy, self.conn.peer.ip()) {
+            Ok(w) => w,
             Err(why) => return self.close_refused(why, ctx),
         };
-        if rights.write == self.may_write {
+        if write == before {
             return;
         }
-        self.may_write = rights.write;
-        if rights.write {
-            info!(self.log, "configuration reloaded: write access granted");
+        if write {
+            info!(
+                self.conn.log,
+                "configuration reloaded: write access granted"
+            );
             let text = "configuration reloaded: write access granted";
             self.notice(Notice::new(kind::ACCESS, 0, text), ctx);
         } else {
             let withdrawn = self.withdraw_write(ctx);
             let why = self.read_only_reason();
-            info!(self.log, "configuration reloaded: write access withdrawn"; "reason" => why, "devices" => withdrawn);
+            info!(self.conn.log, "configuration reloaded: write access withdrawn"; "reason" => why, "devices" => withdrawn);
             let text = format!("configuration reloaded: write access withdrawn; {why}");
             self.notice(Notice::new(kind::ACCESS, 0, text), ctx);
         }
@@ -61,34 +51,34 @@ impl Handler<Recheck> for Session {
 impl Session {
     /// Tells the client why the reloaded policy no longer admits it, and closes it.
     fn close_refused(&mut self, why: &str, ctx: &mut Context<Self>) {
-        warn!(self.log, "configuration reloaded: client no longer admitted; closing"; "reason" => why);
+        warn!(self.conn.log, "configuration reloaded: client no longer admitted; closing"; "reason" => why);
         let text = format!("configuration reloaded: {why}; closing");
         self.notice(Notice::new(kind::ACCESS, 0, text), ctx);
-        self.closing_reason = Some(format!("no longer admitted after a reload ({why})"));
+        self.conn.closing_reason = Some(format!("no longer admitted after a reload ({why})"));
         ctx.stop();
     }
 
     /// Drops write access on every device the client commands: `a` becomes `r` (it keeps
     /// reading), `w` becomes `c`. Returns the devices, as text for the log.
     fn withdraw_write(&mut self, ctx: &mut Context<Self>) -> String {
-        let recipient = DataRecipient::with_inbox(&ctx.address(), self.inbox.clone());
+        let recipient = DataRecipient::with_inbox(&ctx.address(), self.list.inbox());
         let mut devices = String::new();
-        for slot in self.slots.iter_mut().filter(|s| s.writes()) {
+        for slot in self.list.slots.iter_mut().filter(|s| s.writes()) {
             devices.push(char::from(slot.code));
             if slot.access == access::ALL {
-                self.registry.do_send(Subscribe {
-                    session: self.id,
+                self.conn.registry.do_send(Subscribe {
+                    session: self.conn.id,
                     device: slot.code,
                     read: true,
                     write: false,
                     recipient: recipient.clone(),
-                    client: self.client.clone(),
+                    client: self.conn.client.clone(),
                 });
                 slot.access = access::READ;
                 slot.command = None;
             } else {
-                self.registry.do_send(Unsubscribe {
-                    session: self.id,
+                self.conn.registry.do_send(Unsubscribe {
+                    session: self.conn.id,
                     device: slot.code,
                 });
                 slot.release(access::CLOSE);
