@@ -142,8 +142,8 @@ def test_the_package_lists_the_files():
         "./usr/share/doc/player/changelog.Debian.gz",
     ]:
         assert f" {path}\n" in out, f"{path} not in the package:\n{out}"
-    conffiles = run("dpkg-deb", "-f", DEB, "Package").stdout
-    assert conffiles.strip() == "player"
+    name = run("dpkg-deb", "-f", DEB, "Package").stdout
+    assert name.strip() == "player"
     ctrl = tempfile.mkdtemp()
     run("dpkg-deb", "-e", DEB, ctrl)
     with open(os.path.join(ctrl, "conffiles")) as f:
