@@ -57,9 +57,9 @@ fn broken_packets_are_skipped_and_the_connection_is_reopened() {
         emu.faults(|f| f.short_header == 0 && f.close_mid_packet == 0 && f.zero_count == 0)
     });
     emu.faults(|f| f.silent = true);
-    wait_for("the silence to be noticed", || {
-        server.log.has(&["ACTS link lost", "no packet within"])
-    });
+    server
+        .log
+        .wait_for_all(&["ACTS link lost", "no packet within"]);
     emu.faults(|f| f.silent = false);
     let t0 = c.read().unwrap().timestamp(device::VISION);
     read_until(&mut c, "fresh vision data", |r| {

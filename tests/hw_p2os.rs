@@ -274,9 +274,7 @@ fn a_robot_that_stops_answering_is_reopened_while_other_devices_carry_on() {
     let mut other = server.client();
     other.request("lr").unwrap().check().unwrap();
     emu.faults(|f| f.silent = true);
-    wait_for("the driver to notice", || {
-        server.log.has(&["robot link lost", "no SIP"])
-    });
+    server.log.wait_for_all(&["robot link lost", "no SIP"]);
     // Meanwhile the laser keeps coming, to this client and to another one, while the
     // position reading stands still.
     let stamps = |c: &mut player_client::Client| {
@@ -338,9 +336,7 @@ impl Pluggable {
     fn unplug(&mut self) {
         self.opens = self.emu.stats().opens;
         self.emu.unplug();
-        wait_for("the driver to notice the unplug", || {
-            self.server.log.has(&["robot link lost"])
-        });
+        self.server.log.wait_for("robot link lost");
     }
 
     /// Plugs it back in: the robot stayed powered (still open) while unplugged; the driver

@@ -162,9 +162,7 @@ fn a_scanner_that_stops_answering_is_reopened() {
     c.set_timestamps(true).unwrap();
     c.read().unwrap();
     emu.faults(|f| f.silent = true);
-    wait_for("the driver to notice", || {
-        server.log.has(&["laser link lost"])
-    });
+    server.log.wait_for("laser link lost");
     let before = emu.device(|d| d.received.telegrams.len());
     emu.faults(|f| f.silent = false);
     wait_for("the scanner to be set up again", || {
@@ -186,9 +184,7 @@ fn unplugging_and_plugging_back_in_recovers_without_a_restart() {
     c.read().unwrap();
     let opens = emu.stats().opens;
     emu.unplug();
-    wait_for("the driver to notice", || {
-        server.log.has(&["laser link lost"])
-    });
+    server.log.wait_for("laser link lost");
     // A sleep on purpose: the scanner stays unplugged for a while.
     std::thread::sleep(Duration::from_millis(400));
     emu.replug();
