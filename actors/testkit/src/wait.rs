@@ -162,3 +162,46 @@ impl Drain for Capture {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wait_until_returns_once_the_condition_holds() {
+        let mut calls = 0;
+        wait_until(TIMEOUT, "the third call", || {
+            calls += 1;
+            calls == 3
+        });
+        assert_eq!(calls, 3);
+    }
+
+    #[test]
+    #[should_panic(expected = "waiting for nothing")]
+    fn wait_until_fails_after_its_deadline() {
+        wait_until(Duration::from_millis(50), "nothing", || false);
+    }
+
+    #[test]
+    fn a_captured_log_line_is_found_with_its_key_values() {
+        let log = LogCapture::default();
+        let logger = log.logger();
+        slog::info!(logger, "robot link lost"; "port" => "/dev/ttyS0");
+        log.wait_for("robot link lost");
+        assert!(
+            log.has(&["INFO robot link lost", "port=/dev/ttyS0"]),
+            "{}",
+            log.dump()
+        );
+        assert!(!log.has(&["robot link lost", "port=/dev/ttyS1"]));
+    }
+
+    #[test]
+    fn text_from_another_thread_is_waited_for() {
+        let text = Arc::new(Mutex::new(String::new()));
+        let writer = text.clone();
+        std::thread::spawn(move || writer.lock().unwrap().push_str("listening on 6665\n"));
+        wait_for_text(&text, "listening", TIMEOUT);
+    }
+}
