@@ -12,11 +12,11 @@
 //!
 //! [`Holdings`] is the bookkeeping every front end needs to hold devices at a registry:
 //! the access wanted per device, the `Subscribe`/`Unsubscribe` sent when it changes, and
-//! replies to requests a later change superseded told apart from current ones. Its pure
-//! part is [`Wants`].
+//! replies to requests a later change superseded told apart from current ones, and
+//! leaving. Its pure part is [`Wants`].
 
 use crate::access::{AccessSettings, Policy};
-use crate::registry::{Registry, SessionId, Subscribe, Unsubscribe};
+use crate::registry::{Disconnect, Registry, SessionId, Subscribe, Unsubscribe};
 use crate::settings::ServerSettings;
 use actix::dev::Request;
 use actix::prelude::*;
@@ -309,8 +309,12 @@ impl Holdings {
         self.wants.reads(code)
     }
 
-    /// Forgets every holding, without telling the registry (after a `Disconnect`).
-    pub fn clear(&mut self) {
+    /// Leaves the registry (`Disconnect`: every device held is released, a device this
+    /// session commanded is stopped) and forgets every holding.
+    pub fn leave(&mut self) {
+        self.registry.do_send(Disconnect {
+            session: self.session,
+        });
         self.wants.clear();
     }
 }

@@ -21,9 +21,7 @@ use hyper::upgrade::Upgraded;
 use hyper_util::rt::TokioIo;
 use player_core::frontend::{Access, Asked, Change, Holdings};
 use player_core::notice::{kind, Notice};
-use player_core::registry::{
-    Disconnect, EStop, GetMap, ListDevices, RouteConfig, SessionId, Watch,
-};
+use player_core::registry::{EStop, GetMap, ListDevices, RouteConfig, SessionId, Watch};
 use player_kit::driver::{
     Command, DataRecipient, DeviceData, DeviceDataBatch, MapOutline, Timestamp,
 };
@@ -753,9 +751,7 @@ impl Actor for WebSession {
     }
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
-        self.shared
-            .registry
-            .do_send(Disconnect { session: self.id });
+        self.holdings.leave();
         self.out.borrow_mut().closed = true;
         self.wake.notify_one();
         if let Some(w) = self.writer.take() {

@@ -12,7 +12,7 @@ use actix::prelude::*;
 use bytes::Bytes;
 use player_core::frontend::{Access, Asked, Change, Holdings};
 use player_core::logging::{code as show, Throttle};
-use player_core::registry::{Disconnect, EStop, EStopState, ListDevices, Registry, SessionId};
+use player_core::registry::{EStop, EStopState, ListDevices, Registry, SessionId};
 use player_kit::driver::{Command, DataRecipient, DeviceData, DeviceDataBatch};
 use player_proto::device;
 use slog::{info, warn, Logger};
@@ -492,9 +492,7 @@ impl Actor for RobotBridge {
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
         if !self.detached {
-            self.o.registry.do_send(Disconnect {
-                session: self.o.session,
-            });
+            self.holdings.leave();
         }
     }
 }
@@ -517,9 +515,7 @@ impl Handler<Detach> for RobotBridge {
     fn handle(&mut self, _msg: Detach, ctx: &mut Self::Context) {
         if !self.detached {
             self.detached = true;
-            self.o.registry.do_send(Disconnect {
-                session: self.o.session,
-            });
+            self.holdings.leave();
         }
         self.publishers.clear();
         let s = self.stats;
