@@ -522,6 +522,7 @@ impl Server {
                         });
                     }
                 }
+                // The registry refuses only a device served twice, checked above.
                 registry
                     .add_driver(&d.driver, sd.handle, &specs)
                     .map_err(|e| SettingsError::value(&settings.origin, "robot", e))?;
