@@ -38,7 +38,7 @@ use mcap::{WriteOptions, Writer};
 use player_core::frontend::{Access, Asked, Change, FrontEnd, FrontEndContext, Holdings};
 use player_core::registry::{Registry, SessionId, Tap};
 pub use player_core::registry::{Sent, Tapped};
-use player_core::settings::{check_seconds, FlagSpec, FrontEndSyntax, SettingsError};
+use player_core::settings::{check_seconds, FlagSpec, FrontEndSyntax, Settings, SettingsError};
 use player_kit::driver::{DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, Timestamp};
 use player_proto::device;
 use player_web::schema::{self as foxglove, Source};
@@ -96,18 +96,9 @@ impl RecordSettings {
 
     /// The `[record]` section of settings read with [`SYNTAX`] (the defaults when there
     /// is none), checked; errors name the key.
-    pub fn from_section(
-        section: Option<&config::Value>,
-        origin: &str,
-    ) -> Result<Self, SettingsError> {
-        let s: RecordSettings = match section {
-            None => RecordSettings::default(),
-            Some(v) => v
-                .clone()
-                .try_deserialize()
-                .map_err(|e| SettingsError::value(origin, "record", e.to_string()))?,
-        };
-        s.check(origin)?;
+    pub fn from_settings(settings: &Settings) -> Result<Self, SettingsError> {
+        let s: RecordSettings = settings.section("record")?;
+        s.check(&settings.origin)?;
         Ok(s)
     }
 
