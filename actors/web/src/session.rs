@@ -118,7 +118,6 @@ impl Outbox {
 struct DeviceState {
     setting_up: bool,
     failed: Option<String>,
-    last_seq: u64,
     last_reading: Option<Instant>,
     count: u32,
     rate: f64,
@@ -336,16 +335,10 @@ impl WebSession {
     }
 
     fn on_reading(&mut self, d: &DeviceData) {
-        if !self.holdings.reads(d.device) {
+        if !self.holdings.take(d) {
             return;
         }
-        let Some(st) = self.devices.get_mut(&d.device) else {
-            return;
-        };
-        if d.seq <= st.last_seq {
-            return;
-        }
-        st.last_seq = d.seq;
+        let st = self.devices.entry(d.device).or_default();
         st.last_reading = Some(Instant::now());
         st.count += 1;
         let mut frames = Vec::new();

@@ -262,7 +262,6 @@ struct Dev {
     pending: Option<Bytes>,
     last_command: Option<Instant>,
     failed_at: Option<Instant>,
-    last_seq: u64,
 }
 
 /// Counters for the log line at the end (and the bench).
@@ -441,16 +440,9 @@ impl RobotBridge {
     }
 
     fn take_reading(&mut self, d: &DeviceData, ctx: &mut Context<Self>) {
-        if !self.holdings.reads(d.device) {
+        if !self.holdings.take(d) {
             return;
         }
-        let Some(dev) = self.devs.get_mut(&d.device) else {
-            return;
-        };
-        if d.seq <= dev.last_seq {
-            return;
-        }
-        dev.last_seq = d.seq;
         if self.waiting.insert(d.device, d.clone()).is_some() {
             self.stats.replaced += 1;
         }
