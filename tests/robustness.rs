@@ -290,7 +290,10 @@ fn a_client_that_reads_nothing_is_disconnected_after_the_stall_timeout() {
     c.frequency(100);
     assert_eq!(c.request(&[(b'l', b'r')]), b"lr");
     let t0 = Instant::now();
-    c.expect_closed(Duration::from_secs(14));
+    // A sleep on purpose: this client reads nothing for 4 s (its buffers fill and stay full
+    // past the 1 s stall timeout); reading now, before the server closed it, would unstall it.
+    std::thread::sleep(Duration::from_secs(4));
+    c.expect_closed(Duration::from_secs(10));
     streamer.assert_rate(t0, Instant::now(), 10.0, "while another client stalled");
 }
 
