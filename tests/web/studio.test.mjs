@@ -1,0 +1,223 @@
+// Foxglove Studio 1.48 (the last open-source release, npm's @foxglove/studio-base, installed
+// by run.sh at test time) in Debian's chromium against the real server, with player's preset
+// layout (docs/foxglove-layout.json): every advertised topic is listed with no problem, the
+// 3D panel draws the laser, the sonar cones and the map, and holding the Teleop panel's up
+// arrow drives the simulated robot (as a Player TCP client sees it) until it is released.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import foxglove from "@foxglove/ws-protocol";
+import WebSocket from "ws";
+import { chromium } from "playwright-core";
+import { startPlayer } from "./harness.mjs";
+import { startStudioServer } from "./studio.mjs";
+import { watchPosition } from "./player_tcp.mjs";
+
+const { FoxgloveClient } = foxglove;
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.resolve(here, "..", "..");
+const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function until(what, ms, fn) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms: ${what}`);
+    await sleep(100);
+  }
+}
+
+/** The topics the server advertises, as Foxglove's client library sees them. */
+async function advertisedTopics(url) {
+  const ws = new WebSocket(url, [FoxgloveClient.SUPPORTED_SUBPROTOCOL]);
+  const client = new FoxgloveClient({ ws });
+  try {
+    const channels = await new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error("no advertise within 20 s")), 20_000);
+      client.on("advertise", (c) => {
+        clearTimeout(t);
+        resolve(c);
+      });
+    });
+    return channels.map((c) => c.topic).sort();
+  } finally {
+    client.close();
+  }
+}
+
+/** Launches Debian's chromium headless with a fresh profile. */
+export async function launchChromium() {
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), "player-studio-"));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: chromiumPath,
+    headless: true,
+    viewport: { width: 1400, height: 900 },
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+  return {
+    context,
+    async close() {
+      await context.close();
+      fs.rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Studio's player problems, as it logs them to the console ("Player problem <id> {...}"). */
+export function collectProblems(page) {
+  const problems = [];
+  page.on("console", (m) => {
+    const text = m.text();
+    if (text.startsWith("Player problem")) problems.push({ at: Date.now(), text });
+  });
+  return problems;
+}
+
+/**
+ * Counts pixels of each colour class in `png` (a screenshot) inside `box`, decoding it in the
+ * page (a canvas): laser magenta, sonar cones' light blue, the map's dark walls.
+ */
+async function countPixels(page, png, box) {
+  return page.evaluate(
+    async ({ b64, box }) => {
+      const img = new Image();
+      img.src = `data:image/png;base64,${b64}`;
+      await img.decode();
+      const c = document.createElement("canvas");
+      c.width = img.width;
+      c.height = img.height;
+      const g = c.getContext("2d");
+      g.drawImage(img, 0, 0);
+      const d = g.getImageData(box.x, box.y, box.width, box.height).data;
+      const n = { laser: 0, sonar: 0, map: 0 };
+      for (let i = 0; i < d.length; i += 4) {
+        const [r, gr, bl] = [d[i], d[i + 1], d[i + 2]];
+        if (r > 170 && bl > 170 && gr < 90) n.laser++;
+        else if (bl > 235 && r > 150 && r < 235 && gr > 170 && gr < 245 && r < gr) n.sonar++;
+        else if (r < 90 && gr < 90 && bl < 90 && Math.abs(r - gr) < 20 && Math.abs(gr - bl) < 20) n.map++;
+      }
+      return n;
+    },
+    { b64: png.toString("base64"), box },
+  );
+}
+
+test("Foxglove Studio 1.48 lists every topic, draws laser, sonar and map, and Teleop drives and stops the robot", async () => {
+  const player = await startPlayer();
+  const studio = await startStudioServer();
+  const browser = await launchChromium();
+  let tcp = null;
+  try {
+    const topics = await advertisedTopics(player.ws);
+    for (const t of ["/laser", "/sonar", "/map", "/vision", "/devices", "/tf", "/tf_map"]) {
+      assert.ok(topics.includes(t), `${t} advertised (got ${topics})`);
+    }
+    const page = browser.context.pages()[0] ?? (await browser.context.newPage());
+    const problems = collectProblems(page);
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    const opened = Date.now();
+    await page.goto(`${studio.url}?ds=foxglove-websocket&ds.url=${encodeURIComponent(player.ws)}`);
+
+    // Every advertised topic in the data source sidebar's topic list within 10 s.
+    await page.getByRole("tab", { name: "Topics" }).click({ timeout: 10_000 });
+    let missing = topics;
+    let listed = 0;
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline && listed === 0) {
+      const lines = (await page.evaluate(() => document.body.innerText)).split("\n");
+      missing = topics.filter((t) => !lines.includes(t));
+      if (missing.length === 0) listed = Date.now() - opened;
+      else await sleep(100);
+    }
+    assert.deepEqual(missing, [], `topics Studio does not list; problems: ${JSON.stringify(problems)}`);
+    assert.ok(listed < 10_000, `topics listed after ${listed} ms`);
+    assert.deepEqual(problems, [], "no player problem (schema, message, connection)");
+
+    // The 3D panel: laser, sonar cones and walls drawn (the preset follows base_link, top down).
+    const canvas = await until("the 3D panel's canvas", 10_000, async () => {
+      const boxes = await page.locator("canvas").evaluateAll((cs) =>
+        cs.map((c) => {
+          const r = c.getBoundingClientRect();
+          return { x: r.x, y: r.y, width: r.width, height: r.height };
+        }),
+      );
+      return boxes.sort((a, b) => b.width * b.height - a.width * a.height)[0];
+    });
+    // Leave out the panel's own buttons at the right edge.
+    const box = {
+      x: Math.ceil(canvas.x),
+      y: Math.ceil(canvas.y),
+      width: Math.floor(canvas.width) - 80,
+      height: Math.floor(canvas.height),
+    };
+    let pixels = null;
+    await until("laser, sonar and map drawn in the 3D panel", 20_000, async () => {
+      pixels = await countPixels(page, await page.screenshot(), box);
+      return pixels.laser > 200 && pixels.sonar > 2000 && pixels.map > 500;
+    });
+    const shot = await page.screenshot();
+    const out = path.join(here, "out");
+    fs.mkdirSync(out, { recursive: true });
+    fs.writeFileSync(path.join(out, "foxglove-studio.png"), shot);
+    if (process.env.UPDATE_SCREENSHOTS === "1") {
+      fs.writeFileSync(path.join(repo, "docs", "foxglove-studio.png"), shot);
+    }
+
+    // Teleop at the panel's default 1 Hz: hold the up arrow 4 s, watched over TCP.
+    tcp = await watchPosition(player.gp);
+    const pad = page.locator('g[role="button"]');
+    assert.equal(await pad.count(), 4, "Teleop's four arrows");
+    const up = await pad.first().boundingBox();
+    await page.mouse.move(up.x + up.width / 2, up.y + up.height / 2);
+    const start = tcp.latest();
+    const pressed = Date.now();
+    await page.mouse.down();
+    const firstMove = await until("the robot moving while the up arrow is held", 10_000, () =>
+      tcp.samples.find((s) => s.at > pressed && s.speed_mm_s > 0),
+    );
+    await sleep(4000 - (Date.now() - pressed) > 3000 ? 4000 - (Date.now() - pressed) : 3000);
+    const released = Date.now();
+    await page.mouse.up();
+    const held = tcp.samples.filter((s) => s.at >= firstMove.at && s.at <= released);
+    const stopped = held.filter((s) => s.speed_mm_s === 0).length;
+    const end = tcp.latest();
+    const moved = Math.hypot(end.x_mm - start.x_mm, end.y_mm - start.y_mm);
+    assert.ok(moved > 300, `moved ${moved} mm while held`);
+    assert.equal(stopped, 0, `readings at speed 0 while held: ${stopped} of ${held.length}`);
+    const stop = await until("the robot stopped after release", 10_000, () =>
+      tcp.samples.find((s) => s.at > released && s.speed_mm_s === 0),
+    );
+    const stopMs = stop.at - released;
+    assert.ok(stopMs <= 1500, `stopped ${stopMs} ms after release`);
+    // Stays stopped: nothing more is sent after release (a pause that proves no motion).
+    await sleep(1500);
+    const after = tcp.samples.filter((s) => s.at > stop.at);
+    assert.ok(after.every((s) => s.speed_mm_s === 0), "stays stopped after release");
+    assert.deepEqual(errors, [], "no script errors");
+    console.log(
+      `topics listed in ${listed} ms; pixels ${JSON.stringify(pixels)}; held ${held.length} readings, ` +
+        `moved ${moved} mm; stopped ${stopMs} ms after release`,
+    );
+  } finally {
+    tcp?.close();
+    await browser.close();
+    await studio.close();
+    const r = await player.stop();
+    assert.equal(r.code, 0, `player exit ${JSON.stringify(r)}\n${player.log()}`);
+  }
+});
