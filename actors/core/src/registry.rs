@@ -186,6 +186,25 @@ pub struct RouteConfig {
     pub client: String,
 }
 
+/// The longest a writer's [`CommandHold`] may make one command hold.
+pub const MAX_COMMAND_HOLD: Duration = Duration::from_millis(1250);
+
+/// Session → registry: how long each of this session's commands to `device` holds before
+/// the command watchdog stops the device, for a writer that renews its command at its own
+/// rate (a browser panel at 1 Hz). The guard honours it within the device's
+/// `command_timeout` (never shorter) and [`MAX_COMMAND_HOLD`] (never longer); `None` goes
+/// back to the device's `command_timeout`. Unwatched devices stay unwatched.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct CommandHold {
+    /// The writing session.
+    pub session: SessionId,
+    /// The device code.
+    pub device: u8,
+    /// How long one command holds.
+    pub hold: Option<Duration>,
+}
+
 /// Any front end → registry: the map of the robot's surroundings, from the first driver
 /// that has one (the simulator has its world's walls); `None` when no driver has a map.
 #[derive(Message)]
@@ -205,6 +224,8 @@ struct Holder {
     read: bool,
     write: bool,
     recipient: DataRecipient,
+    /// How long this writer's commands hold ([`CommandHold`]); `None`: `command_timeout`.
+    hold: Option<Duration>,
 }
 
 enum State {
@@ -232,6 +253,8 @@ struct Watchdog {
     timeout: Option<Duration>,
     /// When the last command arrived, while a command holds (armed).
     last: Option<Instant>,
+    /// How long the last command holds: `timeout`, or its writer's [`CommandHold`].
+    hold: Duration,
     /// It stopped the device and no command has arrived since.
     tripped: bool,
 }
@@ -490,7 +513,7 @@ impl Registry {
         let next = self
             .devices
             .values()
-            .filter_map(|d| Some(d.watchdog.last? + d.watchdog.timeout?))
+            .filter_map(|d| Some(d.watchdog.last? + d.watchdog.timeout.map(|_| d.watchdog.hold)?))
             .min();
         let Some(at) = next else { return };
         match self.watchdog_check {
@@ -517,8 +540,9 @@ impl Registry {
             .devices
             .iter()
             .filter_map(|(&code, d)| {
-                let (last, timeout) = (d.watchdog.last?, d.watchdog.timeout?);
-                (now >= last + timeout).then_some((code, timeout))
+                let (last, _) = (d.watchdog.last?, d.watchdog.timeout?);
+                let hold = d.watchdog.hold;
+                (now >= last + hold).then_some((code, hold))
             })
             .collect();
         for (code, timeout) in expired {
@@ -703,12 +727,14 @@ impl Handler<Subscribe> for Registry {
         };
         let had_write = d.holders.get(&msg.session).is_some_and(|h| h.write);
         let had_read = d.holders.get(&msg.session).is_some_and(|h| h.read);
+        let hold = d.holders.get(&msg.session).and_then(|h| h.hold);
         d.holders.insert(
             msg.session,
             Holder {
                 read: msg.read,
                 write: msg.write,
                 recipient: msg.recipient.clone(),
+                hold: hold.filter(|_| msg.write),
             },
         );
         if had_write && !msg.write && spec.command_size.is_some() {
@@ -821,7 +847,11 @@ impl Handler<Command> for Registry {
                 timestamp: player_kit::driver::Timestamp::now(),
             });
         }
-        if d.watchdog.timeout.is_some() {
+        if let Some(timeout) = d.watchdog.timeout {
+            let asked = d.holders.get(&msg.session).and_then(|h| h.hold);
+            d.watchdog.hold = asked.map_or(timeout, |h| {
+                h.min(MAX_COMMAND_HOLD.max(timeout)).max(timeout)
+            });
             d.watchdog.last = Some(Instant::now());
             if d.watchdog.tripped {
                 d.watchdog.tripped = false;
@@ -831,6 +861,23 @@ impl Handler<Command> for Registry {
             self.schedule_watchdog(ctx);
         } else {
             d.driver.command.do_send(msg);
+        }
+    }
+}
+
+impl Handler<CommandHold> for Registry {
+    type Result = ();
+
+    /// Records how long this writer's commands hold; the next command it sends arms the
+    /// watchdog with it.
+    fn handle(&mut self, msg: CommandHold, _ctx: &mut Self::Context) {
+        if let Some(h) = self
+            .devices
+            .get_mut(&msg.device)
+            .and_then(|d| d.holders.get_mut(&msg.session))
+            .filter(|h| h.write)
+        {
+            h.hold = msg.hold;
         }
     }
 }

@@ -15,7 +15,8 @@ use super::schema::{self, Channel, Source};
 use super::{AddressSlot, Shared};
 use crate::notice::{kind, Notice};
 use crate::registry::{
-    Disconnect, EStop, GetMap, ListDevices, RouteConfig, SessionId, Subscribe, Unsubscribe, Watch,
+    CommandHold, Disconnect, EStop, GetMap, ListDevices, RouteConfig, SessionId, Subscribe,
+    Unsubscribe, Watch, MAX_COMMAND_HOLD,
 };
 use actix::prelude::*;
 use bytes::Bytes;
@@ -68,6 +69,10 @@ enum Target {
     /// `{latch}` → the robot's emergency stop (anyone may latch it; releasing it takes
     /// write rights).
     EStop,
+    /// A tool of Foxglove's 3D panel (`/move_base_simple/goal`, `/clicked_point`,
+    /// `/initialpose`): accepted and logged; player has no planner or localizer, so the
+    /// client is told nothing moves.
+    Tool(&'static str),
 }
 
 impl Target {
@@ -78,6 +83,9 @@ impl Target {
             "/gripper/cmd" => Some(Target::Gripper),
             "/motor_power" => Some(Target::MotorPower),
             "/estop" => Some(Target::EStop),
+            "/move_base_simple/goal" => Some(Target::Tool("/move_base_simple/goal")),
+            "/clicked_point" => Some(Target::Tool("/clicked_point")),
+            "/initialpose" => Some(Target::Tool("/initialpose")),
             _ => None,
         }
     }
@@ -88,13 +96,14 @@ impl Target {
             Target::CmdVel => Some(device::POSITION),
             Target::Ptz => Some(device::PTZ),
             Target::Gripper => Some(device::GRIPPER),
-            Target::MotorPower | Target::EStop => None,
+            Target::MotorPower | Target::EStop | Target::Tool(_) => None,
         }
     }
 }
 
 /// The topics a client may publish on, for messages naming them.
-pub const PUBLISH_TOPICS: &str = "/cmd_vel, /ptz/cmd, /gripper/cmd, /motor_power, /estop";
+pub const PUBLISH_TOPICS: &str = "/cmd_vel, /ptz/cmd, /gripper/cmd, /motor_power, /estop, \
+/move_base_simple/goal, /clicked_point, /initialpose";
 
 /// What the socket is waiting to take.
 struct Outbox {
@@ -125,6 +134,53 @@ struct DeviceState {
     last_reading: Option<Instant>,
     count: u32,
     rate: f64,
+    /// The client's command rate: when its last command came, the gaps before it.
+    pacing: Pacing,
+    /// The hold last told to the registry ([`CommandHold`]).
+    hold_sent: Option<Duration>,
+}
+
+/// How many of a writer's latest gaps between commands its hold follows.
+const PACING_WINDOW: usize = 4;
+
+/// When a web client's commands to one device came.
+#[derive(Default)]
+struct Pacing {
+    last: Option<Instant>,
+    gaps: VecDeque<Duration>,
+}
+
+impl Pacing {
+    /// Notes a command at `now`. A gap longer than [`MAX_COMMAND_HOLD`] starts afresh
+    /// (the device was stopped in between: a new press, not a rate).
+    fn note(&mut self, now: Instant) {
+        match self.last.map(|t| now.saturating_duration_since(t)) {
+            Some(gap) if gap <= MAX_COMMAND_HOLD => {
+                if self.gaps.len() == PACING_WINDOW {
+                    self.gaps.pop_front();
+                }
+                self.gaps.push_back(gap);
+            }
+            _ => self.gaps.clear(),
+        }
+        self.last = Some(now);
+    }
+
+    /// The rule for web writers: a command holds for 1.25 times the longest of the
+    /// writer's latest gaps between commands, rounded up to 50 ms, at most
+    /// [`MAX_COMMAND_HOLD`]; before it has kept a rate, [`MAX_COMMAND_HOLD`]. (The registry
+    /// never lets it fall below the device's `command_timeout`.) So a panel that repeats its
+    /// command at 1 Hz drives without a stop between messages, stops at most 1.25 s after
+    /// its last one (release, a frozen tab, a lost link), and a 10 Hz page keeps the
+    /// device's own 0.5 s.
+    fn hold(&self) -> Duration {
+        let Some(&longest) = self.gaps.iter().max() else {
+            return MAX_COMMAND_HOLD;
+        };
+        let step = 50u128;
+        let ms = (longest.as_millis() * 5).div_ceil(4).div_ceil(step) * step;
+        Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX)).min(MAX_COMMAND_HOLD)
+    }
 }
 
 /// A channel's newest encoded payload: the reading's sequence number and timestamp, and
@@ -289,6 +345,8 @@ impl WebSession {
         st.held = want;
         if !write {
             self.commands.remove(&code);
+            st.hold_sent = None;
+            st.pacing = Pacing::default();
         }
         let Some((read, write)) = want else {
             st.setting_up = false;
@@ -442,7 +500,8 @@ impl WebSession {
                         self.status(Level::Warning, &m, ctx);
                         continue;
                     }
-                    if target != Target::EStop && !self.may_write {
+                    let harmless = matches!(target, Target::EStop | Target::Tool(_));
+                    if !harmless && !self.may_write {
                         let m = format!(
                             "topic '{}' refused: this client may not command the robot (access policy{})",
                             c.topic,
@@ -535,6 +594,33 @@ impl WebSession {
                 info!(self.log, "motor power asked"; "on" => on);
                 return;
             }
+            Target::Tool(topic) => {
+                // geometry_msgs PoseStamped / PointStamped / PoseWithCovarianceStamped.
+                let pose = if v["pose"]["pose"].is_object() {
+                    &v["pose"]["pose"]
+                } else {
+                    &v["pose"]
+                };
+                let (x, y) = if topic == "/clicked_point" {
+                    (num(&v, &["point", "x"]), num(&v, &["point", "y"]))
+                } else {
+                    (num(pose, &["position", "x"]), num(pose, &["position", "y"]))
+                };
+                let frame: String = v["header"]["frame_id"]
+                    .as_str()
+                    .unwrap_or("")
+                    .chars()
+                    .take(64)
+                    .collect();
+                info!(self.log, "3D panel tool"; "topic" => topic, "x" => x, "y" => y, "frame" => &frame);
+                let what = match topic {
+                    "/move_base_simple/goal" => "goal ignored: player has no planner",
+                    "/initialpose" => "pose estimate ignored: player has no localizer",
+                    _ => "point noted",
+                };
+                let m = format!("{topic} ({x:.2}, {y:.2}) in '{frame}': {what}");
+                return self.status(Level::Info, &m, ctx);
+            }
             Target::EStop => {
                 let latch = v["latch"].as_bool().unwrap_or(true);
                 if !latch && !self.may_write {
@@ -552,11 +638,24 @@ impl WebSession {
             }
         };
         match self.commands.get(&code) {
-            Some(r) => r.do_send(Command {
-                device: code,
-                payload: Bytes::from(payload),
-                session: self.id,
-            }),
+            Some(r) => {
+                let st = self.devices.entry(code).or_default();
+                st.pacing.note(Instant::now());
+                let hold = st.pacing.hold();
+                if st.hold_sent != Some(hold) {
+                    st.hold_sent = Some(hold);
+                    self.shared.registry.do_send(CommandHold {
+                        session: self.id,
+                        device: code,
+                        hold: Some(hold),
+                    });
+                }
+                r.do_send(Command {
+                    device: code,
+                    payload: Bytes::from(payload),
+                    session: self.id,
+                })
+            }
             None => {
                 let st = self.devices.get(&code);
                 let why = match st {
@@ -851,5 +950,51 @@ impl Handler<Close> for WebSession {
 
     fn handle(&mut self, _msg: Close, ctx: &mut Self::Context) {
         ctx.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paced(gaps_ms: &[u64]) -> Pacing {
+        let mut p = Pacing::default();
+        let mut t = Instant::now();
+        p.note(t);
+        for &g in gaps_ms {
+            t += Duration::from_millis(g);
+            p.note(t);
+        }
+        p
+    }
+
+    #[test]
+    fn a_first_command_holds_the_longest() {
+        assert_eq!(paced(&[]).hold(), MAX_COMMAND_HOLD);
+    }
+
+    #[test]
+    fn a_1_hz_writer_holds_past_its_next_message_and_no_longer_than_the_bound() {
+        assert_eq!(paced(&[1000, 1000]).hold(), MAX_COMMAND_HOLD);
+        assert_eq!(paced(&[800, 790]).hold(), Duration::from_millis(1000));
+    }
+
+    #[test]
+    fn a_10_hz_writer_holds_briefly_and_follows_its_slowest_recent_gap() {
+        assert_eq!(paced(&[100, 100, 100]).hold(), Duration::from_millis(150));
+        assert_eq!(
+            paced(&[100, 300, 100, 100]).hold(),
+            Duration::from_millis(400)
+        );
+        // Only the latest four gaps count.
+        assert_eq!(
+            paced(&[300, 100, 100, 100, 100]).hold(),
+            Duration::from_millis(150)
+        );
+    }
+
+    #[test]
+    fn a_pause_longer_than_any_hold_starts_afresh() {
+        assert_eq!(paced(&[100, 100, 5000]).hold(), MAX_COMMAND_HOLD);
     }
 }
