@@ -47,14 +47,20 @@ function resolve(urlPath, filesDir) {
 }
 
 /**
- * Starts the server on a free loopback port; `filesDir` (optional) is served under /files/.
+ * Starts the server on a free loopback port; `filesDir` (optional) is served under /files/;
+ * `layout` (optional, a layout object) is served as /layout.json instead of the preset.
  * Resolves to { url, port, requests, close() }; `requests` lists "METHOD path range" lines.
  */
-export function startStudioServer({ filesDir } = {}) {
+export function startStudioServer({ filesDir, layout } = {}) {
   const requests = [];
   const server = http.createServer((req, res) => {
     const urlPath = decodeURIComponent(new URL(req.url, "http://x").pathname);
     requests.push(`${req.method} ${urlPath} ${req.headers.range ?? ""}`.trim());
+    if (layout && urlPath === "/layout.json") {
+      res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" });
+      res.end(JSON.stringify(layout));
+      return;
+    }
     const file = resolve(urlPath, filesDir && path.resolve(filesDir));
     let stat;
     try {
