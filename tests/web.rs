@@ -383,6 +383,7 @@ fn a_web_writer_at_1_hz_drives_without_stopping_and_stops_within_1_5_s_of_its_la
         .expect("stopped after the last command")
         .0;
     let after = stopped.duration_since(last);
+    eprintln!("stopped {after:?} after the last command");
     assert!(
         after <= Duration::from_millis(1500),
         "stopped {after:?} after the last command"

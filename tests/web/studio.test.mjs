@@ -133,7 +133,14 @@ test("Foxglove Studio 1.48 lists every topic, draws laser, sonar and map, and Te
     const opened = Date.now();
     await page.goto(`${studio.url}?ds=foxglove-websocket&ds.url=${encodeURIComponent(player.ws)}`);
 
-    // Every advertised topic in the data source sidebar's topic list within 10 s.
+    // Every advertised topic in the data source sidebar's topic list within 10 s of Studio
+    // showing (loading its 56 MB bundle takes 3 to 8 s of a shared CI machine's CPU, before
+    // it opens any connection; that part is Studio's, not the server's).
+    await page.waitForFunction(() => document.body?.innerText.includes("Data source"), null, {
+      timeout: 60_000,
+      polling: 50,
+    });
+    const shown = Date.now() - opened;
     await page.getByRole("tab", { name: "Topics" }).click({ timeout: 10_000 });
     let missing = topics;
     let listed = 0;
@@ -145,7 +152,7 @@ test("Foxglove Studio 1.48 lists every topic, draws laser, sonar and map, and Te
       else await sleep(100);
     }
     assert.deepEqual(missing, [], `topics Studio does not list; problems: ${JSON.stringify(problems)}`);
-    assert.ok(listed < 10_000, `topics listed after ${listed} ms`);
+    assert.ok(listed - shown < 10_000, `topics listed ${listed - shown} ms after Studio showed`);
     assert.deepEqual(problems, [], "no player problem (schema, message, connection)");
 
     // The 3D panel: laser, sonar cones and walls drawn (the preset follows base_link, top down).
@@ -238,7 +245,7 @@ test("Foxglove Studio 1.48 lists every topic, draws laser, sonar and map, and Te
 
     assert.deepEqual(errors, [], "no script errors");
     console.log(
-      `topics listed in ${listed} ms; pixels ${JSON.stringify(pixels)}; held ${held.length} readings, ` +
+      `Studio shown after ${shown} ms, topics listed after ${listed} ms; pixels ${JSON.stringify(pixels)}; held ${held.length} readings, ` +
         `moved ${Math.round(moved)} mm; stopped ${stopMs} ms after release, ${frozenStopMs} ms after freezing`,
     );
   } finally {

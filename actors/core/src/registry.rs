@@ -187,7 +187,7 @@ pub struct RouteConfig {
 }
 
 /// The longest a writer's [`CommandHold`] may make one command hold.
-pub const MAX_COMMAND_HOLD: Duration = Duration::from_millis(1250);
+pub const MAX_COMMAND_HOLD: Duration = Duration::from_millis(1200);
 
 /// Session → registry: how long each of this session's commands to `device` holds before
 /// the command watchdog stops the device, for a writer that renews its command at its own

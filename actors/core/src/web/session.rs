@@ -170,7 +170,7 @@ impl Pacing {
     /// writer's latest gaps between commands, rounded up to 50 ms, at most
     /// [`MAX_COMMAND_HOLD`]; before it has kept a rate, [`MAX_COMMAND_HOLD`]. (The registry
     /// never lets it fall below the device's `command_timeout`.) So a panel that repeats its
-    /// command at 1 Hz drives without a stop between messages, stops at most 1.25 s after
+    /// command at 1 Hz drives without a stop between messages, stops at most 1.2 s after
     /// its last one (release, a frozen tab, a lost link), and a 10 Hz page keeps the
     /// device's own 0.5 s.
     fn hold(&self) -> Duration {
