@@ -198,6 +198,24 @@ fn a_read_only_web_client_cannot_command_and_a_wrong_key_is_refused() {
         ws.send(Message::Text(m.to_string().into())).await.unwrap();
         let st = next_op(&mut ws, "status").await;
         assert!(st["message"].as_str().unwrap().contains("may not command"), "{st}");
+        // Nor call a service that commands (motor power, id 2); latching the e-stop is
+        // anyone's, releasing it is not.
+        let call = |service: u32, id: u32, body: &str| {
+            let mut b = vec![2u8];
+            b.extend_from_slice(&service.to_le_bytes());
+            b.extend_from_slice(&id.to_le_bytes());
+            b.extend_from_slice(&4u32.to_le_bytes());
+            b.extend_from_slice(b"json");
+            b.extend_from_slice(body.as_bytes());
+            Message::Binary(b.into())
+        };
+        ws.send(call(2, 7, r#"{"on":true}"#)).await.unwrap();
+        let f = next_op(&mut ws, "serviceCallFailure").await;
+        assert_eq!(f["callId"], 7);
+        assert!(f["message"].as_str().unwrap().contains("may not command"), "{f}");
+        ws.send(call(1, 8, r#"{"latch":false}"#)).await.unwrap();
+        let f = next_op(&mut ws, "serviceCallFailure").await;
+        assert_eq!(f["callId"], 8);
         // With it: accepted (no refusal status; a command moves nothing here, the grant
         // is what matters).
         let mut ws = connect(port, "foxglove.websocket.v1", "?key=sesame").await.unwrap();

@@ -10,7 +10,7 @@
 //! browser loses rounds, never delays the drivers or anyone else, and never queues a
 //! backlog. A client that takes nothing for `stall_timeout` is disconnected.
 
-use super::foxglove::{self, ClientOp, Level};
+use super::foxglove::{self, ClientBinary, ClientOp, Level};
 use super::schema::{self, Channel, Source};
 use super::{AddressSlot, Shared};
 use crate::notice::{kind, Notice};
@@ -298,6 +298,23 @@ impl WebSession {
         self.wake.notify_one();
     }
 
+    /// Queues a binary control message (a service call response) like a text one.
+    fn send_binary_control(&mut self, frame: Bytes, ctx: &mut Context<Self>) {
+        let mut out = self.out.borrow_mut();
+        if out.control.len() >= MAX_CONTROL {
+            drop(out);
+            warn!(
+                self.log,
+                "web client does not read its messages; disconnecting"
+            );
+            ctx.stop();
+            return;
+        }
+        out.control.push_back(Message::Binary(frame));
+        drop(out);
+        self.wake.notify_one();
+    }
+
     fn status(&mut self, level: Level, message: &str, ctx: &mut Context<Self>) {
         if level != Level::Info {
             info!(self.log, "web client told"; "status" => message);
@@ -536,7 +553,13 @@ impl WebSession {
 
     fn on_binary(&mut self, b: &[u8], ctx: &mut Context<Self>) {
         let (channel, payload) = match foxglove::parse_binary(b) {
-            Ok(x) => x,
+            Ok(ClientBinary::Message { channel, payload }) => (channel, payload),
+            Ok(ClientBinary::ServiceCall {
+                service,
+                call,
+                encoding,
+                payload,
+            }) => return self.on_service_call(service, call, encoding, payload, ctx),
             Err(e) => return self.status(Level::Error, &e, ctx),
         };
         let Some(&target) = self.pubs.get(&channel) else {
@@ -673,6 +696,100 @@ impl WebSession {
                 self.status(Level::Warning, &m, ctx);
             }
         }
+    }
+
+    /// A service call: the e-stop (anyone latches; releasing takes write rights), motor
+    /// power, odometry reset, or any device config (write rights), answered with a JSON
+    /// response or a `serviceCallFailure`.
+    fn on_service_call(
+        &mut self,
+        service: u32,
+        call: u32,
+        encoding: &str,
+        payload: &[u8],
+        ctx: &mut Context<Self>,
+    ) {
+        let fail = move |act: &mut Self, ctx: &mut Context<Self>, m: &str| {
+            act.send_text(foxglove::service_call_failure(service, call, m), ctx);
+        };
+        let Some(svc) = foxglove::SERVICES.iter().find(|s| s.id == service) else {
+            return fail(self, ctx, &format!("no service {service}"));
+        };
+        if encoding != "json" {
+            return fail(self, ctx, "only json requests are accepted");
+        }
+        let v: Value = match serde_json::from_slice(payload) {
+            Ok(v) => v,
+            Err(e) => return fail(self, ctx, &format!("request is not JSON: {e}")),
+        };
+        let respond = move |act: &mut Self, ctx: &mut Context<Self>, v: Value| {
+            let body = v.to_string();
+            let frame = foxglove::service_call_response(service, call, "json", body.as_bytes());
+            act.send_binary_control(frame, ctx);
+        };
+        let refused = "this client may not command the robot (access policy)";
+        let config = match svc.name {
+            "/estop" => {
+                let latch = v["latch"].as_bool().unwrap_or(true);
+                if !latch && !self.may_write {
+                    return fail(self, ctx, refused);
+                }
+                let fut = self.shared.registry.send(EStop {
+                    latch,
+                    client: self.client.clone(),
+                });
+                ctx.spawn(fut.into_actor(self).map(move |r, act, ctx| match r {
+                    Ok(changed) => respond(
+                        act,
+                        ctx,
+                        serde_json::json!({"latched": latch, "changed": changed}),
+                    ),
+                    Err(e) => fail(act, ctx, &e.to_string()),
+                }));
+                return;
+            }
+            _ if !self.may_write => return fail(self, ctx, refused),
+            "/motor_power" => {
+                let on = v["on"].as_bool().unwrap_or(false);
+                (device::POSITION, vec![codes::MOTOR_POWER, u8::from(on)])
+            }
+            "/reset_odometry" => (device::POSITION, vec![codes::RESET_ODOMETRY]),
+            _ => {
+                let one_char = |k: &str| match v[k].as_str().map(str::as_bytes) {
+                    Some([c]) => Some(*c),
+                    _ => None,
+                };
+                let (Some(dev), Some(code)) = (one_char("device"), one_char("code")) else {
+                    return fail(self, ctx, "device and code are one character each");
+                };
+                let args: Option<Vec<u8>> = match v["args"].as_array() {
+                    None => Some(Vec::new()),
+                    Some(a) if a.len() <= 64 => a
+                        .iter()
+                        .map(|x| x.as_u64().and_then(|n| u8::try_from(n).ok()))
+                        .collect(),
+                    Some(_) => None,
+                };
+                let Some(args) = args else {
+                    return fail(self, ctx, "args: at most 64 bytes (0 to 255)");
+                };
+                let mut p = vec![code];
+                p.extend_from_slice(&args);
+                (dev, p)
+            }
+        };
+        let (dev, bytes) = config;
+        info!(self.log, "service config"; "service" => svc.name, "device" => %char::from(dev));
+        let fut = self.shared.registry.send(RouteConfig {
+            device: dev,
+            payload: Bytes::from(bytes),
+            client: self.client.clone(),
+        });
+        ctx.spawn(fut.into_actor(self).map(move |r, act, ctx| match r {
+            Ok(Ok(())) => respond(act, ctx, serde_json::json!({"ok": true, "message": ""})),
+            Ok(Err(e)) => fail(act, ctx, &e.to_string()),
+            Err(e) => fail(act, ctx, &e.to_string()),
+        }));
     }
 
     fn fetch_map(&mut self, walls: bool, ctx: &mut Context<Self>) {
@@ -844,6 +961,7 @@ impl Actor for WebSession {
         self.send_text(info, ctx);
         let channels: Vec<Channel> = self.shared.channels.clone();
         self.send_text(foxglove::advertise(&channels), ctx);
+        self.send_text(foxglove::advertise_services(&foxglove::SERVICES), ctx);
         ctx.run_interval(TICK, |act, ctx| act.tick(ctx));
         self.shared.registry.do_send(Watch {
             session: self.id,
