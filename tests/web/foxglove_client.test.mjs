@@ -21,7 +21,7 @@ function within(ms, what, fn) {
   });
 }
 
-test("the Foxglove client library subscribes to every channel, decodes each, and calls the services", async () => {
+test("the Foxglove client library subscribes to every channel, decodes each, calls the services and reads the parameters", async () => {
   const player = await startPlayer();
   try {
     const ws = new WebSocket(player.ws, [FoxgloveClient.SUPPORTED_SUBPROTOCOL]);
@@ -172,6 +172,33 @@ test("the Foxglove client library subscribes to every channel, decodes each, and
     assert.equal(unknown.ok, false, "a config to a device the robot lacks fails");
     const bad = await call("/config", { device: "p", code: "m", args: [256] });
     assert.equal(bad.ok, false, "args are bytes");
+    // Parameters: the robot's settings, read-only.
+    assert.ok(info.capabilities.includes("parameters"));
+    const params = (names, id) =>
+      within(10_000, `parameters ${id}`, (done) => {
+        client.on("parameterValues", (p) => {
+          if (p.id === id) done(new Map(p.parameters.map((x) => [x.name, x.value])));
+        });
+        client.getParameters(names, id);
+      });
+    const all = await params([], "all");
+    assert.equal(all.get("robot"), "pioneer");
+    assert.ok(all.get("devices").includes("p"));
+    assert.equal(all.get("p.driver"), "sim");
+    assert.equal(all.get("p.command_timeout"), 0.5);
+    const one = await params(["p.command_timeout"], "one");
+    assert.deepEqual([...one.keys()], ["p.command_timeout"]);
+    const statusCount = statuses.length;
+    const answer = within(10_000, "setParameters answer", (done) => {
+      client.on("parameterValues", (p) => {
+        if (p.id === "set") done(p.parameters);
+      });
+    });
+    client.setParameters([{ name: "p.command_timeout", value: 5 }], "set");
+    assert.deepEqual(await answer, [{ name: "p.command_timeout", value: 0.5 }], "unchanged");
+    await waitFor("a read-only status", () =>
+      statuses.slice(statusCount).some((s) => /read-only/.test(s.message)),
+    );
     // Errors: only the e-stop's own.
     assert.deepEqual(
       statuses.filter((s) => s.level >= 2 && !/emergency stop/.test(s.message)),

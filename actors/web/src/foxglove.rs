@@ -66,7 +66,7 @@ pub fn choose_subprotocol(header: Option<&str>) -> Result<Option<&'static str>, 
 
 /// `serverInfo`.
 pub fn server_info(name: &str, session: u64, robot: &str) -> String {
-    json!({"op": "serverInfo", "name": name, "capabilities": ["clientPublish", "services"],
+    json!({"op": "serverInfo", "name": name, "capabilities": ["clientPublish", "services", "parameters"],
         "supportedEncodings": ["json"], "metadata": {"robot": robot},
         "sessionId": session.to_string()})
     .to_string()
@@ -185,6 +185,19 @@ pub fn service_call_failure(service: u32, call: u32, message: &str) -> String {
     .to_string()
 }
 
+/// `parameterValues`: `(name, value)` pairs, answering request `id`.
+pub fn parameter_values(params: &[(String, Value)], id: Option<&str>) -> String {
+    let list: Vec<Value> = params
+        .iter()
+        .map(|(name, value)| json!({"name": name, "value": value}))
+        .collect();
+    let mut v = json!({"op": "parameterValues", "parameters": list});
+    if let Some(id) = id {
+        v["id"] = json!(id);
+    }
+    v.to_string()
+}
+
 /// A binary `messageData` frame.
 pub fn message_data(subscription: u32, timestamp_ns: u64, payload: &[u8]) -> Bytes {
     let mut b = BytesMut::with_capacity(13 + payload.len());
@@ -230,6 +243,21 @@ pub enum ClientOp {
     Advertise(Vec<ClientChannel>),
     /// The client stops publishing on these channels.
     Unadvertise(Vec<u32>),
+    /// `getParameters`: these names (empty: all), answered with `parameterValues`
+    /// carrying `id`.
+    GetParameters {
+        /// The names asked for.
+        names: Vec<String>,
+        /// The request id to answer with.
+        id: Option<String>,
+    },
+    /// `setParameters`: the names the client tries to set.
+    SetParameters {
+        /// The names.
+        names: Vec<String>,
+        /// The request id to answer with.
+        id: Option<String>,
+    },
     /// An operation we do not support (named, for the status reply).
     Unsupported(String),
 }
@@ -245,6 +273,17 @@ struct Envelope {
     channels: Vec<ClientChannel>,
     #[serde(rename = "channelIds", default)]
     channel_ids: Vec<u32>,
+    #[serde(rename = "parameterNames", default)]
+    parameter_names: Vec<String>,
+    #[serde(default)]
+    parameters: Vec<NamedParameter>,
+    #[serde(default)]
+    id: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct NamedParameter {
+    name: String,
 }
 
 /// Parses a client text message. The error says what is wrong with it.
@@ -256,6 +295,14 @@ pub fn parse_text(text: &str) -> Result<ClientOp, String> {
         "unsubscribe" => ClientOp::Unsubscribe(e.subscription_ids),
         "advertise" => ClientOp::Advertise(e.channels),
         "unadvertise" => ClientOp::Unadvertise(e.channel_ids),
+        "getParameters" => ClientOp::GetParameters {
+            names: e.parameter_names,
+            id: e.id,
+        },
+        "setParameters" => ClientOp::SetParameters {
+            names: e.parameters.into_iter().map(|p| p.name).collect(),
+            id: e.id,
+        },
         other => ClientOp::Unsupported(other.chars().take(40).collect()),
     })
 }
@@ -349,7 +396,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(
-            parse_text(r#"{"op":"getParameters"}"#).unwrap(),
+            parse_text(r#"{"op":"subscribeConnectionGraph"}"#).unwrap(),
             ClientOp::Unsupported(_)
         ));
         assert!(parse_text("{").is_err());
@@ -407,5 +454,32 @@ mod tests {
         let adv: Value = serde_json::from_str(&advertise_services(&SERVICES)).unwrap();
         assert_eq!(adv["services"].as_array().unwrap().len(), SERVICES.len());
         assert_eq!(adv["services"][0]["request"]["encoding"], "json");
+    }
+
+    #[test]
+    fn parameter_requests_parse_and_values_carry_the_id() {
+        let g = parse_text(r#"{"op":"getParameters","parameterNames":["robot"],"id":"a"}"#);
+        assert_eq!(
+            g.unwrap(),
+            ClientOp::GetParameters {
+                names: vec!["robot".into()],
+                id: Some("a".into())
+            }
+        );
+        let s = parse_text(r#"{"op":"setParameters","parameters":[{"name":"x","value":1}]}"#);
+        assert_eq!(
+            s.unwrap(),
+            ClientOp::SetParameters {
+                names: vec!["x".into()],
+                id: None
+            }
+        );
+        let v: Value = serde_json::from_str(&parameter_values(
+            &[("robot".into(), json!("r"))],
+            Some("a"),
+        ))
+        .unwrap();
+        assert_eq!(v["id"], "a");
+        assert_eq!(v["parameters"][0]["value"], "r");
     }
 }

@@ -539,6 +539,35 @@ impl WebSession {
                     }
                 }
             }
+            ClientOp::GetParameters { names, id } => {
+                let all = self.parameters();
+                let picked: Vec<(String, Value)> = all
+                    .into_iter()
+                    .filter(|(n, _)| names.is_empty() || names.contains(n))
+                    .collect();
+                let reply = foxglove::parameter_values(&picked, id.as_deref());
+                self.send_text(reply, ctx);
+            }
+            ClientOp::SetParameters { names, id } => {
+                let shown: Vec<String> = names
+                    .iter()
+                    .take(8)
+                    .map(|n| n.chars().take(40).collect())
+                    .collect();
+                let m = format!(
+                    "parameters are read-only here: {} not set",
+                    shown.join(", ")
+                );
+                self.status(Level::Warning, &m, ctx);
+                if let Some(id) = id {
+                    let current: Vec<(String, Value)> = self
+                        .parameters()
+                        .into_iter()
+                        .filter(|(n, _)| names.contains(n))
+                        .collect();
+                    self.send_text(foxglove::parameter_values(&current, Some(&id)), ctx);
+                }
+            }
             ClientOp::Unsupported(op) => {
                 let m = format!("operation '{op}' is not supported");
                 self.status(Level::Warning, &m, ctx);
@@ -691,6 +720,42 @@ impl WebSession {
                 self.status(Level::Warning, &m, ctx);
             }
         }
+    }
+
+    /// The robot's settings as read-only parameters: its name and devices, each device's
+    /// driver and command watchdog (`<code>.driver`, `<code>.command_timeout` in seconds, 0
+    /// when unwatched), the endpoint's `web.stall_timeout`, `web.max_clients` and
+    /// `web.max_command_hold`.
+    fn parameters(&self) -> Vec<(String, Value)> {
+        use serde_json::json;
+        let sh = &self.shared;
+        let mut v = vec![
+            ("robot".to_string(), json!(sh.robot)),
+            (
+                "devices".to_string(),
+                json!(sh
+                    .specs
+                    .iter()
+                    .map(|(d, _)| char::from(d.code).to_string())
+                    .collect::<Vec<String>>()),
+            ),
+        ];
+        for (spec, driver) in &sh.specs {
+            let c = char::from(spec.code);
+            v.push((format!("{c}.driver"), json!(driver)));
+            let t = spec.command_timeout.map_or(0.0, |t| t.as_secs_f64());
+            v.push((format!("{c}.command_timeout"), json!(t)));
+        }
+        v.push((
+            "web.stall_timeout".into(),
+            json!(sh.stall_timeout.as_secs_f64()),
+        ));
+        v.push(("web.max_clients".into(), json!(sh.max_clients)));
+        v.push((
+            "web.max_command_hold".into(),
+            json!(MAX_COMMAND_HOLD.as_secs_f64()),
+        ));
+        v
     }
 
     /// A service call: the e-stop (anyone latches; releasing takes write rights), motor
