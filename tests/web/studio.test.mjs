@@ -212,7 +212,13 @@ test("Foxglove Studio 1.48 lists every topic, draws laser, sonar and map, and Te
     const end = tcp.latest();
     const moved = Math.hypot(end.x_mm - start.x_mm, end.y_mm - start.y_mm);
     assert.ok(moved > 300, `moved ${moved} mm while held`);
-    assert.equal(stopped, 0, `readings at speed 0 while held: ${stopped} of ${held.length}`);
+    const when = held.filter((s) => s.speed_mm_s === 0).map((s) => s.at - pressed);
+    assert.equal(
+      stopped,
+      0,
+      `readings at speed 0 while held: ${stopped} of ${held.length}, at ${when} ms after the press ` +
+        "(a 1 Hz message more than 0.2 s late; a heavily loaded machine delays the page's timer)",
+    );
     const stop = await until("the robot stopped after release", 10_000, () =>
       tcp.samples.find((s) => s.at > released && s.speed_mm_s === 0),
     );
