@@ -17,6 +17,9 @@ pub mod settings;
 
 pub use player_core::{access, codec, frontend, logging, notice, registry, session, timer};
 pub use player_drivers as drivers;
+
+pub mod check;
+pub mod daemon;
 pub use player_emulators as emulators;
 pub use player_kit::{catalog, driver, link};
 pub use player_record as record;
