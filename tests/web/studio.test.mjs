@@ -127,6 +127,22 @@ test("Foxglove Studio 1.48 lists every topic, draws laser, sonar and map, and Te
       assert.ok(topics.includes(t), `${t} advertised (got ${topics})`);
     }
     const page = browser.context.pages()[0] ?? (await browser.context.newPage());
+    // When Teleop's repeat timer fires (its callback publishes): a loaded machine can make
+    // the page's 1 Hz late, and a message later than the hold rightly lets the robot stop.
+    await page.addInitScript(() => {
+      const plain = window.setInterval;
+      window.__teleopTicks = [];
+      window.setInterval = function (fn, ms, ...rest) {
+        if (typeof fn === "function" && /\.publish/.test(String(fn))) {
+          const wrapped = function (...a) {
+            window.__teleopTicks.push(performance.timeOrigin + performance.now());
+            return fn.apply(this, a);
+          };
+          return plain.call(this, wrapped, ms, ...rest);
+        }
+        return plain.call(this, fn, ms, ...rest);
+      };
+    });
     const problems = collectProblems(page);
     const errors = [];
     page.on("pageerror", (e) => errors.push(String(e)));
@@ -208,16 +224,25 @@ test("Foxglove Studio 1.48 lists every topic, draws laser, sonar and map, and Te
     const released = Date.now();
     await page.mouse.up();
     const held = tcp.samples.filter((s) => s.at >= firstMove.at && s.at <= released);
-    const stopped = held.filter((s) => s.speed_mm_s === 0).length;
     const end = tcp.latest();
     const moved = Math.hypot(end.x_mm - start.x_mm, end.y_mm - start.y_mm);
     assert.ok(moved > 300, `moved ${moved} mm while held`);
-    const when = held.filter((s) => s.speed_mm_s === 0).map((s) => s.at - pressed);
-    assert.equal(
-      stopped,
-      0,
-      `readings at speed 0 while held: ${stopped} of ${held.length}, at ${when} ms after the press ` +
-        "(a 1 Hz message more than 0.2 s late; a heavily loaded machine delays the page's timer)",
+    // No reading at speed 0 while held, except after a message the page itself sent more
+    // than the 1.2 s hold late (from then until 0.4 s after the late message).
+    const ticks = [pressed, ...(await page.evaluate(() => window.__teleopTicks))].filter(
+      (t) => t <= released,
+    );
+    const late = [];
+    for (let i = 1; i < ticks.length; i++) {
+      if (ticks[i] - ticks[i - 1] > 1200) late.push([ticks[i - 1] + 1200, ticks[i] + 400]);
+    }
+    const stops = held.filter((s) => s.speed_mm_s === 0);
+    const unexplained = stops.filter((s) => !late.some(([a, b]) => s.at >= a && s.at <= b));
+    const gaps = ticks.slice(1).map((t, i) => Math.round(t - ticks[i]));
+    assert.deepEqual(
+      unexplained.map((s) => s.at - pressed),
+      [],
+      `readings at speed 0 while held (ms after the press), the page's gaps between messages ${gaps} ms`,
     );
     const stop = await until("the robot stopped after release", 10_000, () =>
       tcp.samples.find((s) => s.at > released && s.speed_mm_s === 0),
@@ -251,7 +276,8 @@ test("Foxglove Studio 1.48 lists every topic, draws laser, sonar and map, and Te
 
     assert.deepEqual(errors, [], "no script errors");
     console.log(
-      `Studio shown after ${shown} ms, topics listed after ${listed} ms; pixels ${JSON.stringify(pixels)}; held ${held.length} readings, ` +
+      `Studio shown after ${shown} ms, topics listed after ${listed} ms; pixels ${JSON.stringify(pixels)}; held ${held.length} readings ` +
+        `(Teleop's gaps ${gaps} ms, ${stops.length} at speed 0 after a late one), ` +
         `moved ${Math.round(moved)} mm; stopped ${stopMs} ms after release, ${frozenStopMs} ms after freezing`,
     );
   } finally {
