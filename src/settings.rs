@@ -4,8 +4,8 @@
 //!
 //! The file schema is one: an unknown section or key, in the core's sections or a front
 //! end's, is an error naming it. The core reads its own sections and hands the front ends'
-//! back raw; each front-end crate reads its own ([`RecordSettings::from_section`],
-//! [`ZenohSettings::from_section`]) and applies its own flags.
+//! back raw; each front-end crate reads its own ([`RecordSettings::from_settings`],
+//! [`ZenohSettings::from_settings`]) and applies its own flags.
 
 pub use player_core::settings::{
     absolute, check_seconds, DriverSettings, FlagSpec, FrontEndSyntax, GivenFlag, RobotSettings,
@@ -64,14 +64,8 @@ impl DerefMut for Settings {
 impl Settings {
     /// The front ends' sections of `core` read and checked.
     pub fn compose(core: CoreSettings) -> Result<Settings, SettingsError> {
-        let origin = core.origin.clone();
-        let record = RecordSettings::from_section(core.sections.get("record"), &origin)?;
-        let zenoh = ZenohSettings::from_section(
-            core.sections.get("zenoh"),
-            &origin,
-            &core.robot,
-            &core.access,
-        )?;
+        let record = RecordSettings::from_settings(&core)?;
+        let zenoh = ZenohSettings::from_settings(&core)?;
         Ok(Settings {
             core,
             record,

@@ -9,6 +9,8 @@
 //!   core, the kit and `player-proto` (the recorder also on the web viewer, whose Foxglove
 //!   channels a recording carries);
 //! - the kit depends on nothing of ours but `player-proto`;
+//! - the one dev-only actor crate (`publish = false`), the test harness `player-testkit`,
+//!   is none of these: it starts the whole server in-process for the tests and benches;
 //! - no source file picks its module file with a path attribute, except the tests' and
 //!   benches' shared helpers.
 //!
@@ -18,11 +20,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// One package of the workspace: its name, its folder relative to the workspace root, and
-/// its normal and build dependencies.
+/// its normal and build dependencies, and whether it is dev-only (`publish = false`).
 struct Package {
     name: String,
     dir: PathBuf,
     deps: Vec<String>,
+    dev_only: bool,
 }
 
 fn root() -> &'static Path {
@@ -70,6 +73,7 @@ fn workspace() -> Vec<Package> {
                 name: p["name"].as_str().unwrap().to_string(),
                 dir,
                 deps,
+                dev_only: p["publish"].as_array().is_some_and(Vec::is_empty),
             }
         })
         .collect()
@@ -92,6 +96,17 @@ fn ours_but<'a>(all: &[Package], p: &'a Package, allowed: &[&str]) -> Vec<&'a st
 
 fn under_actors(p: &Package) -> bool {
     p.dir.starts_with("actors")
+}
+
+#[test]
+fn the_only_dev_only_crate_is_the_test_harness() {
+    let all = workspace();
+    let dev_only: Vec<&str> = all
+        .iter()
+        .filter(|p| p.dev_only)
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(dev_only, ["player-testkit"]);
 }
 
 #[test]
@@ -141,7 +156,7 @@ fn drivers_and_the_kit_depend_on_the_kit_and_the_protocol_only() {
     let drivers: Vec<&Package> = all
         .iter()
         .filter(|p| under_actors(p) && p.name != "player-kit" && p.name != "player-core")
-        .filter(|p| !p.deps.iter().any(|d| d == "player-core"))
+        .filter(|p| !p.deps.iter().any(|d| d == "player-core") && !p.dev_only)
         .collect();
     assert!(drivers.iter().any(|p| p.name == "player-drivers"));
     for d in drivers {
@@ -160,7 +175,7 @@ fn front_ends_depend_on_the_core_kit_and_protocol_only() {
     let all = workspace();
     let front_ends: Vec<&Package> = all
         .iter()
-        .filter(|p| under_actors(p) && p.deps.iter().any(|d| d == "player-core"))
+        .filter(|p| under_actors(p) && p.deps.iter().any(|d| d == "player-core") && !p.dev_only)
         .collect();
     let names: Vec<&str> = front_ends.iter().map(|p| p.name.as_str()).collect();
     for expected in ["player-web", "player-record", "player-zenoh"] {

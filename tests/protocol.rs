@@ -2,10 +2,8 @@
 //! replies, data order and sizes, rates, and the access rules
 //! (docs/reference/client-protocol-notes.md 3.2).
 
-mod common;
-
-use common::*;
 use player_proto::data::{Gripper, Laser, Misc, Position, Ptz, Sonar, Vision};
+use player_testkit::*;
 use std::time::{Duration, Instant};
 
 #[test]

@@ -12,16 +12,16 @@
 //!
 //! [`Holdings`] is the bookkeeping every front end needs to hold devices at a registry:
 //! the access wanted per device, the `Subscribe`/`Unsubscribe` sent when it changes, and
-//! replies to requests a later change superseded told apart from current ones. Its pure
-//! part is [`Wants`].
+//! replies to requests a later change superseded told apart from current ones, and
+//! leaving. Its pure part is [`Wants`].
 
 use crate::access::{AccessSettings, Policy};
-use crate::registry::{Registry, SessionId, Subscribe, Unsubscribe};
+use crate::registry::{Disconnect, Registry, SessionId, Subscribe, Unsubscribe};
 use crate::settings::ServerSettings;
 use actix::dev::Request;
 use actix::prelude::*;
 use futures::future::LocalBoxFuture;
-use player_kit::driver::{DataRecipient, DeviceSpec};
+use player_kit::driver::{DataRecipient, DeviceData, DeviceSpec};
 use slog::Logger;
 use std::any::Any;
 use std::collections::HashMap;
@@ -158,6 +158,8 @@ pub struct Wants {
     /// Per device held (or asked for): the access and the newest request's number.
     held: HashMap<u8, (Access, u64)>,
     next: u64,
+    /// Per device: the sequence number of the newest reading taken.
+    taken: HashMap<u8, u64>,
 }
 
 impl Wants {
@@ -203,6 +205,21 @@ impl Wants {
     /// Whether `code`'s data is wanted (its readings are to be taken).
     pub fn reads(&self, code: u8) -> bool {
         self.held(code).is_some_and(|a| a.read)
+    }
+
+    /// Whether reading number `seq` of `code` is to be taken: the device is read and the
+    /// reading is newer than the last one taken (the registry sends a new reader the
+    /// newest reading, which it may have had already).
+    pub fn take(&mut self, code: u8, seq: u64) -> bool {
+        if !self.reads(code) {
+            return false;
+        }
+        let last = self.taken.entry(code).or_insert(0);
+        if seq <= *last {
+            return false;
+        }
+        *last = seq;
+        true
     }
 
     /// Forgets everything (the session left the registry).
@@ -309,8 +326,17 @@ impl Holdings {
         self.wants.reads(code)
     }
 
-    /// Forgets every holding, without telling the registry (after a `Disconnect`).
-    pub fn clear(&mut self) {
+    /// Whether reading `d` is to be taken (see [`Wants::take`]).
+    pub fn take(&mut self, d: &DeviceData) -> bool {
+        self.wants.take(d.device, d.seq)
+    }
+
+    /// Leaves the registry (`Disconnect`: every device held is released, a device this
+    /// session commanded is stopped) and forgets every holding.
+    pub fn leave(&mut self) {
+        self.registry.do_send(Disconnect {
+            session: self.session,
+        });
         self.wants.clear();
     }
 }
@@ -395,6 +421,26 @@ mod tests {
         assert_eq!(w.held(b'z'), None);
         assert!(!w.reads(b'z'));
         ask(w.want(b'z', RW));
+    }
+
+    #[test]
+    fn readings_are_taken_once_in_order_and_only_while_read() {
+        let mut w = Wants::new();
+        assert!(!w.take(b'l', 1), "not held");
+        let t = ask(w.want(b'l', R));
+        assert!(
+            w.take(b'l', 1),
+            "asked for: readings may come before the reply"
+        );
+        assert!(w.settle(t, true));
+        assert!(!w.take(b'l', 1), "the same reading again");
+        assert!(w.take(b'l', 3));
+        assert!(!w.take(b'l', 2), "older than the last taken");
+        ask(w.want(b'l', Access::new(false, true)));
+        assert!(!w.take(b'l', 4), "held for writing only");
+        ask(w.want(b'l', R));
+        assert!(!w.take(b'l', 3), "taken before the change");
+        assert!(w.take(b'l', 5));
     }
 
     #[test]

@@ -516,19 +516,14 @@ impl Server {
                         ..*spec
                     })
                     .collect();
-                for spec in &specs {
-                    if let Some((_, first)) = served.iter().find(|(s, _)| s.code == spec.code) {
-                        return Err(StartError::ServedTwice {
-                            robot: robot.name.clone(),
-                            device: spec.code,
-                            first: first.clone(),
-                            second: d.driver.clone(),
-                        });
-                    }
-                }
                 registry
                     .add_driver(&d.driver, sd.handle, &specs)
-                    .map_err(|e| SettingsError::value(&settings.origin, "robot", e.to_string()))?;
+                    .map_err(|e| StartError::ServedTwice {
+                        robot: e.robot,
+                        device: e.device,
+                        first: e.first,
+                        second: e.second,
+                    })?;
                 served.extend(specs.iter().map(|s| (*s, d.driver.clone())));
             }
             let mut devices = [false; 256];

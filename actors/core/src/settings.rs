@@ -324,6 +324,21 @@ impl Settings {
         )
     }
 
+    /// Front-end section `name` read as a `T` (`T::default()` when the file has none); an
+    /// unknown key or a wrong type is an error naming the section and the key.
+    pub fn section<T: serde::de::DeserializeOwned + Default>(
+        &self,
+        name: &str,
+    ) -> Result<T, SettingsError> {
+        match self.sections.get(name) {
+            None => Ok(T::default()),
+            Some(v) => v
+                .clone()
+                .try_deserialize()
+                .map_err(|e| SettingsError::value(&self.origin, name, e.to_string())),
+        }
+    }
+
     /// The shipped default configuration.
     pub fn default_config() -> Settings {
         Self::default_config_with(&FrontEndSyntax::default())

@@ -36,10 +36,10 @@ use actix::prelude::*;
 pub use layout::{RAW_ENCODING, RAW_SCHEMA_ENCODING};
 use mcap::records::MessageHeader;
 use mcap::{WriteOptions, Writer};
-use player_core::frontend::{FrontEnd, FrontEndContext};
-use player_core::registry::{Disconnect, Registry, SessionId, Subscribe, Tap};
+use player_core::frontend::{Access, Asked, Change, FrontEnd, FrontEndContext, Holdings};
+use player_core::registry::{Registry, SessionId, Tap};
 pub use player_core::registry::{Sent, Tapped};
-use player_core::settings::{check_seconds, FlagSpec, FrontEndSyntax, SettingsError};
+use player_core::settings::{check_seconds, FlagSpec, FrontEndSyntax, Settings, SettingsError};
 use player_kit::driver::{DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, Timestamp};
 use player_proto::device;
 use player_web::schema::{self as foxglove, Source};
@@ -97,18 +97,9 @@ impl RecordSettings {
 
     /// The `[record]` section of settings read with [`SYNTAX`] (the defaults when there
     /// is none), checked; errors name the key.
-    pub fn from_section(
-        section: Option<&config::Value>,
-        origin: &str,
-    ) -> Result<Self, SettingsError> {
-        let s: RecordSettings = match section {
-            None => RecordSettings::default(),
-            Some(v) => v
-                .clone()
-                .try_deserialize()
-                .map_err(|e| SettingsError::value(origin, "record", e.to_string()))?,
-        };
-        s.check(origin)?;
+    pub fn from_settings(settings: &Settings) -> Result<Self, SettingsError> {
+        let s: RecordSettings = settings.section("record")?;
+        s.check(&settings.origin)?;
         Ok(s)
     }
 
@@ -544,6 +535,8 @@ pub struct Recorder {
     file_no: u32,
     stats: RecordStats,
     last_seq: HashMap<(usize, u8), u64>,
+    /// Per robot (in the order of `sources`): the devices held at its registry.
+    holdings: Vec<Holdings>,
     refused: HashMap<(usize, u8), u32>,
     finishing: bool,
     /// The latest log time written (nanoseconds since the epoch).
@@ -666,20 +659,19 @@ impl Recorder {
         if self.finishing {
             return;
         }
-        let src = &self.sources[ri];
-        let Some(tap) = self.taps.get(ri) else {
+        let (Some(tap), Some(holdings)) = (self.taps.get(ri), self.holdings.get_mut(ri)) else {
             return;
         };
-        let fut = src.registry.send(Subscribe {
-            session: src.session,
-            device: code,
-            read: true,
-            write: false,
-            recipient: DataRecipient::of(tap),
-            client: "recorder".into(),
-        });
+        let read = Access::new(true, false);
+        let Change::Asked(asked) = holdings.want(code, read, || DataRecipient::of(tap)) else {
+            return;
+        };
+        let Asked { ticket, reply, .. } = *asked;
         let retry = Duration::from_secs_f64(self.settings.retry_seconds);
-        ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
+        ctx.spawn(reply.into_actor(self).map(move |res, act, ctx| {
+            if !act.holdings[ri].settle(ticket, matches!(res, Ok(Ok(_)))) {
+                return;
+            }
             let robot = act.sources[ri].robot.clone();
             match res {
                 Ok(Ok(_)) => {
@@ -797,10 +789,8 @@ impl Handler<Finish> for Recorder {
 
     fn handle(&mut self, _msg: Finish, ctx: &mut Self::Context) -> Self::Result {
         self.finishing = true;
-        for src in &self.sources {
-            src.registry.do_send(Disconnect {
-                session: src.session,
-            });
+        for h in &mut self.holdings {
+            h.leave();
         }
         self.close();
         info!(self.log, "recording finished"; "files" => self.stats.files.len(), "readings" => self.stats.readings, "commands_and_configs" => self.stats.sent, "bytes" => self.stats.bytes);
@@ -829,6 +819,10 @@ impl RecorderHandle {
         let out = Output::open(&path, settings, &sources)?;
         let robots = sources.len();
         info!(log, "recording"; "file" => %path.display(), "robots" => sources.len());
+        let holdings = sources
+            .iter()
+            .map(|s| Holdings::new(s.registry.clone(), s.session, "recorder"))
+            .collect();
         let recorder = Recorder {
             settings: settings.clone(),
             path: path.clone(),
@@ -841,6 +835,7 @@ impl RecorderHandle {
                 ..Default::default()
             },
             last_seq: HashMap::new(),
+            holdings,
             refused: HashMap::new(),
             finishing: false,
             last_log_time: 0,

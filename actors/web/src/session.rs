@@ -22,8 +22,7 @@ use hyper_util::rt::TokioIo;
 use player_core::frontend::{Access, Asked, Change, Holdings};
 use player_core::notice::{kind, Notice};
 use player_core::registry::{
-    CommandHold, Disconnect, EStop, GetMap, ListDevices, RouteConfig, SessionId, Watch,
-    MAX_COMMAND_HOLD,
+    CommandHold, EStop, GetMap, ListDevices, RouteConfig, SessionId, Watch, MAX_COMMAND_HOLD,
 };
 use player_kit::driver::{
     Command, DataRecipient, DeviceData, DeviceDataBatch, MapOutline, Timestamp,
@@ -129,7 +128,6 @@ impl Outbox {
 struct DeviceState {
     setting_up: bool,
     failed: Option<String>,
-    last_seq: u64,
     last_reading: Option<Instant>,
     count: u32,
     rate: f64,
@@ -413,16 +411,10 @@ impl WebSession {
     }
 
     fn on_reading(&mut self, d: &DeviceData) {
-        if !self.holdings.reads(d.device) {
+        if !self.holdings.take(d) {
             return;
         }
-        let Some(st) = self.devices.get_mut(&d.device) else {
-            return;
-        };
-        if d.seq <= st.last_seq {
-            return;
-        }
-        st.last_seq = d.seq;
+        let st = self.devices.entry(d.device).or_default();
         st.last_reading = Some(Instant::now());
         st.count += 1;
         let mut frames = Vec::new();
@@ -1035,9 +1027,7 @@ impl Actor for WebSession {
     }
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
-        self.shared
-            .registry
-            .do_send(Disconnect { session: self.id });
+        self.holdings.leave();
         self.out.borrow_mut().closed = true;
         self.wake.notify_one();
         if let Some(w) = self.writer.take() {

@@ -45,7 +45,7 @@ use futures::channel::oneshot;
 use player_core::access::AccessSettings;
 use player_core::frontend::{FrontEnd, FrontEndContext, SessionIds};
 use player_core::registry::Registry;
-use player_core::settings::{FlagSpec, FrontEndSyntax, RobotSettings, SettingsError};
+use player_core::settings::{FlagSpec, FrontEndSyntax, RobotSettings, Settings, SettingsError};
 use player_kit::driver::Timestamp;
 use player_proto::device;
 use player_proto::ext::DeviceEntry;
@@ -159,21 +159,10 @@ impl ZenohSettings {
     }
 
     /// The `[zenoh]` section of settings read with [`SYNTAX`] (the defaults when there is
-    /// none), checked against `robots` and `access`; errors name the key.
-    pub fn from_section(
-        section: Option<&config::Value>,
-        origin: &str,
-        robots: &[RobotSettings],
-        access: &AccessSettings,
-    ) -> Result<Self, SettingsError> {
-        let s: ZenohSettings = match section {
-            None => ZenohSettings::default(),
-            Some(v) => v
-                .clone()
-                .try_deserialize()
-                .map_err(|e| SettingsError::value(origin, "zenoh", e.to_string()))?,
-        };
-        s.check(robots, access, origin)?;
+    /// none), checked against their robots and access policy; errors name the key.
+    pub fn from_settings(settings: &Settings) -> Result<Self, SettingsError> {
+        let s: ZenohSettings = settings.section("zenoh")?;
+        s.check(&settings.robot, &settings.access, &settings.origin)?;
         Ok(s)
     }
 

@@ -12,7 +12,7 @@ use actix::prelude::*;
 use bytes::Bytes;
 use player_core::frontend::{Access, Asked, Change, Holdings};
 use player_core::logging::{code as show, Throttle};
-use player_core::registry::{Disconnect, EStop, EStopState, ListDevices, Registry, SessionId};
+use player_core::registry::{EStop, EStopState, ListDevices, Registry, SessionId};
 use player_kit::driver::{Command, DataRecipient, DeviceData, DeviceDataBatch};
 use player_proto::device;
 use slog::{info, warn, Logger};
@@ -262,7 +262,6 @@ struct Dev {
     pending: Option<Bytes>,
     last_command: Option<Instant>,
     failed_at: Option<Instant>,
-    last_seq: u64,
 }
 
 /// Counters for the log line at the end (and the bench).
@@ -441,16 +440,9 @@ impl RobotBridge {
     }
 
     fn take_reading(&mut self, d: &DeviceData, ctx: &mut Context<Self>) {
-        if !self.holdings.reads(d.device) {
+        if !self.holdings.take(d) {
             return;
         }
-        let Some(dev) = self.devs.get_mut(&d.device) else {
-            return;
-        };
-        if d.seq <= dev.last_seq {
-            return;
-        }
-        dev.last_seq = d.seq;
         if self.waiting.insert(d.device, d.clone()).is_some() {
             self.stats.replaced += 1;
         }
@@ -492,9 +484,7 @@ impl Actor for RobotBridge {
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
         if !self.detached {
-            self.o.registry.do_send(Disconnect {
-                session: self.o.session,
-            });
+            self.holdings.leave();
         }
     }
 }
@@ -517,9 +507,7 @@ impl Handler<Detach> for RobotBridge {
     fn handle(&mut self, _msg: Detach, ctx: &mut Self::Context) {
         if !self.detached {
             self.detached = true;
-            self.o.registry.do_send(Disconnect {
-                session: self.o.session,
-            });
+            self.holdings.leave();
         }
         self.publishers.clear();
         let s = self.stats;

@@ -1,104 +1,39 @@
-//! Shared helpers of the hardware-driver tests (`tests/hw_*.rs`): an in-process server
-//! configured from TOML text, a log that tests can search, and polling with generous
-//! deadlines (the suite must not be flaky on a loaded two-core machine).
+//! What the hardware-driver tests (`tests/hw_*.rs`) share: a server configured from TOML
+//! text with its log captured, reading and driving until a round shows what a test waits
+//! for, and the two checks every serial driver gets: a port that does not exist, and a
+//! port where nothing answers.
 //!
 //! Set `PLAYER_TEST_LOG=1` to also see the server's log on standard error.
-#![allow(dead_code)]
 
-#[path = "../common/mod.rs"]
-mod common;
-
+use crate::{wait_until, LogCapture, TestServer};
 use player::settings::Settings;
 use player_client::Client;
-use slog::{Drain, Key, OwnedKVList, Record, Serializer, KV};
-use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-/// How long any single expected event may take before the test fails.
-pub const TIMEOUT: Duration = Duration::from_secs(10);
+pub use crate::TIMEOUT;
 
-/// Every log line the server wrote, as `message key=value ...`.
-#[derive(Clone, Default)]
-pub struct LogLines(Arc<Mutex<Vec<String>>>);
-
-impl LogLines {
-    /// Whether some line contains every one of `parts`.
-    pub fn has(&self, parts: &[&str]) -> bool {
-        self.0
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|l| parts.iter().all(|p| l.contains(p)))
-    }
-
-    /// All lines so far, one per line (for failure messages).
-    pub fn dump(&self) -> String {
-        self.0.lock().unwrap().join("\n")
-    }
-}
-
-struct Line(String);
-
-impl Serializer for Line {
-    fn emit_arguments(&mut self, key: Key, val: &fmt::Arguments) -> slog::Result {
-        self.0.push_str(&format!(" {key}={val}"));
-        Ok(())
-    }
-}
-
-struct Capture {
-    lines: LogLines,
-    echo: bool,
-}
-
-impl Drain for Capture {
-    type Ok = ();
-    type Err = slog::Never;
-
-    fn log(&self, record: &Record, values: &OwnedKVList) -> Result<(), slog::Never> {
-        let mut line = Line(format!(
-            "{} {}",
-            record.level().as_short_str(),
-            record.msg()
-        ));
-        let _ = record.kv().serialize(record, &mut line);
-        let _ = values.serialize(record, &mut line);
-        if self.echo {
-            eprintln!("{}", line.0);
-        }
-        self.lines.0.lock().unwrap().push(line.0);
-        Ok(())
-    }
-}
-
-/// A server running in-process on its own thread (the integration tests' harness), with
-/// its log captured. Dropping it shuts it down.
-pub struct TestServer {
-    inner: common::TestServer,
+/// A server running in-process (a [`TestServer`]) with its log captured. Dropping it
+/// shuts it down.
+pub struct HwServer {
+    inner: TestServer,
     /// The server's log.
-    pub log: LogLines,
+    pub log: LogCapture,
 }
 
-/// Starts a server configured by `toml` (one robot; its port and address are replaced by
+/// Starts a server configured by `toml` (its robots' ports and addresses are replaced by
 /// 127.0.0.1 port 0).
-pub fn start_server(toml: &str) -> TestServer {
+pub fn start_server(toml: &str) -> HwServer {
     let settings = Settings::from_toml(toml, "test").expect("test configuration");
-    let log = LogLines::default();
-    let drain = Capture {
-        lines: log.clone(),
-        echo: std::env::var_os("PLAYER_TEST_LOG").is_some(),
-    };
-    let logger = slog::Logger::root(Mutex::new(drain).fuse(), slog::o!());
-    TestServer {
-        inner: common::start_server_logged(settings, player::builtin_catalog(), logger),
+    let log = LogCapture::default();
+    HwServer {
+        inner: TestServer::start_logged(settings, player::builtin_catalog(), log.logger()),
         log,
     }
 }
 
-impl TestServer {
+impl HwServer {
     /// The robot's address.
     pub fn addr(&self) -> SocketAddr {
         self.inner.addr()
@@ -118,14 +53,8 @@ impl TestServer {
 }
 
 /// Polls `f` every 20 ms until it returns true; fails with `what` after [`TIMEOUT`].
-pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + TIMEOUT;
-    while !f() {
-        if Instant::now() > deadline {
-            panic!("timed out waiting for {what}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+pub fn wait_for(what: &str, f: impl FnMut() -> bool) {
+    wait_until(TIMEOUT, what, f);
 }
 
 /// Reads rounds until `f` accepts one; fails with `what` after [`TIMEOUT`].
@@ -195,11 +124,11 @@ pub fn read_new_until(
     }
 }
 
-/// A fresh directory for symlinks and such, removed by the OS eventually (under the
-/// target directory so it never collides with another test run).
+/// A fresh directory for symlinks and such, under the system's temporary directory (named
+/// by process and thread, so it never collides with another test).
 pub fn scratch_dir(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "{name}-{}-{:?}",
+    let d = std::env::temp_dir().join(format!(
+        "player-{name}-{}-{:?}",
         std::process::id(),
         std::thread::current().id()
     ));
@@ -220,4 +149,45 @@ pub fn robot_toml(drivers: &[(&str, &str, &str)]) -> String {
         ));
     }
     s
+}
+
+/// A device its driver cannot reach: a server configured by `toml` refuses it (`e`) when a
+/// client asks for `request` (e.g. `"pr"`), and some log line contains every one of
+/// `log_parts` (the port, and why).
+pub fn assert_unreachable(toml: &str, request: &str, device: u8, log_parts: &[&str]) {
+    let server = start_server(toml);
+    let mut c = server.client();
+    let grant = c.request(request).unwrap();
+    assert_eq!(grant.access(device), Some(b'e'), "the grant of {request:?}");
+    assert!(
+        server.log.has(log_parts),
+        "no log line says {log_parts:?}:\n{}",
+        server.log.dump()
+    );
+}
+
+/// A port that does not exist: `toml_for(port)` configures the driver on `port`; asking for
+/// `request` gets `e` for `device` and a log line names the port.
+pub fn assert_missing_port(
+    toml_for: impl Fn(&str) -> String,
+    port: &str,
+    request: &str,
+    device: u8,
+) {
+    assert_unreachable(&toml_for(port), request, device, &[port]);
+}
+
+/// A silent port: a pseudo-terminal with nothing behind it, so the port opens but no
+/// device answers. `toml_for(path)` configures the driver on it (with a short reply
+/// timeout); asking for `request` gets `e` for `device` and a log line says `says` and
+/// names the port.
+pub fn assert_silent_port(
+    toml_for: impl Fn(&str) -> String,
+    request: &str,
+    device: u8,
+    says: &str,
+) {
+    let pty = player::emulators::pty::Pty::open().unwrap();
+    let path = pty.slave_path().to_str().unwrap().to_string();
+    assert_unreachable(&toml_for(&path), request, device, &[says, &path]);
 }

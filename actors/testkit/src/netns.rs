@@ -141,3 +141,47 @@ impl Drop for Veth {
         }
     }
 }
+
+/// A `player` process serving inside a namespace, killed on drop; its standard error is
+/// kept for failure messages.
+pub struct ServerInNetns {
+    child: std::process::Child,
+    /// What the process wrote on standard error so far.
+    pub stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl ServerInNetns {
+    /// Starts `program args...` in `ns` and waits until it accepts connections on `port`
+    /// of the namespace's loopback; fails the test with its log after [`crate::TIMEOUT`].
+    pub fn start(ns: &Netns, program: &str, args: &[&str], port: u16) -> ServerInNetns {
+        let mut child = ns
+            .command(program)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start player in the namespace");
+        let stderr = crate::collect_stderr(&mut child);
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let up = ns.run_in(move || {
+            let deadline = std::time::Instant::now() + crate::TIMEOUT;
+            while std::time::Instant::now() < deadline {
+                if std::net::TcpStream::connect(addr).is_ok() {
+                    return true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            false
+        });
+        assert!(up, "the server did not start: {}", stderr.lock().unwrap());
+        ServerInNetns { child, stderr }
+    }
+}
+
+impl Drop for ServerInNetns {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
