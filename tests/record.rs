@@ -614,3 +614,38 @@ fn record_and_replay_flags_and_keys() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("/no/such/dir/x.mcap"), "{err}");
 }
+
+#[test]
+fn a_recording_has_message_indexes_a_summary_and_log_times_from_one_clock() {
+    let file = record_driven("indexed", 3);
+    let bytes = std::fs::read(&file).unwrap();
+    let summary = mcap::Summary::read(&bytes)
+        .unwrap()
+        .expect("a summary section");
+    assert!(!summary.chunk_indexes.is_empty());
+    for c in &summary.chunk_indexes {
+        // Foxglove reads no chunk without message indexes (nor one whose times are zero).
+        assert!(
+            c.message_index_length > 0,
+            "chunk without message indexes: {c:?}"
+        );
+        assert!(!c.message_index_offsets.is_empty(), "{c:?}");
+        assert!(c.message_start_time > 1_600_000_000_000_000_000, "{c:?}");
+    }
+    let stats = summary.stats.expect("statistics");
+    assert!(stats.message_start_time > 1_600_000_000_000_000_000);
+    // Every channel's log times on one clock: the whole file spans the recording's seconds,
+    // and log times never go back in file order.
+    let span = stats.message_end_time - stats.message_start_time;
+    assert!(span < 10_000_000_000, "{span} ns");
+    let mut last = 0;
+    let mut channels = std::collections::HashSet::new();
+    for m in mcap::MessageStream::new(&bytes).unwrap() {
+        let m = m.unwrap();
+        assert!(m.log_time >= last, "{} before {last}", m.log_time);
+        assert!(m.publish_time > 0, "{}", m.channel.topic);
+        last = m.log_time;
+        channels.insert(m.channel.topic.clone());
+    }
+    assert!(channels.contains("/pioneer/laser") && channels.contains("/pioneer/l"));
+}

@@ -198,6 +198,24 @@ fn a_read_only_web_client_cannot_command_and_a_wrong_key_is_refused() {
         ws.send(Message::Text(m.to_string().into())).await.unwrap();
         let st = next_op(&mut ws, "status").await;
         assert!(st["message"].as_str().unwrap().contains("may not command"), "{st}");
+        // Nor call a service that commands (motor power, id 2); latching the e-stop is
+        // anyone's, releasing it is not.
+        let call = |service: u32, id: u32, body: &str| {
+            let mut b = vec![2u8];
+            b.extend_from_slice(&service.to_le_bytes());
+            b.extend_from_slice(&id.to_le_bytes());
+            b.extend_from_slice(&4u32.to_le_bytes());
+            b.extend_from_slice(b"json");
+            b.extend_from_slice(body.as_bytes());
+            Message::Binary(b.into())
+        };
+        ws.send(call(2, 7, r#"{"on":true}"#)).await.unwrap();
+        let f = next_op(&mut ws, "serviceCallFailure").await;
+        assert_eq!(f["callId"], 7);
+        assert!(f["message"].as_str().unwrap().contains("may not command"), "{f}");
+        ws.send(call(1, 8, r#"{"latch":false}"#)).await.unwrap();
+        let f = next_op(&mut ws, "serviceCallFailure").await;
+        assert_eq!(f["callId"], 8);
         // With it: accepted (no refusal status; a command moves nothing here, the grant
         // is what matters).
         let mut ws = connect(port, "foxglove.websocket.v1", "?key=sesame").await.unwrap();
@@ -312,5 +330,87 @@ fn max_per_address_limits_web_connections_too() {
             );
         }
     });
+    server.shutdown();
+}
+
+#[test]
+fn a_web_writer_at_1_hz_drives_without_stopping_and_stops_within_1_5_s_of_its_last_command() {
+    let (server, port) = web_server(|_| {});
+    let mut c = Client::connect(server.addr());
+    c.send_request(&[(b'p', b'r')]);
+    c.read_reply();
+    // A browser's Teleop panel: a Twist on /cmd_vel once a second, four times, then
+    // silence with the connection kept open (not a writer leaving).
+    let (tx, rx) = std::sync::mpsc::channel();
+    let writer = std::thread::spawn(move || {
+        rt().block_on(async move {
+            let mut ws = connect(port, "foxglove.websocket.v1", "").await.unwrap();
+            next_op(&mut ws, "advertise").await;
+            let adv = serde_json::json!({"op": "advertise", "channels": [
+                {"id": 7, "topic": "/cmd_vel", "encoding": "json",
+                 "schemaName": "geometry_msgs/Twist"}]});
+            ws.send(Message::Text(adv.to_string().into()))
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(500)).await; // the grant
+            let twist = br#"{"linear":{"x":0.3,"y":0,"z":0},"angular":{"x":0,"y":0,"z":0}}"#;
+            let mut frame = vec![1u8];
+            frame.extend_from_slice(&7u32.to_le_bytes());
+            frame.extend_from_slice(twist);
+            for _ in 0..4 {
+                ws.send(Message::Binary(frame.clone().into()))
+                    .await
+                    .unwrap();
+                tx.send(Instant::now()).unwrap();
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            // Keep the connection open while the robot is watched.
+            tokio::time::sleep(Duration::from_secs(4)).await;
+            drop(ws);
+        })
+    });
+    let first = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    let mut sent = vec![first];
+    let mut readings: Vec<(Instant, i16)> = Vec::new();
+    while first.elapsed() < Duration::from_secs(6) {
+        let p = c.next_position();
+        readings.push((Instant::now(), p.speed));
+        while let Ok(t) = rx.try_recv() {
+            sent.push(t);
+        }
+    }
+    assert_eq!(sent.len(), 4, "four commands sent");
+    let last = *sent.last().unwrap();
+    let moving_from = readings
+        .iter()
+        .find(|(_, s)| *s > 0)
+        .expect("the robot moved")
+        .0;
+    let held: Vec<i16> = readings
+        .iter()
+        .filter(|(t, _)| *t > moving_from && *t < last)
+        .map(|(_, s)| *s)
+        .collect();
+    assert!(held.len() >= 15, "{} readings while held", held.len());
+    assert!(
+        held.iter().all(|&s| s > 0),
+        "no stop between 1 Hz commands: {held:?}"
+    );
+    let stopped = readings
+        .iter()
+        .find(|(t, s)| *t > last && *s == 0)
+        .expect("stopped after the last command")
+        .0;
+    let after = stopped.duration_since(last);
+    eprintln!("stopped {after:?} after the last command");
+    assert!(
+        after <= Duration::from_millis(1500),
+        "stopped {after:?} after the last command"
+    );
+    assert!(
+        after >= Duration::from_millis(1000),
+        "held past the device's own 0.5 s: {after:?}"
+    );
+    writer.join().unwrap();
     server.shutdown();
 }

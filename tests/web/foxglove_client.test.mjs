@@ -21,7 +21,7 @@ function within(ms, what, fn) {
   });
 }
 
-test("the Foxglove client library subscribes to every channel and decodes each", async () => {
+test("the Foxglove client library subscribes to every channel, decodes each, calls the services and reads the parameters", async () => {
   const player = await startPlayer();
   try {
     const ws = new WebSocket(player.ws, [FoxgloveClient.SUPPORTED_SUBPROTOCOL]);
@@ -29,6 +29,7 @@ test("the Foxglove client library subscribes to every channel and decodes each",
     // Both listeners first: the server sends serverInfo and advertise back to back.
     const gotInfo = within(20_000, "serverInfo", (done) => client.on("serverInfo", done));
     const gotChannels = within(20_000, "advertise", (done) => client.on("advertise", done));
+    const gotServices = within(20_000, "advertiseServices", (done) => client.on("advertiseServices", done));
     const info = await gotInfo;
     assert.ok(info.capabilities.includes("clientPublish"));
     assert.deepEqual(info.supportedEncodings, ["json"]);
@@ -126,6 +127,78 @@ test("the Foxglove client library subscribes to every channel and decodes each",
     // Unadvertising the command channel gives up write access: the robot stops.
     client.unadvertise(cmd);
     await waitFor("stopped after unadvertise", () => latest.speed_mm_s === 0);
+    // Services: the e-stop latched and released by a call (a status says so), motor power
+    // and odometry reset as configs of the position device, an unknown device refused.
+    assert.ok(info.capabilities.includes("services"));
+    const services = new Map((await gotServices).map((sv) => [sv.name, sv]));
+    for (const n of ["/estop", "/motor_power", "/reset_odometry", "/config"]) {
+      assert.ok(services.has(n), `service ${n} advertised (got ${[...services.keys()]})`);
+      assert.equal(services.get(n).request.encoding, "json");
+    }
+    let callId = 100;
+    const call = (name, req) =>
+      within(10_000, `service ${name}`, (done) => {
+        const id = ++callId;
+        const onResp = (r) => {
+          if (r.callId !== id) return;
+          done({ ok: true, body: JSON.parse(decoder.decode(r.data)) });
+        };
+        const onFail = (f) => {
+          if (f.callId !== id) return;
+          done({ ok: false, message: f.message });
+        };
+        client.on("serviceCallResponse", onResp);
+        client.on("serviceCallFailure", onFail);
+        client.sendServiceCallRequest({
+          serviceId: services.get(name).id,
+          callId: id,
+          encoding: "json",
+          data: new TextEncoder().encode(JSON.stringify(req)),
+        });
+      });
+    const statusesBefore = statuses.length;
+    const latched = await call("/estop", { latch: true });
+    assert.deepEqual(latched, { ok: true, body: { latched: true, changed: true } });
+    await waitFor("e-stop latched by the service", () => latestDevices?.estop === true);
+    await waitFor("an e-stop status", () =>
+      statuses.slice(statusesBefore).some((s) => s.level === 2 && /emergency stop/.test(s.message)),
+    );
+    const released = await call("/estop", { latch: false });
+    assert.deepEqual(released, { ok: true, body: { latched: false, changed: true } });
+    await waitFor("e-stop released by the service", () => latestDevices?.estop === false);
+    assert.deepEqual(await call("/motor_power", { on: true }), { ok: true, body: { ok: true, message: "" } });
+    assert.deepEqual(await call("/reset_odometry", {}), { ok: true, body: { ok: true, message: "" } });
+    const unknown = await call("/config", { device: "Q", code: "m", args: [1] });
+    assert.equal(unknown.ok, false, "a config to a device the robot lacks fails");
+    const bad = await call("/config", { device: "p", code: "m", args: [256] });
+    assert.equal(bad.ok, false, "args are bytes");
+    // Parameters: the robot's settings, read-only.
+    assert.ok(info.capabilities.includes("parameters"));
+    const params = (names, id) =>
+      within(10_000, `parameters ${id}`, (done) => {
+        client.on("parameterValues", (p) => {
+          if (p.id === id) done(new Map(p.parameters.map((x) => [x.name, x.value])));
+        });
+        client.getParameters(names, id);
+      });
+    const all = await params([], "all");
+    assert.equal(all.get("robot"), "pioneer");
+    assert.ok(all.get("devices").includes("p"));
+    assert.equal(all.get("p.driver"), "sim");
+    assert.equal(all.get("p.command_timeout"), 0.5);
+    const one = await params(["p.command_timeout"], "one");
+    assert.deepEqual([...one.keys()], ["p.command_timeout"]);
+    const statusCount = statuses.length;
+    const answer = within(10_000, "setParameters answer", (done) => {
+      client.on("parameterValues", (p) => {
+        if (p.id === "set") done(p.parameters);
+      });
+    });
+    client.setParameters([{ name: "p.command_timeout", value: 5 }], "set");
+    assert.deepEqual(await answer, [{ name: "p.command_timeout", value: 0.5 }], "unchanged");
+    await waitFor("a read-only status", () =>
+      statuses.slice(statusCount).some((s) => /read-only/.test(s.message)),
+    );
     // Errors: only the e-stop's own.
     assert.deepEqual(
       statuses.filter((s) => s.level >= 2 && !/emergency stop/.test(s.message)),

@@ -9,7 +9,8 @@
 //!
 //! - one channel per device, topic `/<robot>/<code>`, message encoding
 //!   [`RAW_ENCODING`]: each message is the `<data>` field of the 0.7.4a data packet, byte for
-//!   byte, with the driver's timestamp as log and publish time and the driver's reading
+//!   byte, with the recorder's clock as log time (one clock for every channel), the
+//!   driver's timestamp as publish time and the driver's reading
 //!   number as sequence; its schema names the device's Table 7 layout;
 //! - the web viewer's Foxglove JSON channels of each device, converted as the live endpoint
 //!   converts them ([`player_web::schema`]), under `/<robot>` (`/<robot>/tf` as
@@ -427,8 +428,9 @@ impl Output {
                 channels.insert((ri, code, Stream::Sent(Sent::Config)), id);
             }
         }
-        // The header, schemas and channels reach the file now, before any chunk.
-        writer.flush().map_err(what)?;
+        // No flush here: the schemas and channels go in the first chunk with the first
+        // messages (an early flush would close a chunk without messages, which has no
+        // message index and a zero start time; Foxglove refuses such a file).
         Ok(Output {
             writer,
             written,
@@ -537,6 +539,8 @@ pub struct Recorder {
     holdings: Vec<Holdings>,
     refused: HashMap<(usize, u8), u32>,
     finishing: bool,
+    /// The latest log time written (nanoseconds since the epoch).
+    last_log_time: u64,
     log: Logger,
 }
 
@@ -550,12 +554,20 @@ impl Recorder {
         let Some(&channel_id) = out.channels.get(&key) else {
             return;
         };
-        let t = nanos(t);
+        // One clock for every channel's log time: the recorder's, when the message comes
+        // (never going back); the driver's own timestamp, when it has one, is the publish
+        // time.
+        let now = nanos(Timestamp::now()).max(self.last_log_time);
+        self.last_log_time = now;
+        let published = match nanos(t) {
+            0 => now,
+            t => t,
+        };
         let header = MessageHeader {
             channel_id,
             sequence: seq,
-            log_time: t,
-            publish_time: t,
+            log_time: now,
+            publish_time: published,
         };
         match out.writer.write_to_known_channel(&header, data) {
             Ok(()) => out.pending += 1,
@@ -826,6 +838,7 @@ impl RecorderHandle {
             holdings,
             refused: HashMap::new(),
             finishing: false,
+            last_log_time: 0,
             log,
         };
         let arbiter = Arbiter::new();

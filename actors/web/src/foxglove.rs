@@ -6,6 +6,11 @@
 //! (binary: opcode 1, u32 subscription id, u64 timestamp in ns, payload; little-endian).
 //! Client → server: `subscribe`, `unsubscribe`, `advertise`, `unadvertise` (text) and
 //! client message data (binary: opcode 1, u32 client channel id, payload).
+//!
+//! Services: the server sends `advertiseServices` ([`SERVICES`]); a client calls one with a
+//! binary service call request (opcode 2: u32 service id, u32 call id, u32 encoding
+//! length, encoding, payload) and gets a binary service call response (opcode 3, the same
+//! layout) or a `serviceCallFailure` (text).
 
 use super::schema::{self, Channel};
 use bytes::{BufMut, Bytes, BytesMut};
@@ -17,6 +22,12 @@ pub const SUBPROTOCOLS: [&str; 2] = ["foxglove.sdk.v1", "foxglove.websocket.v1"]
 
 /// Binary opcode of server `messageData` and of client message data.
 pub const OP_MESSAGE_DATA: u8 = 1;
+
+/// Binary opcode of a client's service call request.
+pub const OP_SERVICE_CALL_REQUEST: u8 = 2;
+
+/// Binary opcode of the server's service call response.
+pub const OP_SERVICE_CALL_RESPONSE: u8 = 3;
 
 /// Most subscriptions one client may hold.
 pub const MAX_SUBSCRIPTIONS: usize = 256;
@@ -55,7 +66,7 @@ pub fn choose_subprotocol(header: Option<&str>) -> Result<Option<&'static str>, 
 
 /// `serverInfo`.
 pub fn server_info(name: &str, session: u64, robot: &str) -> String {
-    json!({"op": "serverInfo", "name": name, "capabilities": ["clientPublish"],
+    json!({"op": "serverInfo", "name": name, "capabilities": ["clientPublish", "services", "parameters"],
         "supportedEncodings": ["json"], "metadata": {"robot": robot},
         "sessionId": session.to_string()})
     .to_string()
@@ -77,6 +88,114 @@ pub fn advertise(channels: &[Channel]) -> String {
         })
         .collect();
     json!({"op": "advertise", "channels": list}).to_string()
+}
+
+/// A service the server offers (every one takes and answers JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Service {
+    /// Its id.
+    pub id: u32,
+    /// Its name.
+    pub name: &'static str,
+    /// Its type (also the request's and response's schema names, with `_Request` and
+    /// `_Response`).
+    pub kind: &'static str,
+}
+
+/// The services: the emergency stop, and the device configurations a Player client sends
+/// with `x` (motor power, odometry reset, or any config by device and code).
+pub const SERVICES: [Service; 4] = [
+    Service {
+        id: 1,
+        name: "/estop",
+        kind: "player.EStop",
+    },
+    Service {
+        id: 2,
+        name: "/motor_power",
+        kind: "player.MotorPower",
+    },
+    Service {
+        id: 3,
+        name: "/reset_odometry",
+        kind: "player.ResetOdometry",
+    },
+    Service {
+        id: 4,
+        name: "/config",
+        kind: "player.Config",
+    },
+];
+
+/// The JSON schemas of a service's request and response.
+pub fn service_schemas(kind: &str) -> (Value, Value) {
+    let obj = |props: Value| json!({"type": "object", "properties": props});
+    let ok = obj(json!({"ok": {"type": "boolean"}, "message": {"type": "string"}}));
+    match kind {
+        "player.EStop" => (
+            obj(json!({"latch": {"type": "boolean"}})),
+            obj(json!({"latched": {"type": "boolean"}, "changed": {"type": "boolean"}})),
+        ),
+        "player.MotorPower" => (obj(json!({"on": {"type": "boolean"}})), ok),
+        "player.Config" => (
+            obj(
+                json!({"device": {"type": "string"}, "code": {"type": "string"},
+                "args": {"type": "array", "items": {"type": "integer"}}}),
+            ),
+            ok,
+        ),
+        _ => (obj(json!({})), ok),
+    }
+}
+
+/// `advertiseServices` of `services`.
+pub fn advertise_services(services: &[Service]) -> String {
+    let list: Vec<Value> = services
+        .iter()
+        .map(|s| {
+            let (req, resp) = service_schemas(s.kind);
+            let def = |suffix: &str, schema: &Value| {
+                json!({"encoding": "json", "schemaName": format!("{}{suffix}", s.kind),
+                    "schemaEncoding": "jsonschema", "schema": schema.to_string()})
+            };
+            json!({"id": s.id, "name": s.name, "type": s.kind,
+                "request": def("_Request", &req), "response": def("_Response", &resp),
+                "requestSchema": req.to_string(), "responseSchema": resp.to_string()})
+        })
+        .collect();
+    json!({"op": "advertiseServices", "services": list}).to_string()
+}
+
+/// A binary service call response.
+pub fn service_call_response(service: u32, call: u32, encoding: &str, payload: &[u8]) -> Bytes {
+    let mut b = BytesMut::with_capacity(13 + encoding.len() + payload.len());
+    b.put_u8(OP_SERVICE_CALL_RESPONSE);
+    b.put_u32_le(service);
+    b.put_u32_le(call);
+    b.put_u32_le(u32::try_from(encoding.len()).unwrap_or(0));
+    b.put_slice(encoding.as_bytes());
+    b.put_slice(payload);
+    b.freeze()
+}
+
+/// `serviceCallFailure`.
+pub fn service_call_failure(service: u32, call: u32, message: &str) -> String {
+    json!({"op": "serviceCallFailure", "serviceId": service, "callId": call,
+        "message": message})
+    .to_string()
+}
+
+/// `parameterValues`: `(name, value)` pairs, answering request `id`.
+pub fn parameter_values(params: &[(String, Value)], id: Option<&str>) -> String {
+    let list: Vec<Value> = params
+        .iter()
+        .map(|(name, value)| json!({"name": name, "value": value}))
+        .collect();
+    let mut v = json!({"op": "parameterValues", "parameters": list});
+    if let Some(id) = id {
+        v["id"] = json!(id);
+    }
+    v.to_string()
 }
 
 /// A binary `messageData` frame.
@@ -124,6 +243,21 @@ pub enum ClientOp {
     Advertise(Vec<ClientChannel>),
     /// The client stops publishing on these channels.
     Unadvertise(Vec<u32>),
+    /// `getParameters`: these names (empty: all), answered with `parameterValues`
+    /// carrying `id`.
+    GetParameters {
+        /// The names asked for.
+        names: Vec<String>,
+        /// The request id to answer with.
+        id: Option<String>,
+    },
+    /// `setParameters`: the names the client tries to set.
+    SetParameters {
+        /// The names.
+        names: Vec<String>,
+        /// The request id to answer with.
+        id: Option<String>,
+    },
     /// An operation we do not support (named, for the status reply).
     Unsupported(String),
 }
@@ -139,6 +273,17 @@ struct Envelope {
     channels: Vec<ClientChannel>,
     #[serde(rename = "channelIds", default)]
     channel_ids: Vec<u32>,
+    #[serde(rename = "parameterNames", default)]
+    parameter_names: Vec<String>,
+    #[serde(default)]
+    parameters: Vec<NamedParameter>,
+    #[serde(default)]
+    id: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct NamedParameter {
+    name: String,
 }
 
 /// Parses a client text message. The error says what is wrong with it.
@@ -150,17 +295,66 @@ pub fn parse_text(text: &str) -> Result<ClientOp, String> {
         "unsubscribe" => ClientOp::Unsubscribe(e.subscription_ids),
         "advertise" => ClientOp::Advertise(e.channels),
         "unadvertise" => ClientOp::Unadvertise(e.channel_ids),
+        "getParameters" => ClientOp::GetParameters {
+            names: e.parameter_names,
+            id: e.id,
+        },
+        "setParameters" => ClientOp::SetParameters {
+            names: e.parameters.into_iter().map(|p| p.name).collect(),
+            id: e.id,
+        },
         other => ClientOp::Unsupported(other.chars().take(40).collect()),
     })
 }
 
-/// Parses binary client message data: the client channel id and the payload.
-pub fn parse_binary(b: &[u8]) -> Result<(u32, &[u8]), String> {
+/// A binary message from the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientBinary<'a> {
+    /// Message data on a client channel.
+    Message {
+        /// The client channel id.
+        channel: u32,
+        /// The message.
+        payload: &'a [u8],
+    },
+    /// A service call request.
+    ServiceCall {
+        /// The service id.
+        service: u32,
+        /// The client's id for this call.
+        call: u32,
+        /// The request's encoding.
+        encoding: &'a str,
+        /// The request.
+        payload: &'a [u8],
+    },
+}
+
+/// Parses a binary client message. The error says what is wrong with it.
+pub fn parse_binary(b: &[u8]) -> Result<ClientBinary<'_>, String> {
+    let u32_at = |b: &[u8], i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
     match b {
-        [OP_MESSAGE_DATA, a, b2, c, d, payload @ ..] => {
-            Ok((u32::from_le_bytes([*a, *b2, *c, *d]), payload))
-        }
+        [OP_MESSAGE_DATA, rest @ ..] if rest.len() >= 4 => Ok(ClientBinary::Message {
+            channel: u32_at(rest, 0),
+            payload: &rest[4..],
+        }),
         [OP_MESSAGE_DATA, ..] => Err("client message data shorter than its header".into()),
+        [OP_SERVICE_CALL_REQUEST, rest @ ..] if rest.len() >= 12 => {
+            let len = u32_at(rest, 8) as usize;
+            let body = &rest[12..];
+            if len > body.len() || len > 64 {
+                return Err("service call request: bad encoding length".into());
+            }
+            let encoding = std::str::from_utf8(&body[..len])
+                .map_err(|_| "service call request: encoding is not UTF-8".to_string())?;
+            Ok(ClientBinary::ServiceCall {
+                service: u32_at(rest, 0),
+                call: u32_at(rest, 4),
+                encoding,
+                payload: &body[len..],
+            })
+        }
+        [OP_SERVICE_CALL_REQUEST, ..] => Err("service call request shorter than its header".into()),
         [op, ..] => Err(format!("unknown binary opcode {op}")),
         [] => Err("empty binary message".into()),
     }
@@ -202,7 +396,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(
-            parse_text(r#"{"op":"getParameters"}"#).unwrap(),
+            parse_text(r#"{"op":"subscribeConnectionGraph"}"#).unwrap(),
             ClientOp::Unsupported(_)
         ));
         assert!(parse_text("{").is_err());
@@ -221,9 +415,71 @@ mod tests {
         assert_eq!(&f[13..], b"{}");
         let mut c = vec![1u8, 3, 0, 0, 0];
         c.extend_from_slice(b"{\"a\":1}");
-        assert_eq!(parse_binary(&c).unwrap(), (3, &b"{\"a\":1}"[..]));
+        assert_eq!(
+            parse_binary(&c).unwrap(),
+            ClientBinary::Message {
+                channel: 3,
+                payload: &b"{\"a\":1}"[..]
+            }
+        );
         assert!(parse_binary(&[2, 0]).is_err());
+        assert!(parse_binary(&[9, 0]).is_err());
         assert!(parse_binary(&[1, 0]).is_err());
         assert!(parse_binary(&[]).is_err());
+    }
+
+    #[test]
+    fn service_calls_parse_and_answers_frame() {
+        let mut req = vec![OP_SERVICE_CALL_REQUEST];
+        req.extend_from_slice(&4u32.to_le_bytes());
+        req.extend_from_slice(&9u32.to_le_bytes());
+        req.extend_from_slice(&4u32.to_le_bytes());
+        req.extend_from_slice(b"json{}");
+        assert_eq!(
+            parse_binary(&req).unwrap(),
+            ClientBinary::ServiceCall {
+                service: 4,
+                call: 9,
+                encoding: "json",
+                payload: b"{}"
+            }
+        );
+        // An encoding longer than the message is refused, not read past the end.
+        let mut bad = req.clone();
+        bad[9..13].copy_from_slice(&100u32.to_le_bytes());
+        assert!(parse_binary(&bad).is_err());
+        let r = service_call_response(4, 9, "json", b"{}");
+        assert_eq!(r[0], OP_SERVICE_CALL_RESPONSE);
+        assert_eq!(&r[1..], &req[1..], "the same layout as the request");
+        let adv: Value = serde_json::from_str(&advertise_services(&SERVICES)).unwrap();
+        assert_eq!(adv["services"].as_array().unwrap().len(), SERVICES.len());
+        assert_eq!(adv["services"][0]["request"]["encoding"], "json");
+    }
+
+    #[test]
+    fn parameter_requests_parse_and_values_carry_the_id() {
+        let g = parse_text(r#"{"op":"getParameters","parameterNames":["robot"],"id":"a"}"#);
+        assert_eq!(
+            g.unwrap(),
+            ClientOp::GetParameters {
+                names: vec!["robot".into()],
+                id: Some("a".into())
+            }
+        );
+        let s = parse_text(r#"{"op":"setParameters","parameters":[{"name":"x","value":1}]}"#);
+        assert_eq!(
+            s.unwrap(),
+            ClientOp::SetParameters {
+                names: vec!["x".into()],
+                id: None
+            }
+        );
+        let v: Value = serde_json::from_str(&parameter_values(
+            &[("robot".into(), json!("r"))],
+            Some("a"),
+        ))
+        .unwrap();
+        assert_eq!(v["id"], "a");
+        assert_eq!(v["parameters"][0]["value"], "r");
     }
 }

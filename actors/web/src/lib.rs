@@ -31,6 +31,7 @@ use player_core::frontend::{FrontEnd, FrontEndContext, RobotHandle, SessionIds};
 use player_core::registry::{GetMap, Registry, SessionId};
 use player_core::server::listen;
 use player_core::settings::{FlagSpec, FrontEndSyntax, RobotSettings, SettingsError};
+use player_kit::driver::DeviceSpec;
 use schema::{Channel, Source};
 use session::{Close, WebSession};
 use slog::{info, warn, Logger};
@@ -73,6 +74,9 @@ pub struct Shared {
     pub channels: Vec<Channel>,
     /// The robot's device codes.
     pub devices: Vec<u8>,
+    /// The robot's devices (command watchdog as configured) and their drivers, for the
+    /// read-only parameters.
+    pub specs: Vec<(DeviceSpec, String)>,
     /// How long a client may take nothing before it is disconnected (zero: never).
     pub stall_timeout: Duration,
     /// Most sessions at once.
@@ -137,6 +141,8 @@ pub struct WebOptions {
     pub registry: Addr<Registry>,
     /// The robot's device codes.
     pub devices: Vec<u8>,
+    /// The robot's devices and their drivers.
+    pub specs: Vec<(DeviceSpec, String)>,
     /// The session arbiters, for connections round robin.
     pub workers: Vec<ArbiterHandle>,
     /// Session ids, shared with the TCP listeners.
@@ -283,6 +289,7 @@ async fn start_robot(
         robot: robot.name.clone(),
         registry: robot.registry.clone(),
         devices: robot.codes(),
+        specs: robot.devices.clone(),
         workers: ctx.workers.clone(),
         ids: ctx.ids.clone(),
         stall_timeout: Duration::from_secs_f64(ctx.server.stall_timeout),
@@ -332,6 +339,7 @@ impl WebEndpoint {
             registry: opts.registry,
             channels,
             devices: opts.devices,
+            specs: opts.specs,
             stall_timeout: opts.stall_timeout,
             max_clients: opts.max_clients,
             sessions: Mutex::new(HashMap::new()),

@@ -168,25 +168,48 @@ fn array_of(items: Value) -> Value {
     json!({"type": "array", "items": items})
 }
 
+fn number() -> Value {
+    json!({"type": "number"})
+}
+
 fn scene_update_schema() -> Value {
+    // Every primitive spelled out: Foxglove's JSON-schema reader needs a type for each array
+    // item and properties for each object (it refuses `{}`).
     let line = json!({"type": "object", "properties": {
         "type": {"type": "integer", "enum": [0, 1, 2]},
-        "pose": pose_schema(), "thickness": {"type": "number"},
+        "pose": pose_schema(), "thickness": number(),
         "scale_invariant": {"type": "boolean"}, "points": array_of(vec3_schema()),
         "color": color_schema(), "colors": array_of(color_schema()),
         "indices": array_of(json!({"type": "integer"}))}});
     let triangles = json!({"type": "object", "properties": {
         "pose": pose_schema(), "points": array_of(vec3_schema()), "color": color_schema(),
         "colors": array_of(color_schema()), "indices": array_of(json!({"type": "integer"}))}});
+    let arrow = json!({"type": "object", "properties": {
+        "pose": pose_schema(), "shaft_length": number(), "shaft_diameter": number(),
+        "head_length": number(), "head_diameter": number(), "color": color_schema()}});
+    let sized = json!({"type": "object", "properties": {
+        "pose": pose_schema(), "size": vec3_schema(), "color": color_schema()}});
+    let cylinder = json!({"type": "object", "properties": {
+        "pose": pose_schema(), "size": vec3_schema(), "bottom_scale": number(),
+        "top_scale": number(), "color": color_schema()}});
+    let text = json!({"type": "object", "properties": {
+        "pose": pose_schema(), "billboard": {"type": "boolean"}, "font_size": number(),
+        "scale_invariant": {"type": "boolean"}, "color": color_schema(),
+        "text": {"type": "string"}}});
+    let model = json!({"type": "object", "properties": {
+        "pose": pose_schema(), "scale": vec3_schema(), "color": color_schema(),
+        "override_color": {"type": "boolean"}, "url": {"type": "string"},
+        "media_type": {"type": "string"},
+        "data": {"type": "string", "contentEncoding": "base64"}}});
     let kv = json!({"type": "object", "properties": {
         "key": {"type": "string"}, "value": {"type": "string"}}});
     let entity = json!({"type": "object", "properties": {
         "timestamp": time_schema(), "frame_id": {"type": "string"}, "id": {"type": "string"},
         "lifetime": time_schema(), "frame_locked": {"type": "boolean"},
-        "metadata": array_of(kv), "arrows": array_of(json!({})), "cubes": array_of(json!({})),
-        "spheres": array_of(json!({})), "cylinders": array_of(json!({})),
+        "metadata": array_of(kv), "arrows": array_of(arrow), "cubes": array_of(sized.clone()),
+        "spheres": array_of(sized), "cylinders": array_of(cylinder),
         "lines": array_of(line), "triangles": array_of(triangles),
-        "texts": array_of(json!({})), "models": array_of(json!({}))}});
+        "texts": array_of(text), "models": array_of(model)}});
     let deletion = json!({"type": "object", "properties": {
         "timestamp": time_schema(), "type": {"type": "integer", "enum": [0, 1]},
         "id": {"type": "string"}}});
@@ -228,10 +251,14 @@ pub fn schema(name: &str) -> String {
                 "points": array_of(point2_schema()), "outline_color": color_schema(),
                 "outline_colors": array_of(color_schema()), "fill_color": color_schema(),
                 "thickness": {"type": "number"}}});
+            let text = json!({"type": "object", "properties": {
+                "timestamp": time_schema(), "position": point2_schema(),
+                "text": {"type": "string"}, "font_size": number(),
+                "text_color": color_schema(), "background_color": color_schema()}});
             object(
                 name,
                 json!({"circles": array_of(circle), "points": array_of(points),
-                    "texts": array_of(json!({}))}),
+                    "texts": array_of(text)}),
             )
         }
         "player.Position" => object(
@@ -527,6 +554,55 @@ mod tests {
             let s: Value = serde_json::from_str(&schema(c.schema_name)).unwrap();
             assert_eq!(s["type"], "object", "{}", c.topic);
             assert_eq!(CHANNELS.iter().filter(|d| d.id == c.id).count(), 1);
+        }
+    }
+
+    /// Why a JSON schema is one Foxglove's reader (Studio's `parseJsonSchema`) refuses: an
+    /// object without properties, an array item without a type it knows, a field of no type.
+    fn foxglove_refuses(v: &Value, path: &str) -> Option<String> {
+        let props = match v["properties"].as_object() {
+            Some(p) if v["type"] == "object" => p,
+            _ => return Some(format!("{path}: not an object with properties")),
+        };
+        for (k, f) in props {
+            let at = format!("{path}.{k}");
+            let known = |t: &Value| {
+                matches!(
+                    t.as_str(),
+                    Some("boolean" | "string" | "number" | "integer" | "object")
+                )
+            };
+            match f["type"].as_str() {
+                Some("object") => {
+                    if let Some(why) = foxglove_refuses(f, &at) {
+                        return Some(why);
+                    }
+                }
+                Some("array") => {
+                    let item = &f["items"];
+                    if !known(&item["type"]) {
+                        return Some(format!("{at}: array item of type {}", item["type"]));
+                    }
+                    if item["type"] == "object" {
+                        if let Some(why) = foxglove_refuses(item, &at) {
+                            return Some(why);
+                        }
+                    }
+                }
+                Some("boolean" | "string" | "number" | "integer") => {}
+                other => return Some(format!("{at}: type {other:?}")),
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn every_schema_is_one_foxglove_parses() {
+        let mut names: Vec<&str> = CHANNELS.iter().map(|c| c.schema_name).collect();
+        names.push("geometry_msgs/Twist");
+        for name in names {
+            let v: Value = serde_json::from_str(&schema(name)).unwrap();
+            assert_eq!(foxglove_refuses(&v, name), None);
         }
     }
 

@@ -10,7 +10,7 @@
 //! browser loses rounds, never delays the drivers or anyone else, and never queues a
 //! backlog. A client that takes nothing for `stall_timeout` is disconnected.
 
-use super::foxglove::{self, ClientOp, Level};
+use super::foxglove::{self, ClientBinary, ClientOp, Level};
 use super::schema::{self, Channel, Source};
 use super::{AddressSlot, Shared};
 use actix::prelude::*;
@@ -21,7 +21,9 @@ use hyper::upgrade::Upgraded;
 use hyper_util::rt::TokioIo;
 use player_core::frontend::{Access, Asked, Change, Holdings};
 use player_core::notice::{kind, Notice};
-use player_core::registry::{EStop, GetMap, ListDevices, RouteConfig, SessionId, Watch};
+use player_core::registry::{
+    CommandHold, EStop, GetMap, ListDevices, RouteConfig, SessionId, Watch, MAX_COMMAND_HOLD,
+};
 use player_kit::driver::{
     Command, DataRecipient, DeviceData, DeviceDataBatch, MapOutline, Timestamp,
 };
@@ -67,6 +69,10 @@ enum Target {
     /// `{latch}` → the robot's emergency stop (anyone may latch it; releasing it takes
     /// write rights).
     EStop,
+    /// A tool of Foxglove's 3D panel (`/move_base_simple/goal`, `/clicked_point`,
+    /// `/initialpose`): accepted and logged; player has no planner or localizer, so the
+    /// client is told nothing moves.
+    Tool(&'static str),
 }
 
 impl Target {
@@ -77,6 +83,9 @@ impl Target {
             "/gripper/cmd" => Some(Target::Gripper),
             "/motor_power" => Some(Target::MotorPower),
             "/estop" => Some(Target::EStop),
+            "/move_base_simple/goal" => Some(Target::Tool("/move_base_simple/goal")),
+            "/clicked_point" => Some(Target::Tool("/clicked_point")),
+            "/initialpose" => Some(Target::Tool("/initialpose")),
             _ => None,
         }
     }
@@ -87,13 +96,14 @@ impl Target {
             Target::CmdVel => Some(device::POSITION),
             Target::Ptz => Some(device::PTZ),
             Target::Gripper => Some(device::GRIPPER),
-            Target::MotorPower | Target::EStop => None,
+            Target::MotorPower | Target::EStop | Target::Tool(_) => None,
         }
     }
 }
 
 /// The topics a client may publish on, for messages naming them.
-pub const PUBLISH_TOPICS: &str = "/cmd_vel, /ptz/cmd, /gripper/cmd, /motor_power, /estop";
+pub const PUBLISH_TOPICS: &str = "/cmd_vel, /ptz/cmd, /gripper/cmd, /motor_power, /estop, \
+/move_base_simple/goal, /clicked_point, /initialpose";
 
 /// What the socket is waiting to take.
 struct Outbox {
@@ -121,6 +131,53 @@ struct DeviceState {
     last_reading: Option<Instant>,
     count: u32,
     rate: f64,
+    /// The client's command rate: when its last command came, the gaps before it.
+    pacing: Pacing,
+    /// The hold last told to the registry ([`CommandHold`]).
+    hold_sent: Option<Duration>,
+}
+
+/// How many of a writer's latest gaps between commands its hold follows.
+const PACING_WINDOW: usize = 4;
+
+/// When a web client's commands to one device came.
+#[derive(Default)]
+struct Pacing {
+    last: Option<Instant>,
+    gaps: VecDeque<Duration>,
+}
+
+impl Pacing {
+    /// Notes a command at `now`. A gap longer than [`MAX_COMMAND_HOLD`] starts afresh
+    /// (the device was stopped in between: a new press, not a rate).
+    fn note(&mut self, now: Instant) {
+        match self.last.map(|t| now.saturating_duration_since(t)) {
+            Some(gap) if gap <= MAX_COMMAND_HOLD => {
+                if self.gaps.len() == PACING_WINDOW {
+                    self.gaps.pop_front();
+                }
+                self.gaps.push_back(gap);
+            }
+            _ => self.gaps.clear(),
+        }
+        self.last = Some(now);
+    }
+
+    /// The rule for web writers: a command holds for 1.25 times the longest of the
+    /// writer's latest gaps between commands, rounded up to 50 ms, at most
+    /// [`MAX_COMMAND_HOLD`]; before it has kept a rate, [`MAX_COMMAND_HOLD`]. (The registry
+    /// never lets it fall below the device's `command_timeout`.) So a panel that repeats its
+    /// command at 1 Hz drives without a stop between messages, stops at most 1.2 s after
+    /// its last one (release, a frozen tab, a lost link), and a 10 Hz page keeps the
+    /// device's own 0.5 s.
+    fn hold(&self) -> Duration {
+        let Some(&longest) = self.gaps.iter().max() else {
+            return MAX_COMMAND_HOLD;
+        };
+        let step = 50u128;
+        let ms = (longest.as_millis() * 5).div_ceil(4).div_ceil(step) * step;
+        Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX)).min(MAX_COMMAND_HOLD)
+    }
 }
 
 /// A channel's newest encoded payload: the reading's sequence number and timestamp, and
@@ -241,6 +298,23 @@ impl WebSession {
         self.wake.notify_one();
     }
 
+    /// Queues a binary control message (a service call response) like a text one.
+    fn send_binary_control(&mut self, frame: Bytes, ctx: &mut Context<Self>) {
+        let mut out = self.out.borrow_mut();
+        if out.control.len() >= MAX_CONTROL {
+            drop(out);
+            warn!(
+                self.log,
+                "web client does not read its messages; disconnecting"
+            );
+            ctx.stop();
+            return;
+        }
+        out.control.push_back(Message::Binary(frame));
+        drop(out);
+        self.wake.notify_one();
+    }
+
     fn status(&mut self, level: Level, message: &str, ctx: &mut Context<Self>) {
         if level != Level::Info {
             info!(self.log, "web client told"; "status" => message);
@@ -289,10 +363,12 @@ impl WebSession {
             Change::Released => None,
             Change::Asked(a) => Some(*a),
         };
+        let st = self.devices.entry(code).or_default();
         if !write {
             self.commands.remove(&code);
+            st.hold_sent = None;
+            st.pacing = Pacing::default();
         }
-        let st = self.devices.entry(code).or_default();
         let Some(Asked { ticket, reply, .. }) = asked else {
             st.setting_up = false;
             return;
@@ -428,7 +504,8 @@ impl WebSession {
                         self.status(Level::Warning, &m, ctx);
                         continue;
                     }
-                    if target != Target::EStop && !self.may_write {
+                    let harmless = matches!(target, Target::EStop | Target::Tool(_));
+                    if !harmless && !self.may_write {
                         let m = format!(
                             "topic '{}' refused: this client may not command the robot (access policy{})",
                             c.topic,
@@ -454,6 +531,35 @@ impl WebSession {
                     }
                 }
             }
+            ClientOp::GetParameters { names, id } => {
+                let all = self.parameters();
+                let picked: Vec<(String, Value)> = all
+                    .into_iter()
+                    .filter(|(n, _)| names.is_empty() || names.contains(n))
+                    .collect();
+                let reply = foxglove::parameter_values(&picked, id.as_deref());
+                self.send_text(reply, ctx);
+            }
+            ClientOp::SetParameters { names, id } => {
+                let shown: Vec<String> = names
+                    .iter()
+                    .take(8)
+                    .map(|n| n.chars().take(40).collect())
+                    .collect();
+                let m = format!(
+                    "parameters are read-only here: {} not set",
+                    shown.join(", ")
+                );
+                self.status(Level::Warning, &m, ctx);
+                if let Some(id) = id {
+                    let current: Vec<(String, Value)> = self
+                        .parameters()
+                        .into_iter()
+                        .filter(|(n, _)| names.contains(n))
+                        .collect();
+                    self.send_text(foxglove::parameter_values(&current, Some(&id)), ctx);
+                }
+            }
             ClientOp::Unsupported(op) => {
                 let m = format!("operation '{op}' is not supported");
                 self.status(Level::Warning, &m, ctx);
@@ -463,7 +569,13 @@ impl WebSession {
 
     fn on_binary(&mut self, b: &[u8], ctx: &mut Context<Self>) {
         let (channel, payload) = match foxglove::parse_binary(b) {
-            Ok(x) => x,
+            Ok(ClientBinary::Message { channel, payload }) => (channel, payload),
+            Ok(ClientBinary::ServiceCall {
+                service,
+                call,
+                encoding,
+                payload,
+            }) => return self.on_service_call(service, call, encoding, payload, ctx),
             Err(e) => return self.status(Level::Error, &e, ctx),
         };
         let Some(&target) = self.pubs.get(&channel) else {
@@ -521,6 +633,33 @@ impl WebSession {
                 info!(self.log, "motor power asked"; "on" => on);
                 return;
             }
+            Target::Tool(topic) => {
+                // geometry_msgs PoseStamped / PointStamped / PoseWithCovarianceStamped.
+                let pose = if v["pose"]["pose"].is_object() {
+                    &v["pose"]["pose"]
+                } else {
+                    &v["pose"]
+                };
+                let (x, y) = if topic == "/clicked_point" {
+                    (num(&v, &["point", "x"]), num(&v, &["point", "y"]))
+                } else {
+                    (num(pose, &["position", "x"]), num(pose, &["position", "y"]))
+                };
+                let frame: String = v["header"]["frame_id"]
+                    .as_str()
+                    .unwrap_or("")
+                    .chars()
+                    .take(64)
+                    .collect();
+                info!(self.log, "3D panel tool"; "topic" => topic, "x" => x, "y" => y, "frame" => &frame);
+                let what = match topic {
+                    "/move_base_simple/goal" => "goal ignored: player has no planner",
+                    "/initialpose" => "pose estimate ignored: player has no localizer",
+                    _ => "point noted",
+                };
+                let m = format!("{topic} ({x:.2}, {y:.2}) in '{frame}': {what}");
+                return self.status(Level::Info, &m, ctx);
+            }
             Target::EStop => {
                 let latch = v["latch"].as_bool().unwrap_or(true);
                 if !latch && !self.may_write {
@@ -538,11 +677,24 @@ impl WebSession {
             }
         };
         match self.commands.get(&code) {
-            Some(r) => r.do_send(Command {
-                device: code,
-                payload: Bytes::from(payload),
-                session: self.id,
-            }),
+            Some(r) => {
+                let st = self.devices.entry(code).or_default();
+                st.pacing.note(Instant::now());
+                let hold = st.pacing.hold();
+                if st.hold_sent != Some(hold) {
+                    st.hold_sent = Some(hold);
+                    self.shared.registry.do_send(CommandHold {
+                        session: self.id,
+                        device: code,
+                        hold: Some(hold),
+                    });
+                }
+                r.do_send(Command {
+                    device: code,
+                    payload: Bytes::from(payload),
+                    session: self.id,
+                })
+            }
             None => {
                 let st = self.devices.get(&code);
                 let why = match st {
@@ -560,6 +712,136 @@ impl WebSession {
                 self.status(Level::Warning, &m, ctx);
             }
         }
+    }
+
+    /// The robot's settings as read-only parameters: its name and devices, each device's
+    /// driver and command watchdog (`<code>.driver`, `<code>.command_timeout` in seconds, 0
+    /// when unwatched), the endpoint's `web.stall_timeout`, `web.max_clients` and
+    /// `web.max_command_hold`.
+    fn parameters(&self) -> Vec<(String, Value)> {
+        use serde_json::json;
+        let sh = &self.shared;
+        let mut v = vec![
+            ("robot".to_string(), json!(sh.robot)),
+            (
+                "devices".to_string(),
+                json!(sh
+                    .specs
+                    .iter()
+                    .map(|(d, _)| char::from(d.code).to_string())
+                    .collect::<Vec<String>>()),
+            ),
+        ];
+        for (spec, driver) in &sh.specs {
+            let c = char::from(spec.code);
+            v.push((format!("{c}.driver"), json!(driver)));
+            let t = spec.command_timeout.map_or(0.0, |t| t.as_secs_f64());
+            v.push((format!("{c}.command_timeout"), json!(t)));
+        }
+        v.push((
+            "web.stall_timeout".into(),
+            json!(sh.stall_timeout.as_secs_f64()),
+        ));
+        v.push(("web.max_clients".into(), json!(sh.max_clients)));
+        v.push((
+            "web.max_command_hold".into(),
+            json!(MAX_COMMAND_HOLD.as_secs_f64()),
+        ));
+        v
+    }
+
+    /// A service call: the e-stop (anyone latches; releasing takes write rights), motor
+    /// power, odometry reset, or any device config (write rights), answered with a JSON
+    /// response or a `serviceCallFailure`.
+    fn on_service_call(
+        &mut self,
+        service: u32,
+        call: u32,
+        encoding: &str,
+        payload: &[u8],
+        ctx: &mut Context<Self>,
+    ) {
+        let fail = move |act: &mut Self, ctx: &mut Context<Self>, m: &str| {
+            act.send_text(foxglove::service_call_failure(service, call, m), ctx);
+        };
+        let Some(svc) = foxglove::SERVICES.iter().find(|s| s.id == service) else {
+            return fail(self, ctx, &format!("no service {service}"));
+        };
+        if encoding != "json" {
+            return fail(self, ctx, "only json requests are accepted");
+        }
+        let v: Value = match serde_json::from_slice(payload) {
+            Ok(v) => v,
+            Err(e) => return fail(self, ctx, &format!("request is not JSON: {e}")),
+        };
+        let respond = move |act: &mut Self, ctx: &mut Context<Self>, v: Value| {
+            let body = v.to_string();
+            let frame = foxglove::service_call_response(service, call, "json", body.as_bytes());
+            act.send_binary_control(frame, ctx);
+        };
+        let refused = "this client may not command the robot (access policy)";
+        let config = match svc.name {
+            "/estop" => {
+                let latch = v["latch"].as_bool().unwrap_or(true);
+                if !latch && !self.may_write {
+                    return fail(self, ctx, refused);
+                }
+                let fut = self.shared.registry.send(EStop {
+                    latch,
+                    client: self.client.clone(),
+                });
+                ctx.spawn(fut.into_actor(self).map(move |r, act, ctx| match r {
+                    Ok(changed) => respond(
+                        act,
+                        ctx,
+                        serde_json::json!({"latched": latch, "changed": changed}),
+                    ),
+                    Err(e) => fail(act, ctx, &e.to_string()),
+                }));
+                return;
+            }
+            _ if !self.may_write => return fail(self, ctx, refused),
+            "/motor_power" => {
+                let on = v["on"].as_bool().unwrap_or(false);
+                (device::POSITION, vec![codes::MOTOR_POWER, u8::from(on)])
+            }
+            "/reset_odometry" => (device::POSITION, vec![codes::RESET_ODOMETRY]),
+            _ => {
+                let one_char = |k: &str| match v[k].as_str().map(str::as_bytes) {
+                    Some([c]) => Some(*c),
+                    _ => None,
+                };
+                let (Some(dev), Some(code)) = (one_char("device"), one_char("code")) else {
+                    return fail(self, ctx, "device and code are one character each");
+                };
+                let args: Option<Vec<u8>> = match v["args"].as_array() {
+                    None => Some(Vec::new()),
+                    Some(a) if a.len() <= 64 => a
+                        .iter()
+                        .map(|x| x.as_u64().and_then(|n| u8::try_from(n).ok()))
+                        .collect(),
+                    Some(_) => None,
+                };
+                let Some(args) = args else {
+                    return fail(self, ctx, "args: at most 64 bytes (0 to 255)");
+                };
+                let mut p = vec![code];
+                p.extend_from_slice(&args);
+                (dev, p)
+            }
+        };
+        let (dev, bytes) = config;
+        info!(self.log, "service config"; "service" => svc.name, "device" => %char::from(dev));
+        let fut = self.shared.registry.send(RouteConfig {
+            device: dev,
+            payload: Bytes::from(bytes),
+            client: self.client.clone(),
+        });
+        ctx.spawn(fut.into_actor(self).map(move |r, act, ctx| match r {
+            Ok(Ok(())) => respond(act, ctx, serde_json::json!({"ok": true, "message": ""})),
+            Ok(Err(e)) => fail(act, ctx, &e.to_string()),
+            Err(e) => fail(act, ctx, &e.to_string()),
+        }));
     }
 
     fn fetch_map(&mut self, walls: bool, ctx: &mut Context<Self>) {
@@ -731,6 +1013,7 @@ impl Actor for WebSession {
         self.send_text(info, ctx);
         let channels: Vec<Channel> = self.shared.channels.clone();
         self.send_text(foxglove::advertise(&channels), ctx);
+        self.send_text(foxglove::advertise_services(&foxglove::SERVICES), ctx);
         ctx.run_interval(TICK, |act, ctx| act.tick(ctx));
         self.shared.registry.do_send(Watch {
             session: self.id,
@@ -835,5 +1118,51 @@ impl Handler<Close> for WebSession {
 
     fn handle(&mut self, _msg: Close, ctx: &mut Self::Context) {
         ctx.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paced(gaps_ms: &[u64]) -> Pacing {
+        let mut p = Pacing::default();
+        let mut t = Instant::now();
+        p.note(t);
+        for &g in gaps_ms {
+            t += Duration::from_millis(g);
+            p.note(t);
+        }
+        p
+    }
+
+    #[test]
+    fn a_first_command_holds_the_longest() {
+        assert_eq!(paced(&[]).hold(), MAX_COMMAND_HOLD);
+    }
+
+    #[test]
+    fn a_1_hz_writer_holds_past_its_next_message_and_no_longer_than_the_bound() {
+        assert_eq!(paced(&[1000, 1000]).hold(), MAX_COMMAND_HOLD);
+        assert_eq!(paced(&[800, 790]).hold(), Duration::from_millis(1000));
+    }
+
+    #[test]
+    fn a_10_hz_writer_holds_briefly_and_follows_its_slowest_recent_gap() {
+        assert_eq!(paced(&[100, 100, 100]).hold(), Duration::from_millis(150));
+        assert_eq!(
+            paced(&[100, 300, 100, 100]).hold(),
+            Duration::from_millis(400)
+        );
+        // Only the latest four gaps count.
+        assert_eq!(
+            paced(&[300, 100, 100, 100, 100]).hold(),
+            Duration::from_millis(150)
+        );
+    }
+
+    #[test]
+    fn a_pause_longer_than_any_hold_starts_afresh() {
+        assert_eq!(paced(&[100, 100, 5000]).hold(), MAX_COMMAND_HOLD);
     }
 }

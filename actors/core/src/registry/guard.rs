@@ -28,12 +28,17 @@ pub enum Admitted {
     Resumed,
 }
 
+/// The longest a writer's own hold (`CommandHold`) may make one command hold.
+pub const MAX_COMMAND_HOLD: Duration = Duration::from_millis(1200);
+
 /// The command watchdog of one device.
 #[derive(Debug)]
 struct Watchdog {
     timeout: Duration,
     /// When the last command arrived, while a command holds (armed).
     last: Option<Instant>,
+    /// How long the last command holds: `timeout`, or its writer's own hold.
+    hold: Duration,
     /// It stopped the device and no command has arrived since.
     tripped: bool,
 }
@@ -55,6 +60,7 @@ impl Guard {
                 Watchdog {
                     timeout,
                     last: None,
+                    hold: timeout,
                     tripped: false,
                 },
             );
@@ -68,13 +74,17 @@ impl Guard {
 
     /// Decides on a command from `session` to `device` at `now`; `holds_write` says
     /// whether the sender holds write access ([`SessionId::SERVER`] needs none). A command
-    /// let through arms the device's watchdog.
+    /// let through arms the device's watchdog. `hold` is how long the writer asked its commands to hold (renewing them at its own
+    /// rate; `None`: the device's timeout): the watchdog is armed for it, never less than
+    /// the device's timeout and never more than [`MAX_COMMAND_HOLD`] (or the timeout, if
+    /// longer).
     pub fn admit(
         &mut self,
         device: u8,
         session: SessionId,
         holds_write: bool,
         now: Instant,
+        hold: Option<Duration>,
     ) -> Result<Admitted, Refusal> {
         if session != SessionId::SERVER && !holds_write {
             return Err(Refusal::NoWriteAccess);
@@ -86,6 +96,9 @@ impl Guard {
             return Ok(Admitted::Pass);
         };
         w.last = Some(now);
+        w.hold = hold.map_or(w.timeout, |h| {
+            h.min(MAX_COMMAND_HOLD.max(w.timeout)).max(w.timeout)
+        });
         if std::mem::take(&mut w.tripped) {
             Ok(Admitted::Resumed)
         } else {
@@ -100,16 +113,16 @@ impl Guard {
         }
     }
 
-    /// The devices whose last command is at least their timeout old at `now`, with the
-    /// timeout: each is to be stopped, once (it is disarmed and marked tripped; the next
+    /// The devices whose last command is at least its hold (the timeout, or its writer's
+    /// own) old at `now`, with the hold: each is to be stopped, once (it is disarmed and marked tripped; the next
     /// command re-arms it).
     pub fn expire(&mut self, now: Instant) -> Vec<(u8, Duration)> {
         let mut expired = Vec::new();
         for (&device, w) in self.watchdogs.iter_mut() {
-            if w.last.is_some_and(|last| now >= last + w.timeout) {
+            if w.last.is_some_and(|last| now >= last + w.hold) {
                 w.last = None;
                 w.tripped = true;
-                expired.push((device, w.timeout));
+                expired.push((device, w.hold));
             }
         }
         expired.sort_unstable();
@@ -120,7 +133,7 @@ impl Guard {
     pub fn next_deadline(&self) -> Option<Instant> {
         self.watchdogs
             .values()
-            .filter_map(|w| Some(w.last? + w.timeout))
+            .filter_map(|w| Some(w.last? + w.hold))
             .min()
     }
 
@@ -171,7 +184,10 @@ mod tests {
     fn a_tripped_watchdog_stops_once_and_the_next_command_rearms_it() {
         let mut g = guard();
         let t0 = Instant::now();
-        assert_eq!(g.admit(WHEELS, writer(), true, t0), Ok(Admitted::Pass));
+        assert_eq!(
+            g.admit(WHEELS, writer(), true, t0, None),
+            Ok(Admitted::Pass)
+        );
         assert_eq!(g.next_deadline(), Some(t0 + ms(500)));
         assert!(g.expire(t0 + ms(499)).is_empty());
         assert_eq!(g.expire(t0 + ms(500)), vec![(WHEELS, ms(500))]);
@@ -179,8 +195,14 @@ mod tests {
         assert!(g.expire(t0 + ms(5000)).is_empty());
         assert_eq!(g.next_deadline(), None);
         let t1 = t0 + ms(6000);
-        assert_eq!(g.admit(WHEELS, writer(), true, t1), Ok(Admitted::Resumed));
-        assert_eq!(g.admit(WHEELS, writer(), true, t1), Ok(Admitted::Pass));
+        assert_eq!(
+            g.admit(WHEELS, writer(), true, t1, None),
+            Ok(Admitted::Resumed)
+        );
+        assert_eq!(
+            g.admit(WHEELS, writer(), true, t1, None),
+            Ok(Admitted::Pass)
+        );
         assert_eq!(g.expire(t1 + ms(500)), vec![(WHEELS, ms(500))]);
     }
 
@@ -190,7 +212,7 @@ mod tests {
         let t0 = Instant::now();
         for k in 0..10 {
             let t = t0 + ms(400 * k);
-            g.admit(WHEELS, writer(), true, t).unwrap();
+            g.admit(WHEELS, writer(), true, t, None).unwrap();
             assert!(g.expire(t).is_empty());
         }
         assert_eq!(g.next_deadline(), Some(t0 + ms(3600 + 500)));
@@ -200,7 +222,7 @@ mod tests {
     fn a_device_without_a_command_timeout_is_never_stopped_by_the_watchdog() {
         let mut g = guard();
         let t0 = Instant::now();
-        g.admit(GRIPPER, writer(), true, t0).unwrap();
+        g.admit(GRIPPER, writer(), true, t0, None).unwrap();
         assert!(!g.watches(GRIPPER));
         assert!(g.expire(t0 + Duration::from_secs(3600)).is_empty());
         assert_eq!(g.next_deadline(), None);
@@ -212,13 +234,13 @@ mod tests {
     fn a_stopped_device_waits_for_the_next_command_before_its_watchdog_runs_again() {
         let mut g = guard();
         let t0 = Instant::now();
-        g.admit(WHEELS, writer(), true, t0).unwrap();
+        g.admit(WHEELS, writer(), true, t0, None).unwrap();
         g.disarm(WHEELS);
         assert_eq!(g.next_deadline(), None);
         assert!(g.expire(t0 + ms(1000)).is_empty());
         // Disarmed is not tripped: the next command does not count as a resumption.
         assert_eq!(
-            g.admit(WHEELS, writer(), true, t0 + ms(1000)),
+            g.admit(WHEELS, writer(), true, t0 + ms(1000), None),
             Ok(Admitted::Pass)
         );
     }
@@ -228,13 +250,13 @@ mod tests {
         let mut g = guard();
         let t0 = Instant::now();
         assert_eq!(
-            g.admit(WHEELS, writer(), false, t0),
+            g.admit(WHEELS, writer(), false, t0, None),
             Err(Refusal::NoWriteAccess)
         );
         assert_eq!(g.next_deadline(), None);
         // The server itself needs no write access.
         assert_eq!(
-            g.admit(WHEELS, SessionId::SERVER, false, t0),
+            g.admit(WHEELS, SessionId::SERVER, false, t0, None),
             Ok(Admitted::Pass)
         );
     }
@@ -247,14 +269,17 @@ mod tests {
         assert!(!g.latch("10.0.0.2:5000"), "latched once");
         assert_eq!(g.estop(), Some("10.0.0.1:5000"));
         let refused = Err(Refusal::EStop("10.0.0.1:5000".into()));
-        assert_eq!(g.admit(WHEELS, writer(), true, t0), refused);
-        assert_eq!(g.admit(WHEELS, SessionId::SERVER, true, t0), refused);
-        assert_eq!(g.admit(GRIPPER, writer(), true, t0), refused);
+        assert_eq!(g.admit(WHEELS, writer(), true, t0, None), refused);
+        assert_eq!(g.admit(WHEELS, SessionId::SERVER, true, t0, None), refused);
+        assert_eq!(g.admit(GRIPPER, writer(), true, t0, None), refused);
         assert_eq!(g.next_deadline(), None, "a refused command arms nothing");
         assert!(g.release());
         assert!(!g.release(), "released once");
         assert_eq!(g.estop(), None);
-        assert_eq!(g.admit(WHEELS, writer(), true, t0), Ok(Admitted::Pass));
+        assert_eq!(
+            g.admit(WHEELS, writer(), true, t0, None),
+            Ok(Admitted::Pass)
+        );
     }
 
     #[test]
@@ -267,5 +292,32 @@ mod tests {
             Refusal::NoWriteAccess.to_string(),
             "command ignored: no write access"
         );
+    }
+
+    #[test]
+    fn a_writers_own_hold_counts_within_the_timeout_and_the_bound() {
+        let mut g = Guard::default();
+        let half = Duration::from_millis(500);
+        g.watch(b'p', Some(half));
+        let t = Instant::now();
+        let writer = SessionId::from(7);
+        let long = Some(Duration::from_secs(1));
+        g.admit(b'p', writer, true, t, long).unwrap();
+        assert_eq!(g.next_deadline(), Some(t + Duration::from_secs(1)));
+        assert!(g.expire(t + Duration::from_millis(900)).is_empty());
+        assert_eq!(
+            g.expire(t + Duration::from_secs(1)),
+            vec![(b'p', Duration::from_secs(1))]
+        );
+        // Past the bound: cut to it; below the timeout: raised to it.
+        g.admit(b'p', writer, true, t, Some(Duration::from_secs(9)))
+            .unwrap();
+        assert_eq!(g.next_deadline(), Some(t + MAX_COMMAND_HOLD));
+        g.admit(b'p', writer, true, t, Some(Duration::from_millis(100)))
+            .unwrap();
+        assert_eq!(g.next_deadline(), Some(t + half));
+        // A plain command goes back to the timeout.
+        g.admit(b'p', writer, true, t, None).unwrap();
+        assert_eq!(g.next_deadline(), Some(t + half));
     }
 }

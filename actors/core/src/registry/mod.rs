@@ -174,6 +174,24 @@ pub struct RouteConfig {
     pub client: String,
 }
 
+pub use guard::MAX_COMMAND_HOLD;
+
+/// Session → registry: how long each of this session's commands to `device` holds before
+/// the command watchdog stops the device, for a writer that renews its command at its own
+/// rate (a browser panel at 1 Hz). The guard honours it within the device's
+/// `command_timeout` (never shorter) and [`MAX_COMMAND_HOLD`] (never longer); `None` goes
+/// back to the device's `command_timeout`. Unwatched devices stay unwatched.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct CommandHold {
+    /// The writing session.
+    pub session: SessionId,
+    /// The device code.
+    pub device: u8,
+    /// How long one command holds.
+    pub hold: Option<Duration>,
+}
+
 /// Any front end → registry: the map of the robot's surroundings, from the first driver
 /// that has one (the simulator has its world's walls); `None` when no driver has a map.
 #[derive(Message)]
@@ -536,12 +554,14 @@ impl Handler<Subscribe> for Registry {
         };
         let had_write = d.writer(msg.session);
         let had_read = d.reader(msg.session);
+        let hold = d.hold(msg.session).filter(|_| msg.write);
         d.holders.insert(
             msg.session,
             Holder {
                 read: msg.read,
                 write: msg.write,
                 recipient: msg.recipient.clone(),
+                hold,
             },
         );
         if had_write && !msg.write && spec.command_size.is_some() {
@@ -617,6 +637,24 @@ impl Handler<Disconnect> for Registry {
     }
 }
 
+impl Handler<CommandHold> for Registry {
+    type Result = ();
+
+    /// Records how long this writer's commands hold; the next command it sends arms the
+    /// watchdog with it.
+    fn handle(&mut self, msg: CommandHold, _ctx: &mut Self::Context) {
+        if let Some(h) = self
+            .table
+            .devices
+            .get_mut(&msg.device)
+            .and_then(|d| d.holders.get_mut(&msg.session))
+            .filter(|h| h.write)
+        {
+            h.hold = msg.hold;
+        }
+    }
+}
+
 impl Handler<Command> for Registry {
     type Result = ();
 
@@ -629,9 +667,10 @@ impl Handler<Command> for Registry {
             return;
         };
         let holds_write = d.writer(msg.session);
+        let hold = d.hold(msg.session);
         match self
             .guard
-            .admit(code, msg.session, holds_write, Instant::now())
+            .admit(code, msg.session, holds_write, Instant::now(), hold)
         {
             Err(refusal) => {
                 self.notify(

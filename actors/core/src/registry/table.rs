@@ -33,6 +33,8 @@ pub(super) struct Holder {
     pub read: bool,
     pub write: bool,
     pub recipient: DataRecipient,
+    /// How long this writer's commands hold (`CommandHold`); `None`: `command_timeout`.
+    pub hold: Option<std::time::Duration>,
 }
 
 /// Where a device's setup is.
@@ -79,6 +81,11 @@ impl Device {
     /// Whether `session` holds write access.
     pub fn writer(&self, session: SessionId) -> bool {
         self.holders.get(&session).is_some_and(|h| h.write)
+    }
+
+    /// How long `session`'s commands hold, if it asked (`CommandHold`).
+    pub fn hold(&self, session: SessionId) -> Option<std::time::Duration> {
+        self.holders.get(&session).and_then(|h| h.hold)
     }
 
     /// Whether `session` reads it.
