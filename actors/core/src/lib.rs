@@ -11,6 +11,7 @@
 //! - [`settings`]: configuration files and the manual's flags.
 //! - [`record`]: recording every reading (and the commands and configs) to MCAP files.
 //! - [`server`]: starting and stopping it all.
+//! - [`frontend`]: the front-end kit: robot handles, holding devices, attaching front ends.
 //! - [`placement`]: which session thread a new client's session runs on.
 //! - [`timer`]: precise per-thread timers for client schedules.
 //! - [`web`]: the web viewer and Foxglove WebSocket endpoint of each robot.
@@ -23,6 +24,7 @@
 
 pub mod access;
 pub mod codec;
+pub mod frontend;
 pub mod logging;
 pub mod notice;
 pub mod placement;
