@@ -227,3 +227,439 @@ def test_tokens_gids_and_attachments_follow_rmw_zenoh():
     a = Attachment.from_bytes(att)
     assert (a.sequence_id, a.timestamp_ns) == (1, 1_700_000_123_456_000_000)
     assert a.gid == bytes.fromhex(t["gid"])
+
+
+# ---------------------------------------------------------------------------------------
+# The front end running: the `player` binary ($PLAYER_BIN) with `[ros2]` on, a Zenoh
+# client in the test, the repository's TCP client (python/player_client) beside it.
+
+import socket
+import struct
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOPICS = {"scan", "odom", "tf", "tf_static", "sonar", "battery"}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ros_name(dds_type):
+    """`sensor_msgs::msg::dds_::LaserScan_` -> `sensor_msgs/msg/LaserScan`."""
+    pkg, _, _, typ = dds_type.split("::")
+    return f"{pkg}/msg/{typ[:-1]}"
+
+
+class Player:
+    """The player binary with the ROS 2 front end listening on a loopback port."""
+
+    def __init__(self, write=True, extra=""):
+        self.tcp_port, self.zport = free_port(), free_port()
+        ros2 = {
+            "enabled": True,
+            "listen": [f"tcp/127.0.0.1:{self.zport}"],
+            "connect": [],
+            "write": write,
+        }
+        robot = f"""
+[[robot]]
+name = "pioneer"
+port = {self.tcp_port}
+bind = "127.0.0.1"
+web_port = 0
+
+[[robot.driver]]
+driver = "sim"
+devices = ["p", "s", "m", "l"]
+[robot.driver.params]
+world = "room"
+motors_on = true
+"""
+        section = "[ros2]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in ros2.items()) + extra
+        cfg = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
+        cfg.write(section + robot)
+        cfg.close()
+        binary = os.environ.get("PLAYER_BIN") or os.path.join(ROOT, "target", "debug", "player")
+        self.proc = subprocess.Popen(
+            [binary, "--config", cfg.name], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        self.log = []
+        threading.Thread(
+            target=lambda: [self.log.append(l.decode(errors="replace")) for l in self.proc.stderr],
+            daemon=True,
+        ).start()
+        self.session = self.connect()
+
+    def connect(self):
+        import zenoh
+
+        conf = zenoh.Config()
+        conf.insert_json5("mode", '"client"')
+        conf.insert_json5("connect/endpoints", json.dumps([f"tcp/127.0.0.1:{self.zport}"]))
+        conf.insert_json5("scouting/multicast/enabled", "false")
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                return zenoh.open(conf)
+            except Exception:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise AssertionError("no Zenoh session to the server:\n" + "".join(self.log))
+                time.sleep(0.2)
+
+    def tokens(self, want=9, within=10):
+        """The ROS 2 liveliness tokens, once at least `want` answer."""
+        deadline = time.monotonic() + within
+        while True:
+            keys = [
+                str(r.ok.key_expr)
+                for r in self.session.liveliness().get("@ros2_lv/0/**", timeout=3)
+                if r.ok is not None
+            ]
+            if len(keys) >= want or time.monotonic() > deadline:
+                return keys
+            time.sleep(0.2)
+
+    def topics(self):
+        """Per topic name: (data key, token key, kind) of our publishers and subscribers."""
+        out = {}
+        for k in self.tokens():
+            m = TOKEN.match(k)
+            if m and m["topic"]:
+                name = m["topic"].replace("%", "/").lstrip("/")
+                key = f"{m['domain']}/{name}/{m['type']}/{m['hash']}"
+                out.setdefault(name, []).append((key, k, m["kind"]))
+        return out
+
+    def tcp(self):
+        from player_client import Client
+
+        c = Client.connect(f"127.0.0.1:{self.tcp_port}", timeout=10)
+        c.set_timestamps(True)
+        return c
+
+    def stop(self):
+        try:
+            self.session.close()
+        finally:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+@pytest.fixture(scope="module")
+def player():
+    p = Player()
+    yield p
+    p.stop()
+
+
+@pytest.fixture
+def fresh_player():
+    p = Player()
+    yield p
+    p.stop()
+
+
+def test_discovery_finds_our_node_and_one_token_per_topic_with_official_hashes(player, typestore):
+    print(GRAMMAR_NOTE)
+    tokens = player.tokens()
+    parsed = [TOKEN.match(k) for k in tokens]
+    assert all(parsed), [k for k, m in zip(tokens, parsed) if not m]
+    nodes = [m for m in parsed if m["kind"] == "NN"]
+    assert [(m["ns"], m["node"], m["enclave"]) for m in nodes] == [("%", "player", "%")]
+    zid = nodes[0]["zid"]
+    pubs = {m["topic"].lstrip("%"): m for m in parsed if m["kind"] == "MP"}
+    subs = [m for m in parsed if m["kind"] == "MS"]
+    assert set(pubs) == TOPICS, sorted(pubs)
+    assert sorted(m["type"] for m in subs if m["topic"] == "%cmd_vel") == [
+        "geometry_msgs::msg::dds_::TwistStamped_",
+        "geometry_msgs::msg::dds_::Twist_",
+    ]
+    ids = set()
+    for m in parsed:
+        assert m["zid"] == zid and m["domain"] == "0"
+        assert m["id"] not in ids or m["kind"] == "NN"
+        ids.add(m["id"])
+        if m["kind"] in ("MP", "MS"):
+            name = ros_name(m["type"])
+            official = official_hash(name) or typestore.hash_rihs01(name)
+            assert m["hash"] == official, name
+            assert QOS.match(m["qos"]), m["qos"]
+    assert pubs["tf_static"]["qos"].split(":")[1] == "1", "tf_static is transient local"
+    assert pubs["scan"]["qos"].split(":")[1] == "", "scan is volatile"
+
+
+class Collect:
+    """Samples of one key: (payload, attachment, arrival)."""
+
+    def __init__(self, session, key):
+        self.lock = threading.Lock()
+        self.samples = []
+        self.sub = session.declare_subscriber(key, self)
+
+    def __call__(self, s):
+        att = s.attachment.to_bytes() if s.attachment is not None else b""
+        with self.lock:
+            self.samples.append((s.payload.to_bytes(), att, time.monotonic()))
+
+    def wait(self, n, within=15):
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            with self.lock:
+                if len(self.samples) >= n:
+                    return list(self.samples)
+            time.sleep(0.05)
+        with self.lock:
+            return list(self.samples)
+
+
+def check_attachments(samples, token_key):
+    import xxhash
+
+    atts = [a for _, a, _ in samples]
+    assert all(len(a) == 33 and a[16] == 0x10 for a in atts), [len(a) for a in atts]
+    seqs = [struct.unpack("<q", a[:8])[0] for a in atts]
+    assert all(b - a == 1 for a, b in zip(seqs, seqs[1:])), str(seqs)
+    gids = {a[17:] for a in atts}
+    assert len(gids) == 1, "one GID per publisher"
+    digest = xxhash.xxh3_128(token_key.encode()).intdigest().to_bytes(16, "little")
+    assert gids.pop() == digest, "GID = XXH3-128 of the publisher's token"
+    now = time.time_ns()
+    assert all(abs(struct.unpack("<q", a[8:16])[0] - now) < 60e9 for a in atts)
+
+
+def test_every_topic_decodes_with_ros_and_matches_the_tcp_client(player, typestore):
+    from nav_msgs.msg import Odometry
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import BatteryState, LaserScan, Range
+
+    topics = player.topics()
+    subs = {n: Collect(player.session, topics[n][0][0]) for n in ("scan", "odom", "tf", "sonar", "battery")}
+    tcp = player.tcp()
+    tcp.request("lrprsrmr").check()
+    seen = {"l": {}, "p": {}, "s": {}, "m": {}}
+    deadline = time.monotonic() + 4
+    while time.monotonic() < deadline:
+        r = tcp.read()
+        for code, reading in (("l", r.laser), ("p", r.position), ("s", r.sonar), ("m", r.misc)):
+            if reading is not None and reading.timestamp is not None:
+                ts = reading.timestamp
+                seen[code][(ts.seconds, ts.microseconds * 1000)] = reading
+    tcp.close()
+
+    def stamp(h):
+        return (h.stamp.sec, h.stamp.nanosec)
+
+    matched = 0
+    for payload, _, _ in subs["scan"].wait(5):
+        m = deserialize_message(payload, LaserScan)
+        assert m.header.frame_id == "laser" and len(m.ranges) == 361
+        assert math.isclose(m.angle_min, -math.pi / 2, rel_tol=1e-6)
+        assert math.isclose(m.angle_increment, math.pi / 360, rel_tol=1e-6)
+        tcp_laser = seen["l"].get(stamp(m.header))
+        if tcp_laser is not None:
+            assert all(abs(a - b / 1000) < 1e-6 for a, b in zip(m.ranges, tcp_laser.ranges))
+            matched += 1
+    assert matched >= 1, "no scan with a timestamp the TCP client read"
+    check_attachments(subs["scan"].samples, topics["scan"][0][1])
+
+    matched = 0
+    for payload, _, _ in subs["odom"].wait(5):
+        m = deserialize_message(payload, Odometry)
+        assert (m.header.frame_id, m.child_frame_id) == ("odom", "base_link")
+        p = seen["p"].get(stamp(m.header))
+        if p is not None:
+            assert m.pose.pose.position.x == p.x / 1000 and m.pose.pose.position.y == p.y / 1000
+            yaw = 2 * math.atan2(m.pose.pose.orientation.z, m.pose.pose.orientation.w)
+            assert abs(math.remainder(yaw - math.radians(p.heading), 2 * math.pi)) < 1e-9
+            matched += 1
+    assert matched >= 1
+    check_attachments(subs["odom"].samples, topics["odom"][0][1])
+
+    for payload, _, _ in subs["tf"].wait(3):
+        m = typestore.deserialize_cdr(payload, "tf2_msgs/msg/TFMessage")
+        (t,) = m.transforms
+        assert (t.header.frame_id, t.child_frame_id) == ("odom", "base_link")
+        p = seen["p"].get((t.header.stamp.sec, t.header.stamp.nanosec))
+        if p is not None:
+            assert t.transform.translation.x == p.x / 1000
+    check_attachments(subs["tf"].samples, topics["tf"][0][1])
+
+    ranges = [deserialize_message(p, Range) for p, _, _ in subs["sonar"].wait(32)]
+    assert {r.header.frame_id for r in ranges} == {f"sonar_{i}" for i in range(16)}
+    matched = 0
+    for r in ranges:
+        assert r.radiation_type == Range.ULTRASOUND and r.max_range > r.min_range > 0
+        s = seen["s"].get(stamp(r.header))
+        if s is not None:
+            i = int(r.header.frame_id.split("_")[1])
+            assert abs(r.range - s.ranges[i] / 1000) < 1e-6
+            matched += 1
+    assert matched >= 16
+    check_attachments(subs["sonar"].samples, topics["sonar"][0][1])
+
+    for payload, _, _ in subs["battery"].wait(2):
+        b = deserialize_message(payload, BatteryState)
+        m = seen["m"].get(stamp(b.header))
+        assert b.present
+        if m is not None:
+            assert abs(b.voltage - m.voltage / 10) < 1e-5
+    for s in subs.values():
+        s.sub.undeclare()
+
+
+def test_a_third_party_subscriber_gets_scan_by_topic_name_and_type_only(player):
+    from zenoh_ros2_sdk import ROS2Subscriber, get_registry
+
+    get_registry(SHARE)  # the official .msg files: offline, nothing downloaded
+    got = []
+    sub = ROS2Subscriber(
+        topic="/scan",
+        msg_type="sensor_msgs/msg/LaserScan",
+        callback=got.append,
+        router_ip="127.0.0.1",
+        router_port=player.zport,
+    )
+    deadline = time.monotonic() + 15
+    while not got and time.monotonic() < deadline:
+        time.sleep(0.05)
+    sub.close()
+    assert got, "zenoh-ros2-sdk received no scan"
+    assert len(got[0].ranges) == 361 and got[0].header.frame_id == "laser"
+
+
+def cmd_vel_sender(p, stamped, vx, wz):
+    """Publishes cmd_vel (rclpy-serialized) with an rmw_zenoh attachment every 100 ms
+    until the returned event is set."""
+    from geometry_msgs.msg import Twist, TwistStamped
+    from rclpy.serialization import serialize_message
+
+    t = Twist()
+    t.linear.x, t.angular.z = vx, wz
+    if stamped:
+        msg = TwistStamped()
+        msg.header.frame_id = "base_link"
+        msg.twist = t
+        want = "geometry_msgs::msg::dds_::TwistStamped_"
+    else:
+        msg, want = t, "geometry_msgs::msg::dds_::Twist_"
+    (key,) = [k for k, _, kind in p.topics()["cmd_vel"] if want in k and kind == "MS"]
+    payload = serialize_message(msg)
+    pub = p.session.declare_publisher(key)
+    stop = threading.Event()
+    gid = os.urandom(16)
+
+    def run():
+        seq = 0
+        while not stop.is_set():
+            seq += 1
+            att = struct.pack("<qqB", seq, time.time_ns(), 16) + gid
+            pub.put(payload, attachment=att)
+            time.sleep(0.1)
+        pub.undeclare()
+
+    threading.Thread(target=run, daemon=True).start()
+    return stop
+
+
+def speeds(p, within, test, after=0.0):
+    """When the TCP client first reads a position passing `test` (monotonic), else None."""
+    c = p.tcp()
+    c.request("pr").check()
+    deadline = time.monotonic() + within
+    try:
+        while time.monotonic() < deadline:
+            pos = c.read().position
+            if pos is not None and time.monotonic() > after and test(pos):
+                return time.monotonic()
+        return None
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("stamped", [False, True], ids=["Twist", "TwistStamped"])
+def test_cmd_vel_moves_the_robot_and_the_watchdog_stops_it(fresh_player, stamped):
+    p = fresh_player
+    assert speeds(p, 10, lambda pos: pos.speed == 0) is not None
+    stop = cmd_vel_sender(p, stamped, 0.2, 0.3)
+    moving = speeds(p, 10, lambda pos: pos.speed >= 150 and pos.turn_rate >= 10)
+    stop.set()
+    assert moving is not None, "cmd_vel did not move the robot:\n" + "".join(p.log[-20:])
+    silent = time.monotonic()
+    halted = speeds(p, 5, lambda pos: pos.speed == 0 and pos.turn_rate == 0, after=silent)
+    assert halted is not None and halted - silent < 0.5 + 1.0, "the watchdog did not stop it"
+
+
+def test_a_latched_estop_keeps_cmd_vel_from_moving_the_robot(fresh_player):
+    p = fresh_player
+    c = p.tcp()
+    c.estop(True)
+    stop = cmd_vel_sender(p, False, 0.3, 0.0)
+    # Proves nothing happens for a while: 2 s of cmd_vel, the robot must not move.
+    moved = speeds(p, 2.0, lambda pos: pos.speed != 0)
+    stop.set()
+    c.close()
+    assert moved is None, "the robot moved under a latched e-stop"
+
+
+def test_write_false_ignores_cmd_vel():
+    p = Player(write=False)
+    try:
+        assert "cmd_vel" not in p.topics(), "no cmd_vel subscription without write"
+        key = "0/cmd_vel/geometry_msgs::msg::dds_::Twist_/" + official_hash("geometry_msgs/msg/Twist")
+        from geometry_msgs.msg import Twist
+        from rclpy.serialization import serialize_message
+
+        t = Twist()
+        t.linear.x = 0.3
+        pub = p.session.declare_publisher(key)
+        stop = threading.Event()
+
+        def run():
+            seq = 0
+            while not stop.is_set():
+                seq += 1
+                pub.put(serialize_message(t), attachment=struct.pack("<qqB", seq, time.time_ns(), 16) + bytes(16))
+                time.sleep(0.1)
+
+        threading.Thread(target=run, daemon=True).start()
+        # Proves nothing happens for a while: 2 s of cmd_vel, the robot must not move.
+        moved = speeds(p, 2.0, lambda pos: pos.speed != 0)
+        stop.set()
+        assert moved is None
+    finally:
+        p.stop()
+
+
+def test_a_late_subscriber_gets_tf_static(player, typestore):
+    import zenoh
+    import zenoh.ext
+
+    (key,) = [k for k, _, _ in player.topics()["tf_static"]]
+    late = player.connect()
+    try:
+        got = []
+        sub = zenoh.ext.declare_advanced_subscriber(
+            late,
+            key,
+            lambda s: got.append(s.payload.to_bytes()),
+            history=zenoh.ext.HistoryConfig(detect_late_publishers=True, max_samples=1),
+        )
+        deadline = time.monotonic() + 10
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.05)
+        sub.undeclare()
+        assert got, "a late subscriber got no tf_static"
+        m = typestore.deserialize_cdr(got[0], "tf2_msgs/msg/TFMessage")
+        children = {t.child_frame_id for t in m.transforms}
+        assert children == {"laser"} | {f"sonar_{i}" for i in range(16)}
+        assert all(t.header.frame_id == "base_link" for t in m.transforms)
+    finally:
+        late.close()

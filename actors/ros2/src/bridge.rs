@@ -237,7 +237,6 @@ fn declare(
         let publisher = session
             .declare_publisher(key.clone())
             .congestion_control(zenoh::qos::CongestionControl::Drop)
-            .express(true)
             .wait()?;
         let a = addr.clone();
         publisher

@@ -253,6 +253,14 @@ impl Ros2Settings {
         // Serve ROS whether or not rmw_zenohd is up yet: connect in the background.
         set(&mut c, "connect/timeout_ms", "0")?;
         set(&mut c, "connect/exit_on_failure", "false")?;
+        // Readings are dropped, never waited for, when the network is congested; but a
+        // burst (16 sonar ranges at once) must not lose samples to a busy CPU: wait up to
+        // 10 ms for a free batch (Zenoh's default is 1 ms) on the front end's own thread.
+        set(
+            &mut c,
+            "transport/link/tx/queue/congestion_control/drop/wait_before_drop",
+            "10000",
+        )?;
         let scout = if self.scouting { "true" } else { "false" };
         set(&mut c, "scouting/multicast/enabled", scout)?;
         Ok(c)
