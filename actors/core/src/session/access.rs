@@ -63,7 +63,8 @@ fn pairs_text(pairs: &[(u8, u8)]) -> String {
 }
 
 /// The access a client holds after asking for `req` while holding `cur` (0 when the device
-/// is not in its list). See client-protocol-notes.md 3.2; `e` is treated as "not listed".
+/// is not in its list). See docs/reference/client-protocol-notes.md 3.2; `e` is treated as
+/// "not listed".
 fn next_access(cur: u8, req: u8) -> u8 {
     let (r, w) = match cur {
         access::READ => (true, false),

@@ -1,5 +1,5 @@
 //! The ACTS colour-vision driver (`acts`): the vision device (`v`) fed by an ACTS server
-//! over TCP (acts.md).
+//! over TCP (docs/reference/acts.md).
 //!
 //! A link task connects to ACTS at `host:port` (retrying every 100 ms for up to
 //! `connect_timeout` seconds, since ACTS may still be starting), optionally starting ACTS

@@ -1,5 +1,5 @@
 //! The P2OS driver: a Pioneer 2 robot base over one serial line, serving the position
-//! (`p`), sonar (`s`), misc (`m`) and gripper (`g`) devices as one actor (p2os.md).
+//! (`p`), sonar (`s`), misc (`m`) and gripper (`g`) devices as one actor (docs/reference/p2os.md).
 //!
 //! The actor keeps the devices' subscribers and the client's command; a link task on the
 //! same arbiter owns the serial port. The link task opens the port, synchronises (SYNC0,

@@ -1,5 +1,5 @@
 //! The Sony EVI-D30 pan-tilt-zoom camera driver (`sonyptz`): the ptz device (`z`) over a
-//! serial line speaking VISCA (sony-ptz.md).
+//! serial line speaking VISCA (docs/reference/sony-ptz.md).
 //!
 //! A link task owns the port. Setup succeeds once the camera answers a position inquiry
 //! (else it fails naming the port). Then, ten times a second and at once when a client's

@@ -1,5 +1,5 @@
 //! The SICK LMS-200 laser driver (`sicklms200`): the laser device (`l`) over a serial line
-//! (sick-lms200.md).
+//! (docs/reference/sick-lms200.md).
 //!
 //! A link task on the actor's arbiter owns the port. Setup: open at 9600 baud, enter
 //! installation mode, switch the scanner and the port to 38400 baud, ask for continuous
