@@ -1,8 +1,10 @@
 """The ROS 2 front end (crate player-ros2) checked by real ROS 2 code, not our own decoder.
 
 Run by tests/ros2/run.sh, which installs the official ROS 2 Jazzy Python packages from PyPI
-and sets ROS2_SHARE (their `share/` folder) and ROS2_WIRE (the `ros2_wire` example of
-player-ros2, which prints what the crate encodes).
+and sets ROS2_SHARE (their `share/` folder), ROS2_WIRE (the `ros2_wire` example of
+player-ros2, which prints what the crate encodes) and PLAYER_BIN (the server).
+
+The crate's pure parts:
 
 - type hashes against the official generated type descriptions, `share/<pkg>/msg/<Type>.json`,
   read here (tf2_msgs is not on PyPI: its hash comes from rosbags, which is first checked to
@@ -14,13 +16,31 @@ player-ros2, which prints what the crate encodes).
 - Twist and TwistStamped serialized by rclpy, decoded by the crate;
 - a liveliness token against rmw_zenoh's documented grammar, its GID against XXH3-128 of the
   key (xxhash), its attachment read by zenoh-ros2-sdk's own attachment reader.
+
+The server with `[ros2]` on (the simulated Pioneer), seen by a Zenoh client:
+- discovery: a liveliness query on `@ros2_lv/0/**` finds our node and one token per topic,
+  each with the official type hash;
+- every topic decoded by rclpy (rosbags for TFMessage), stamps and values equal to what the
+  TCP client read with the same timestamp; attachments 33 bytes, sequence numbers rising by
+  one, one GID per publisher;
+- zenoh-ros2-sdk receives `scan` by topic name and type only (offline, official .msg files);
+- `cmd_vel` (Twist and TwistStamped serialized by rclpy, sent with an attachment) moves the
+  robot seen by the TCP client, and the watchdog stops it when the publisher stops; a latched
+  e-stop keeps it still; `write = false` ignores `cmd_vel`;
+- a late subscriber (zenoh-ext's advanced subscriber, as rmw_zenoh's transient-local ones)
+  gets `tf_static`.
 """
 
 import json
 import math
 import os
 import re
+import socket
+import struct
 import subprocess
+import tempfile
+import threading
+import time
 
 import pytest
 
@@ -232,12 +252,6 @@ def test_tokens_gids_and_attachments_follow_rmw_zenoh():
 # ---------------------------------------------------------------------------------------
 # The front end running: the `player` binary ($PLAYER_BIN) with `[ros2]` on, a Zenoh
 # client in the test, the repository's TCP client (python/player_client) beside it.
-
-import socket
-import struct
-import tempfile
-import threading
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOPICS = {"scan", "odom", "tf", "tf_static", "sonar", "battery"}

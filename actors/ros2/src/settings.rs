@@ -17,10 +17,12 @@ pub struct Ros2Settings {
     pub namespace: Option<String>,
     /// The node's name.
     pub node: String,
-    /// `"peer"` (default, as every rmw_zenoh node) or `"client"`.
+    /// `"peer"` (default, as every rmw_zenoh node), `"client"`, or `"router"` (the robot is
+    /// the ROS network's router: ROS machines connect to it instead of running
+    /// `rmw_zenohd`).
     pub mode: String,
-    /// Endpoints to listen on in peer mode (default `["tcp/localhost:0"]`, as rmw_zenoh's
-    /// nodes: other peers learn it from the router).
+    /// Endpoints to listen on in peer or router mode (default `["tcp/localhost:0"]`, as
+    /// rmw_zenoh's nodes: other peers learn it from the router).
     pub listen: Vec<String>,
     /// Endpoints to connect to (default `["tcp/localhost:7447"]`: the `rmw_zenohd` router
     /// on the robot); retried in the background.
@@ -165,9 +167,9 @@ impl Ros2Settings {
     /// Checks the section against the robots' names and the access rules.
     pub fn check(&self, robots: &[String], access: &AccessRules) -> Result<(), Ros2SettingsError> {
         let err = |s: String| Err(Ros2SettingsError(s));
-        if !matches!(self.mode.as_str(), "peer" | "client") {
+        if !matches!(self.mode.as_str(), "peer" | "client" | "router") {
             return err(format!(
-                "ros2.mode: '{}' is neither \"peer\" nor \"client\"",
+                "ros2.mode: '{}' is not \"peer\", \"client\" or \"router\"",
                 self.mode
             ));
         }
@@ -246,7 +248,7 @@ impl Ros2Settings {
                 .map_err(|e| Ros2SettingsError(format!("ros2: {key} = {value}: {e}")))
         };
         set(&mut c, "mode", &format!("\"{}\"", self.mode))?;
-        if self.mode == "peer" {
+        if self.mode != "client" {
             set(&mut c, "listen/endpoints", &json(&self.listen))?;
         }
         set(&mut c, "connect/endpoints", &json(&self.connect))?;
