@@ -310,10 +310,15 @@ mod tests {
     fn impossible_or_unsafe_sections_are_refused_with_their_key() {
         let a = AccessRules::default();
         assert!(on().check(&names(&["pioneer"]), &a).is_ok());
+        let router = Ros2Settings {
+            mode: "router".into(),
+            ..on()
+        };
+        assert!(router.check(&names(&["pioneer"]), &a).is_ok());
         let e = |s: Ros2Settings, r: &[&str], a: &AccessRules| s.check(&names(r), a).unwrap_err().0;
         assert!(e(
             Ros2Settings {
-                mode: "router".into(),
+                mode: "broker".into(),
                 ..on()
             },
             &["x"],
