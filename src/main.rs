@@ -1,7 +1,6 @@
 //! The `player` binary: parses the flags, starts the server, and shuts it down in order on
 //! SIGINT or SIGTERM; SIGUSR1 latches every robot's emergency stop.
 
-use player::server::Server;
 use player::settings::{parse_args_with, Invocation};
 use slog::{error, info};
 use std::process::ExitCode;
@@ -32,7 +31,7 @@ fn main() -> ExitCode {
         let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
         let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
         let mut usr1 = signal(SignalKind::user_defined1()).map_err(|e| e.to_string())?;
-        let server = Server::start(&settings, &catalog, base_dir, log.clone())
+        let server = player::server::start(&settings, &catalog, base_dir, log.clone())
             .await
             .map_err(|e| e.to_string())?;
         let which = loop {

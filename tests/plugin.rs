@@ -293,7 +293,7 @@ fn a_configuration_naming_an_unregistered_driver_does_not_start() {
     let settings = Settings::from_toml(CONFIG, "plugin test").unwrap();
     let result = std::thread::spawn(move || {
         actix_rt::System::new().block_on(async move {
-            player::server::Server::start(
+            player::server::start(
                 &settings,
                 &player::builtin_catalog(),
                 std::path::PathBuf::from("."),

@@ -227,8 +227,8 @@ pub enum Change {
     Same,
     /// `Unsubscribe` was sent.
     Released,
-    /// `Subscribe` was sent.
-    Asked(Asked),
+    /// `Subscribe` was sent (boxed: the pending reply is large).
+    Asked(Box<Asked>),
 }
 
 /// A front end's session at one registry: the devices it holds, kept in line with the
@@ -279,7 +279,7 @@ impl Holdings {
                 });
                 Change::Released
             }
-            Some(Step::Ask(access, ticket)) => Change::Asked(Asked {
+            Some(Step::Ask(access, ticket)) => Change::Asked(Box::new(Asked {
                 ticket,
                 access,
                 reply: self.registry.send(Subscribe {
@@ -290,7 +290,7 @@ impl Holdings {
                     recipient: recipient(),
                     client: self.client.clone(),
                 }),
-            }),
+            })),
         }
     }
 
