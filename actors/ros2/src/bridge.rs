@@ -28,7 +28,7 @@ use actix::prelude::*;
 use bytes::Bytes;
 use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
-use player_core::frontend::{Access, Change, FrontEnd, FrontEndContext, Holdings};
+use player_core::frontend::{Access, Asked, Change, FrontEnd, FrontEndContext, Holdings};
 use player_core::registry::Disconnect;
 use player_kit::driver::{Command, DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec};
 use player_proto::device;
@@ -434,14 +434,18 @@ impl RobotNode {
         {
             Change::Same | Change::Released => {}
             Change::Asked(asked) => {
-                let ticket = asked.ticket;
-                ctx.spawn(asked.reply.into_actor(self).map(move |r, act, _| {
+                let Asked {
+                    ticket,
+                    access,
+                    reply,
+                } = *asked;
+                ctx.spawn(reply.into_actor(self).map(move |r, act, _| {
                     let granted = matches!(r, Ok(Ok(_)));
                     if !act.holdings.settle(ticket, granted) {
                         return;
                     }
                     match r {
-                        Ok(Ok(grant)) if asked.access.write => {
+                        Ok(Ok(grant)) if access.write => {
                             act.command = grant.command;
                             if act.command.is_none() {
                                 warn!(act.log, "ros2: cmd_vel ignored: the base takes no commands");
@@ -693,16 +697,6 @@ async fn off_runtime<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) 
     rx.await.ok()
 }
 
-/// The access rules of the `[access]` section as the checks read them.
-pub fn access_rules(a: &player_core::access::AccessSettings) -> AccessRules {
-    AccessRules {
-        keyed: !a.key.is_empty(),
-        refuse_keyless: a.keyless == "refuse",
-        read_limited: !a.read_allow.is_empty(),
-        write_limited: !a.write_allow.is_empty(),
-    }
-}
-
 /// Starts the ROS 2 front end for the robots of `ctx` that `settings` serves. Must run
 /// inside an actix system.
 pub async fn start(
@@ -710,7 +704,7 @@ pub async fn start(
     ctx: &FrontEndContext,
 ) -> Result<Ros2FrontEnd, Ros2Error> {
     let names: Vec<String> = ctx.robots.iter().map(|r| r.name.clone()).collect();
-    settings.check(&names, &access_rules(&ctx.access))?;
+    settings.check(&names, &AccessRules::of(&ctx.access))?;
     let config = settings.zenoh_config()?;
     let served: Vec<_> = ctx
         .robots

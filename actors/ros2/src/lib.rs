@@ -24,4 +24,4 @@ pub mod settings;
 pub mod types;
 
 pub use bridge::{start, Ros2Error, Ros2FrontEnd};
-pub use settings::Ros2Settings;
+pub use settings::{Ros2Settings, SYNTAX};

@@ -1,8 +1,20 @@
-//! The `[ros2]` section of the configuration and its checks.
+//! The `[ros2]` section of the configuration, the `--ros2` flag ([`SYNTAX`]) and their
+//! checks.
 
 use crate::convert::Frames;
+use player_core::access::AccessSettings;
+use player_core::settings::{FlagSpec, FrontEndSyntax, RobotSettings, SettingsError};
 use serde::Deserialize;
 use thiserror::Error;
+
+/// The section and the flag this front end adds to the configuration.
+pub const SYNTAX: FrontEndSyntax = FrontEndSyntax {
+    sections: &["ros2"],
+    flags: &[FlagSpec {
+        flag: "--ros2",
+        takes_value: false,
+    }],
+};
 
 /// The `[ros2]` section.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -111,7 +123,51 @@ pub fn valid_name(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
+impl AccessRules {
+    /// The rules of an `[access]` section.
+    pub fn of(a: &AccessSettings) -> Self {
+        AccessRules {
+            keyed: !a.key.is_empty(),
+            refuse_keyless: a.keyless == "refuse",
+            read_limited: !a.read_allow.is_empty(),
+            write_limited: !a.write_allow.is_empty(),
+        }
+    }
+}
+
 impl Ros2Settings {
+    /// The `[ros2]` section of settings read with [`SYNTAX`] (the defaults when there is
+    /// none), checked against `robots` and `access`; errors name the section.
+    pub fn from_section(
+        section: Option<&config::Value>,
+        origin: &str,
+        robots: &[RobotSettings],
+        access: &AccessSettings,
+    ) -> Result<Self, SettingsError> {
+        let s: Ros2Settings = match section {
+            None => Ros2Settings::default(),
+            Some(v) => v
+                .clone()
+                .try_deserialize()
+                .map_err(|e| SettingsError::value(origin, "ros2", e.to_string()))?,
+        };
+        s.check_against(robots, access, origin)?;
+        Ok(s)
+    }
+
+    /// [`Ros2Settings::check`] against the configuration's robots and `[access]`, as a
+    /// settings error. Call it again after the flags (`--ros2`, `-stage`).
+    pub fn check_against(
+        &self,
+        robots: &[RobotSettings],
+        access: &AccessSettings,
+        origin: &str,
+    ) -> Result<(), SettingsError> {
+        let names: Vec<String> = robots.iter().map(|r| r.name.clone()).collect();
+        self.check(&names, &AccessRules::of(access))
+            .map_err(|e| SettingsError::value(origin, "ros2", e.0))
+    }
+
     /// Whether robot `name` is served.
     pub fn serves(&self, name: &str) -> bool {
         self.robots.is_empty() || self.robots.iter().any(|r| r == name)
