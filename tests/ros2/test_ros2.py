@@ -26,7 +26,8 @@ The server with `[ros2]` on (the simulated Pioneer), seen by a Zenoh client:
 - zenoh-ros2-sdk receives `scan` by topic name and type only (offline, official .msg files);
 - `cmd_vel` (Twist and TwistStamped serialized by rclpy, sent with an attachment) moves the
   robot seen by the TCP client, and the watchdog stops it when the publisher stops; a latched
-  e-stop keeps it still; `write = false` ignores `cmd_vel`;
+  e-stop keeps it still; `estop` (std_msgs/Bool) latches and releases it; `write = false`
+  ignores `cmd_vel`;
 - a late subscriber (zenoh-ext's advanced subscriber, as rmw_zenoh's transient-local ones)
   gets `tf_static`.
 """
@@ -325,7 +326,7 @@ motors_on = true
                     raise AssertionError("no Zenoh session to the server:\n" + "".join(self.log))
                 time.sleep(0.2)
 
-    def tokens(self, want=9, within=10):
+    def tokens(self, want=8, within=10):
         """The ROS 2 liveliness tokens, once at least `want` answer."""
         deadline = time.monotonic() + within
         while True:
@@ -396,6 +397,7 @@ def test_discovery_finds_our_node_and_one_token_per_topic_with_official_hashes(p
         "geometry_msgs::msg::dds_::TwistStamped_",
         "geometry_msgs::msg::dds_::Twist_",
     ]
+    assert [m["type"] for m in subs if m["topic"] == "%estop"] == ["std_msgs::msg::dds_::Bool_"]
     ids = set()
     for m in parsed:
         assert m["zid"] == zid and m["domain"] == "0"
@@ -621,6 +623,35 @@ def test_a_latched_estop_keeps_cmd_vel_from_moving_the_robot(fresh_player):
     stop.set()
     c.close()
     assert moved is None, "the robot moved under a latched e-stop"
+
+
+def send_estop(p, latch):
+    """Publishes std_msgs/Bool on `estop` (rclpy-serialized, with an attachment), three
+    times (the same request: latching twice is latching)."""
+    from rclpy.serialization import serialize_message
+    from std_msgs.msg import Bool
+
+    (key,) = [k for k, _, kind in p.topics()["estop"] if kind == "MS"]
+    pub = p.session.declare_publisher(key)
+    gid = os.urandom(16)
+    for seq in range(1, 4):
+        att = struct.pack("<qqB", seq, time.time_ns(), 16) + gid
+        pub.put(serialize_message(Bool(data=latch)), attachment=att)
+        time.sleep(0.1)
+    pub.undeclare()
+
+
+def test_the_estop_topic_latches_and_with_write_releases(fresh_player):
+    p = fresh_player
+    send_estop(p, True)
+    stop = cmd_vel_sender(p, False, 0.3, 0.0)
+    # Proves nothing happens for a while: 2 s of cmd_vel under the e-stop, no motion.
+    moved = speeds(p, 2.0, lambda pos: pos.speed != 0)
+    assert moved is None, "the robot moved under the e-stop latched from ROS 2"
+    send_estop(p, False)
+    moving = speeds(p, 10, lambda pos: pos.speed >= 150)
+    stop.set()
+    assert moving is not None, "released from ROS 2, cmd_vel did not move the robot"
 
 
 def test_write_false_ignores_cmd_vel():

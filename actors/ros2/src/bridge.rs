@@ -13,6 +13,9 @@
 //! layout), so a late subscriber's history query, or its detection of a late publisher,
 //! gets the transforms.
 //!
+//! `estop` (std_msgs/Bool) latches the robot's emergency stop with `true` (always allowed,
+//! as on TCP and the Zenoh bridge) and releases it with `false` (only with `write`).
+//!
 //! `cmd_vel` (Twist or TwistStamped) becomes the position command and goes through the
 //! registry's guard like a TCP client's (write access, e-stop, command watchdog); the node
 //! takes write access at the first command and gives it back [`HOLD`] after the last (the
@@ -20,7 +23,7 @@
 //! publisher goes silent or vanishes.
 
 use crate::convert::{self, Frames};
-use crate::msg::{encode_tf, Time, Twist, TwistStamped};
+use crate::msg::{decode_bool, encode_tf, Time, Twist, TwistStamped};
 use crate::rmw::{self, Attachment, EntityKind, Qos, Token};
 use crate::settings::{AccessRules, Ros2Settings};
 use crate::types::{self, RosType};
@@ -29,7 +32,7 @@ use bytes::Bytes;
 use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
 use player_core::frontend::{Access, Asked, Change, FrontEnd, FrontEndContext, Holdings};
-use player_core::registry::Disconnect;
+use player_core::registry::{Disconnect, EStop};
 use player_kit::driver::{Command, DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec};
 use player_proto::device;
 use slog::{info, warn, Logger};
@@ -188,6 +191,9 @@ struct Inbox {
     /// The newest command from `cmd_vel`.
     command: Mutex<Option<player_proto::data::PositionCommand>>,
     woken: AtomicBool,
+    /// The newest `estop` request (true: latch).
+    estop: Mutex<Option<bool>>,
+    estop_woken: AtomicBool,
     refused: AtomicU64,
 }
 
@@ -284,6 +290,43 @@ fn declare(
         });
     }
     let mut subscribers = Vec::new();
+    {
+        let name = rmw::qualify(&r.namespace, "estop");
+        let ty = types::BOOL;
+        let id = *ids;
+        *ids += 1;
+        let token = node.entity(
+            id,
+            EntityKind::Subscription,
+            &name,
+            &ty,
+            Qos::reliable(DEPTH),
+        );
+        let a = addr.clone();
+        let ib = inbox.clone();
+        let sub = session
+            .declare_subscriber(rmw::topic_key(s.domain_id, &name, &ty))
+            .callback(move |sample| {
+                let p = sample.payload();
+                let ok_attachment = sample
+                    .attachment()
+                    .is_some_and(|att| att.len() == rmw::ATTACHMENT_LEN);
+                let v = (p.len() <= MAX_CMD && ok_attachment)
+                    .then(|| decode_bool(&p.to_bytes()).ok())
+                    .flatten();
+                let Some(latch) = v else {
+                    ib.refused.fetch_add(1, Ordering::Relaxed);
+                    return;
+                };
+                *ib.estop.lock().unwrap_or_else(|e| e.into_inner()) = Some(latch);
+                if !ib.estop_woken.swap(true, Ordering::AcqRel) {
+                    a.do_send(EStopReady);
+                }
+            })
+            .wait()?;
+        subscribers.push(sub);
+        tokens.push(session.liveliness().declare_token(token.key()).wait()?);
+    }
     if r.commands {
         let (max_speed, max_turn) = s.limits();
         let name = rmw::qualify(&r.namespace, "cmd_vel");
@@ -354,6 +397,11 @@ struct Matching {
 #[derive(Message)]
 #[rtype(result = "()")]
 struct CommandReady;
+
+/// Zenoh -> node: the inbox has an e-stop request.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct EStopReady;
 
 /// Front end -> node: the publishers are declared.
 #[derive(Message)]
@@ -651,6 +699,35 @@ impl Handler<CommandReady> for RobotNode {
             self.pending = Some(payload);
             self.sync(device::POSITION, ctx);
         }
+    }
+}
+
+impl Handler<EStopReady> for RobotNode {
+    type Result = ();
+
+    fn handle(&mut self, _msg: EStopReady, _ctx: &mut Self::Context) {
+        self.inbox.estop_woken.store(false, Ordering::Release);
+        let Some(latch) = self
+            .inbox
+            .estop
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        else {
+            return;
+        };
+        if !latch && !self.write {
+            self.stats.ignored += 1;
+            warn!(
+                self.log,
+                "ros2: e-stop release ignored: [ros2] write is false"
+            );
+            return;
+        }
+        self.holdings.registry().do_send(EStop {
+            latch,
+            client: "ros2".into(),
+        });
     }
 }
 

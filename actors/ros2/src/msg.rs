@@ -453,6 +453,18 @@ impl BatteryState {
     }
 }
 
+/// Decodes a `std_msgs/Bool` payload.
+pub fn decode_bool(payload: &[u8]) -> Result<bool, CdrError> {
+    Ok(Reader::new(payload)?.u8()? != 0)
+}
+
+/// The payload of a `std_msgs/Bool`.
+pub fn encode_bool(v: bool) -> Vec<u8> {
+    let mut w = Writer::with_capacity(1);
+    w.bool(v);
+    w.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -608,6 +620,14 @@ mod tests {
         let mut b = vec![0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
         b.extend_from_slice(&u32::MAX.to_le_bytes());
         assert!(TwistStamped::decode(&b).is_err());
+    }
+
+    #[test]
+    fn bools_are_one_byte_after_the_header() {
+        assert_eq!(encode_bool(true), vec![0, 1, 0, 0, 1]);
+        assert!(decode_bool(&encode_bool(true)).unwrap());
+        assert!(!decode_bool(&encode_bool(false)).unwrap());
+        assert!(decode_bool(&[0, 1, 0, 0]).is_err());
     }
 
     #[test]

@@ -87,6 +87,13 @@ pub const TWIST_STAMPED: RosType = RosType {
     hash: "RIHS01_5f0fcd4f81d5d06ad9b4c4c63e3ea51b82d6ae4d0558f1d475229b1121db6f64",
 };
 
+/// `std_msgs/msg/Bool` (the `estop` topic).
+pub const BOOL: RosType = RosType {
+    package: "std_msgs",
+    name: "Bool",
+    hash: "RIHS01_feb91e995ff9ebd09c0cb3d2aed18b11077585839fb5db80193b62d74528f6c9",
+};
+
 /// `std_msgs/msg/Header`.
 pub const HEADER: RosType = RosType {
     package: "std_msgs",
@@ -102,7 +109,7 @@ pub const TIME: RosType = RosType {
 };
 
 /// Every type above.
-pub const ALL: [RosType; 10] = [
+pub const ALL: [RosType; 11] = [
     LASER_SCAN,
     ODOMETRY,
     TF_MESSAGE,
@@ -111,6 +118,7 @@ pub const ALL: [RosType; 10] = [
     BATTERY_STATE,
     TWIST,
     TWIST_STAMPED,
+    BOOL,
     HEADER,
     TIME,
 ];
