@@ -273,7 +273,7 @@ def ros_name(dds_type):
 class Player:
     """The player binary with the ROS 2 front end listening on a loopback port."""
 
-    def __init__(self, write=True, extra=""):
+    def __init__(self, write=True, extra="", robots=("pioneer",)):
         self.tcp_port, self.zport = free_port(), free_port()
         ros2 = {
             "enabled": True,
@@ -281,10 +281,15 @@ class Player:
             "connect": [],
             "write": write,
         }
-        robot = f"""
+        text = ""
+        # One robot in the room; several are the arena's (leader, left, right).
+        world = "room" if len(robots) == 1 else os.path.join(ROOT, "config", "worlds", "arena.toml")
+        for i, name in enumerate(robots):
+            port = self.tcp_port if i == 0 else free_port()
+            text += f"""
 [[robot]]
-name = "pioneer"
-port = {self.tcp_port}
+name = "{name}"
+port = {port}
 bind = "127.0.0.1"
 web_port = 0
 
@@ -292,12 +297,14 @@ web_port = 0
 driver = "sim"
 devices = ["p", "s", "m", "l"]
 [robot.driver.params]
-world = "room"
+world = "{world}"
 motors_on = true
 """
+            if len(robots) > 1:
+                text += f'robot = "{name}"\n'
         section = "[ros2]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in ros2.items()) + extra
         cfg = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
-        cfg.write(section + robot)
+        cfg.write(section + text)
         cfg.close()
         binary = os.environ.get("PLAYER_BIN") or os.path.join(ROOT, "target", "debug", "player")
         self.proc = subprocess.Popen(
@@ -679,6 +686,23 @@ def test_write_false_ignores_cmd_vel():
         moved = speeds(p, 2.0, lambda pos: pos.speed != 0)
         stop.set()
         assert moved is None
+    finally:
+        p.stop()
+
+
+def test_several_robots_get_a_namespace_and_frame_prefix_each():
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import LaserScan
+
+    p = Player(robots=("leader", "left"))
+    try:
+        nodes = sorted((m["ns"], m["node"]) for m in map(TOKEN.match, p.tokens(16)) if m["kind"] == "NN")
+        assert nodes == [("%leader", "player"), ("%left", "player")]
+        topics = p.topics()
+        assert {"leader/scan", "left/scan", "leader/cmd_vel", "left/tf_static"} <= set(topics)
+        got = Collect(p.session, topics["left/scan"][0][0]).wait(1)
+        assert got, "no scan from the second robot"
+        assert deserialize_message(got[0][0], LaserScan).header.frame_id == "left/laser"
     finally:
         p.stop()
 
