@@ -232,3 +232,61 @@ fn no_module_is_found_by_a_path_attribute_outside_shared_test_helpers() {
         "module path attributes outside tests' shared helpers: {offenders:?}"
     );
 }
+
+/// Each dependency's features as `cargo tree` resolves them, with or without the
+/// dev-dependencies: `name version` -> features.
+fn resolved_features(with_dev: bool) -> std::collections::BTreeMap<String, String> {
+    let mut args = vec![
+        "tree",
+        "--workspace",
+        "--prefix",
+        "none",
+        "--format",
+        "{p}|{f}",
+    ];
+    if !with_dev {
+        args.extend(["--edges", "no-dev"]);
+    }
+    let out = Command::new(env!("CARGO"))
+        .args(&args)
+        .current_dir(root())
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once('|'))
+        .filter(|(p, _)| !p.starts_with("player"))
+        .map(|(p, f)| {
+            let p = p.trim_end_matches(" (*)").to_string();
+            (p, f.trim_end_matches(" (*)").to_string())
+        })
+        .collect()
+}
+
+/// `cargo build` and `cargo test` resolve the same features for every dependency they share,
+/// so neither rebuilds Zenoh (or anything) after the other: a dev-dependency that turns on a
+/// feature of a build dependency must have that feature turned on in the build too (the root
+/// `Cargo.toml`, "Feature unification").
+#[test]
+fn dev_dependencies_change_no_feature_of_a_build_dependency() {
+    let build = resolved_features(false);
+    let test = resolved_features(true);
+    let differ: Vec<String> = build
+        .iter()
+        .filter_map(|(p, f)| {
+            let t = test.get(p)?;
+            (t != f).then(|| format!("{p}: build [{f}], test [{t}]"))
+        })
+        .collect();
+    assert!(
+        build.len() > 100,
+        "cargo tree listed {} packages",
+        build.len()
+    );
+    assert!(differ.is_empty(), "features differ:\n{}", differ.join("\n"));
+}

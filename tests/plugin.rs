@@ -73,7 +73,7 @@ impl Handler<Setup> for Counter {
         Box::pin(actix::clock::sleep(wait).into_actor(self).map(|_, act, _| {
             if act.fail_setups > 0 {
                 act.fail_setups -= 1;
-                return Err(DriverError("the counter is unplugged".into()));
+                return Err(DriverError::refused("the counter is unplugged"));
             }
             act.up = true;
             act.publish();
@@ -115,7 +115,10 @@ impl Handler<Stop> for Counter {
 impl Handler<Subscribers> for Counter {
     type Result = ();
     fn handle(&mut self, msg: Subscribers, _ctx: &mut Self::Context) {
-        if let (Some(r), false) = (&msg.recipient, msg.session == player::registry::TAP) {
+        if let (Some(r), false) = (
+            &msg.recipient,
+            msg.session == player::registry::SessionId::TAP,
+        ) {
             READER_INBOXES
                 .lock()
                 .unwrap()
@@ -139,7 +142,7 @@ fn catalog_with_counter() -> player::catalog::Catalog {
         let code = *ctx
             .devices
             .first()
-            .ok_or_else(|| DriverError("counter needs one device code".into()))?;
+            .ok_or_else(|| DriverError::params("counter needs one device code"))?;
         let addr = Counter {
             code,
             value: params.start,

@@ -26,7 +26,7 @@ use slog::Logger;
 use std::any::Any;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 /// Numbers the sessions of every registry of the server: the TCP listeners', the front
@@ -42,7 +42,7 @@ impl SessionIds {
 
     /// The next unused id.
     pub fn next(&self) -> SessionId {
-        self.0.fetch_add(1, Ordering::Relaxed)
+        SessionId::next(&self.0)
     }
 }
 

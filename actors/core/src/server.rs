@@ -486,7 +486,8 @@ impl Server {
                     available: catalog.names().iter().map(|n| n.to_string()).collect(),
                 })?;
                 let devices = d.device_codes().map_err(|e| {
-                    SettingsError::value(&settings.origin, &format!("robot '{}'", robot.name), e)
+                    let key = format!("robot '{}'", robot.name);
+                    SettingsError::value(&settings.origin, &key, e.to_string())
                 })?;
                 let ctx = DriverContext {
                     driver: d.driver.clone(),
@@ -524,7 +525,7 @@ impl Server {
                 }
                 registry
                     .add_driver(&d.driver, sd.handle, &specs)
-                    .map_err(|e| SettingsError::value(&settings.origin, "robot", e))?;
+                    .map_err(|e| SettingsError::value(&settings.origin, "robot", e.to_string()))?;
                 served.extend(specs.iter().map(|s| (*s, d.driver.clone())));
             }
             let mut devices = [false; 256];

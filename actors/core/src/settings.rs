@@ -345,8 +345,9 @@ impl Settings {
         }
         for r in &self.robot {
             for d in &r.driver {
-                d.device_codes()
-                    .map_err(|e| SettingsError::value(origin, &format!("robot '{}'", r.name), e))?;
+                d.device_codes().map_err(|e| {
+                    SettingsError::value(origin, &format!("robot '{}'", r.name), e.to_string())
+                })?;
                 if let Some(t) = d.command_timeout {
                     check_seconds(
                         origin,
@@ -459,10 +460,7 @@ impl Settings {
             world,
             gp,
         )
-        .map_err(|e| {
-            let why = e.strip_prefix("flag -stage: ").unwrap_or(&e);
-            SettingsError::flag("-stage", why)
-        })?;
+        .map_err(|e| SettingsError::flag("-stage", e.to_string()))?;
         let mut robots = Vec::with_capacity(planned.len() + self.robot.len());
         for (i, p) in planned.into_iter().enumerate() {
             let mut r = if i == 0 {

@@ -736,7 +736,7 @@ impl Actor for WebSession {
             )));
         }
         let name = format!("player ({})", self.shared.robot);
-        let info = foxglove::server_info(&name, self.id, &self.shared.robot);
+        let info = foxglove::server_info(&name, self.id.get(), &self.shared.robot);
         self.send_text(info, ctx);
         let channels: Vec<Channel> = self.shared.channels.clone();
         self.send_text(foxglove::advertise(&channels), ctx);

@@ -320,10 +320,7 @@ pub fn estop_key(robot: &str) -> String {
 /// microseconds since the Unix epoch, both big-endian (the layout of the 0.7.4a
 /// timestamp extension, `x y t`).
 pub fn encode_timestamp(ts: Timestamp) -> [u8; TIMESTAMP_LEN] {
-    let mut b = [0u8; TIMESTAMP_LEN];
-    b[..4].copy_from_slice(&ts.sec.to_be_bytes());
-    b[4..].copy_from_slice(&ts.usec.to_be_bytes());
-    b
+    ts.encode()
 }
 
 /// The timestamp of an attachment made by [`encode_timestamp`].

@@ -1,0 +1,72 @@
+//! What the client may do: command (its address may, and it presented the key when one is
+//! set), and whether it must present the key before anything else. The policy is the
+//! server's ([`crate::access::Policy`]); this is one client's standing under it.
+
+use crate::access::Policy;
+use std::net::IpAddr;
+
+/// How a presented key was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum KeyOutcome {
+    /// The key is right; the client may command if its address may.
+    Accepted {
+        /// Whether it may command now.
+        write: bool,
+    },
+    /// Wrong, or no key is configured (why); the client is closed.
+    Refused(&'static str),
+}
+
+/// One client's rights.
+pub(super) struct Rights {
+    may_write: bool,
+    must_present_key: bool,
+}
+
+impl Rights {
+    /// The rights of a client connecting from `ip`.
+    pub(super) fn admit(policy: &Policy, ip: IpAddr) -> Self {
+        let r = policy.admit(ip).unwrap_or(crate::access::Rights {
+            write: false,
+            must_present_key: false,
+        });
+        Rights {
+            may_write: r.write,
+            must_present_key: r.must_present_key,
+        }
+    }
+
+    /// Whether the client may command.
+    pub(super) fn may_write(&self) -> bool {
+        self.may_write
+    }
+
+    /// Whether the client must present the key before anything else.
+    pub(super) fn must_present_key(&self) -> bool {
+        self.must_present_key
+    }
+
+    /// A key presented by the client at `ip` (one guess per connection).
+    pub(super) fn present_key(&mut self, policy: &Policy, ip: IpAddr, key: &[u8]) -> KeyOutcome {
+        if policy.key_matches(key) {
+            self.must_present_key = false;
+            self.may_write = policy.may_write(ip);
+            KeyOutcome::Accepted {
+                write: self.may_write,
+            }
+        } else if policy.has_key() {
+            KeyOutcome::Refused("wrong key")
+        } else {
+            KeyOutcome::Refused("no key is configured")
+        }
+    }
+
+    /// Why a client at `ip` may not command.
+    pub(super) fn read_only_reason(policy: &Policy, ip: IpAddr) -> &'static str {
+        if !policy.may_write(ip) {
+            "read-only: this address may not command (access.write_allow)"
+        } else {
+            "read-only: present the key (x y k <key>) for write access"
+        }
+    }
+}
