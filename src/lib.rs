@@ -2,10 +2,10 @@
 //!
 //! This package is the `player` binary and what wires it: the core (`player_core`), the
 //! driver kit (`player_kit`), the shipped drivers (`player_drivers`), the front ends
-//! (`player_web`, `player_record`, `player_zenoh`) and the device emulators
+//! (`player_web`, `player_record`, `player_zenoh`, `player_ros2`) and the device emulators
 //! (`player_emulators`). The core's modules are re-exported here under their own names
-//! (`player::registry`, ...), the front ends as `player::web`, `player::record` and
-//! `player::zenoh`, so programs that embed the server need one dependency. [`settings`]
+//! (`player::registry`, ...), the front ends as `player::web`, `player::record`,
+//! `player::zenoh` and `player::ros2`, so programs that embed the server need one dependency. [`settings`]
 //! composes the core's configuration with the front ends' sections and flags; [`server`]
 //! starts the core and attaches the front ends.
 //!
@@ -23,6 +23,7 @@ pub mod daemon;
 pub use player_emulators as emulators;
 pub use player_kit::{catalog, driver, link};
 pub use player_record as record;
+pub use player_ros2 as ros2;
 pub use player_web as web;
 pub use player_zenoh as zenoh;
 

@@ -166,6 +166,9 @@ OTHER FLAGS:
                      (keys, drivers, device codes, ports, serial ports, access, front
                      ends): print what it would serve and exit 0, or every error with its
                      key and line and exit 1.
+    --ros2           Every robot a ROS 2 node (the [ros2] section below, enabled), as
+                     rmw_zenoh_cpp (Jazzy 0.2.4 or later) lays it out: scan, odom, tf,
+                     tf_static, sonar, battery; cmd_vel only with [ros2] write = true.
     --help, -h       Print this text.
     --version        Print the version.
 
@@ -214,6 +217,16 @@ CONFIGURATION FILE (TOML; see config/default.toml):
     robots = []            # robots bridged by name (empty = all)
     scouting = false       # multicast scouting of peers on the LAN
     public = false         # accept Zenoh readings although [access] restricts readers
+
+    [ros2]                 # ROS 2 over rmw_zenoh (docs/ros2.md); off by default
+    enabled = false        # --ros2 turns it on
+    domain_id = 0          # ROS_DOMAIN_ID
+    namespace = \"/\"        # default \"/\" for one robot, \"/<robot>\" for several
+    mode = \"peer\"          # or \"client\", or \"router\" (ROS machines connect here)
+    connect = [\"tcp/localhost:7447\"]  # rmw_zenohd
+    listen = [\"tcp/localhost:0\"]
+    write = false          # obey cmd_vel (Twist or TwistStamped)
+    max_speed = 1.0        # m/s; cmd_vel is clamped to it and to max_turn (rad/s)
 
     [[robot]]              # one per robot; each has its own port and device table
     name = \"pioneer\"

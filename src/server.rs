@@ -10,7 +10,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 /// Starts every robot of `settings` with drivers from `catalog`, then the web viewer, the
-/// recorder (with `[record] path` set) and the Zenoh bridge (`[zenoh] enabled`). A front
+/// recorder (with `[record] path` set), the Zenoh bridge (`[zenoh] enabled`) and the ROS 2
+/// front end (`[ros2] enabled`). A front
 /// end that cannot start stops what was started and is the error. Must run inside an
 /// actix system; `base_dir` resolves relative paths in the configuration.
 pub async fn start(
@@ -48,6 +49,13 @@ async fn attach_front_ends(server: &mut Server, settings: &Settings) -> Result<(
             .map_err(|e| StartError::front_end("zenoh", e))?;
         server.attach(Box::new(z));
     }
+    // ROS 2 (rmw_zenoh's conventions): a Zenoh session of its own, a node per robot.
+    if settings.ros2.enabled {
+        let r = player_ros2::start(&settings.ros2, &ctx)
+            .await
+            .map_err(|e| StartError::front_end("ros2", e))?;
+        server.attach(Box::new(r));
+    }
     Ok(())
 }
 
@@ -65,4 +73,12 @@ pub fn zenoh_zid(server: &Server) -> Option<String> {
     server
         .front_end::<player_zenoh::ZenohBridge>()
         .map(player_zenoh::ZenohBridge::zid)
+}
+
+/// The Zenoh id of the ROS 2 front end's session (the `<zid>` of its liveliness tokens),
+/// when it runs.
+pub fn ros2_zid(server: &Server) -> Option<String> {
+    server
+        .front_end::<player_ros2::Ros2FrontEnd>()
+        .map(|r| r.zid().to_string())
 }

@@ -1,11 +1,12 @@
 //! The whole configuration: the core's sections (`[server]`, `[access]`, `[[robot]]`) and
-//! every front end's (`[record]`, `[zenoh]`; the web viewer's `web_port` is a robot key),
+//! every front end's (`[record]`, `[zenoh]`, `[ros2]`; the web viewer's `web_port` is a robot key),
 //! and all their flags, composed.
 //!
 //! The file schema is one: an unknown section or key, in the core's sections or a front
 //! end's, is an error naming it. The core reads its own sections and hands the front ends'
 //! back raw; each front-end crate reads its own ([`RecordSettings::from_settings`],
-//! [`ZenohSettings::from_settings`]) and applies its own flags.
+//! [`ZenohSettings::from_settings`], [`Ros2Settings::from_section`]) and applies its own
+//! flags.
 
 pub use player_core::settings::{
     absolute, check_seconds, DriverSettings, FlagSpec, FrontEndSyntax, GivenFlag, RobotSettings,
@@ -13,20 +14,23 @@ pub use player_core::settings::{
 };
 use player_kit::catalog::Catalog;
 pub use player_record::RecordSettings;
+pub use player_ros2::Ros2Settings;
 pub use player_web::DEFAULT_WEB_PORT;
 pub use player_zenoh::ZenohSettings;
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 
-const SECTIONS: [&str; 2] = [
+const SECTIONS: [&str; 3] = [
     player_record::SYNTAX.sections[0],
     player_zenoh::SYNTAX.sections[0],
+    player_ros2::SYNTAX.sections[0],
 ];
 
-const FLAGS: [FlagSpec; 3] = [
+const FLAGS: [FlagSpec; 4] = [
     player_web::SYNTAX.flags[0],
     player_record::SYNTAX.flags[0],
     player_zenoh::SYNTAX.flags[0],
+    player_ros2::SYNTAX.flags[0],
 ];
 
 /// Every front end's sections and flags: what the core's parsers take for them.
@@ -45,6 +49,8 @@ pub struct Settings {
     pub record: RecordSettings,
     /// The Zenoh bridge (`[zenoh]`, `--zenoh`).
     pub zenoh: ZenohSettings,
+    /// The ROS 2 front end (`[ros2]`, `--ros2`).
+    pub ros2: Ros2Settings,
 }
 
 impl Deref for Settings {
@@ -66,10 +72,17 @@ impl Settings {
     pub fn compose(core: CoreSettings) -> Result<Settings, SettingsError> {
         let record = RecordSettings::from_settings(&core)?;
         let zenoh = ZenohSettings::from_settings(&core)?;
+        let ros2 = Ros2Settings::from_section(
+            core.sections.get("ros2"),
+            &core.origin,
+            &core.robot,
+            &core.access,
+        )?;
         Ok(Settings {
             core,
             record,
             zenoh,
+            ros2,
         })
     }
 
@@ -128,6 +141,7 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
             "-web" => player_web::apply_flag(&mut settings.core.robot, &value)?,
             "-record" => player_record::apply_flag(&mut settings.record, &value),
             "--zenoh" => settings.zenoh.enabled = true,
+            "--ros2" => settings.ros2.enabled = true,
             other => unreachable!("{other} is not in FRONT_ENDS"),
         }
     }
@@ -136,6 +150,11 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
         settings
             .zenoh
             .check(&settings.core.robot, &settings.core.access, "command line")?;
+    }
+    if settings.ros2.enabled {
+        settings
+            .ros2
+            .check_against(&settings.core.robot, &settings.core.access, "command line")?;
     }
     Ok(Invocation::Run {
         settings: Box::new(settings),
@@ -195,6 +214,23 @@ mod tests {
             Settings::from_toml("[server]\nmax_clientz = 3\n[[robot]]\n", "t.toml").unwrap_err();
         assert!(matches!(&e, SettingsError::Parse { .. }), "{e}");
         assert!(e.to_string().contains("max_clientz"), "{e}");
+    }
+
+    #[test]
+    fn the_ros2_section_and_flag_turn_the_ros2_front_end_on_and_are_checked() {
+        assert!(!run(&[]).unwrap().ros2.enabled);
+        assert!(run(&["--ros2"]).unwrap().ros2.enabled);
+        let s = Settings::from_toml("[ros2]\ndomain_id = 7\n[[robot]]\n", "t.toml").unwrap();
+        assert_eq!((s.ros2.enabled, s.ros2.domain_id), (false, 7));
+        let e = Settings::from_toml("[ros2]\nwritez = 1\n[[robot]]\n", "t.toml").unwrap_err();
+        assert!(
+            matches!(&e, SettingsError::Value { key, why, .. } if key == "ros2" && why.contains("writez")),
+            "{e}"
+        );
+        // ROS 2 commands carry no key: write with [access] key needs ros2.public.
+        let t = "[access]\nkey = \"k\"\n[ros2]\nenabled = true\nwrite = true\n[[robot]]\n";
+        let e = Settings::from_toml(t, "t.toml").unwrap_err();
+        assert!(e.to_string().contains("ros2.public"), "{e}");
     }
 
     #[test]
