@@ -17,51 +17,18 @@ use player::emulators::sick::SickEmulator;
 use player::emulators::urg::{Model, UrgEmulator};
 use player::emulators::TcpEmulator;
 use player::emulators::{EmuWorld, SerialEmulator};
-use player::server::Server;
 use player::settings::Settings;
 use player_client::proto::scan::{laser_view, to_urad, Scan};
 use player_client::{device, Client, DataMode};
-use std::path::PathBuf;
-use std::sync::mpsc;
+use player_testkit::TestServer;
 use std::time::{Duration, Instant};
 
 const SAMPLES: usize = 200;
 
-fn start_server(
-    toml: String,
-) -> (
-    std::net::SocketAddr,
-    tokio::sync::oneshot::Sender<()>,
-    std::thread::JoinHandle<()>,
-) {
-    let mut settings = Settings::from_toml(&toml, "bench").expect("configuration");
-    for r in &mut settings.robot {
-        r.port = 0;
-        r.bind = "127.0.0.1".into();
-    }
-    let (ready_tx, ready_rx) = mpsc::channel();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let thread = std::thread::spawn(move || {
-        let system = actix_rt::System::new();
-        system.block_on(async move {
-            let catalog = player::builtin_catalog();
-            let server = Server::start(
-                &settings,
-                &catalog,
-                PathBuf::from("."),
-                player::logging::discard(),
-            )
-            .await
-            .expect("server starts");
-            ready_tx.send(server.local_addrs()[0]).unwrap();
-            let _ = stop_rx.await;
-            server.shutdown().await;
-        });
-    });
-    let addr = ready_rx
-        .recv_timeout(Duration::from_secs(10))
-        .expect("server up");
-    (addr, stop_tx, thread)
+/// Starts the server configured by `toml` in-process; dropping it shuts it down.
+fn start_server(toml: &str) -> TestServer {
+    let settings = Settings::from_toml(toml, "bench").expect("configuration");
+    TestServer::start(settings, player::builtin_catalog())
 }
 
 fn stats(mut v: Vec<Duration>) -> (f64, f64, f64, usize) {
@@ -73,15 +40,14 @@ fn stats(mut v: Vec<Duration>) -> (f64, f64, f64, usize) {
 
 /// The time from `d r` to the reply for `spec`, on a fresh server each time.
 fn setup_time(toml: &str, spec: &str) -> Duration {
-    let (addr, stop, thread) = start_server(toml.to_string());
-    let mut c = Client::connect(addr).unwrap();
+    let server = start_server(toml);
+    let mut c = Client::connect(server.addr()).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let t0 = Instant::now();
     c.request(spec).unwrap().check().unwrap();
     let took = t0.elapsed();
     drop(c);
-    let _ = stop.send(());
-    let _ = thread.join();
+    server.shutdown();
     took
 }
 
@@ -177,7 +143,8 @@ fn main() {
         base.path().display(),
         laser.path().display()
     );
-    let (addr, stop, thread) = start_server(toml);
+    let server = start_server(&toml);
+    let addr = server.addr();
 
     // Command latency: c p -> VEL2 decoded by the emulated robot.
     let mut c = Client::connect(addr).unwrap();
@@ -233,8 +200,7 @@ fn main() {
         }
     }
     drop(r);
-    let _ = stop.send(());
-    let _ = thread.join();
+    server.shutdown();
 
     println!();
     println!(

@@ -24,15 +24,13 @@ use player::driver::{
     Command, Config, DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, Stop,
     Subscribers, Terminate,
 };
-use player::server::Server;
 use player::settings::Settings;
 use player_proto::message;
+use player_testkit::TestServer;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
-use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -125,8 +123,8 @@ fn program_entry(code: char, rate: u32) -> String {
     )
 }
 
-/// Starts the server on its own thread; its address.
-fn start_server() -> SocketAddr {
+/// Starts the server in-process (on its own thread); dropping it shuts it down.
+fn start_server() -> TestServer {
     let text = format!(
         "[[robot]]\nname = \"bench\"\nport = 0\nbind = \"127.0.0.1\"\nweb_port = 0\n\n\
          [[robot.driver]]\ndriver = \"stamp\"\ndevices = [\"n\"]\n[robot.driver.params]\nrate = 100\n\n\
@@ -151,19 +149,7 @@ fn start_server() -> SocketAddr {
             devices: vec![DeviceSpec::read_only(code)],
         })
     });
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let system = actix_rt::System::new();
-        system.block_on(async move {
-            let log = player::logging::discard();
-            let server = Server::start(&settings, &catalog, PathBuf::from(ROOT), log)
-                .await
-                .expect("server starts");
-            let _ = tx.send(server.local_addrs()[0]);
-            futures::future::pending::<()>().await;
-        });
-    });
-    rx.recv_timeout(Duration::from_secs(20)).expect("server up")
+    TestServer::start(settings, catalog)
 }
 
 /// Pids of this process's children whose command line contains `name`.
@@ -279,7 +265,8 @@ fn measure(
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let secs: f64 = if quick { 2.0 } else { 8.0 };
-    let addr = start_server();
+    let server = start_server();
+    let addr = server.addr();
     // Both programs are started with the server; each is told apart by the device code
     // on its command line.
     let program = |code: u8| {

@@ -17,32 +17,12 @@
 mod common;
 
 use common::{
-    connect, free_port, percentile, player_binary, process_cpu, push_client, ServerProcess,
+    connect, free_port, percentile, player_binary, process_cpu, push_client, thread_cpu,
+    ServerProcess,
 };
 use player_proto::message;
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-/// CPU time of the threads of `pid` named `name`.
-fn thread_cpu(pid: u32, name: &str) -> Duration {
-    let mut ns: u64 = 0;
-    if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) {
-        for t in dir.flatten() {
-            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
-            if comm.trim_end() != name {
-                continue;
-            }
-            if let Ok(s) = std::fs::read_to_string(t.path().join("schedstat")) {
-                ns += s
-                    .split_whitespace()
-                    .next()
-                    .and_then(|v| v.parse::<u64>().ok())
-                    .unwrap_or(0);
-            }
-        }
-    }
-    Duration::from_nanos(ns)
-}
 
 fn p50_p99(v: Vec<i64>) -> (usize, u64, u64) {
     let mut v: Vec<u64> = v.into_iter().map(|x| x.max(0) as u64).collect();

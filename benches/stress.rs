@@ -31,13 +31,12 @@
 
 mod common;
 
-use common::{free_port, percentile, player_binary, ServerProcess};
+use common::{free_port, percentile, player_binary, read_rounds, ServerProcess};
 use player_proto::message;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Size {
@@ -94,64 +93,6 @@ struct Load {
     rss: u64,
 }
 
-struct ClientResult {
-    arrivals: Vec<Instant>,
-    dropped: bool,
-}
-
-async fn one_client(
-    addr: SocketAddr,
-    point: Point,
-    start: Instant,
-    window: (Instant, Instant),
-) -> ClientResult {
-    tokio::time::sleep_until(start.into()).await;
-    let mut result = ClientResult {
-        arrivals: Vec::new(),
-        dropped: true,
-    };
-    let mut s = match tokio::net::TcpStream::connect(addr).await {
-        Ok(s) => s,
-        Err(_) => return result,
-    };
-    let _ = s.set_nodelay(true);
-    let pairs = point.size.pairs();
-    let mut hello = message::request(&pairs);
-    hello.extend(message::config(b'y', b'f', &point.rate.to_be_bytes()));
-    if s.write_all(&hello).await.is_err() {
-        return result;
-    }
-    let mut reply = vec![0u8; 3 + 2 * pairs.len()];
-    if s.read_exact(&mut reply).await.is_err() {
-        return result;
-    }
-    let round = point.size.round_len();
-    let mut buf = vec![0u8; 16 * 1024];
-    let mut partial = 0usize;
-    let end = tokio::time::sleep_until(window.1.into());
-    tokio::pin!(end);
-    loop {
-        tokio::select! {
-            r = s.read(&mut buf) => match r {
-                Ok(0) | Err(_) => return result,
-                Ok(n) => {
-                    let now = Instant::now();
-                    partial += n;
-                    while partial >= round {
-                        partial -= round;
-                        if now >= window.0 && now < window.1 {
-                            result.arrivals.push(now);
-                        }
-                    }
-                }
-            },
-            _ = &mut end => break,
-        }
-    }
-    result.dropped = false;
-    result
-}
-
 /// Runs the load of `point` against `server` and measures it.
 fn run_load(server: &ServerProcess, point: Point, measure: Duration) -> Load {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -169,7 +110,10 @@ fn run_load(server: &ServerProcess, point: Point, measure: Duration) -> Load {
         let mut tasks = Vec::with_capacity(point.clients);
         for i in 0..point.clients {
             let start = t_start + ramp * (i as u32) / (point.clients as u32).max(1);
-            tasks.push(tokio::spawn(one_client(addr, point, start, (w0, w1))));
+            let (pairs, round) = (point.size.pairs(), point.size.round_len());
+            tasks.push(tokio::spawn(async move {
+                read_rounds(addr, &pairs, point.rate, round, start, (w0, w1)).await
+            }));
         }
         tokio::time::sleep_until(w0.into()).await;
         let cpu0 = server.cpu();
@@ -198,14 +142,13 @@ fn run_load(server: &ServerProcess, point: Point, measure: Duration) -> Load {
             load.dropped += 1;
             continue;
         }
-        load.rounds += r.arrivals.len() as u64;
-        if r.arrivals.len() >= 2 {
+        load.rounds += r.at.len() as u64;
+        if r.at.len() >= 2 {
             load.served += 1;
-            let iv: Vec<u64> = r
-                .arrivals
-                .windows(2)
-                .map(|w| w[1].duration_since(w[0]).as_micros() as u64)
-                .collect();
+            let iv: Vec<u64> =
+                r.at.windows(2)
+                    .map(|w| w[1].duration_since(w[0]).as_micros() as u64)
+                    .collect();
             let mean = iv.iter().sum::<u64>() as f64 / iv.len() as f64;
             let jitter = iv
                 .iter()

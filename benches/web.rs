@@ -14,12 +14,9 @@
 
 mod common;
 
-use common::{free_port, percentile, player_binary, ServerProcess};
+use common::{free_port, percentile, player_binary, read_rounds, ServerProcess};
 use futures::{SinkExt, StreamExt};
-use player_proto::message;
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -27,48 +24,6 @@ const TCP_CLIENTS: usize = 50;
 const WEB_CLIENTS: usize = 50;
 const RATE: u16 = 10;
 const ROUND: usize = (3 + 722) + (3 + 32) + (3 + 21);
-
-async fn tcp_client(addr: SocketAddr, start: Instant, window: (Instant, Instant)) -> Vec<Instant> {
-    tokio::time::sleep_until(start.into()).await;
-    let mut arrivals = Vec::new();
-    let Ok(mut s) = tokio::net::TcpStream::connect(addr).await else {
-        return arrivals;
-    };
-    let _ = s.set_nodelay(true);
-    let pairs = [(b'l', b'r'), (b's', b'r'), (b'p', b'r')];
-    let mut hello = message::request(&pairs);
-    hello.extend(message::config(b'y', b'f', &RATE.to_be_bytes()));
-    if s.write_all(&hello).await.is_err() {
-        return arrivals;
-    }
-    let mut reply = vec![0u8; 3 + 2 * pairs.len()];
-    if s.read_exact(&mut reply).await.is_err() {
-        return arrivals;
-    }
-    let mut buf = vec![0u8; 16 * 1024];
-    let mut partial = 0usize;
-    let end = tokio::time::sleep_until(window.1.into());
-    tokio::pin!(end);
-    loop {
-        tokio::select! {
-            r = s.read(&mut buf) => match r {
-                Ok(0) | Err(_) => return arrivals,
-                Ok(n) => {
-                    let now = Instant::now();
-                    partial += n;
-                    while partial >= ROUND {
-                        partial -= ROUND;
-                        if now >= window.0 && now < window.1 {
-                            arrivals.push(now);
-                        }
-                    }
-                }
-            },
-            _ = &mut end => break,
-        }
-    }
-    arrivals
-}
 
 /// A Foxglove WebSocket client: subscribes to the four topics and counts the messages
 /// received in the window.
@@ -154,7 +109,13 @@ fn run(web: bool, measure: Duration) -> Point {
         let mut tcp = Vec::new();
         for i in 0..TCP_CLIENTS {
             let start = t0 + ramp * (i as u32) / TCP_CLIENTS as u32;
-            tcp.push(tokio::spawn(tcp_client(server.addr, start, (w0, w1))));
+            let addr = server.addr;
+            tcp.push(tokio::spawn(async move {
+                let pairs = [(b'l', b'r'), (b's', b'r'), (b'p', b'r')];
+                read_rounds(addr, &pairs, RATE, ROUND, start, (w0, w1))
+                    .await
+                    .at
+            }));
         }
         let mut webs = Vec::new();
         if web {

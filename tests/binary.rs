@@ -1,9 +1,7 @@
 //! The `player` binary: the manual's flags (section 2.2), configuration errors, and an
 //! orderly exit on SIGTERM and SIGINT.
 
-mod common;
-
-use common::*;
+use player_testkit::*;
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -121,6 +119,7 @@ impl Running {
                     self.log()
                 );
             }
+            // Polls for the exit (the deadline above fails the test).
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -224,11 +223,7 @@ fn bytes_from_the_wire_never_split_a_log_line() {
     c.send(&[b'c', b'\r', 0, 1, 0x0a]);
     c.send(&[b'x', 0x1b, 0, 1, b'\n']);
     assert_eq!(c.request(&[(b'p', b'r')]), b"pr");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !player.log().contains("0x1b") {
-        assert!(Instant::now() < deadline, "{}", player.log());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_text(&player.stderr, "0x1b", Duration::from_secs(5));
     let log = player.log();
     for line in log.lines() {
         // Every line is a whole slog-term record: "Mon DD HH:MM:SS.mmm LEVEL ...".

@@ -3,9 +3,7 @@
 //! unserved), and logs once a second, not per attempt. The `player` binary runs with a
 //! low descriptor limit; the clients are this test's.
 
-mod common;
-
-use common::*;
+use player_testkit::*;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
@@ -72,6 +70,7 @@ fn at_the_descriptor_limit_newcomers_are_closed_and_clients_kept() {
         if let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
             let _ = s.write_all(b"dr");
         }
+        // The newcomers' pace (two seconds of them at the limit).
         std::thread::sleep(Duration::from_millis(20));
     }
     let at_limit = Instant::now();
@@ -92,7 +91,14 @@ fn at_the_descriptor_limit_newcomers_are_closed_and_clients_kept() {
     );
     // Descriptors back: newcomers are served again.
     drop(clients);
-    std::thread::sleep(Duration::from_millis(300));
+    wait_until(TIMEOUT, "a newcomer to be answered", || {
+        let mut c = Client::connect(addr);
+        c.send_request(&[(b'p', b'r')]);
+        matches!(
+            c.read_message_within_or_closed(Duration::from_secs(1)),
+            Some((b'r', _))
+        )
+    });
     assert_fresh_client_served(addr);
     let _ = child.kill();
     let _ = child.wait();

@@ -11,60 +11,16 @@
 //!
 //! Needs root (network namespaces, veth); says so and passes vacuously otherwise.
 
-mod common;
-
-use common::netns::{is_root, Netns, Veth};
-use common::*;
 use player_proto::data::{Laser, Position, PositionCommand};
 use player_proto::ext::{decode, Extension};
+use player_testkit::netns::{is_root, Netns, ServerInNetns, Veth};
+use player_testkit::*;
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const PLAYER: &str = env!("CARGO_BIN_EXE_player");
-
-/// A server process in a namespace, killed on drop; its standard error is kept for
-/// failure messages.
-struct Server {
-    child: Child,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl Server {
-    fn start(ns: &Netns, args: &[&str], port: u16) -> Server {
-        let mut child = ns
-            .command(PLAYER)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start player in the namespace");
-        let stderr = collect_stderr(&mut child);
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let up = ns.run_in(move || {
-            let deadline = Instant::now() + TIMEOUT;
-            while Instant::now() < deadline {
-                if TcpStream::connect(addr).is_ok() {
-                    return true;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            false
-        });
-        assert!(up, "the server did not start: {}", stderr.lock().unwrap());
-        Server { child, stderr }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Connects to `port` on the namespace's loopback.
 fn connect_in(ns: &Netns, port: u16) -> Client {
@@ -144,6 +100,7 @@ fn wait_notice(seen: &Seen, kind: u8, within: Duration) -> String {
             kind as char,
             seen.notices.lock().unwrap()
         );
+        // Polls (the deadline above fails the test).
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -164,7 +121,7 @@ fn passthrough_across_a_link_relays_and_a_cut_link_stops_the_robot() {
         return;
     };
     // The robot's host: the simulated robot on 6665 (its default watchdog, 0.5 s).
-    let robot = Server::start(&robot_ns, &["-gp", "6665", "-web", "0"], 6665);
+    let robot = ServerInNetns::start(&robot_ns, PLAYER, &["-gp", "6665", "-web", "0"], 6665);
     // The fleet host: position and laser of the robot across the link, on 7000.
     let config =
         std::env::temp_dir().join(format!("player-fleet-netns-{}.toml", std::process::id()));
@@ -177,7 +134,12 @@ fn passthrough_across_a_link_relays_and_a_cut_link_stops_the_robot() {
         ),
     )
     .unwrap();
-    let fleet = Server::start(&fleet_ns, &["--config", config.to_str().unwrap()], 7000);
+    let fleet = ServerInNetns::start(
+        &fleet_ns,
+        PLAYER,
+        &["--config", config.to_str().unwrap()],
+        7000,
+    );
     let _ = std::fs::remove_file(&config);
 
     let mut watcher = connect_in(&robot_ns, 6665);
@@ -202,6 +164,7 @@ fn passthrough_across_a_link_relays_and_a_cut_link_stops_the_robot() {
             robot.stderr.lock().unwrap(),
             fleet.stderr.lock().unwrap()
         );
+        // Polls (the deadline above fails the test with both servers' logs).
         std::thread::sleep(Duration::from_millis(50));
     }
 

@@ -2,12 +2,10 @@
 //! and the emulated ACTS server; packets forwarded unchanged; faults (nothing listening,
 //! short or cut packets, a zero count byte, silence) and the quit at shutdown.
 
-mod hw_support;
-
-use hw_support::*;
 use player::emulators::acts::{packet, ActsEmulator};
 use player::emulators::EmuWorld;
 use player_client::device;
+use player_testkit::hw::*;
 
 fn acts_toml(port: u16, extra: &str) -> String {
     robot_toml(&[("acts", "v", &format!("port = {port}\n{extra}"))])
@@ -33,18 +31,12 @@ fn blob_packets_reach_the_client_unchanged() {
 #[test]
 fn nothing_listening_gives_e_and_a_log_line_naming_the_address() {
     // A port nobody listens on: bind, note it, close.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let server = start_server(&acts_toml(port, "connect_timeout = 0.3"));
-    let mut c = server.client();
-    assert_eq!(c.request("vr").unwrap().access(device::VISION), Some(b'e'));
-    assert!(
-        server.log.has(&[&format!("127.0.0.1:{port}")]),
-        "{}",
-        server.log.dump()
+    let port = player_testkit::free_port();
+    assert_unreachable(
+        &acts_toml(port, "connect_timeout = 0.3"),
+        "vr",
+        device::VISION,
+        &[&format!("127.0.0.1:{port}")],
     );
 }
 
@@ -65,9 +57,9 @@ fn broken_packets_are_skipped_and_the_connection_is_reopened() {
         emu.faults(|f| f.short_header == 0 && f.close_mid_packet == 0 && f.zero_count == 0)
     });
     emu.faults(|f| f.silent = true);
-    wait_for("the silence to be noticed", || {
-        server.log.has(&["ACTS link lost", "no packet within"])
-    });
+    server
+        .log
+        .wait_for_all(&["ACTS link lost", "no packet within"]);
     emu.faults(|f| f.silent = false);
     let t0 = c.read().unwrap().timestamp(device::VISION);
     read_until(&mut c, "fresh vision data", |r| {

@@ -3,13 +3,11 @@
 //! bumpers); driving, odometry, motor power, the watchdog, hazards, a base reset, bad
 //! frames, shutdown and SIGTERM of the `player` binary.
 
-mod hw_support;
-
-use hw_support::*;
 use player::drivers::create::codec::{self, mode};
 use player::emulators::create::CreateEmulator;
 use player::emulators::SerialEmulator;
 use player_client::device;
+use player_testkit::hw::*;
 use std::time::{Duration, Instant};
 
 type Base = SerialEmulator<CreateEmulator>;

@@ -3,12 +3,10 @@
 //! corrupt frames, a silent robot, unplugging, a robot left open by a crashed server,
 //! shutdown).
 
-mod hw_support;
-
-use hw_support::*;
 use player::emulators::p2os::{P2osEmulator, Phase};
 use player::emulators::{EmuWorld, SerialEmulator};
 use player_client::{device, grip};
+use player_testkit::hw::*;
 use std::time::{Duration, Instant};
 
 type Robot = SerialEmulator<P2osEmulator>;
@@ -124,30 +122,21 @@ fn configs_motor_power_velocity_mode_odometry_reset_and_gripper_reach_the_robot(
 
 #[test]
 fn a_port_that_does_not_exist_gives_e_and_a_log_line_naming_it() {
-    let server = start_server(&p2os_toml("/dev/ttyNOPE-hw-test", ""));
-    let mut c = server.client();
-    let grant = c.request("pr").unwrap();
-    assert_eq!(grant.access(device::POSITION), Some(b'e'));
-    assert!(
-        server.log.has(&["/dev/ttyNOPE-hw-test"]),
-        "no log line names the port:\n{}",
-        server.log.dump()
+    assert_missing_port(
+        |port| p2os_toml(port, ""),
+        "/dev/ttyNOPE-hw-test",
+        "pr",
+        device::POSITION,
     );
 }
 
 #[test]
 fn a_silent_port_fails_setup_naming_the_port() {
-    // A pty with nothing behind it: the port opens, but no robot answers.
-    let pty = player::emulators::pty::Pty::open().unwrap();
-    let path = pty.slave_path().to_str().unwrap().to_string();
-    let server = start_server(&p2os_toml(&path, "sync_timeout = 0.1"));
-    let mut c = server.client();
-    let grant = c.request("sr").unwrap();
-    assert_eq!(grant.access(device::SONAR), Some(b'e'));
-    assert!(
-        server.log.has(&["no P2OS robot answers", &path]),
-        "{}",
-        server.log.dump()
+    assert_silent_port(
+        |port| p2os_toml(port, "sync_timeout = 0.1"),
+        "sr",
+        device::SONAR,
+        "no P2OS robot answers",
     );
 }
 
@@ -187,6 +176,7 @@ fn closing_the_last_device_and_server_exit_stop_the_robot_and_close_the_link() {
     });
     // Closing p leaves s open: the link stays up.
     c.request("pc").unwrap();
+    // A sleep on purpose: for a while nothing may close the link.
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(emu.device(|d| d.phase()), Phase::Open);
     c.request("sc").unwrap();
@@ -284,9 +274,7 @@ fn a_robot_that_stops_answering_is_reopened_while_other_devices_carry_on() {
     let mut other = server.client();
     other.request("lr").unwrap().check().unwrap();
     emu.faults(|f| f.silent = true);
-    wait_for("the driver to notice", || {
-        server.log.has(&["robot link lost", "no SIP"])
-    });
+    server.log.wait_for_all(&["robot link lost", "no SIP"]);
     // Meanwhile the laser keeps coming, to this client and to another one, while the
     // position reading stands still.
     let stamps = |c: &mut player_client::Client| {
@@ -320,7 +308,7 @@ fn a_robot_that_stops_answering_is_reopened_while_other_devices_carry_on() {
 /// and a client reading position in push-new mode.
 struct Pluggable {
     emu: Robot,
-    server: TestServer,
+    server: HwServer,
     client: player_client::Client,
     opens: u64,
 }
@@ -348,9 +336,7 @@ impl Pluggable {
     fn unplug(&mut self) {
         self.opens = self.emu.stats().opens;
         self.emu.unplug();
-        wait_for("the driver to notice the unplug", || {
-            self.server.log.has(&["robot link lost"])
-        });
+        self.server.log.wait_for("robot link lost");
     }
 
     /// Plugs it back in: the robot stayed powered (still open) while unplugged; the driver
@@ -377,6 +363,7 @@ impl Pluggable {
 fn unplugging_and_plugging_back_in_recovers_without_a_restart() {
     let mut robot = Pluggable::start("p2os-unplug");
     robot.unplug();
+    // A sleep on purpose: the robot stays unplugged for half a second.
     std::thread::sleep(Duration::from_millis(500));
     robot.replug_and_recover();
 }
@@ -466,6 +453,7 @@ fn configs_sent_while_the_robot_is_away_do_not_stop_the_reconnect() {
     }
     for _ in 0..5 {
         robot.client.set_motor_power(true).unwrap();
+        // The pace of the configs spread over the backoff.
         std::thread::sleep(Duration::from_millis(100));
     }
     // And while it comes back (configs during the connection attempt itself).
@@ -473,6 +461,7 @@ fn configs_sent_while_the_robot_is_away_do_not_stop_the_reconnect() {
     let end = Instant::now() + Duration::from_secs(2);
     while Instant::now() < end {
         robot.client.set_velocity_mode(false).unwrap();
+        // The pace of the configs during the connection attempt.
         std::thread::sleep(Duration::from_millis(10));
     }
     robot.replug_and_recover();

@@ -2,12 +2,10 @@
 //! pseudo-terminal and the emulated EVI-D30; units, sign and limits both ways; and its
 //! faults (missing port, unreadable replies, a silent camera, shutdown).
 
-mod hw_support;
-
-use hw_support::*;
 use player::emulators::ptz::PtzEmulator;
 use player::emulators::{EmuWorld, SerialEmulator};
 use player_client::device;
+use player_testkit::hw::*;
 
 fn camera() -> SerialEmulator<PtzEmulator> {
     SerialEmulator::start(PtzEmulator::new(EmuWorld::room()), None).unwrap()
@@ -48,27 +46,21 @@ fn commands_slew_the_camera_and_its_position_comes_back_in_the_manuals_units() {
 
 #[test]
 fn a_port_that_does_not_exist_gives_e_and_a_log_line_naming_it() {
-    let server = start_server(&ptz_toml("/dev/ttyNOCAMERA-hw-test", ""));
-    let mut c = server.client();
-    assert_eq!(c.request("zr").unwrap().access(device::PTZ), Some(b'e'));
-    assert!(
-        server.log.has(&["/dev/ttyNOCAMERA-hw-test"]),
-        "{}",
-        server.log.dump()
+    assert_missing_port(
+        |port| ptz_toml(port, ""),
+        "/dev/ttyNOCAMERA-hw-test",
+        "zr",
+        device::PTZ,
     );
 }
 
 #[test]
 fn a_silent_port_fails_setup_naming_the_port() {
-    let pty = player::emulators::pty::Pty::open().unwrap();
-    let path = pty.slave_path().to_str().unwrap().to_string();
-    let server = start_server(&ptz_toml(&path, "reply_timeout = 0.1"));
-    let mut c = server.client();
-    assert_eq!(c.request("zr").unwrap().access(device::PTZ), Some(b'e'));
-    assert!(
-        server.log.has(&["camera not connected or not on", &path]),
-        "{}",
-        server.log.dump()
+    assert_silent_port(
+        |port| ptz_toml(port, "reply_timeout = 0.1"),
+        "zr",
+        device::PTZ,
+        "camera not connected or not on",
     );
 }
 
@@ -96,9 +88,7 @@ fn unreadable_replies_are_skipped_and_a_silent_camera_is_reopened() {
         server.log.dump()
     );
     emu.faults(|f| f.silent = true);
-    wait_for("the driver to notice", || {
-        server.log.has(&["camera link lost"])
-    });
+    server.log.wait_for("camera link lost");
     emu.faults(|f| f.silent = false);
     let t0 = c.read().unwrap().timestamp(device::PTZ);
     read_until(&mut c, "fresh readings", |r| r.timestamp(device::PTZ) > t0);

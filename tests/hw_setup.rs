@@ -2,12 +2,10 @@
 //! 1.5 s, also when a crashed earlier server left the robot open and the laser streaming at
 //! 38400 baud; and the laser, riding on the emulated robot, sees it move.
 
-mod hw_support;
-
-use hw_support::*;
 use player::emulators::p2os::P2osEmulator;
 use player::emulators::sick::SickEmulator;
 use player::emulators::{EmuWorld, SerialEmulator};
+use player_testkit::hw::*;
 use std::time::{Duration, Instant};
 
 fn toml(base: &str, laser: &str) -> String {

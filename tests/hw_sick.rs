@@ -3,13 +3,11 @@
 //! corrupt telegrams, a silent scanner, unplugging, a scanner left streaming at 38400 by a
 //! crashed server, shutdown).
 
-mod hw_support;
-
-use hw_support::*;
 use player::drivers::sick::codec;
 use player::emulators::sick::SickEmulator;
 use player::emulators::{EmuWorld, SerialEmulator};
 use player_client::device;
+use player_testkit::hw::*;
 use std::time::{Duration, Instant};
 
 type Laser = SerialEmulator<SickEmulator>;
@@ -68,27 +66,21 @@ fn flag_bits_are_masked() {
 
 #[test]
 fn a_port_that_does_not_exist_gives_e_and_a_log_line_naming_it() {
-    let server = start_server(&sick_toml("/dev/ttyNOLASER-hw-test", ""));
-    let mut c = server.client();
-    assert_eq!(c.request("lr").unwrap().access(device::LASER), Some(b'e'));
-    assert!(
-        server.log.has(&["/dev/ttyNOLASER-hw-test"]),
-        "{}",
-        server.log.dump()
+    assert_missing_port(
+        |port| sick_toml(port, ""),
+        "/dev/ttyNOLASER-hw-test",
+        "lr",
+        device::LASER,
     );
 }
 
 #[test]
 fn a_silent_port_fails_setup_naming_the_port() {
-    let pty = player::emulators::pty::Pty::open().unwrap();
-    let path = pty.slave_path().to_str().unwrap().to_string();
-    let server = start_server(&sick_toml(&path, "reply_timeout = 0.1"));
-    let mut c = server.client();
-    assert_eq!(c.request("lr").unwrap().access(device::LASER), Some(b'e'));
-    assert!(
-        server.log.has(&["laser not connected or not on", &path]),
-        "{}",
-        server.log.dump()
+    assert_silent_port(
+        |port| sick_toml(port, "reply_timeout = 0.1"),
+        "lr",
+        device::LASER,
+        "laser not connected or not on",
     );
 }
 
@@ -170,9 +162,7 @@ fn a_scanner_that_stops_answering_is_reopened() {
     c.set_timestamps(true).unwrap();
     c.read().unwrap();
     emu.faults(|f| f.silent = true);
-    wait_for("the driver to notice", || {
-        server.log.has(&["laser link lost"])
-    });
+    server.log.wait_for("laser link lost");
     let before = emu.device(|d| d.received.telegrams.len());
     emu.faults(|f| f.silent = false);
     wait_for("the scanner to be set up again", || {
@@ -194,9 +184,8 @@ fn unplugging_and_plugging_back_in_recovers_without_a_restart() {
     c.read().unwrap();
     let opens = emu.stats().opens;
     emu.unplug();
-    wait_for("the driver to notice", || {
-        server.log.has(&["laser link lost"])
-    });
+    server.log.wait_for("laser link lost");
+    // A sleep on purpose: the scanner stays unplugged for a while.
     std::thread::sleep(Duration::from_millis(400));
     emu.replug();
     wait_for("the port to be opened again", || emu.stats().opens > opens);

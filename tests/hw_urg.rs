@@ -3,13 +3,11 @@
 //! (UTM-30LX-EW); the readings against the emulator's scene, the direction of angles, bad
 //! checksums, silence and a restarted sensor, and closing.
 
-mod hw_support;
-
-use hw_support::*;
 use player::emulators::scene::Scene;
 use player::emulators::urg::{Model, UrgEmulator, POISON_MM};
 use player::emulators::{SerialEmulator, TcpEmulator};
 use player_client::{device, proto::scan::laser_view, DataMode, Scan};
+use player_testkit::hw::*;
 use std::time::{Duration, Instant};
 
 fn serial_urg(model: Model) -> SerialEmulator<UrgEmulator> {

@@ -1,10 +1,8 @@
 //! Per-client data delivery (manual 3.6, DESIGN "Protocol decisions"): request/reply
 //! (`x y r 1`), push new (2), pull new (3), and the timestamp extension (`x y t`).
 
-mod common;
-
-use common::*;
 use player::settings::Settings;
+use player_testkit::*;
 use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -220,6 +218,7 @@ fn pull_new_mode_sends_only_devices_with_new_data() {
         };
         let mut got = vec![first];
         got.extend(c.drain(Duration::from_millis(60)));
+        // The client's pace between its requests (new data comes meanwhile).
         std::thread::sleep(Duration::from_millis(150));
         responses += 1;
         let codes: Vec<u8> = got.iter().map(|(d, _)| *d).collect();
@@ -325,6 +324,8 @@ fn pipelined_d_requests_each_get_their_round_even_when_the_client_reads_late() {
         ds.extend(player_proto::message::config(b'y', b'd', &[]));
     }
     c.send(&ds);
+    // A sleep on purpose: the server answers the queued requests while the client
+    // reads nothing.
     std::thread::sleep(Duration::from_millis(500));
     for i in 0..12 {
         match c.read_message_within(Duration::from_secs(3)) {

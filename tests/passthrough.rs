@@ -11,12 +11,10 @@
 //! same port; a remote with a key; a remote spoken to without the extensions; and
 //! `config/fleet.toml` serving the arena's three robots.
 
-mod common;
-
-use common::*;
 use player::settings::Settings;
 use player_proto::data::Position;
 use player_proto::ext::{decode, Extension};
+use player_testkit::*;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -68,11 +66,10 @@ impl Remote {
             .spawn()
             .expect("start the player binary");
         self.child = Some(child);
-        let deadline = Instant::now() + TIMEOUT;
-        while std::net::TcpStream::connect(self.addr()).is_err() {
-            assert!(Instant::now() < deadline, "the remote server did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let addr = self.addr();
+        wait_until(TIMEOUT, "the remote server to start", || {
+            std::net::TcpStream::connect(addr).is_ok()
+        });
     }
 
     /// SIGKILL: the server vanishes without shutting anything down.
@@ -153,6 +150,8 @@ fn readings_are_relayed_byte_for_byte_with_the_remote_timestamps() {
     // The remote's own reader starts first, so it sees every reading the local one can.
     let mut direct = stamped_reader(remote.addr(), &[(b'l', b'r'), (b'p', b'r')]);
     let seen_direct = std::thread::spawn(move || read_for(&mut direct, Duration::from_secs(6)));
+    // A sleep on purpose: the remote's own reader is reading before the relayed
+    // one starts (nothing shows it from outside).
     std::thread::sleep(Duration::from_millis(300));
     let mut relayed = stamped_reader(local.addr(), &[(b'l', b'r'), (b'p', b'r')]);
     let got = read_for(&mut relayed, Duration::from_secs(3));

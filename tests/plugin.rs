@@ -4,17 +4,15 @@
 //! The `counter` driver serves device `q`: 2-byte data (a u16 counter that advances by a
 //! step every 50 ms) and 2-byte commands (set the counter). Config `s <u16>` sets the step.
 
-mod common;
-
 use actix::prelude::*;
 use bytes::Bytes;
-use common::*;
 use player::catalog::{DriverContext, StartedDriver};
 use player::driver::{
     Command, Config, DeviceData, DeviceSpec, DriverError, DriverHandle, Inbox, Publisher, Setup,
     Shutdown, Stop, Subscribers, Terminate, Timestamp,
 };
 use player::settings::Settings;
+use player_testkit::*;
 use serde::Deserialize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -73,7 +71,7 @@ impl Handler<Setup> for Counter {
         Box::pin(actix::clock::sleep(wait).into_actor(self).map(|_, act, _| {
             if act.fail_setups > 0 {
                 act.fail_setups -= 1;
-                return Err(DriverError("the counter is unplugged".into()));
+                return Err(DriverError::refused("the counter is unplugged"));
             }
             act.up = true;
             act.publish();
@@ -115,7 +113,10 @@ impl Handler<Stop> for Counter {
 impl Handler<Subscribers> for Counter {
     type Result = ();
     fn handle(&mut self, msg: Subscribers, _ctx: &mut Self::Context) {
-        if let (Some(r), false) = (&msg.recipient, msg.session == player::registry::TAP) {
+        if let (Some(r), false) = (
+            &msg.recipient,
+            msg.session == player::registry::SessionId::TAP,
+        ) {
             READER_INBOXES
                 .lock()
                 .unwrap()
@@ -139,7 +140,7 @@ fn catalog_with_counter() -> player::catalog::Catalog {
         let code = *ctx
             .devices
             .first()
-            .ok_or_else(|| DriverError("counter needs one device code".into()))?;
+            .ok_or_else(|| DriverError::params("counter needs one device code"))?;
         let addr = Counter {
             code,
             value: params.start,
@@ -291,23 +292,103 @@ fn a_plugin_device_code_is_unknown_without_the_plugin() {
 #[test]
 fn a_configuration_naming_an_unregistered_driver_does_not_start() {
     let settings = Settings::from_toml(CONFIG, "plugin test").unwrap();
-    let result = std::thread::spawn(move || {
+    let result = TestServer::try_start(
+        settings,
+        player::builtin_catalog(),
+        player::logging::discard(),
+    )
+    .err()
+    .map(|e| match e {
+        player::server::StartError::NoDriver {
+            driver, available, ..
+        } => (driver, available),
+        other => panic!("expected a refused driver name, got: {other}"),
+    });
+    let (driver, available) = result.expect("the server must refuse a driver it does not know");
+    assert_eq!(driver, "counter");
+    assert!(available.iter().any(|d| d == "sim"), "{available:?}");
+    assert!(!available.iter().any(|d| d == "counter"), "{available:?}");
+}
+
+/// Starts a server with `settings` as given (its ports too: the testkit's server would move
+/// them to port 0) on a thread of its own, expects it to refuse, and hands the error to
+/// `check` there.
+fn refused(settings: Settings, check: impl FnOnce(player::server::StartError) + Send + 'static) {
+    std::thread::spawn(move || {
         actix_rt::System::new().block_on(async move {
-            player::server::Server::start(
+            let e = player::server::start(
                 &settings,
-                &player::builtin_catalog(),
+                &catalog_with_counter(),
                 std::path::PathBuf::from("."),
                 player::logging::discard(),
             )
             .await
             .err()
-            .map(|e| e.to_string())
+            .expect("the server must refuse to start");
+            check(e);
         })
     })
     .join()
     .unwrap();
-    let e = result.expect("the server must refuse a driver it does not know");
-    assert!(e.contains("counter"), "{e}");
+}
+
+#[test]
+fn start_errors_name_the_busy_port_the_device_served_twice_and_the_front_end() {
+    use player::server::StartError;
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port();
+    let text = format!(
+        "[[robot]]\nname = \"r\"\nbind = \"127.0.0.1\"\nport = {port}\nweb_port = 0\n\
+         [[robot.driver]]\ndriver = \"sim\"\ndevices = [\"p\"]\n"
+    );
+    refused(Settings::from_toml(&text, "t").unwrap(), move |e| match e {
+        StartError::Listen {
+            robot,
+            addr,
+            source,
+            ..
+        } => {
+            assert_eq!(robot, "r");
+            assert_eq!(addr, format!("127.0.0.1:{port}"));
+            assert_eq!(source.kind(), std::io::ErrorKind::AddrInUse);
+        }
+        other => panic!("expected a busy port, got: {other}"),
+    });
+    let twice = "[[robot]]\nname = \"r\"\nbind = \"127.0.0.1\"\nport = 0\nweb_port = 0\n\
+                 [[robot.driver]]\ndriver = \"sim\"\ndevices = [\"p\"]\n\
+                 [[robot.driver]]\ndriver = \"counter\"\ndevices = [\"q\"]\n\
+                 [[robot.driver]]\ndriver = \"counter\"\ndevices = [\"q\"]\n";
+    refused(Settings::from_toml(twice, "t").unwrap(), |e| match e {
+        StartError::ServedTwice {
+            robot,
+            device,
+            first,
+            second,
+        } => assert_eq!(
+            (robot.as_str(), device, first.as_str(), second.as_str()),
+            ("r", b'q', "counter", "counter")
+        ),
+        other => panic!("expected a device served twice, got: {other}"),
+    });
+    // A configured web port that is busy stops the start; the front end is named.
+    let web = format!(
+        "[[robot]]\nname = \"r\"\nbind = \"127.0.0.1\"\nport = 0\nweb_port = {port}\n\
+         [[robot.driver]]\ndriver = \"sim\"\ndevices = [\"p\"]\n"
+    );
+    refused(Settings::from_toml(&web, "t").unwrap(), |e| match e {
+        StartError::FrontEnd { name, source } => {
+            assert_eq!(name, "web");
+            match source.downcast_ref::<player::web::WebError>() {
+                Some(player::web::WebError::Listen { robot, source, .. }) => {
+                    assert_eq!(robot, "r");
+                    assert_eq!(source.kind(), std::io::ErrorKind::AddrInUse);
+                }
+                None => panic!("expected the web viewer's error, got: {source}"),
+            }
+        }
+        other => panic!("expected the web viewer to refuse, got: {other}"),
+    });
+    drop(busy);
 }
 
 /// The simulator plus a counter on `q` with these extra parameters and server settings.
@@ -375,6 +456,8 @@ fn clients_waiting_for_the_same_setup_are_all_granted() {
     let mut a = Client::connect(server.addr());
     let mut b = Client::connect(server.addr());
     a.send_request(&[(b'q', b'r')]);
+    // A sleep on purpose: a's request reaches the server first (nothing shows it
+    // from outside until the setup ends).
     std::thread::sleep(Duration::from_millis(200));
     b.send_request(&[(b'q', b'a')]);
     assert_eq!(a.read_reply(), b"qr");
@@ -422,6 +505,8 @@ fn shutdown_during_a_slow_setup_is_prompt() {
     let mut c = Client::connect(server.addr());
     assert_eq!(c.request(&[(b'p', b'r')]), b"pr");
     c.send_request(&[(b'q', b'r')]);
+    // A sleep on purpose: the slow setup is under way (nothing shows it from
+    // outside) when the shutdown comes.
     std::thread::sleep(Duration::from_millis(300));
     let took = server.shutdown();
     assert!(took < Duration::from_secs(6), "shutdown took {took:?}");

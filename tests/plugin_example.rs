@@ -3,9 +3,7 @@
 //! drove, computed by the plugin program from the position device it reads through the
 //! server, matches the distance the robot's own odometry says it drove.
 
-mod common;
-
-use common::{collect_stderr, free_port, Client};
+use player_testkit::{collect_stderr, free_port, Client};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};

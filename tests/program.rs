@@ -4,16 +4,17 @@
 //! frame, a command device under the watchdog); and an in-process virtual device reading
 //! the laser through its `DeviceSource`. python3 must be on the PATH.
 
-mod common;
-
 use actix::prelude::*;
 use bytes::Bytes;
-use common::{collect_stderr, free_port, pairs_bytes, Client, Packet, Streamer, TIMEOUT};
 use player::catalog::{DriverContext, StartedDriver};
 use player::driver::{
     Command as DriverCommand, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceSource,
     DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, Stop, Subscribers,
     Terminate,
+};
+use player_testkit::{
+    collect_stderr, free_port, pairs_bytes, wait_for_text, wait_until, Client, Packet, Streamer,
+    TIMEOUT,
 };
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -92,15 +93,21 @@ impl Player {
 
     /// Waits until the log contains `text`; fails with the log after `within`.
     fn wait_log(&self, text: &str, within: Duration) {
-        let deadline = Instant::now() + within;
-        while !self.log().contains(text) {
-            assert!(
-                Instant::now() < deadline,
-                "the log never said {text:?}; it is:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_for_text(&self.stderr, text, within);
+    }
+
+    /// Waits until `n` lines of the log contain every one of `parts`; fails with the log
+    /// after `within`.
+    fn wait_log_lines(&self, parts: &[&str], n: usize, within: Duration) {
+        let count = || {
+            self.log()
+                .lines()
+                .filter(|l| parts.iter().all(|p| l.contains(p)))
+                .count()
+        };
+        wait_until(within, &format!("{n} log lines saying {parts:?}"), || {
+            count() >= n
+        });
     }
 
     fn assert_running(&mut self) {
@@ -137,19 +144,12 @@ impl Player {
 
     /// Waits for exactly one child named `name`; its pid.
     fn child_named(&self, name: &str) -> i32 {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let pids = self.children_named(name);
-            if pids.len() == 1 {
-                return pids[0];
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no single child process {name:?} (found {pids:?}); log:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let mut pids = Vec::new();
+        wait_until(TIMEOUT, &format!("a single child process {name:?}"), || {
+            pids = self.children_named(name);
+            pids.len() == 1
+        });
+        pids[0]
     }
 }
 
@@ -164,6 +164,7 @@ impl Drop for Player {
             if let Ok(Some(_)) = self.child.try_wait() {
                 break;
             }
+            // Polls for the exit (killed below if it does not come).
             std::thread::sleep(Duration::from_millis(20));
         }
         let _ = self.child.kill();
@@ -328,6 +329,8 @@ fn a_killed_program_is_restarted_and_nothing_else_stops() {
     );
     let new_pid = player.child_named("obstacle.py");
     assert_ne!(new_pid, pid, "a new program runs");
+    // A sleep on purpose: for a second after the restart nothing may happen (the server
+    // keeps running, the stream keeps its rate).
     std::thread::sleep(Duration::from_secs(1));
     player.assert_running();
     // Position and laser streamed on at their rate through it all.
@@ -379,8 +382,13 @@ fn flooding_and_oversized_programs_are_dropped_while_clients_keep_their_rate() {
         Duration::from_secs(20),
     );
     player.wait_log("frame length 1073741824", Duration::from_secs(20));
-    // The flood restarts with every restart of the program (q still has a client).
-    std::thread::sleep(Duration::from_secs(4));
+    // The flood restarts with every restart of the program (q still has a client): until
+    // the program has been started again.
+    player.wait_log_lines(
+        &["driver program started", "program: flood"],
+        2,
+        Duration::from_secs(20),
+    );
     let log = player.log();
     assert!(log.contains("program: flood"), "{log}");
     assert!(log.contains("program: huge"), "{log}");
@@ -462,7 +470,10 @@ impl Handler<Setup> for FirstRay {
         let read = self
             .source
             .read(b'l', DataRecipient::of(&ctx.address()), true);
-        Box::pin(read.into_actor(self))
+        Box::pin(
+            read.into_actor(self)
+                .map(|r, _, _| r.map_err(DriverError::from)),
+        )
     }
 }
 
@@ -535,7 +546,7 @@ impl Handler<Terminate> for FirstRay {
 
 #[test]
 fn an_in_process_driver_reads_another_device_through_its_device_source() {
-    let mut settings = common::default_settings();
+    let mut settings = player_testkit::default_settings();
     let extra = player::settings::Settings::from_toml(
         "[[robot]]\n[[robot.driver]]\ndriver = \"first-ray\"\ndevices = [\"q\"]\n",
         "test",
@@ -556,7 +567,7 @@ fn an_in_process_driver_reads_another_device_through_its_device_source() {
             devices: vec![DeviceSpec::read_only(b'q')],
         })
     });
-    let server = common::start_server_with(settings, catalog);
+    let server = player_testkit::start_server_with(settings, catalog);
     let mut c = push_client(server.addr(), &[(b'q', b'r'), (b'l', b'r')]);
     let mut scans = std::collections::HashMap::new();
     let mut matched = 0;

@@ -15,10 +15,8 @@
 //! clients are served, and no thread of the process panicked. The run is seeded
 //! (`RANDOM_CLIENTS_SEED`, printed) and lasts `RANDOM_CLIENTS_SECS` seconds (default 8).
 
-mod common;
-
-use common::*;
 use player_proto::message;
+use player_testkit::*;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -207,6 +205,7 @@ fn random_client(addr: SocketAddr, seed: u64, until: Instant, received: Arc<Atom
             Ok(s) => s,
             Err(_) => {
                 t.refused += 1;
+                // Before connecting again.
                 std::thread::sleep(Duration::from_millis(20));
                 continue;
             }
@@ -236,6 +235,7 @@ fn random_client(addr: SocketAddr, seed: u64, until: Instant, received: Arc<Atom
                 break;
             }
             if rng.below(8) == 0 {
+                // The random client's pace.
                 std::thread::sleep(Duration::from_millis(rng.below(20) as u64));
             }
         }
@@ -353,7 +353,7 @@ fn random_clients_harm_neither_the_server_nor_a_watching_client() {
 
     // The watcher still streams after all of that.
     let t2 = Instant::now();
-    std::thread::sleep(Duration::from_secs(1));
+    watcher.wait_rounds(watcher.rounds().len() + 1);
     assert!(
         !watcher.rounds_between(t2, Instant::now()).is_empty(),
         "the watcher stopped getting data"

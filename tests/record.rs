@@ -10,10 +10,8 @@
 //! the `replay` driver and compare what a 0.7.4a client receives with the file, byte for
 //! byte.
 
-mod common;
-
-use common::*;
 use player::record::RAW_ENCODING;
+use player_testkit::*;
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -126,34 +124,31 @@ impl Recording {
             .spawn()
             .expect("start player");
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let deadline = Instant::now() + TIMEOUT;
-        while TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err() {
+        wait_until(TIMEOUT, &format!("player to listen on {addr}"), || {
             if let Ok(Some(st)) = child.try_wait() {
                 panic!(
                     "player exited with {st}: {}",
                     std::fs::read_to_string(&log).unwrap_or_default()
                 );
             }
-            assert!(Instant::now() < deadline, "player did not listen on {addr}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok()
+        });
         Recording { child, addr, log }
     }
 
     fn signal(&mut self, sig: i32) -> std::process::ExitStatus {
         // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
         unsafe { libc::kill(self.child.id() as i32, sig) };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(st) = self.child.try_wait().unwrap() {
-                return st;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "player did not exit on signal {sig}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let mut status = None;
+        wait_until(
+            Duration::from_secs(20),
+            &format!("player to exit on signal {sig}"),
+            || {
+                status = self.child.try_wait().unwrap();
+                status.is_some()
+            },
+        );
+        status.expect("exited")
     }
 
     fn log(&self) -> String {
@@ -195,7 +190,9 @@ fn the_binary_records_every_device_and_the_python_mcap_package_reads_the_file() 
     let file = dir.join("run.mcap");
     let mut p = Recording::start(&file, &[]);
     let t0 = Instant::now();
-    // No client for a while: the recorder holds the devices open by itself.
+    // No client for a while: the recorder holds the devices open by itself. A sleep on
+    // purpose: nothing but the recorder reads for these two seconds, and the recording
+    // must cover them (`--min-seconds` below).
     std::thread::sleep(Duration::from_secs(2));
     let sent = drive_for(p.addr, Duration::from_secs(2));
     let st = p.signal(libc::SIGINT);
@@ -223,7 +220,12 @@ fn a_recording_killed_with_sigkill_stays_readable_up_to_its_last_chunk() {
     let dir = scratch("sigkill");
     let file = dir.join("killed.mcap");
     let mut p = Recording::start(&file, &[]);
-    std::thread::sleep(Duration::from_millis(4500));
+    // Until the chunks closed so far hold what is checked below (the file only grows).
+    wait_until(
+        Duration::from_secs(30),
+        "2.5 s of every device in closed chunks",
+        || recorded_enough(&file, 2.5, 7 * 25),
+    );
     let st = p.signal(libc::SIGKILL);
     assert_eq!(st.code(), None, "killed by a signal");
     let len = std::fs::metadata(&file).unwrap().len();
@@ -252,7 +254,23 @@ fn files_rotate_by_age_and_each_is_complete() {
     settings.record.path = file.display().to_string();
     settings.record.max_seconds = 1.5;
     let server = start_server_with(settings, player::builtin_catalog());
-    std::thread::sleep(Duration::from_millis(5000));
+    // Until three files exist and the finished ones (a file is finished when the next one
+    // opens) hold the readings counted below.
+    wait_until(
+        Duration::from_secs(30),
+        "three files holding 7 x 40 readings",
+        || {
+            let finished: Vec<PathBuf> = (1..8)
+                .take_while(|&n| player::record::rotated_path(&file, n).exists())
+                .map(|n| player::record::rotated_path(&file, n - 1))
+                .collect();
+            let readings: usize = finished
+                .iter()
+                .map(|f| raw_payloads(f).values().map(Vec::len).sum::<usize>())
+                .sum();
+            finished.len() >= 2 && readings >= 7 * 40
+        },
+    );
     server.shutdown();
     let files: Vec<PathBuf> = (0..8)
         .map(|n| player::record::rotated_path(&file, n))
@@ -284,7 +302,10 @@ fn files_rotate_by_size() {
     settings.record.chunk_bytes = 4096;
     settings.record.foxglove = false;
     let server = start_server_with(settings, player::builtin_catalog());
-    std::thread::sleep(Duration::from_millis(3500));
+    // Until four files exist: three full ones to check.
+    wait_until(Duration::from_secs(30), "the fourth file", || {
+        player::record::rotated_path(&file, 3).exists()
+    });
     server.shutdown();
     let files: Vec<PathBuf> = (0..50)
         .map(|n| player::record::rotated_path(&file, n))
@@ -301,6 +322,27 @@ fn files_rotate_by_size() {
         );
         raw_payloads(f);
     }
+}
+
+/// Whether the recording being written to `file` holds, in its closed chunks, at least
+/// `secs` seconds of readings of each of its devices and `n` readings in all (read with our
+/// replay's reader, which stops at the last complete chunk).
+fn recorded_enough(file: &Path, secs: f64, n: usize) -> bool {
+    let Ok(rec) = player::drivers::replay::recording::load(file, None, 1 << 30) else {
+        return false;
+    };
+    let spans_enough = rec.devices.len() == 7
+        && rec.devices.keys().all(|&d| {
+            let mut times = rec
+                .readings
+                .iter()
+                .filter(|r| r.device == d)
+                .map(|r| r.time);
+            let first = times.next().unwrap_or(0);
+            let last = times.last().unwrap_or(first);
+            (last - first) as f64 / 1e9 >= secs
+        });
+    spans_enough && rec.readings.len() >= n
 }
 
 /// The raw payloads of each device of robot `pioneer`, in file order, read with the
@@ -521,25 +563,36 @@ fn replay_plays_from_an_offset_at_a_speed_factor_and_loops() {
 #[test]
 fn record_and_replay_flags_and_keys() {
     use player::parse_args;
-    use player::settings::{Invocation, Settings};
+    use player::settings::{Invocation, Settings, SettingsError};
     let run = |a: &[&str]| match parse_args(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>()) {
         Ok(Invocation::Run { settings, .. }) => Ok(*settings),
         Ok(other) => panic!("{other:?}"),
-        Err(e) => Err(e.0),
+        Err(e) => Err(e),
     };
     let s = run(&["-record", "x.mcap"]).unwrap();
     assert!(Path::new(&s.record.path).is_absolute());
     assert!(s.record.path.ends_with("x.mcap"));
     let e = run(&["-replay", "/no/such/file.mcap"]).unwrap_err();
-    assert!(e.contains("/no/such/file.mcap"), "{e}");
+    assert!(
+        matches!(&e, SettingsError::Flag { flag, why } if flag == "-replay"
+            && why.contains("/no/such/file.mcap")),
+        "{e}"
+    );
     let e = Settings::from_toml(
         "[record]\npath = \"a\"\nmax_bytez = 3\n[[robot]]\n",
         "t.toml",
     )
     .unwrap_err();
-    assert!(e.0.contains("max_bytez"), "{e}");
+    assert!(
+        matches!(&e, SettingsError::Value { key, why, .. } if key == "record"
+            && why.contains("max_bytez")),
+        "{e}"
+    );
     let e = Settings::from_toml("[record]\nchunk_seconds = -1\n[[robot]]\n", "t.toml").unwrap_err();
-    assert!(e.0.contains("record.chunk_seconds"), "{e}");
+    assert!(
+        matches!(&e, SettingsError::Value { key, .. } if key == "record.chunk_seconds"),
+        "{e}"
+    );
     // A recording path that cannot be created stops the start with its name.
     let (code, _, err) = {
         let out = Command::new(PLAYER)

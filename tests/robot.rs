@@ -4,10 +4,8 @@
 //! The default room puts the robot at (2000, 2000) mm facing east down a clear 6 m lane
 //! towards a red ball; the west wall is 2 m behind it.
 
-mod common;
-
-use common::*;
 use player_proto::data::{Laser, Position, Sonar};
+use player_testkit::*;
 use std::time::Duration;
 
 /// Reads rounds of `n` packets for about `d`; returns the last one.

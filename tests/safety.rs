@@ -3,42 +3,15 @@
 //! (key, read-only, allow-lists, connection limits) holds, unknown devices take no slot,
 //! and a client that never reads its replies stays bounded and is disconnected.
 
-mod common;
-
-use common::*;
 use player::settings::Settings;
 use player_proto::data::Position;
+use player_testkit::*;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
 /// Turns the error channel on.
 fn notices_on(c: &mut Client) {
     c.config(b'y', b'e', &[1]);
-}
-
-/// Reads messages until a notice of `kind` arrives; returns its device and text. Other
-/// packets (data, other notices) are skipped; a held command is sent again with every
-/// position reading, as a live controller would.
-fn wait_notice(c: &mut Client, kind: u8, within: Duration) -> (u8, String) {
-    let deadline = Instant::now() + within;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        assert!(
-            !left.is_zero(),
-            "no notice of kind '{}' within {within:?}",
-            char::from(kind)
-        );
-        let Some((code, payload)) = c.read_message_within(left) else {
-            continue;
-        };
-        if code == b'p' {
-            c.resend_held();
-        }
-        if code == b'y' && payload.first() == Some(&kind) {
-            let text = String::from_utf8_lossy(&payload[2..]).into_owned();
-            return (payload[1], text);
-        }
-    }
 }
 
 /// Reads position readings until `f` accepts one; returns it and when it came.
@@ -87,7 +60,7 @@ fn a_hung_controller_is_stopped_by_the_watchdog_and_resumes_with_a_fresh_command
     );
     watch_until(&mut watcher, "the robot to stop", |p| p.speed == 0);
     // The hung controller's error channel says why (once, not per tick).
-    let (dev, text) = wait_notice(&mut c, b'w', Duration::from_secs(3));
+    let (dev, text) = c.wait_notice(b'w', Duration::from_secs(3));
     assert_eq!(dev, b'p');
     assert!(text.contains("command_timeout"), "{text}");
     // It stays stopped ...
@@ -139,12 +112,12 @@ fn the_emergency_stop_latches_until_released_and_everyone_watching_is_told() {
     let mut bystander = Client::connect(server.addr());
     notices_on(&mut bystander);
     bystander.config(b'y', b'E', &[1]);
-    let (dev, text) = wait_notice(&mut bystander, b'E', Duration::from_secs(3));
+    let (dev, text) = bystander.wait_notice(b'E', Duration::from_secs(3));
     assert_eq!(dev, 0);
     assert!(text.contains("127.0.0.1"), "names who latched it: {text}");
-    wait_notice(&mut driver, b'E', Duration::from_secs(3));
+    driver.wait_notice(b'E', Duration::from_secs(3));
     // The driver keeps commanding (its held command, every round): ignored, told why.
-    let (dev, text) = wait_notice(&mut driver, b'c', Duration::from_secs(3));
+    let (dev, text) = driver.wait_notice(b'c', Duration::from_secs(3));
     assert_eq!(dev, b'p');
     assert!(text.contains("emergency stop"), "{text}");
     watch_until(&mut driver, "the robot to stop", |p| p.speed == 0);
@@ -156,7 +129,7 @@ fn the_emergency_stop_latches_until_released_and_everyone_watching_is_told() {
 
     // Released explicitly: the next commands drive again.
     bystander.config(b'y', b'E', &[0]);
-    wait_notice(&mut driver, b'e', Duration::from_secs(3));
+    driver.wait_notice(b'e', Duration::from_secs(3));
     watch_until(&mut driver, "the robot to move again", |p| p.speed >= 100);
 }
 
@@ -169,21 +142,21 @@ fn a_read_only_client_may_latch_but_not_release_the_emergency_stop() {
     let mut ro = Client::connect(server.addr());
     notices_on(&mut ro);
     ro.config(b'y', b'E', &[1]);
-    wait_notice(&mut ro, b'E', Duration::from_secs(3));
+    ro.wait_notice(b'E', Duration::from_secs(3));
     ro.config(b'y', b'E', &[0]);
-    let (_, text) = wait_notice(&mut ro, b'a', Duration::from_secs(3));
+    let (_, text) = ro.wait_notice(b'a', Duration::from_secs(3));
     assert!(text.contains("write access"), "{text}");
     // Still latched: a client with the key releases it.
     let mut rw = Client::connect(server.addr());
     rw.config(b'y', b'k', b"sesame");
     notices_on(&mut rw);
-    let (_, text) = wait_notice(&mut rw, b'E', Duration::from_secs(3));
+    let (_, text) = rw.wait_notice(b'E', Duration::from_secs(3));
     assert!(
         text.contains("latched"),
         "a new watcher learns it is latched: {text}"
     );
     rw.config(b'y', b'E', &[0]);
-    wait_notice(&mut ro, b'e', Duration::from_secs(3));
+    ro.wait_notice(b'e', Duration::from_secs(3));
 }
 
 #[test]
@@ -195,17 +168,17 @@ fn without_the_key_a_client_is_read_only_and_with_it_may_drive() {
     let mut c = Client::connect(server.addr());
     notices_on(&mut c);
     assert_eq!(c.request(&[(b'p', b'a'), (b's', b'r')]), b"prsr");
-    let (dev, text) = wait_notice(&mut c, b'r', Duration::from_secs(3));
+    let (dev, text) = c.wait_notice(b'r', Duration::from_secs(3));
     assert_eq!(dev, b'p');
     assert!(text.contains("key"), "{text}");
     assert_eq!(c.request(&[(b'g', b'w')]), b"ge");
     // A command anyway: ignored and told.
     c.drive_once(100, 0);
-    let (_, text) = wait_notice(&mut c, b'c', Duration::from_secs(3));
+    let (_, text) = c.wait_notice(b'c', Duration::from_secs(3));
     assert!(text.contains("no write access"), "{text}");
     // The key: write access.
     c.config(b'y', b'k', b"sesame");
-    let (_, text) = wait_notice(&mut c, b'a', Duration::from_secs(3));
+    let (_, text) = c.wait_notice(b'a', Duration::from_secs(3));
     assert!(text.contains("accepted"), "{text}");
     assert_eq!(c.request(&[(b'p', b'a')]), b"pa");
     c.drive(200, 0);
@@ -221,7 +194,7 @@ fn a_wrong_key_closes_the_connection() {
     let mut c = Client::connect(server.addr());
     notices_on(&mut c);
     c.config(b'y', b'k', b"open sesame");
-    let (_, text) = wait_notice(&mut c, b'a', Duration::from_secs(3));
+    let (_, text) = c.wait_notice(b'a', Duration::from_secs(3));
     assert!(text.contains("wrong key"), "{text}");
     c.expect_closed(Duration::from_secs(5));
     assert_fresh_client_served(server.addr());
@@ -252,7 +225,7 @@ fn allow_lists_refuse_or_make_read_only_and_say_why() {
     );
     let mut c = Client::connect(server.addr());
     notices_on(&mut c);
-    let (_, text) = wait_notice(&mut c, b'a', Duration::from_secs(3));
+    let (_, text) = c.wait_notice(b'a', Duration::from_secs(3));
     assert!(text.contains("read_allow"), "{text}");
     c.expect_closed(Duration::from_secs(5));
 
@@ -263,7 +236,7 @@ fn allow_lists_refuse_or_make_read_only_and_say_why() {
     let mut c = Client::connect(server.addr());
     notices_on(&mut c);
     assert_eq!(c.request(&[(b'p', b'a')]), b"pr");
-    let (_, text) = wait_notice(&mut c, b'r', Duration::from_secs(3));
+    let (_, text) = c.wait_notice(b'r', Duration::from_secs(3));
     assert!(text.contains("write_allow"), "{text}");
 }
 
@@ -277,10 +250,11 @@ fn connection_limits_refuse_newcomers_and_keep_serving_the_others() {
     let _second = Client::connect(server.addr());
     let mut third = Client::connect(server.addr());
     notices_on(&mut third);
-    let (_, text) = wait_notice(&mut third, b'a', Duration::from_secs(3));
+    let (_, text) = third.wait_notice(b'a', Duration::from_secs(3));
     assert!(text.contains("max_per_address"), "{text}");
     third.expect_closed(Duration::from_secs(5));
     let from = Instant::now();
+    // A sleep on purpose: the first client's rate is measured over these two seconds.
     std::thread::sleep(Duration::from_secs(2));
     streamer.assert_rate(from, Instant::now(), 10.0, "the first client, meanwhile");
 
@@ -292,7 +266,7 @@ fn connection_limits_refuse_newcomers_and_keep_serving_the_others() {
     assert_eq!(first.request(&[(b'p', b'r')]), b"pr");
     let mut second = Client::connect(server.addr());
     notices_on(&mut second);
-    let (_, text) = wait_notice(&mut second, b'a', Duration::from_secs(3));
+    let (_, text) = second.wait_notice(b'a', Duration::from_secs(3));
     assert!(text.contains("max_clients"), "{text}");
     second.expect_closed(Duration::from_secs(5));
     first.next_position();
@@ -316,7 +290,7 @@ fn unknown_devices_take_no_slot() {
         .chain(*b"lrpr")
         .collect();
     assert_eq!(reply, want);
-    let (dev, text) = wait_notice(&mut c, b'r', Duration::from_secs(3));
+    let (dev, text) = c.wait_notice(b'r', Duration::from_secs(3));
     assert_eq!(dev, b'A');
     assert!(text.contains("no device"), "{text}");
     // Both real devices stream.
@@ -401,6 +375,7 @@ fn a_message_left_unfinished_ends_the_session_after_partial_timeout() {
     let mut slow = Client::connect(server.addr());
     for b in player_proto::message::request(&[(b'p', b'r')]) {
         slow.send(&[b]);
+        // The slow client's pace.
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(slow.read_reply_skipping_data().1, b"pr");

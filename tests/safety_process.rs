@@ -8,11 +8,9 @@
 //! link test needs root (network namespaces, veth); it says so and passes vacuously
 //! otherwise.
 
-mod common;
-
-use common::*;
 use player_proto::data::Position;
 use player_proto::ext::{decode, Extension};
+use player_testkit::*;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -131,14 +129,11 @@ fn a_controller_whose_link_goes_down_is_stopped_and_its_session_dropped() {
     watch_until(&mut watcher, "the robot to stop", |p| p.speed == 0);
     // The session ends (TCP_USER_TIMEOUT, 5 s: the server's data goes unacknowledged)
     // and its write access is released.
-    let deadline = cut + Duration::from_secs(15);
-    while writers(&mut watcher) != 0 {
-        assert!(
-            Instant::now() < deadline,
-            "the vanished controller's session is still there"
-        );
-        std::thread::sleep(Duration::from_millis(250));
-    }
+    wait_until(
+        Duration::from_secs(15).saturating_sub(cut.elapsed()),
+        "the vanished controller's session to end",
+        || writers(&mut watcher) == 0,
+    );
     let dropped = cut.elapsed();
     assert!(
         dropped >= Duration::from_secs(3),

@@ -3,12 +3,10 @@
 //! geometry's ranges), off with the `sim` driver's `noise = false` (every reading the
 //! geometry's exactly).
 
-mod common;
-
-use common::*;
 use player::drivers::sim::world::{SimRobot, WorldMap};
 use player::settings::Settings;
 use player_proto::data::Laser;
+use player_testkit::*;
 use std::sync::Arc;
 
 /// A simulated robot in the built-in room with `extra` lines in its driver's parameters.

@@ -2,17 +2,14 @@
 //! its own registry; the robots share one world and see each other. Checked over real TCP
 //! with the `player-client` crate, and at the level of the parsed settings.
 
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::sync::mpsc;
-use std::thread::JoinHandle;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use player::drivers::sim::world::TruthRecord;
 use player::parse_args;
-use player::server::Server;
-use player::settings::{Invocation, Settings};
+use player::settings::{Invocation, Settings, SettingsError};
 use player_client::Client;
+use player_testkit::TestServer;
 
 /// Generous: the machine may be loaded.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -25,66 +22,20 @@ fn world(name: &str) -> String {
         .to_string()
 }
 
-fn settings(args: &[&str]) -> Result<Settings, String> {
+fn settings(args: &[&str]) -> Result<Settings, SettingsError> {
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     match parse_args(&args) {
         Ok(Invocation::Run { settings, .. }) => Ok(*settings),
         Ok(other) => panic!("{other:?}"),
-        Err(e) => Err(e.0),
+        Err(e) => Err(e),
     }
 }
 
-/// A server on its own thread; dropping it shuts it down.
-struct Running {
-    addrs: Vec<SocketAddr>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Running {
-    fn start(settings: Settings) -> Running {
-        let (tx, rx) = mpsc::channel();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let system = actix_rt::System::new();
-            system.block_on(async move {
-                let server = Server::start(
-                    &settings,
-                    &player::builtin_catalog(),
-                    PathBuf::from("."),
-                    player::logging::discard(),
-                )
-                .await
-                .expect("server starts");
-                tx.send(server.local_addrs()).unwrap();
-                let _ = stop_rx.await;
-                server.shutdown().await;
-            });
-        });
-        let addrs = rx.recv_timeout(TIMEOUT).expect("server started in time");
-        Running {
-            addrs,
-            stop: Some(stop_tx),
-            thread: Some(thread),
-        }
-    }
-
-    fn client(&self, i: usize) -> Client {
-        let mut c = Client::connect_timeout(self.addrs[i], TIMEOUT).unwrap();
-        c.set_read_timeout(Some(TIMEOUT)).unwrap();
-        c
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
+/// A client of robot `i` of `server`.
+fn client(server: &TestServer, i: usize) -> Client {
+    let mut c = Client::connect_timeout(server.addrs()[i], TIMEOUT).unwrap();
+    c.set_read_timeout(Some(TIMEOUT)).unwrap();
+    c
 }
 
 #[test]
@@ -146,7 +97,15 @@ fn stage_flag_with_a_one_robot_world_keeps_the_configured_robot() {
 
 #[test]
 fn stage_flag_errors_name_the_problem() {
-    let e = settings(&["-stage", "/no/such/world.toml"]).unwrap_err();
+    /// The flag a refusal names, and why.
+    fn refusal(e: SettingsError) -> (String, String) {
+        match e {
+            SettingsError::Flag { flag, why } => (flag, why),
+            other => panic!("expected a refused flag, got {other}"),
+        }
+    }
+    let (flag, e) = refusal(settings(&["-stage", "/no/such/world.toml"]).unwrap_err());
+    assert_eq!(flag, "-stage");
     assert!(e.contains("/no/such/world.toml"), "{e}");
     let dir = std::env::temp_dir().join(format!("player-stage-flag-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -160,8 +119,9 @@ fn stage_flag_errors_name_the_problem() {
          [[robot]]\nname = \"b\"\npose = [3000, 1000, 0]\nport = 7100\n",
     )
     .unwrap();
-    let e1 = settings(&["-stage", bad.to_str().unwrap()]).unwrap_err();
-    let e2 = settings(&["-stage", clash.to_str().unwrap()]).unwrap_err();
+    let (flag1, e1) = refusal(settings(&["-stage", bad.to_str().unwrap()]).unwrap_err());
+    let (flag2, e2) = refusal(settings(&["-stage", clash.to_str().unwrap()]).unwrap_err());
+    assert_eq!((flag1.as_str(), flag2.as_str()), ("-stage", "-stage"));
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(e1.contains("bad.toml") && e1.contains("colour"), "{e1}");
     assert!(
@@ -208,15 +168,18 @@ const LASER_TOLERANCE: u16 = 30;
 
 #[test]
 fn each_robot_of_a_world_answers_on_its_own_port_and_sees_the_others() {
-    let server = Running::start(settings(&["-stage", &world("arena.toml"), "-gp", "0"]).unwrap());
-    assert_eq!(server.addrs.len(), 3);
-    let mut ports: Vec<u16> = server.addrs.iter().map(|a| a.port()).collect();
+    let server = TestServer::start(
+        settings(&["-stage", &world("arena.toml"), "-gp", "0"]).unwrap(),
+        player::builtin_catalog(),
+    );
+    assert_eq!(server.addrs().len(), 3);
+    let mut ports: Vec<u16> = server.addrs().iter().map(|a| a.port()).collect();
     ports.dedup();
-    assert_eq!(ports.len(), 3, "{:?}", server.addrs);
+    assert_eq!(ports.len(), 3, "{:?}", server.addrs());
 
-    let mut leader = server.client(0);
-    let mut left = server.client(1);
-    let mut right = server.client(2);
+    let mut leader = client(&server, 0);
+    let mut left = client(&server, 1);
+    let mut right = client(&server, 2);
     for c in [&mut leader, &mut left, &mut right] {
         c.request("lrsrpa").unwrap().check().unwrap();
     }
@@ -283,10 +246,12 @@ fn a_served_world_writes_its_ground_truth_log() {
         ),
     )
     .unwrap();
-    let server =
-        Running::start(settings(&["-stage", world.to_str().unwrap(), "-gp", "0"]).unwrap());
+    let server = TestServer::start(
+        settings(&["-stage", world.to_str().unwrap(), "-gp", "0"]).unwrap(),
+        player::builtin_catalog(),
+    );
     // Drive robot a for a while so its truth changes.
-    let mut a = server.client(0);
+    let mut a = client(&server, 0);
     a.request("pa").unwrap().check().unwrap();
     a.set_speed(200, 0).unwrap();
     drive_until(&mut a, 200, "robot a to move", |round| {

@@ -4,9 +4,7 @@
 //! kept: the stall timeout ends only clients that acknowledge nothing, not slow ones.
 //! The slow links themselves (rate, delay, loss) are measured by `benches/slowlink.rs`.
 
-mod common;
-
-use common::{default_settings, start_server_with, Client, Streamer};
+use player_testkit::{default_settings, start_server_with, Client, Streamer};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 fn wall_us() -> i64 {
@@ -56,6 +54,7 @@ fn a_slow_reader_gets_fresh_rounds_and_is_not_dropped() {
     let t0 = Instant::now();
     let mut ages = Vec::new();
     while t0.elapsed() < Duration::from_secs(10) {
+        // A sleep on purpose: the slow reader's pace.
         std::thread::sleep(Duration::from_millis(400));
         ages.push(read_round_age(&mut c));
     }

@@ -3,10 +3,8 @@
 //! slowing a TCP client. (tests/web/ has the tests in a real browser and with Foxglove's own
 //! client library.)
 
-mod common;
-
-use common::{default_settings, free_port, start_server_with, Client};
 use futures::{SinkExt, StreamExt};
+use player_testkit::{default_settings, free_port, start_server_with, Client};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -18,7 +16,9 @@ use tokio_tungstenite::WebSocketStream;
 type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-fn web_server(adjust: impl FnOnce(&mut player::settings::Settings)) -> (common::TestServer, u16) {
+fn web_server(
+    adjust: impl FnOnce(&mut player::settings::Settings),
+) -> (player_testkit::TestServer, u16) {
     let mut s = default_settings();
     let port = free_port();
     s.robot[0].web_port = Some(port);
@@ -301,6 +301,7 @@ fn max_per_address_limits_web_connections_too() {
         drop(second);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         loop {
+            // Polls until a place is free (the deadline below fails the test).
             tokio::time::sleep(Duration::from_millis(100)).await;
             if connect(port, "foxglove.websocket.v1", "").await.is_ok() {
                 break;

@@ -10,12 +10,10 @@
 //! `zenoh_peer_in_namespace`, which does nothing unless the variable below names where to
 //! connect.
 
-mod common;
-
-use common::netns::{is_root, Netns, Veth};
-use common::*;
-use player::zenoh_bridge::ZenohSettings;
+use player::zenoh::ZenohSettings;
 use player_proto::data::PositionCommand;
+use player_testkit::netns::{is_root, Netns, Veth};
+use player_testkit::*;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
@@ -76,6 +74,7 @@ fn zenoh_peer_in_namespace() {
     let end = Instant::now() + Duration::from_secs(120);
     while Instant::now() < end {
         let _ = publisher.put(cmd.clone()).wait();
+        // The publisher's pace.
         std::thread::sleep(Duration::from_millis(100));
     }
 }

@@ -6,15 +6,16 @@
 //! Timeouts are generous (the machine is small and shared); nothing asserts a duration
 //! beyond "within seconds".
 
-mod common;
-
 use std::net::SocketAddr;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{TestServer, PATIENCE};
 use player::emulators::pty::{Pty, Ready};
 use player_client::Client;
+use player_testkit::start_server;
+
+/// How long anything a test waits for may take on a loaded machine.
+const PATIENCE: Duration = Duration::from_secs(20);
 
 fn cli() -> Command {
     Command::new(env!("CARGO_BIN_EXE_player-cli"))
@@ -41,8 +42,8 @@ fn run_cli(args: &[&str]) -> Output {
 
 #[test]
 fn print_decodes_every_field_of_a_device() {
-    let server = TestServer::start();
-    let addr = server.addr.to_string();
+    let server = start_server();
+    let addr = server.addr().to_string();
     let out = run_cli(&["-h", &addr, "print", "position", "-n", "3"]);
     assert!(out.status.success(), "{out:?}");
     let text = String::from_utf8(out.stdout).unwrap();
@@ -183,9 +184,9 @@ fn motion(w: &mut Client) -> (i16, i16) {
 
 #[test]
 fn joy_drives_while_a_key_is_held_and_stops_on_release_and_on_ctrl_c() {
-    let server = TestServer::start();
-    let mut w = watcher(server.addr);
-    let mut joy = Joy::start(server.addr);
+    let server = start_server();
+    let mut w = watcher(server.addr());
+    let mut joy = Joy::start(server.addr());
     w.read().unwrap();
     assert_eq!(motion(&mut w), (0, 0), "the robot starts still");
 
@@ -251,9 +252,9 @@ fn joy_drives_while_a_key_is_held_and_stops_on_release_and_on_ctrl_c() {
 
 #[test]
 fn joy_stops_the_robot_on_sigterm() {
-    let server = TestServer::start();
-    let mut w = watcher(server.addr);
-    let mut joy = Joy::start(server.addr);
+    let server = start_server();
+    let mut w = watcher(server.addr());
+    let mut joy = Joy::start(server.addr());
     let mut fastest = 0;
     let end = Instant::now() + Duration::from_secs(2);
     while Instant::now() < end {

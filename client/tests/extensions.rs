@@ -2,18 +2,19 @@
 //! device list, the error channel's notices, the emergency stop and the shared key; and
 //! `player-cli list` and `estop`, run as processes.
 
-mod common;
-
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{TestServer, PATIENCE};
 use player::settings::Settings;
 use player_client::proto::ext::{kind, state};
 use player_client::{device, Client, Error, Notice};
+use player_testkit::{start_server, start_server_with, TestServer};
+
+/// How long anything a test waits for may take on a loaded machine.
+const PATIENCE: Duration = Duration::from_secs(20);
 
 fn connect(server: &TestServer) -> Client {
-    let mut c = Client::connect(server.addr).unwrap();
+    let mut c = Client::connect(server.addr()).unwrap();
     c.set_read_timeout(Some(PATIENCE)).unwrap();
     c
 }
@@ -34,7 +35,7 @@ fn notice_of(c: &mut Client, k: u8) -> Notice {
 
 #[test]
 fn the_device_list_names_every_device_with_its_driver_state_and_readers() {
-    let server = TestServer::start();
+    let server = start_server();
     let mut c = connect(&server);
     let list = c.device_list().unwrap();
     let mut codes: Vec<u8> = list.iter().map(|d| d.code).collect();
@@ -76,7 +77,7 @@ fn the_device_list_names_every_device_with_its_driver_state_and_readers() {
 
 #[test]
 fn notices_say_why_a_request_and_a_command_were_refused() {
-    let server = TestServer::start();
+    let server = start_server();
     let mut c = connect(&server);
     c.set_notices(true).unwrap();
     c.set_timestamps(true).unwrap();
@@ -110,7 +111,7 @@ fn notices_say_why_a_request_and_a_command_were_refused() {
 
 #[test]
 fn estop_latches_for_every_client_and_a_writer_releases_it() {
-    let server = TestServer::start();
+    let server = start_server();
     let mut driver = connect(&server);
     driver.set_notices(true).unwrap();
     driver.request("pa").unwrap().check().unwrap();
@@ -148,7 +149,7 @@ fn keyed() -> Settings {
 
 #[test]
 fn the_key_gives_write_access_and_a_wrong_one_ends_the_connection() {
-    let server = TestServer::start_with(keyed());
+    let server = start_server_with(keyed(), player::builtin_catalog());
     let mut c = connect(&server);
     c.set_notices(true).unwrap();
     let g = c.request("pa").unwrap();
@@ -193,8 +194,8 @@ fn cli(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn player_cli_lists_devices_and_latches_and_releases_the_estop() {
-    let server = TestServer::start_with(keyed());
-    let addr = server.addr.to_string();
+    let server = start_server_with(keyed(), player::builtin_catalog());
+    let addr = server.addr().to_string();
     // A reader, so one row shows it.
     let mut reader = connect(&server);
     reader.request("lr").unwrap().check().unwrap();

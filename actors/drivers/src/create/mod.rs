@@ -25,8 +25,8 @@ use player_kit::driver::{
     Stop, Timestamp,
 };
 use player_kit::link::{
-    self, CloseAck, Closer, Ended, LinkDriver, LinkHandle, LinkState, LinkSupervisor, LinkUp,
-    LogThrottle,
+    self, CloseAck, Closer, Ended, LinkDriver, LinkError, LinkHandle, LinkState, LinkSupervisor,
+    LinkUp, LogThrottle,
 };
 use player_proto::data::{Misc, Position, PositionCommand};
 use player_proto::{config as codes, device};
@@ -63,7 +63,7 @@ fn silence() -> f64 {
 
 /// The error of a bad configuration (one place, so the error type can change).
 fn config_error(text: String) -> DriverError {
-    DriverError(text)
+    DriverError::params(text)
 }
 
 /// Requests to the link task, applied in order.
@@ -368,7 +368,7 @@ impl link::Link for LinkTask {
         &self.log
     }
 
-    async fn connect(&self, _ever_up: bool) -> Result<Conn, String> {
+    async fn connect(&self, _ever_up: bool) -> Result<Conn, LinkError> {
         connect(&self.params, self.motors_on, &self.log).await
     }
 
@@ -384,7 +384,7 @@ impl link::Link for LinkTask {
         };
         let first = conn.first;
         if let Err(e) = self.frame(&mut conn, &mut s, &first).await {
-            return Ended::Lost(e);
+            return Ended::Lost(LinkError::protocol(&self.params.port, e));
         }
         up.mark();
         self.stream(&mut conn, &mut s, ctl).await
@@ -501,9 +501,9 @@ impl LinkTask {
             let step: Result<(), String> = tokio::select! {
                 r = tokio::io::AsyncReadExt::read(&mut conn.port, &mut buf) => {
                     let n = match r {
-                        Ok(0) => return Ended::Lost("the port reached its end".into()),
+                        Ok(0) => return Ended::Lost(LinkError::protocol(&self.params.port, "the port reached its end")),
                         Ok(n) => n,
-                        Err(e) => return Ended::Lost(format!("read failed: {e}")),
+                        Err(e) => return Ended::Lost(LinkError::io(&self.params.port, &e, format!("read failed: {e}"))),
                     };
                     conn.parser.push(&buf[..n]);
                     let mut result = Ok(());
@@ -526,7 +526,7 @@ impl LinkTask {
                     result
                 }
                 _ = tokio::time::sleep_until(deadline) => {
-                    return Ended::Lost(format!("no sensor frame for {:.1} s", silence.as_secs_f64()));
+                    return Ended::Lost(LinkError::timeout(&self.params.port, format!("no sensor frame for {:.1} s", silence.as_secs_f64())));
                 }
                 changed = self.wheels.changed() => {
                     if changed.is_err() {
@@ -559,7 +559,7 @@ impl LinkTask {
                 },
             };
             if let Err(e) = step {
-                return Ended::Lost(e);
+                return Ended::Lost(LinkError::protocol(&self.params.port, e));
             }
         }
     }
@@ -585,10 +585,10 @@ impl LinkTask {
 
 /// Opens the port and brings the base up: START, SAFE (unless the motors are off), STREAM,
 /// the first good frame.
-async fn connect(params: &CreateParams, motors_on: bool, log: &Logger) -> Result<Conn, String> {
+async fn connect(params: &CreateParams, motors_on: bool, log: &Logger) -> Result<Conn, LinkError> {
     let path = &params.port;
     let mut port = link::open_serial(path, params.baud)?;
-    let w = |e: std::io::Error| format!("writing to {path}: {e}");
+    let w = |e: std::io::Error| LinkError::io(path, &e, format!("writing to {path}: {e}"));
     let mut out = vec![codec::START];
     if motors_on {
         out.push(codec::SAFE);
@@ -614,15 +614,18 @@ async fn connect(params: &CreateParams, motors_on: bool, log: &Logger) -> Result
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(format!(
-                "no Create answers on {path} (no sensor stream at {} baud); is the base on and connected?",
-                params.baud
+            return Err(LinkError::timeout(
+                path,
+                format!(
+                    "no Create answers on {path} (no sensor stream at {} baud); is the base on and connected?",
+                    params.baud
+                ),
             ));
         }
         match link::read_some(&mut port, &mut buf, left).await {
             Ok(Some(n)) => parser.push(&buf[..n]),
             Ok(None) => {}
-            Err(e) => return Err(format!("reading from {path}: {e}")),
+            Err(e) => return Err(LinkError::io(path, &e, format!("reading from {path}: {e}"))),
         }
     }
 }

@@ -18,8 +18,8 @@ use codec::{Block, ClockMap, Parser, RawScan, Sensor};
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
 use player_kit::driver::{DriverError, DriverHandle, Publisher, Timestamp};
 use player_kit::link::{
-    self, close_channel, CloseReceiver, CloseSender, Ended, Link, LinkDriver, LinkSupervisor,
-    LinkUp, LogThrottle,
+    self, close_channel, CloseReceiver, CloseSender, Ended, Link, LinkDriver, LinkError,
+    LinkSupervisor, LinkUp, LogThrottle,
 };
 use player_proto::scan::Scan;
 use serde::Deserialize;
@@ -61,7 +61,7 @@ fn one() -> f64 {
 
 /// The error of a bad configuration (one place, so the error type can change).
 fn config_error(text: String) -> DriverError {
-    DriverError(text)
+    DriverError::params(text)
 }
 
 impl UrgParams {
@@ -236,7 +236,7 @@ impl Link for LinkTask {
         &self.log
     }
 
-    async fn connect(&self, _ever_up: bool) -> Result<Conn, String> {
+    async fn connect(&self, _ever_up: bool) -> Result<Conn, LinkError> {
         connect(&self.params, &self.log).await
     }
 
@@ -289,9 +289,9 @@ impl LinkTask {
             tokio::select! {
                 r = tokio::io::AsyncReadExt::read(&mut conn.line, &mut buf) => {
                     let n = match r {
-                        Ok(0) => return Ended::Lost("the line reached its end".into()),
+                        Ok(0) => return Ended::Lost(LinkError::protocol(self.params.place(), "the line reached its end")),
                         Ok(n) => n,
-                        Err(e) => return Ended::Lost(format!("read failed: {e}")),
+                        Err(e) => return Ended::Lost(LinkError::io(self.params.place(), &e, format!("read failed: {e}"))),
                     };
                     conn.parser.push(&buf[..n]);
                     while let Some(block) = conn.parser.next_block() {
@@ -317,7 +317,7 @@ impl LinkTask {
                     }
                 }
                 _ = tokio::time::sleep_until(deadline) => {
-                    return Ended::Lost(format!("no scan for {:.1} s", silence.as_secs_f64()));
+                    return Ended::Lost(LinkError::timeout(self.params.place(), format!("no scan for {:.1} s", silence.as_secs_f64())));
                 }
                 ack = &mut *close => {
                     match link::write_all(&mut conn.line, b"QT\n", WRITE_TIMEOUT).await {
@@ -362,7 +362,7 @@ async fn request(
 }
 
 /// Opens the line.
-async fn open(params: &UrgParams) -> Result<Box<dyn Line>, String> {
+async fn open(params: &UrgParams) -> Result<Box<dyn Line>, LinkError> {
     if let Some(port) = &params.port {
         return Ok(Box::new(link::open_serial(port, params.baud)?));
     }
@@ -373,15 +373,24 @@ async fn open(params: &UrgParams) -> Result<Box<dyn Line>, String> {
             let _ = s.set_nodelay(true);
             Ok(Box::new(s))
         }
-        Ok(Err(e)) => Err(format!("cannot connect to the laser at {addr}: {e}")),
-        Err(_) => Err(format!("cannot connect to the laser at {addr}: no answer")),
+        Ok(Err(e)) => Err(LinkError::io(
+            &addr,
+            &e,
+            format!("cannot connect to the laser at {addr}: {e}"),
+        )),
+        Err(_) => Err(LinkError::timeout(
+            &addr,
+            format!("cannot connect to the laser at {addr}: no answer"),
+        )),
     }
 }
 
 /// Opens the line and brings the sensor to streaming scans.
-async fn connect(params: &UrgParams, log: &Logger) -> Result<Conn, String> {
+async fn connect(params: &UrgParams, log: &Logger) -> Result<Conn, LinkError> {
     let place = params.place();
-    let io = |e: std::io::Error| format!("laser on {place}: {e}");
+    let io = |e: std::io::Error| LinkError::io(&place, &e, format!("laser on {place}: {e}"));
+    let fail = |text: String| LinkError::protocol(&place, text);
+    let silent = |text: String| LinkError::timeout(&place, text);
     let wait = Duration::from_secs_f64(params.reply_timeout);
     let mut line = open(params).await?;
     let mut parser = Parser::new();
@@ -395,13 +404,13 @@ async fn connect(params: &UrgParams, log: &Logger) -> Result<Conn, String> {
         .await
         .map_err(io)?
     else {
-        return Err(format!(
+        return Err(silent(format!(
             "laser not connected or not on {place}: no answer to VV (is it a SCIP 2.0 Hokuyo?)"
-        ));
+        )));
     };
     let vv = vv
         .parameters()
-        .map_err(|e| format!("laser on {place}: VV: {e}"))?;
+        .map_err(|e| fail(format!("laser on {place}: VV: {e}")))?;
     let field = |p: &[(String, String)], k: &str| {
         p.iter()
             .find(|(n, _)| n == k)
@@ -412,12 +421,13 @@ async fn connect(params: &UrgParams, log: &Logger) -> Result<Conn, String> {
         .await
         .map_err(io)?
     else {
-        return Err(format!("the laser on {place} does not answer PP"));
+        return Err(silent(format!("the laser on {place} does not answer PP")));
     };
     let pp = pp
         .parameters()
-        .map_err(|e| format!("laser on {place}: PP: {e}"))?;
-    let sensor = Sensor::from_parameters(&pp).map_err(|e| format!("laser on {place}: {e}"))?;
+        .map_err(|e| fail(format!("laser on {place}: PP: {e}")))?;
+    let sensor =
+        Sensor::from_parameters(&pp).map_err(|e| fail(format!("laser on {place}: {e}")))?;
     if let Some(ii) = request(&mut line, &mut parser, b"II\n", wait)
         .await
         .map_err(io)?
@@ -434,17 +444,17 @@ async fn connect(params: &UrgParams, log: &Logger) -> Result<Conn, String> {
         .await
         .map_err(io)?
     else {
-        return Err(format!("the laser on {place} does not answer MD"));
+        return Err(silent(format!("the laser on {place} does not answer MD")));
     };
     match ack.status() {
         Ok(b"00") | Ok(b"99") => {}
         Ok(s) => {
-            return Err(format!(
+            return Err(fail(format!(
                 "the laser on {place} refused to scan: status {}",
                 String::from_utf8_lossy(s)
-            ))
+            )))
         }
-        Err(e) => return Err(format!("laser on {place}: MD: {e}")),
+        Err(e) => return Err(fail(format!("laser on {place}: MD: {e}"))),
     }
     // The first good scan.
     let deadline = Instant::now() + Duration::from_secs_f64(params.silence.max(0.5));
@@ -466,9 +476,9 @@ async fn connect(params: &UrgParams, log: &Logger) -> Result<Conn, String> {
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(format!(
+            return Err(silent(format!(
                 "the laser on {place} accepted MD but sends no scans"
-            ));
+            )));
         }
         if let Some(n) = link::read_some(&mut line, &mut buf, left)
             .await

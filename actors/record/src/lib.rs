@@ -1,0 +1,914 @@
+//! Recording to MCAP: every device's readings as the drivers publish them, whoever reads them.
+//!
+//! The [`Recorder`] is a subscriber of each robot's registry like a client session: it asks
+//! for read access to every readable device (so recording holds the devices open with or
+//! without clients) and writes each reading it is sent to an MCAP file with the `mcap`
+//! crate, on its own thread so a slow disk never delays a driver or a client.
+//!
+//! What a file holds:
+//!
+//! - one channel per device, topic `/<robot>/<code>`, message encoding
+//!   [`RAW_ENCODING`]: each message is the `<data>` field of the 0.7.4a data packet, byte for
+//!   byte, with the driver's timestamp as log and publish time and the driver's reading
+//!   number as sequence; its schema names the device's Table 7 layout;
+//! - the web viewer's Foxglove JSON channels of each device, converted as the live endpoint
+//!   converts them ([`player_web::schema`]), under `/<robot>` (`/<robot>/tf` as
+//!   `foxglove.FrameTransform`, `/<robot>/laser` as `foxglove.LaserScan`, sonar cones as a
+//!   `foxglove.SceneUpdate`, ...), so Foxglove shows a recording as it shows the robot;
+//! - the commands and configs clients send, on `/<robot>/<code>/cmd` and `/<robot>/<code>/cfg`
+//!   (raw bytes as received), as the registry passes them on to the drivers (its
+//!   [`player_core::registry::Tap`]).
+//!
+//! Chunks are small (`chunk_bytes`, and closed at least every `chunk_seconds`), built in
+//! memory and written with one `write` each, so a server killed with SIGKILL leaves a file
+//! readable up to its last complete chunk. Files rotate by size or age: the first is the
+//! named path, then `<stem>.1.<ext>`, `<stem>.2.<ext>`, ...
+//!
+//! A front end of the server ([`player_core::frontend`]): the `[record]` section
+//! ([`RecordSettings`]) and the `-record FILE` flag ([`SYNTAX`], [`apply_flag`]) are this
+//! crate's; [`start`] returns the [`Recording`] the server attaches.
+#![deny(missing_docs)]
+
+pub mod layout;
+
+use actix::prelude::*;
+pub use layout::{RAW_ENCODING, RAW_SCHEMA_ENCODING};
+use mcap::records::MessageHeader;
+use mcap::{WriteOptions, Writer};
+use player_core::frontend::{Access, Asked, Change, FrontEnd, FrontEndContext, Holdings};
+use player_core::registry::{Registry, SessionId, Tap};
+pub use player_core::registry::{Sent, Tapped};
+use player_core::settings::{check_seconds, FlagSpec, FrontEndSyntax, Settings, SettingsError};
+use player_kit::driver::{DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, Timestamp};
+use player_proto::device;
+use player_web::schema::{self as foxglove, Source};
+use serde::Deserialize;
+use slog::{error, info, warn, Logger};
+use std::any::Any;
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::{self, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Recording settings (`[record]` in the configuration file; `-record FILE` sets `path`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RecordSettings {
+    /// The MCAP file to write; empty: no recording. Relative to the configuration file.
+    pub path: String,
+    /// Start a new file once this many bytes are written (0: never).
+    pub max_bytes: u64,
+    /// Start a new file after this many seconds (0: never).
+    pub max_seconds: f64,
+    /// Close a chunk once it holds this many bytes.
+    pub chunk_bytes: u64,
+    /// Close a chunk at least this often, in seconds: at most this much is lost when the
+    /// server is killed.
+    pub chunk_seconds: f64,
+    /// Also write the web viewer's Foxglove JSON channels of each device.
+    pub foxglove: bool,
+    /// Seconds between tries to open a device whose setup failed.
+    pub retry_seconds: f64,
+}
+
+impl Default for RecordSettings {
+    fn default() -> Self {
+        RecordSettings {
+            path: String::new(),
+            max_bytes: 0,
+            max_seconds: 0.0,
+            chunk_bytes: 256 * 1024,
+            chunk_seconds: 1.0,
+            foxglove: true,
+            retry_seconds: 5.0,
+        }
+    }
+}
+
+impl RecordSettings {
+    /// Whether recording is on.
+    pub fn enabled(&self) -> bool {
+        !self.path.is_empty()
+    }
+
+    /// The `[record]` section of settings read with [`SYNTAX`] (the defaults when there
+    /// is none), checked; errors name the key.
+    pub fn from_settings(settings: &Settings) -> Result<Self, SettingsError> {
+        let s: RecordSettings = settings.section("record")?;
+        s.check(&settings.origin)?;
+        Ok(s)
+    }
+
+    /// Checks the values; errors name the key.
+    pub fn check(&self, origin: &str) -> Result<(), SettingsError> {
+        for (key, v) in [
+            ("record.max_seconds", self.max_seconds),
+            ("record.chunk_seconds", self.chunk_seconds),
+            ("record.retry_seconds", self.retry_seconds),
+        ] {
+            check_seconds(origin, key, v)?;
+        }
+        if !(0.01..=3600.0).contains(&self.chunk_seconds) {
+            return Err(SettingsError::value(
+                origin,
+                "record.chunk_seconds",
+                "must be between 0.01 and 3600",
+            ));
+        }
+        if !(0.1..=3600.0).contains(&self.retry_seconds) {
+            return Err(SettingsError::value(
+                origin,
+                "record.retry_seconds",
+                "must be between 0.1 and 3600",
+            ));
+        }
+        if self.chunk_bytes < 1024 || self.chunk_bytes > 64 * 1024 * 1024 {
+            return Err(SettingsError::value(
+                origin,
+                "record.chunk_bytes",
+                "must be between 1024 and 67108864",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The recorder's section and flag: `[record]`, `-record FILE`.
+pub const SYNTAX: FrontEndSyntax = FrontEndSyntax {
+    sections: &["record"],
+    flags: &[FlagSpec {
+        flag: "-record",
+        takes_value: true,
+    }],
+};
+
+/// Applies `-record <file>`: records to `file`, relative to the current directory (not to
+/// the configuration file's).
+pub fn apply_flag(settings: &mut RecordSettings, file: &str) {
+    settings.path = player_core::settings::absolute(file).display().to_string();
+}
+
+/// Why recording could not start (or go on).
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The file cannot be created.
+    #[error("cannot create recording file '{}': {source}", path.display())]
+    Create {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The MCAP writer failed.
+    #[error("recording file '{}': {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: mcap::McapError,
+    },
+}
+
+/// A running recording: the front end [`start`] returns.
+pub struct Recording {
+    handle: RecorderHandle,
+}
+
+impl FrontEnd for Recording {
+    fn name(&self) -> &str {
+        "record"
+    }
+
+    fn stop(self: Box<Self>) -> futures::future::LocalBoxFuture<'static, ()> {
+        Box::pin(async move {
+            self.handle.finish().await;
+        })
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Starts recording every robot of `ctx` to `settings.path` (relative to the configuration
+/// file's folder), on a thread of its own. Must run inside an actix system.
+pub fn start(settings: &RecordSettings, ctx: &FrontEndContext) -> Result<Recording, RecordError> {
+    let sources = ctx
+        .robots
+        .iter()
+        .map(|r| RecordSource {
+            robot: r.name.clone(),
+            registry: r.registry.clone(),
+            devices: r.devices.clone(),
+            session: ctx.ids.next(),
+        })
+        .collect();
+    let handle = RecorderHandle::start(settings, &ctx.base_dir, sources, ctx.log.clone())?;
+    for (i, robot) in ctx.robots.iter().enumerate() {
+        if let Some(recipient) = handle.tap(i) {
+            robot.registry.do_send(Tap { recipient });
+        }
+    }
+    Ok(Recording { handle })
+}
+
+/// The path of file number `n` of a recording to `path` (0 is `path` itself).
+pub fn rotated_path(path: &Path, n: u32) -> PathBuf {
+    if n == 0 {
+        return path.to_path_buf();
+    }
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "recording".into());
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.{n}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{n}"),
+    };
+    path.with_file_name(name)
+}
+
+/// One robot the recorder records.
+pub struct RecordSource {
+    /// The robot's name (the first part of its topics).
+    pub robot: String,
+    /// Its registry.
+    pub registry: Addr<Registry>,
+    /// Its devices and the name of the driver behind each.
+    pub devices: Vec<(DeviceSpec, String)>,
+    /// The session id the recorder uses with this registry.
+    pub session: SessionId,
+}
+
+/// Totals of a finished recording.
+#[derive(Debug, Clone, Default)]
+pub struct RecordStats {
+    /// The files written, in order.
+    pub files: Vec<PathBuf>,
+    /// Messages written on the raw data channels.
+    pub readings: u64,
+    /// Commands and configs written.
+    pub sent: u64,
+    /// Bytes written to all files.
+    pub bytes: u64,
+}
+
+/// A file that counts what is written to it and answers "where am I" without a system
+/// call: the MCAP writer asks for its position and never seeks otherwise (its chunks are
+/// built in memory, then written in one go). The count is shared so the recorder can read
+/// it while the writer owns the file.
+struct CountingFile {
+    file: File,
+    written: Arc<AtomicU64>,
+}
+
+impl Write for CountingFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.written.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl Seek for CountingFile {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        match pos {
+            SeekFrom::Current(0) => Ok(self.written.load(Ordering::Relaxed)),
+            _ => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the recording file is written front to back",
+            )),
+        }
+    }
+}
+
+/// What a channel carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Stream {
+    Data,
+    Sent(Sent),
+    Foxglove(u32),
+}
+
+/// The web endpoint's Foxglove channels converted from `code`'s readings.
+fn foxglove_channels(code: u8) -> impl Iterator<Item = &'static foxglove::Channel> {
+    foxglove::CHANNELS
+        .iter()
+        .filter(move |c| c.source == Source::Device(code))
+}
+
+/// One open MCAP file.
+struct Output {
+    writer: Writer<CountingFile>,
+    written: Arc<AtomicU64>,
+    path: PathBuf,
+    opened: Instant,
+    channels: HashMap<(usize, u8, Stream), u16>,
+    /// Messages written since the last chunk was closed by the timer.
+    pending: u64,
+}
+
+/// The schema name of a device's raw channel.
+fn schema_name(code: u8, what: &str) -> String {
+    match device::name(code) {
+        "unknown" => format!("player.device_{}.{what}", char::from(code)),
+        name => format!("player.{name}.{what}"),
+    }
+}
+
+impl Output {
+    /// Creates file `path` and declares every channel of `sources`.
+    fn open(
+        path: &Path,
+        settings: &RecordSettings,
+        sources: &[RecordSource],
+    ) -> Result<Output, RecordError> {
+        let file = File::create(path).map_err(|source| RecordError::Create {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let written = Arc::new(AtomicU64::new(0));
+        let sink = CountingFile {
+            file,
+            written: written.clone(),
+        };
+        let what = |source| RecordError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut writer = WriteOptions::new()
+            .compression(None)
+            .chunk_size(Some(settings.chunk_bytes))
+            .disable_seeking(true)
+            .profile("")
+            .library(format!("player {}", env!("CARGO_PKG_VERSION")))
+            .create(sink)
+            .map_err(what)?;
+        let mut channels = HashMap::new();
+        for (ri, src) in sources.iter().enumerate() {
+            for (spec, driver) in &src.devices {
+                let code = spec.code;
+                let c = char::from(code);
+                let mut meta = BTreeMap::new();
+                meta.insert("robot".to_string(), src.robot.clone());
+                meta.insert("device".to_string(), c.to_string());
+                meta.insert(
+                    "device_name".to_string(),
+                    player_kit::log::device(code).to_string(),
+                );
+                meta.insert("driver".to_string(), driver.clone());
+                if let Some(n) = spec.command_size {
+                    meta.insert("command_size".to_string(), n.to_string());
+                }
+                let topic = format!("/{}/{c}", src.robot);
+                if spec.readable {
+                    let schema = writer
+                        .add_schema(
+                            &schema_name(code, "data"),
+                            RAW_SCHEMA_ENCODING,
+                            layout::layout(code).as_bytes(),
+                        )
+                        .map_err(what)?;
+                    let id = writer
+                        .add_channel(schema, &topic, RAW_ENCODING, &meta)
+                        .map_err(what)?;
+                    channels.insert((ri, code, Stream::Data), id);
+                    if settings.foxglove {
+                        for f in foxglove_channels(code) {
+                            let schema = writer
+                                .add_schema(
+                                    f.schema_name,
+                                    "jsonschema",
+                                    foxglove::schema(f.schema_name).as_bytes(),
+                                )
+                                .map_err(what)?;
+                            let id = writer
+                                .add_channel(
+                                    schema,
+                                    &format!("/{}{}", src.robot, f.topic),
+                                    "json",
+                                    &meta,
+                                )
+                                .map_err(what)?;
+                            channels.insert((ri, code, Stream::Foxglove(f.id)), id);
+                        }
+                    }
+                }
+                if spec.command_size.is_some() {
+                    let schema = writer
+                        .add_schema(
+                            &schema_name(code, "command"),
+                            RAW_SCHEMA_ENCODING,
+                            layout::command_layout(code).as_bytes(),
+                        )
+                        .map_err(what)?;
+                    let id = writer
+                        .add_channel(schema, &format!("{topic}/cmd"), RAW_ENCODING, &meta)
+                        .map_err(what)?;
+                    channels.insert((ri, code, Stream::Sent(Sent::Command)), id);
+                }
+                let schema = writer
+                    .add_schema(
+                        "player.config",
+                        RAW_SCHEMA_ENCODING,
+                        b"Player 0.7.4a config: u8 config code, then its arguments, as received.",
+                    )
+                    .map_err(what)?;
+                let id = writer
+                    .add_channel(schema, &format!("{topic}/cfg"), RAW_ENCODING, &meta)
+                    .map_err(what)?;
+                channels.insert((ri, code, Stream::Sent(Sent::Config)), id);
+            }
+        }
+        // The header, schemas and channels reach the file now, before any chunk.
+        writer.flush().map_err(what)?;
+        Ok(Output {
+            writer,
+            written,
+            path: path.to_path_buf(),
+            opened: Instant::now(),
+            channels,
+            pending: 0,
+        })
+    }
+
+    fn bytes(&self) -> u64 {
+        self.written.load(Ordering::Relaxed)
+    }
+}
+
+/// Nanoseconds since the Unix epoch.
+fn nanos(t: Timestamp) -> u64 {
+    u64::from(t.sec) * 1_000_000_000 + u64::from(t.usec) * 1000
+}
+
+/// Readings of one robot, forwarded by its [`RobotTap`].
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Readings {
+    robot: usize,
+    batch: Arc<[DeviceData]>,
+}
+
+/// A reading of one robot, forwarded by its [`RobotTap`].
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Reading {
+    robot: usize,
+    data: DeviceData,
+}
+
+/// A command or config of one robot, forwarded by its [`RobotTap`].
+#[derive(Message)]
+#[rtype(result = "()")]
+struct SentTo {
+    robot: usize,
+    sent: Tapped,
+}
+
+/// Server → recorder: stop recording; unsubscribe, finish the file (summary and footer),
+/// and reply with the totals.
+#[derive(Message)]
+#[rtype(result = "RecordStats")]
+pub struct Finish;
+
+/// The recorder's subscriber of one robot: the registry sends readings to a recipient, not
+/// naming the robot, so each robot gets one of these to tag what it receives.
+pub struct RobotTap {
+    robot: usize,
+    recorder: Addr<Recorder>,
+}
+
+impl Actor for RobotTap {
+    type Context = Context<Self>;
+}
+
+impl Handler<DeviceData> for RobotTap {
+    type Result = ();
+
+    fn handle(&mut self, data: DeviceData, _ctx: &mut Self::Context) {
+        self.recorder.do_send(Reading {
+            robot: self.robot,
+            data,
+        });
+    }
+}
+
+impl Handler<DeviceDataBatch> for RobotTap {
+    type Result = ();
+
+    fn handle(&mut self, msg: DeviceDataBatch, _ctx: &mut Self::Context) {
+        self.recorder.do_send(Readings {
+            robot: self.robot,
+            batch: msg.0,
+        });
+    }
+}
+
+impl Handler<Tapped> for RobotTap {
+    type Result = ();
+
+    fn handle(&mut self, sent: Tapped, _ctx: &mut Self::Context) {
+        self.recorder.do_send(SentTo {
+            robot: self.robot,
+            sent,
+        });
+    }
+}
+
+/// The recorder actor (one per server, on its own thread).
+pub struct Recorder {
+    settings: RecordSettings,
+    path: PathBuf,
+    sources: Vec<RecordSource>,
+    taps: Vec<Addr<RobotTap>>,
+    out: Option<Output>,
+    file_no: u32,
+    stats: RecordStats,
+    last_seq: HashMap<(usize, u8), u64>,
+    /// Per robot (in the order of `sources`): the devices held at its registry.
+    holdings: Vec<Holdings>,
+    refused: HashMap<(usize, u8), u32>,
+    finishing: bool,
+    log: Logger,
+}
+
+impl Recorder {
+    /// Writes one message on channel `key`; rotates the file first when it is due.
+    fn write(&mut self, key: (usize, u8, Stream), t: Timestamp, seq: u32, data: &[u8]) {
+        self.rotate_if_due();
+        let Some(out) = self.out.as_mut() else {
+            return;
+        };
+        let Some(&channel_id) = out.channels.get(&key) else {
+            return;
+        };
+        let t = nanos(t);
+        let header = MessageHeader {
+            channel_id,
+            sequence: seq,
+            log_time: t,
+            publish_time: t,
+        };
+        match out.writer.write_to_known_channel(&header, data) {
+            Ok(()) => out.pending += 1,
+            Err(e) => self.fail(&e.to_string()),
+        }
+    }
+
+    fn reading(&mut self, robot: usize, d: &DeviceData) {
+        let last = self.last_seq.entry((robot, d.device)).or_insert(0);
+        if *last == d.seq {
+            return; // the same reading again (sent to a newly subscribed reader)
+        }
+        *last = d.seq;
+        if self.out.is_none() {
+            return;
+        }
+        self.write(
+            (robot, d.device, Stream::Data),
+            d.timestamp,
+            d.seq as u32,
+            &d.data,
+        );
+        self.stats.readings += 1;
+        if self.settings.foxglove {
+            for f in foxglove_channels(d.device) {
+                if let Some(json) = foxglove::encode(f, d) {
+                    self.write(
+                        (robot, d.device, Stream::Foxglove(f.id)),
+                        d.timestamp,
+                        d.seq as u32,
+                        &json,
+                    );
+                }
+            }
+        }
+    }
+
+    /// An I/O error: recording stops (the server goes on), with one log line.
+    fn fail(&mut self, e: &str) {
+        if let Some(out) = self.out.take() {
+            error!(self.log, "recording stopped: cannot write"; "file" => %out.path.display(), "error" => e);
+            self.stats.bytes += out.bytes();
+            // Dropping the writer would try to finish the file on the failing disk.
+            std::mem::forget(out.writer);
+        }
+    }
+
+    /// Closes the file: the open chunk, the summary and the footer.
+    fn close(&mut self) {
+        if let Some(mut out) = self.out.take() {
+            match out.writer.finish() {
+                Ok(_) => {
+                    info!(self.log, "recording file closed"; "file" => %out.path.display(), "bytes" => out.bytes())
+                }
+                Err(e) => {
+                    error!(self.log, "recording file not finished"; "file" => %out.path.display(), "error" => %e)
+                }
+            }
+            self.stats.bytes += out.bytes();
+        }
+    }
+
+    fn rotate_if_due(&mut self) {
+        let Some(out) = &self.out else {
+            return;
+        };
+        let s = &self.settings;
+        let full = s.max_bytes > 0 && out.bytes() >= s.max_bytes;
+        let old = s.max_seconds > 0.0 && out.opened.elapsed().as_secs_f64() >= s.max_seconds;
+        if !(full || old) {
+            return;
+        }
+        self.close();
+        self.file_no += 1;
+        let path = rotated_path(&self.path, self.file_no);
+        match Output::open(&path, &self.settings, &self.sources) {
+            Ok(out) => {
+                info!(self.log, "recording to a new file"; "file" => %path.display());
+                self.stats.files.push(path);
+                self.out = Some(out);
+            }
+            Err(e) => error!(self.log, "recording stopped"; "error" => %e),
+        }
+    }
+
+    /// Asks robot `ri`'s registry for read access to `code`; retries later if the device
+    /// cannot be set up.
+    fn subscribe(&mut self, ri: usize, code: u8, ctx: &mut Context<Self>) {
+        if self.finishing {
+            return;
+        }
+        let (Some(tap), Some(holdings)) = (self.taps.get(ri), self.holdings.get_mut(ri)) else {
+            return;
+        };
+        let read = Access::new(true, false);
+        let Change::Asked(asked) = holdings.want(code, read, || DataRecipient::of(tap)) else {
+            return;
+        };
+        let Asked { ticket, reply, .. } = *asked;
+        let retry = Duration::from_secs_f64(self.settings.retry_seconds);
+        ctx.spawn(reply.into_actor(self).map(move |res, act, ctx| {
+            if !act.holdings[ri].settle(ticket, matches!(res, Ok(Ok(_)))) {
+                return;
+            }
+            let robot = act.sources[ri].robot.clone();
+            match res {
+                Ok(Ok(_)) => {
+                    act.refused.remove(&(ri, code));
+                    info!(act.log, "recording device"; "robot" => robot, "device" => player_kit::log::device(code), "code" => %char::from(code));
+                }
+                Ok(Err(e)) => {
+                    let n = act.refused.entry((ri, code)).or_insert(0);
+                    *n += 1;
+                    if *n == 1 {
+                        warn!(act.log, "cannot record device, will retry"; "robot" => robot, "device" => player_kit::log::device(code), "error" => %e, "every_s" => retry.as_secs_f64());
+                    }
+                    ctx.run_later(retry, move |act, ctx| act.subscribe(ri, code, ctx));
+                }
+                Err(_) => {} // the registry has stopped: the server is exiting
+            }
+        }));
+    }
+}
+
+impl Actor for Recorder {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        // The arbiter's thread is the recorder's alone: name it, so its CPU time can be
+        // told apart (`top -H`, /proc/PID/task/*/comm, the record bench).
+        // SAFETY: PR_SET_NAME with a NUL-terminated name of at most 16 bytes.
+        unsafe {
+            libc::prctl(
+                libc::PR_SET_NAME,
+                c"player-record".as_ptr() as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
+        }
+        let every = Duration::from_secs_f64(self.settings.chunk_seconds);
+        ctx.run_interval(every, |act, _| {
+            act.rotate_if_due();
+            if let Some(out) = act.out.as_mut() {
+                if out.pending > 0 {
+                    out.pending = 0;
+                    if let Err(e) = out.writer.flush() {
+                        act.fail(&e.to_string());
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// Handle → recorder: the per-robot taps are running; subscribe to every readable device.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Begin(Vec<Addr<RobotTap>>);
+
+impl Handler<Begin> for Recorder {
+    type Result = ();
+
+    fn handle(&mut self, msg: Begin, ctx: &mut Self::Context) {
+        self.taps = msg.0;
+        let wanted: Vec<(usize, u8)> = self
+            .sources
+            .iter()
+            .enumerate()
+            .flat_map(|(ri, s)| {
+                s.devices
+                    .iter()
+                    .filter(|(spec, _)| spec.readable)
+                    .map(move |(spec, _)| (ri, spec.code))
+            })
+            .collect();
+        for (ri, code) in wanted {
+            self.subscribe(ri, code, ctx);
+        }
+    }
+}
+
+impl Handler<Reading> for Recorder {
+    type Result = ();
+
+    fn handle(&mut self, msg: Reading, _ctx: &mut Self::Context) {
+        self.reading(msg.robot, &msg.data);
+    }
+}
+
+impl Handler<Readings> for Recorder {
+    type Result = ();
+
+    fn handle(&mut self, msg: Readings, _ctx: &mut Self::Context) {
+        for d in msg.batch.iter() {
+            self.reading(msg.robot, d);
+        }
+    }
+}
+
+impl Handler<SentTo> for Recorder {
+    type Result = ();
+
+    fn handle(&mut self, msg: SentTo, _ctx: &mut Self::Context) {
+        let t = msg.sent;
+        self.stats.sent += 1;
+        let seq = self.stats.sent as u32;
+        self.write(
+            (msg.robot, t.device, Stream::Sent(t.kind)),
+            t.timestamp,
+            seq,
+            &t.payload,
+        );
+    }
+}
+
+impl Handler<Finish> for Recorder {
+    type Result = MessageResult<Finish>;
+
+    fn handle(&mut self, _msg: Finish, ctx: &mut Self::Context) -> Self::Result {
+        self.finishing = true;
+        for h in &mut self.holdings {
+            h.leave();
+        }
+        self.close();
+        info!(self.log, "recording finished"; "files" => self.stats.files.len(), "readings" => self.stats.readings, "commands_and_configs" => self.stats.sent, "bytes" => self.stats.bytes);
+        ctx.stop();
+        MessageResult(std::mem::take(&mut self.stats))
+    }
+}
+
+/// A running recorder: its address and its thread.
+pub struct RecorderHandle {
+    addr: Addr<Recorder>,
+    taps: Vec<Addr<RobotTap>>,
+    arbiter: Arbiter,
+}
+
+impl RecorderHandle {
+    /// Opens the first file (an error names it) and starts recording `sources` on a thread
+    /// of its own. `base_dir` resolves a relative path. Must run inside an actix system.
+    pub fn start(
+        settings: &RecordSettings,
+        base_dir: &Path,
+        sources: Vec<RecordSource>,
+        log: Logger,
+    ) -> Result<RecorderHandle, RecordError> {
+        let path = base_dir.join(&settings.path);
+        let out = Output::open(&path, settings, &sources)?;
+        let robots = sources.len();
+        info!(log, "recording"; "file" => %path.display(), "robots" => sources.len());
+        let holdings = sources
+            .iter()
+            .map(|s| Holdings::new(s.registry.clone(), s.session, "recorder"))
+            .collect();
+        let recorder = Recorder {
+            settings: settings.clone(),
+            path: path.clone(),
+            sources,
+            taps: Vec::new(),
+            out: Some(out),
+            file_no: 0,
+            stats: RecordStats {
+                files: vec![path],
+                ..Default::default()
+            },
+            last_seq: HashMap::new(),
+            holdings,
+            refused: HashMap::new(),
+            finishing: false,
+            log,
+        };
+        let arbiter = Arbiter::new();
+        let addr = Recorder::start_in_arbiter(&arbiter.handle(), move |_| recorder);
+        let taps: Vec<Addr<RobotTap>> = (0..robots)
+            .map(|robot| {
+                let recorder = addr.clone();
+                RobotTap::start_in_arbiter(&arbiter.handle(), move |_| RobotTap { robot, recorder })
+            })
+            .collect();
+        addr.do_send(Begin(taps.clone()));
+        Ok(RecorderHandle {
+            addr,
+            taps,
+            arbiter,
+        })
+    }
+
+    /// Where robot `robot`'s registry sends the commands and configs it passes on
+    /// ([`Tapped`]); robots are numbered in the order of the sources given to `start`.
+    pub fn tap(&self, robot: usize) -> Option<Recipient<Tapped>> {
+        self.taps.get(robot).map(|t| t.clone().recipient())
+    }
+
+    /// Stops recording: the devices are released and the file finished. Returns the totals.
+    pub async fn finish(self) -> RecordStats {
+        let stats = self.addr.send(Finish).await.unwrap_or_default();
+        self.arbiter.stop();
+        let _ = self.arbiter.join();
+        stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotated_files_number_themselves_before_the_extension() {
+        let p = Path::new("/tmp/run.mcap");
+        assert_eq!(rotated_path(p, 0), p);
+        assert_eq!(rotated_path(p, 2), Path::new("/tmp/run.2.mcap"));
+        assert_eq!(rotated_path(Path::new("rec"), 1), Path::new("rec.1"));
+    }
+
+    #[test]
+    fn settings_are_checked_naming_the_key() {
+        assert!(RecordSettings::default().check("t").is_ok());
+        for (s, key) in [
+            (
+                RecordSettings {
+                    chunk_seconds: 0.0,
+                    ..Default::default()
+                },
+                "chunk_seconds",
+            ),
+            (
+                RecordSettings {
+                    max_seconds: f64::NAN,
+                    ..Default::default()
+                },
+                "max_seconds",
+            ),
+            (
+                RecordSettings {
+                    chunk_bytes: 10,
+                    ..Default::default()
+                },
+                "chunk_bytes",
+            ),
+            (
+                RecordSettings {
+                    retry_seconds: 1e12,
+                    ..Default::default()
+                },
+                "retry_seconds",
+            ),
+        ] {
+            let e = s.check("t").unwrap_err();
+            assert!(
+                matches!(&e, SettingsError::Value { key: k, .. } if k.ends_with(key)),
+                "{e}"
+            );
+        }
+    }
+}

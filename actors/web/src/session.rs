@@ -1,0 +1,839 @@
+//! One browser (or Foxglove) connection: a session of the robot's registry like a TCP
+//! client's, speaking the Foxglove WebSocket protocol.
+//!
+//! The session subscribes to the registry for the devices behind the channels its client
+//! subscribed to (with its own [`DataRecipient`]) and gets `Grant.command` for the devices
+//! the client publishes commands to. Readings are turned into Foxglove messages (encoded
+//! once per reading per thread, shared by the sessions there) and put in the session's
+//! outbox, which keeps at most one message per subscription: a newer reading replaces one
+//! the socket has not taken yet. A writer task drains the outbox into the socket, so a slow
+//! browser loses rounds, never delays the drivers or anyone else, and never queues a
+//! backlog. A client that takes nothing for `stall_timeout` is disconnected.
+
+use super::foxglove::{self, ClientOp, Level};
+use super::schema::{self, Channel, Source};
+use super::{AddressSlot, Shared};
+use actix::prelude::*;
+use bytes::Bytes;
+use futures::stream::{SplitSink, SplitStream};
+use futures::{SinkExt, StreamExt};
+use hyper::upgrade::Upgraded;
+use hyper_util::rt::TokioIo;
+use player_core::frontend::{Access, Asked, Change, Holdings};
+use player_core::notice::{kind, Notice};
+use player_core::registry::{EStop, GetMap, ListDevices, RouteConfig, SessionId, Watch};
+use player_kit::driver::{
+    Command, DataRecipient, DeviceData, DeviceDataBatch, MapOutline, Timestamp,
+};
+use player_proto::ext::DeviceEntry;
+use player_proto::{config as codes, device};
+use serde_json::Value;
+use slog::{debug, info, warn, Logger};
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use tokio_tungstenite::WebSocketStream;
+
+/// The WebSocket of one connection.
+pub type Socket = WebSocketStream<TokioIo<Upgraded>>;
+
+/// Most status and advertise messages waiting for the socket; past this the client is
+/// not reading at all and is disconnected.
+const MAX_CONTROL: usize = 256;
+
+/// How often device states, the map transform and the stall check run.
+const TICK: Duration = Duration::from_secs(1);
+
+/// Server → session: close the connection (server shutdown).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Close;
+
+/// What the client's published messages on a channel do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// `geometry_msgs/Twist` (m/s, rad/s) → position command.
+    CmdVel,
+    /// `{pan_deg, tilt_deg, zoom}` → PTZ command.
+    Ptz,
+    /// `{command, arg}` → gripper command.
+    Gripper,
+    /// `{on}` → motor power config of the position device.
+    MotorPower,
+    /// `{latch}` → the robot's emergency stop (anyone may latch it; releasing it takes
+    /// write rights).
+    EStop,
+}
+
+impl Target {
+    fn of_topic(topic: &str) -> Option<Target> {
+        match topic {
+            "/cmd_vel" => Some(Target::CmdVel),
+            "/ptz/cmd" => Some(Target::Ptz),
+            "/gripper/cmd" => Some(Target::Gripper),
+            "/motor_power" => Some(Target::MotorPower),
+            "/estop" => Some(Target::EStop),
+            _ => None,
+        }
+    }
+
+    /// The device the target commands (and needs write access to).
+    fn writes(self) -> Option<u8> {
+        match self {
+            Target::CmdVel => Some(device::POSITION),
+            Target::Ptz => Some(device::PTZ),
+            Target::Gripper => Some(device::GRIPPER),
+            Target::MotorPower | Target::EStop => None,
+        }
+    }
+}
+
+/// The topics a client may publish on, for messages naming them.
+pub const PUBLISH_TOPICS: &str = "/cmd_vel, /ptz/cmd, /gripper/cmd, /motor_power, /estop";
+
+/// What the socket is waiting to take.
+struct Outbox {
+    control: VecDeque<Message>,
+    /// The newest frame per subscription, oldest first.
+    data: VecDeque<(u32, Bytes)>,
+    closed: bool,
+    /// When the writer last finished a send (or the outbox was last empty).
+    progress: Instant,
+    /// Frames replaced before the socket took them.
+    dropped: u64,
+}
+
+impl Outbox {
+    fn pending(&self) -> bool {
+        !self.control.is_empty() || !self.data.is_empty()
+    }
+}
+
+/// Per device: what this session asked of the registry and what came of it.
+#[derive(Default)]
+struct DeviceState {
+    setting_up: bool,
+    failed: Option<String>,
+    last_reading: Option<Instant>,
+    count: u32,
+    rate: f64,
+}
+
+/// A channel's newest encoded payload: the reading's sequence number and timestamp, and
+/// its encoding (`None` when it did not decode).
+type Encoded = (u64, Timestamp, Option<Bytes>);
+
+thread_local! {
+    /// Encoded payloads by (endpoint, channel): the newest reading's, so the sessions on
+    /// one thread encode each reading once.
+    static ENCODED: RefCell<HashMap<(u64, u32), Encoded>> =
+        RefCell::new(HashMap::new());
+}
+
+fn encoded(endpoint: u64, channel: &Channel, d: &DeviceData) -> Option<Bytes> {
+    ENCODED.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let key = (endpoint, channel.id);
+        if let Some((seq, ts, bytes)) = cache.get(&key) {
+            if *seq == d.seq && *ts == d.timestamp {
+                return bytes.clone();
+            }
+        }
+        let bytes = schema::encode(channel, d).map(Bytes::from);
+        cache.insert(key, (d.seq, d.timestamp, bytes.clone()));
+        bytes
+    })
+}
+
+/// One Foxglove WebSocket client.
+pub struct WebSession {
+    id: SessionId,
+    client: String,
+    subprotocol: &'static str,
+    /// Whether the access policy lets this client command (and release the e-stop).
+    may_write: bool,
+    /// Whether the robot's emergency stop is latched (from the registry's notices).
+    estop: Option<String>,
+    shared: Arc<Shared>,
+    /// The devices this session holds at the registry.
+    holdings: Holdings,
+    /// This session's place in the per-address count, given back when it is dropped.
+    _slot: AddressSlot,
+    /// Subscription id → channel id.
+    subs: HashMap<u32, u32>,
+    /// Client channel id → what it commands.
+    pubs: HashMap<u32, Target>,
+    devices: HashMap<u8, DeviceState>,
+    commands: HashMap<u8, Recipient<Command>>,
+    /// Map subscriptions already sent the walls.
+    map_sent: HashSet<u32>,
+    map: Option<Rc<MapOutline>>,
+    out: Rc<RefCell<Outbox>>,
+    wake: Rc<Notify>,
+    sink: Option<SplitSink<Socket, Message>>,
+    stream: Option<SplitStream<Socket>>,
+    /// The writer task, ended at the latest 2 s after the session (a client that reads
+    /// nothing would hold it forever).
+    writer: Option<tokio::task::JoinHandle<()>>,
+    log: Logger,
+}
+
+impl WebSession {
+    /// A session for an upgraded connection from `client` (its address, for logs).
+    pub fn new(
+        id: SessionId,
+        socket: Socket,
+        client: String,
+        subprotocol: &'static str,
+        may_write: bool,
+        shared: Arc<Shared>,
+        slot: AddressSlot,
+    ) -> WebSession {
+        let (sink, stream) = socket.split();
+        let log = shared.log.new(slog::o!("client" => client.clone()));
+        WebSession {
+            holdings: Holdings::new(shared.registry.clone(), id, client.clone()),
+            _slot: slot,
+            id,
+            client,
+            subprotocol,
+            may_write,
+            estop: None,
+            shared,
+            subs: HashMap::new(),
+            pubs: HashMap::new(),
+            devices: HashMap::new(),
+            commands: HashMap::new(),
+            map_sent: HashSet::new(),
+            map: None,
+            out: Rc::new(RefCell::new(Outbox {
+                control: VecDeque::new(),
+                data: VecDeque::new(),
+                closed: false,
+                progress: Instant::now(),
+                dropped: 0,
+            })),
+            wake: Rc::new(Notify::new()),
+            sink: Some(sink),
+            stream: Some(stream),
+            writer: None,
+            log,
+        }
+    }
+
+    fn send_text(&mut self, text: String, ctx: &mut Context<Self>) {
+        let mut out = self.out.borrow_mut();
+        if out.control.len() >= MAX_CONTROL {
+            drop(out);
+            warn!(
+                self.log,
+                "web client does not read its messages; disconnecting"
+            );
+            ctx.stop();
+            return;
+        }
+        out.control.push_back(Message::Text(text.into()));
+        drop(out);
+        self.wake.notify_one();
+    }
+
+    fn status(&mut self, level: Level, message: &str, ctx: &mut Context<Self>) {
+        if level != Level::Info {
+            info!(self.log, "web client told"; "status" => message);
+        }
+        self.send_text(foxglove::status(level, message), ctx);
+    }
+
+    fn send_frame(&mut self, sub: u32, frame: Bytes) {
+        let mut out = self.out.borrow_mut();
+        if let Some(slot) = out.data.iter_mut().find(|(s, _)| *s == sub) {
+            slot.1 = frame;
+            out.dropped += 1;
+        } else {
+            if out.data.is_empty() && out.control.is_empty() {
+                out.progress = Instant::now();
+            }
+            out.data.push_back((sub, frame));
+        }
+        drop(out);
+        self.wake.notify_one();
+    }
+
+    fn channel(&self, id: u32) -> Option<&'static Channel> {
+        self.shared
+            .channels
+            .iter()
+            .find(|c| c.id == id)
+            .copied()
+            .and_then(|c| schema::CHANNELS.iter().find(|k| k.id == c.id))
+    }
+
+    /// Brings the registry's view of this session's access to `code` in line with its
+    /// subscriptions (read) and advertised command channels (write).
+    fn sync_device(&mut self, code: u8, ctx: &mut Context<Self>) {
+        let read = self.subs.values().any(|&c| {
+            self.channel(c)
+                .is_some_and(|ch| ch.source == Source::Device(code))
+        });
+        let write = self.pubs.values().any(|t| t.writes() == Some(code));
+        let me = ctx.address();
+        let asked = match self
+            .holdings
+            .want(code, Access::new(read, write), || DataRecipient::of(&me))
+        {
+            Change::Same => return,
+            Change::Released => None,
+            Change::Asked(a) => Some(*a),
+        };
+        if !write {
+            self.commands.remove(&code);
+        }
+        let st = self.devices.entry(code).or_default();
+        let Some(Asked { ticket, reply, .. }) = asked else {
+            st.setting_up = false;
+            return;
+        };
+        st.setting_up = true;
+        st.failed = None;
+        ctx.spawn(reply.into_actor(self).map(move |r, act, ctx| {
+            if !act.holdings.settle(ticket, matches!(r, Ok(Ok(_)))) {
+                return; // superseded by a later change
+            }
+            let st = act.devices.entry(code).or_default();
+            st.setting_up = false;
+            match r {
+                Ok(Ok(grant)) => {
+                    if let Some(c) = grant.command {
+                        act.commands.insert(code, c);
+                    } else if write {
+                        let m = format!(
+                            "device '{}' ({}) takes no commands",
+                            char::from(code),
+                            player_kit::log::device(code)
+                        );
+                        act.status(Level::Warning, &m, ctx);
+                    }
+                }
+                Ok(Err(e)) => {
+                    st.failed = Some(e.to_string());
+                    let m = format!(
+                        "device '{}' ({}): {e}",
+                        char::from(code),
+                        player_kit::log::device(code)
+                    );
+                    act.status(Level::Error, &m, ctx);
+                }
+                Err(e) => {
+                    st.failed = Some(e.to_string());
+                }
+            }
+        }));
+    }
+
+    fn on_reading(&mut self, d: &DeviceData) {
+        if !self.holdings.take(d) {
+            return;
+        }
+        let st = self.devices.entry(d.device).or_default();
+        st.last_reading = Some(Instant::now());
+        st.count += 1;
+        let mut frames = Vec::new();
+        for (&sub, &ch) in &self.subs {
+            let Some(channel) = self.channel(ch) else {
+                continue;
+            };
+            if channel.source != Source::Device(d.device) {
+                continue;
+            }
+            if let Some(payload) = encoded(self.shared.uid, channel, d) {
+                frames.push((sub, schema::nanos(d.timestamp), payload));
+            }
+        }
+        for (sub, ns, payload) in frames {
+            self.send_frame(sub, foxglove::message_data(sub, ns, &payload));
+        }
+    }
+
+    fn on_text(&mut self, text: &str, ctx: &mut Context<Self>) {
+        let op = match foxglove::parse_text(text) {
+            Ok(op) => op,
+            Err(e) => return self.status(Level::Error, &e, ctx),
+        };
+        match op {
+            ClientOp::Subscribe(list) => {
+                let mut touched = HashSet::new();
+                for s in list {
+                    if self.subs.len() >= foxglove::MAX_SUBSCRIPTIONS {
+                        self.status(Level::Error, "too many subscriptions", ctx);
+                        break;
+                    }
+                    if self.subs.contains_key(&s.id) {
+                        let m = format!("subscription id {} is already in use", s.id);
+                        self.status(Level::Error, &m, ctx);
+                        continue;
+                    }
+                    let Some(channel) = self.channel(s.channel_id) else {
+                        let m = format!("no channel {}", s.channel_id);
+                        self.status(Level::Error, &m, ctx);
+                        continue;
+                    };
+                    self.subs.insert(s.id, channel.id);
+                    match channel.source {
+                        Source::Device(code) => {
+                            touched.insert(code);
+                        }
+                        Source::Map | Source::MapTransform => self.fetch_map(true, ctx),
+                        Source::Devices => self.fetch_devices(ctx),
+                    }
+                }
+                for code in touched {
+                    self.sync_device(code, ctx);
+                }
+            }
+            ClientOp::Unsubscribe(ids) => {
+                let mut touched = HashSet::new();
+                for id in ids {
+                    if let Some(ch) = self.subs.remove(&id) {
+                        self.map_sent.remove(&id);
+                        self.out.borrow_mut().data.retain(|(s, _)| *s != id);
+                        if let Some(Source::Device(code)) = self.channel(ch).map(|c| c.source) {
+                            touched.insert(code);
+                        }
+                    }
+                }
+                for code in touched {
+                    self.sync_device(code, ctx);
+                }
+            }
+            ClientOp::Advertise(channels) => {
+                for c in channels {
+                    if self.pubs.len() >= foxglove::MAX_CLIENT_CHANNELS {
+                        self.status(Level::Error, "too many client channels", ctx);
+                        break;
+                    }
+                    let Some(target) = Target::of_topic(&c.topic) else {
+                        let m = format!(
+                            "topic '{}' is not accepted; publish on {PUBLISH_TOPICS}",
+                            c.topic.chars().take(60).collect::<String>()
+                        );
+                        self.status(Level::Warning, &m, ctx);
+                        continue;
+                    };
+                    if c.encoding != "json" {
+                        let m = format!("topic '{}': only json encoding is accepted", c.topic);
+                        self.status(Level::Warning, &m, ctx);
+                        continue;
+                    }
+                    if target != Target::EStop && !self.may_write {
+                        let m = format!(
+                            "topic '{}' refused: this client may not command the robot (access policy{})",
+                            c.topic,
+                            if self.shared.policy.has_key() {
+                                "; connect with ?key=KEY"
+                            } else {
+                                ""
+                            }
+                        );
+                        self.status(Level::Warning, &m, ctx);
+                        continue;
+                    }
+                    self.pubs.insert(c.id, target);
+                    if let Some(code) = target.writes() {
+                        self.sync_device(code, ctx);
+                    }
+                }
+            }
+            ClientOp::Unadvertise(ids) => {
+                for id in ids {
+                    if let Some(code) = self.pubs.remove(&id).and_then(Target::writes) {
+                        self.sync_device(code, ctx);
+                    }
+                }
+            }
+            ClientOp::Unsupported(op) => {
+                let m = format!("operation '{op}' is not supported");
+                self.status(Level::Warning, &m, ctx);
+            }
+        }
+    }
+
+    fn on_binary(&mut self, b: &[u8], ctx: &mut Context<Self>) {
+        let (channel, payload) = match foxglove::parse_binary(b) {
+            Ok(x) => x,
+            Err(e) => return self.status(Level::Error, &e, ctx),
+        };
+        let Some(&target) = self.pubs.get(&channel) else {
+            let m = format!("client channel {channel} was not advertised");
+            return self.status(Level::Warning, &m, ctx);
+        };
+        let v: Value = match serde_json::from_slice(payload) {
+            Ok(v) => v,
+            Err(e) => {
+                let m = format!("message on client channel {channel} is not JSON: {e}");
+                return self.status(Level::Warning, &m, ctx);
+            }
+        };
+        let num = |v: &Value, path: &[&str]| -> f64 {
+            let mut at = v;
+            for k in path {
+                at = &at[*k];
+            }
+            at.as_f64().filter(|x| x.is_finite()).unwrap_or(0.0)
+        };
+        let i16_of = |x: f64| x.round().clamp(f64::from(i16::MIN), f64::from(i16::MAX)) as i16;
+        let (code, payload): (u8, Vec<u8>) = match target {
+            Target::CmdVel => {
+                let speed = i16_of(num(&v, &["linear", "x"]) * 1000.0);
+                let turn = i16_of(num(&v, &["angular", "z"]).to_degrees());
+                let c = player_proto::data::PositionCommand {
+                    speed,
+                    turn_rate: turn,
+                };
+                (device::POSITION, c.encode())
+            }
+            Target::Ptz => {
+                let z = player_proto::data::Ptz {
+                    pan: i16_of(num(&v, &["pan_deg"])),
+                    tilt: i16_of(num(&v, &["tilt_deg"])),
+                    zoom: i16_of(num(&v, &["zoom"])),
+                };
+                (device::PTZ, z.encode())
+            }
+            Target::Gripper => {
+                let byte = |x: f64| x.round().clamp(0.0, 255.0) as u8;
+                let g = player_proto::data::GripperCommand {
+                    command: byte(num(&v, &["command"])),
+                    arg: byte(num(&v, &["arg"])),
+                };
+                (device::GRIPPER, g.encode())
+            }
+            Target::MotorPower => {
+                let on = v["on"].as_bool().unwrap_or(false);
+                self.shared.registry.do_send(RouteConfig {
+                    device: device::POSITION,
+                    payload: Bytes::from(vec![codes::MOTOR_POWER, u8::from(on)]),
+                    client: self.client.clone(),
+                });
+                info!(self.log, "motor power asked"; "on" => on);
+                return;
+            }
+            Target::EStop => {
+                let latch = v["latch"].as_bool().unwrap_or(true);
+                if !latch && !self.may_write {
+                    return self.status(
+                        Level::Warning,
+                        "only a client that may command the robot can release the emergency stop",
+                        ctx,
+                    );
+                }
+                self.shared.registry.do_send(EStop {
+                    latch,
+                    client: self.client.clone(),
+                });
+                return;
+            }
+        };
+        match self.commands.get(&code) {
+            Some(r) => r.do_send(Command {
+                device: code,
+                payload: Bytes::from(payload),
+                session: self.id,
+            }),
+            None => {
+                let st = self.devices.get(&code);
+                let why = match st {
+                    Some(s) if s.setting_up => "is still being set up",
+                    Some(DeviceState {
+                        failed: Some(_), ..
+                    }) => "failed",
+                    _ => "is not writable for this client",
+                };
+                let m = format!(
+                    "command ignored: device '{}' ({}) {why}",
+                    char::from(code),
+                    player_kit::log::device(code)
+                );
+                self.status(Level::Warning, &m, ctx);
+            }
+        }
+    }
+
+    fn fetch_map(&mut self, walls: bool, ctx: &mut Context<Self>) {
+        let fut = self.shared.registry.send(GetMap { walls });
+        ctx.spawn(fut.into_actor(self).map(move |r, act, _| {
+            let Ok(Some(m)) = r else {
+                return;
+            };
+            let now = Timestamp::now();
+            let m = Rc::new(m);
+            let subs: Vec<(u32, u32)> = act.subs.iter().map(|(s, c)| (*s, *c)).collect();
+            for (sub, ch) in subs {
+                let source = act.channel(ch).map(|c| c.source);
+                if walls && source == Some(Source::Map) && act.map_sent.insert(sub) {
+                    let payload = schema::encode_map(&m, now);
+                    act.send_frame(
+                        sub,
+                        foxglove::message_data(sub, schema::nanos(now), &payload),
+                    );
+                }
+                if source == Some(Source::MapTransform) {
+                    let payload = schema::encode_map_transform(&m, now);
+                    act.send_frame(
+                        sub,
+                        foxglove::message_data(sub, schema::nanos(now), &payload),
+                    );
+                }
+            }
+            if walls {
+                act.map = Some(m);
+            }
+        }));
+    }
+
+    fn device_subs(&self) -> Vec<u32> {
+        self.subs
+            .iter()
+            .filter(|(_, c)| {
+                self.channel(**c)
+                    .is_some_and(|ch| ch.source == Source::Devices)
+            })
+            .map(|(s, _)| *s)
+            .collect()
+    }
+
+    /// Asks the registry for its device list and sends `/devices`: each device's state,
+    /// publish rate, readers and writers (every front end), and this client's access and
+    /// the rate it received.
+    fn fetch_devices(&mut self, ctx: &mut Context<Self>) {
+        if self.device_subs().is_empty() {
+            return;
+        }
+        let fut = self.shared.registry.send(ListDevices);
+        ctx.spawn(fut.into_actor(self).map(|r, act, _| {
+            if let Ok(list) = r {
+                act.send_devices(&list);
+            }
+        }));
+    }
+
+    fn send_devices(&mut self, list: &[DeviceEntry]) {
+        let subs = self.device_subs();
+        let devices: Vec<Value> = list
+            .iter()
+            .map(|e| {
+                let code = e.code;
+                let st = self.devices.get(&code);
+                let state = e.state_name();
+                let access = match self.holdings.held(code).map(|a| (a.read, a.write)) {
+                    Some((true, true)) => "a",
+                    Some((true, false)) => "r",
+                    Some((false, true)) => "w",
+                    _ => "-",
+                };
+                serde_json::json!({"code": char::from(code).to_string(),
+                    "name": player_kit::log::device(code), "driver": e.driver, "state": state,
+                    "rate_hz": f64::from(e.rate_x10) / 10.0,
+                    "received_hz": st.map_or(0.0, |s| s.rate),
+                    "readers": e.readers, "writers": e.writers, "access": access,
+                    "error": st.and_then(|s| s.failed.clone())})
+            })
+            .collect();
+        let ts = Timestamp::now();
+        let payload = serde_json::to_vec(&serde_json::json!({
+            "timestamp": schema::time(ts), "robot": self.shared.robot,
+            "estop": self.estop.is_some(), "estop_by": self.estop,
+            "may_write": self.may_write, "dropped": self.out.borrow().dropped,
+            "devices": devices}))
+        .unwrap_or_default();
+        for sub in subs {
+            self.send_frame(
+                sub,
+                foxglove::message_data(sub, schema::nanos(ts), &payload),
+            );
+        }
+    }
+
+    fn tick(&mut self, ctx: &mut Context<Self>) {
+        for st in self.devices.values_mut() {
+            st.rate = f64::from(st.count) / TICK.as_secs_f64();
+            st.count = 0;
+        }
+        self.fetch_devices(ctx);
+        let wants_tf = self.subs.values().any(|c| {
+            self.channel(*c)
+                .is_some_and(|ch| ch.source == Source::MapTransform)
+        });
+        if wants_tf {
+            self.fetch_map(false, ctx);
+        }
+        let stall = self.shared.stall_timeout;
+        let out = self.out.borrow();
+        if !stall.is_zero() && out.pending() && out.progress.elapsed() > stall {
+            drop(out);
+            warn!(self.log, "web client read nothing for too long; disconnecting"; "seconds" => stall.as_secs_f64());
+            ctx.stop();
+        }
+    }
+}
+
+async fn write_out(
+    mut sink: SplitSink<Socket, Message>,
+    out: Rc<RefCell<Outbox>>,
+    wake: Rc<Notify>,
+) {
+    loop {
+        let next = {
+            let mut o = out.borrow_mut();
+            match o.control.pop_front() {
+                Some(m) => Some(m),
+                None => o.data.pop_front().map(|(_, b)| Message::Binary(b)),
+            }
+        };
+        match next {
+            Some(m) => {
+                if sink.send(m).await.is_err() {
+                    break;
+                }
+                out.borrow_mut().progress = Instant::now();
+            }
+            None => {
+                if out.borrow().closed {
+                    break;
+                }
+                wake.notified().await;
+            }
+        }
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
+}
+
+impl Actor for WebSession {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        info!(self.log, "web client connected"; "subprotocol" => self.subprotocol, "session" => self.id);
+        if let Some(stream) = self.stream.take() {
+            ctx.add_stream(stream);
+        }
+        if let Some(sink) = self.sink.take() {
+            self.writer = Some(actix_rt::spawn(write_out(
+                sink,
+                self.out.clone(),
+                self.wake.clone(),
+            )));
+        }
+        let name = format!("player ({})", self.shared.robot);
+        let info = foxglove::server_info(&name, self.id.get(), &self.shared.robot);
+        self.send_text(info, ctx);
+        let channels: Vec<Channel> = self.shared.channels.clone();
+        self.send_text(foxglove::advertise(&channels), ctx);
+        ctx.run_interval(TICK, |act, ctx| act.tick(ctx));
+        self.shared.registry.do_send(Watch {
+            session: self.id,
+            recipient: Some(ctx.address().recipient()),
+        });
+        self.shared
+            .sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(self.id, ctx.address());
+    }
+
+    fn stopped(&mut self, _ctx: &mut Self::Context) {
+        self.holdings.leave();
+        self.out.borrow_mut().closed = true;
+        self.wake.notify_one();
+        if let Some(w) = self.writer.take() {
+            actix_rt::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                w.abort();
+            });
+        }
+        self.shared
+            .sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.id);
+        info!(self.log, "web client disconnected"; "dropped_frames" => self.out.borrow().dropped);
+    }
+}
+
+impl StreamHandler<Result<Message, WsError>> for WebSession {
+    fn handle(&mut self, item: Result<Message, WsError>, ctx: &mut Self::Context) {
+        match item {
+            Ok(Message::Text(t)) => self.on_text(t.as_str(), ctx),
+            Ok(Message::Binary(b)) => self.on_binary(&b, ctx),
+            Ok(Message::Close(_)) => ctx.stop(),
+            Ok(_) => {}
+            Err(e) => {
+                debug!(self.log, "web socket error"; "error" => %e);
+                if !matches!(e, WsError::ConnectionClosed | WsError::AlreadyClosed) {
+                    warn!(self.log, "web client dropped"; "error" => %e);
+                }
+                ctx.stop();
+            }
+        }
+    }
+
+    fn finished(&mut self, ctx: &mut Self::Context) {
+        ctx.stop();
+    }
+}
+
+impl Handler<DeviceData> for WebSession {
+    type Result = ();
+
+    fn handle(&mut self, msg: DeviceData, _ctx: &mut Self::Context) {
+        self.on_reading(&msg);
+    }
+}
+
+impl Handler<DeviceDataBatch> for WebSession {
+    type Result = ();
+
+    fn handle(&mut self, msg: DeviceDataBatch, _ctx: &mut Self::Context) {
+        for d in msg.0.iter() {
+            self.on_reading(d);
+        }
+    }
+}
+
+impl Handler<Notice> for WebSession {
+    type Result = ();
+
+    /// The registry's notices become Foxglove status messages; the e-stop's also update
+    /// `/devices` at once.
+    fn handle(&mut self, n: Notice, ctx: &mut Self::Context) {
+        let level = match n.kind {
+            kind::UP | kind::ESTOP_RELEASED => Level::Info,
+            kind::ESTOP | kind::FAILED => Level::Error,
+            _ => Level::Warning,
+        };
+        let mut text = String::new();
+        if n.device != 0 {
+            text.push_str(&format!("{}: ", player_kit::log::device(n.device)));
+        }
+        text.push_str(&n.text);
+        match n.kind {
+            kind::ESTOP => self.estop = Some(n.text.clone()),
+            kind::ESTOP_RELEASED => self.estop = None,
+            _ => {}
+        }
+        if matches!(n.kind, kind::ESTOP | kind::ESTOP_RELEASED) {
+            self.fetch_devices(ctx);
+        }
+        self.send_text(foxglove::status(level, &text), ctx);
+    }
+}
+
+impl Handler<Close> for WebSession {
+    type Result = ();
+
+    fn handle(&mut self, _msg: Close, ctx: &mut Self::Context) {
+        ctx.stop();
+    }
+}
