@@ -192,3 +192,29 @@ fn unplugging_and_plugging_back_in_recovers_without_a_restart() {
     let t0 = c.read().unwrap().timestamp(device::LASER);
     read_until(&mut c, "fresh scans", |r| r.timestamp(device::LASER) > t0);
 }
+
+#[test]
+fn the_full_scan_l_carries_the_same_361_readings_with_their_angles() {
+    let (emu, world) = laser(false);
+    let server = start_server(&robot_toml(&[(
+        "sicklms200",
+        "lL",
+        &format!("port = \"{}\"", emu.path().display()),
+    )]));
+    let mut c = server.client();
+    c.request("lrLr").unwrap().check().unwrap();
+    read_until(&mut c, "both devices", |r| {
+        r.laser.is_some() && r.scan.is_some()
+    });
+    let r = c.read().unwrap().clone();
+    let (l, s) = (r.laser.unwrap(), r.scan.unwrap());
+    assert_eq!(s.ranges, l.ranges.to_vec());
+    assert!((s.angle(0).to_degrees() + 90.0).abs() < 0.01);
+    assert!((s.angle(360).to_degrees() - 90.0).abs() < 0.01);
+    assert_eq!(l.ranges, world.with(|r| r.laser()));
+    // Closing one keeps the scanner streaming for the other.
+    c.request("lc").unwrap();
+    assert!(emu.device(|d| d.streaming()));
+    c.request("Lc").unwrap();
+    wait_for("the stream to stop", || emu.device(|d| !d.streaming()));
+}

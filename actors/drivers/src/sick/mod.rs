@@ -16,15 +16,17 @@ use actix::prelude::*;
 use bytes::Bytes;
 use codec::{Event, Parser, Scan};
 use player_kit::catalog::{Catalog, DeviceFlag, DriverContext, FlagValue, StartedDriver};
-use player_kit::driver::{DeviceSpec, DriverError, DriverHandle, Publisher, Timestamp};
+use player_kit::driver::{DriverError, DriverHandle, Publisher, Timestamp};
 use player_kit::link::{
     self, close_channel, CloseReceiver, CloseSender, Ended, Link, LinkDriver, LinkError,
     LinkSupervisor, LinkUp, LogThrottle,
 };
 use player_proto::data::Laser;
 use player_proto::device;
+use player_proto::scan::{self as full, to_urad};
 use serde::Deserialize;
 use slog::{debug, info, warn, Logger};
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use tokio_serial::SerialStream;
 
@@ -59,6 +61,8 @@ struct ScanReading {
 /// The SICK LMS-200 driver actor.
 pub struct SickDriver {
     params: SickParams,
+    devices: Vec<u8>,
+    up: BTreeSet<u8>,
     publisher: Publisher,
     link: LinkSupervisor,
     log: Logger,
@@ -77,14 +81,12 @@ impl SickDriver {
                 )));
             }
         }
-        if ctx.devices != [device::LASER] {
-            return Err(DriverError::not_served(
-                "the sicklms200 driver serves exactly the laser device 'l'",
-            ));
-        }
+        crate::laser::check_devices("sicklms200", &ctx.devices)?;
         let log = ctx.logger.new(slog::o!("port" => params.port.clone()));
         Ok(SickDriver {
             params,
+            devices: ctx.devices.clone(),
+            up: BTreeSet::new(),
             publisher: Publisher::new(),
             link: LinkSupervisor::new("laser").report_to(ctx.status.clone(), ctx.devices.clone()),
             log,
@@ -122,10 +124,21 @@ impl LinkDriver for SickDriver {
         &self.log
     }
     fn serves(&self, device: u8) -> bool {
-        device == device::LASER
+        self.devices.contains(&device)
     }
     fn start_link(&mut self, ctx: &mut Context<Self>) {
         SickDriver::start_link(self, ctx);
+    }
+    fn device_up(&mut self, device: u8) {
+        self.up.insert(device);
+    }
+    /// The scanner stops when neither `l` nor `L` is open any more.
+    fn device_down(&mut self, device: u8) -> bool {
+        self.up.remove(&device);
+        self.up.is_empty()
+    }
+    fn terminating(&mut self) {
+        self.up.clear();
     }
 }
 
@@ -135,9 +148,25 @@ impl Handler<ScanReading> for SickDriver {
     type Result = ();
 
     fn handle(&mut self, msg: ScanReading, _ctx: &mut Self::Context) {
-        let data = Laser { ranges: msg.ranges }.encode();
-        self.publisher
-            .publish_at(device::LASER, Bytes::from(data), msg.at);
+        // `l` is the scanner's own 361 values; `L` the same readings with their angles
+        // (-90 to +90 degrees every half degree).
+        let readings = self
+            .devices
+            .iter()
+            .filter_map(|&d| match d {
+                device::LASER => Some((d, Bytes::from(Laser { ranges: msg.ranges }.encode()))),
+                _ => full::Scan {
+                    angle_min: to_urad(-std::f64::consts::FRAC_PI_2),
+                    angle_increment: to_urad(std::f64::consts::PI / 360.0),
+                    ranges: msg.ranges.to_vec(),
+                    intensities: None,
+                }
+                .encode()
+                .ok()
+                .map(|b| (d, Bytes::from(b))),
+            })
+            .collect();
+        self.publisher.publish_batch(readings, msg.at);
     }
 }
 
@@ -421,10 +450,11 @@ pub fn register(catalog: &mut Catalog) {
     });
     catalog.register("sicklms200", |ctx: DriverContext| {
         let driver = SickDriver::new(&ctx)?;
+        let devices = crate::laser::specs(&driver.devices);
         let addr = driver.start();
         Ok(StartedDriver {
             handle: DriverHandle::of(&addr),
-            devices: vec![DeviceSpec::read_only(device::LASER)],
+            devices,
         })
     });
 }
