@@ -234,7 +234,7 @@ pub async fn reload(
             running.server.debug = settings.server.debug;
         }
         Err(e) => {
-            slog::error!(log, "reload refused; the running configuration is kept"; "error" => e);
+            slog::error!(log, "reload refused; the running configuration is kept"; "error" => %e);
         }
     }
     refresh_status(log, server).await;

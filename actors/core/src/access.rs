@@ -74,12 +74,25 @@ struct Rules {
     max_per_address: usize,
 }
 
-fn parse_nets(key: &str, list: &[String]) -> Result<Vec<IpNet>, String> {
+/// Why an `[access]` section cannot be put in force: the key (under `access.`) and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("access.{key}: {why}")]
+pub struct AccessError {
+    /// The key in the `[access]` section (`keyless`, `key`, `read_allow`, `write_allow`).
+    pub key: &'static str,
+    /// What is wrong with its value.
+    pub why: String,
+}
+
+fn parse_nets(key: &'static str, list: &[String]) -> Result<Vec<IpNet>, AccessError> {
     list.iter()
         .map(|s| {
             s.parse::<IpNet>()
                 .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
-                .map_err(|_| format!("access.{key}: '{s}' is not an address or network"))
+                .map_err(|_| AccessError {
+                    key,
+                    why: format!("'{s}' is not an address or network"),
+                })
         })
         .collect()
 }
@@ -95,21 +108,22 @@ fn contains(nets: &[IpNet], ip: IpAddr) -> bool {
 
 impl Policy {
     /// The policy of an `[access]` section; errors name the key.
-    pub fn new(s: &AccessSettings) -> Result<Policy, String> {
+    pub fn new(s: &AccessSettings) -> Result<Policy, AccessError> {
         let refuse_keyless = match s.keyless.as_str() {
             "read" => false,
             "refuse" => true,
             other => {
-                return Err(format!(
-                    "access.keyless: '{other}' is neither \"read\" nor \"refuse\""
-                ))
+                return Err(AccessError {
+                    key: "keyless",
+                    why: format!("'{other}' is neither \"read\" nor \"refuse\""),
+                })
             }
         };
         if s.key.len() > player_proto::ext::MAX_KEY {
-            return Err(format!(
-                "access.key: longer than {} bytes",
-                player_proto::ext::MAX_KEY
-            ));
+            return Err(AccessError {
+                key: "key",
+                why: format!("longer than {} bytes", player_proto::ext::MAX_KEY),
+            });
         }
         let rules = Rules {
             key: (!s.key.is_empty()).then(|| s.key.as_bytes().to_vec()),
@@ -258,10 +272,10 @@ mod tests {
             read_allow: vec!["nonsense".into()],
             ..AccessSettings::default()
         };
-        assert!(Policy::new(&s).unwrap_err().contains("access.read_allow"));
+        assert_eq!(Policy::new(&s).unwrap_err().key, "read_allow");
         s.read_allow.clear();
         s.keyless = "maybe".into();
-        assert!(Policy::new(&s).unwrap_err().contains("access.keyless"));
+        assert_eq!(Policy::new(&s).unwrap_err().key, "keyless");
     }
 
     #[test]

@@ -465,10 +465,9 @@ impl Server {
             });
         }
         let ids = SessionIds::new();
-        let policy = Arc::new(
-            Policy::new(&settings.access)
-                .map_err(|e| SettingsError::value(&settings.origin, "access", e))?,
-        );
+        let policy = Arc::new(Policy::new(&settings.access).map_err(|e| {
+            SettingsError::value(&settings.origin, &format!("access.{}", e.key), e.why)
+        })?);
         let sockets = SocketOptions::from_settings(settings);
         let mut robots = Vec::new();
         for (index, (robot, std_listener, local, rlog)) in bound.into_iter().enumerate() {

@@ -376,7 +376,7 @@ impl Settings {
             }
         }
         crate::access::Policy::new(&self.access)
-            .map_err(|e| SettingsError::value(origin, "access", e))?;
+            .map_err(|e| SettingsError::value(origin, &format!("access.{}", e.key), e.why))?;
         if self.server.max_frequency == 0 {
             return Err(SettingsError::value(
                 origin,

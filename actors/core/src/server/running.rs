@@ -5,7 +5,7 @@
 //! the caller's, see [`crate::logging::LogLevel`]).
 
 use super::{Listener, Server};
-use crate::access::{AccessSettings, Policy};
+use crate::access::{AccessError, AccessSettings, Policy};
 use crate::registry::ListDevices;
 use crate::session::Recheck;
 use actix::prelude::*;
@@ -191,7 +191,7 @@ impl Server {
     /// Puts the rules of `access` (a configuration read again on SIGHUP, already checked
     /// whole) in force for every front end sharing the policy, and has every session
     /// re-check its rights (see [`crate::session::Recheck`]).
-    pub async fn reload(&mut self, access: &AccessSettings) -> Result<Reloaded, String> {
+    pub async fn reload(&mut self, access: &AccessSettings) -> Result<Reloaded, AccessError> {
         let policy = Policy::new(access)?;
         let access_changed = self.context.policy.replace(&policy);
         let mut sessions_rechecked = 0;
