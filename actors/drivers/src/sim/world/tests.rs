@@ -608,7 +608,8 @@ fn shipped_room_parses() {
     assert!(!map.boxes().is_empty() && !map.pillars().is_empty());
     let channels: Vec<u8> = map.objects().iter().map(|o| o.channel).collect();
     assert_eq!(channels, [0, 1, 2]);
-    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/worlds/room.toml");
+    let file =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/worlds/room.toml");
     assert_eq!(WorldMap::from_file(&file).unwrap().objects(), map.objects());
 
     // From the start pose the red ball (channel 0) is in view, 18 degrees to the left of
