@@ -138,14 +138,14 @@ fn run(map: &Arc<WorldMap>, set: Set, threads: usize, secs: f64) -> (Duration, D
     (t0.elapsed(), cpu_now().saturating_sub(c0))
 }
 
-/// Bytes a running world of `map` holds per robot (after a second of simulated time, so
-/// every scratch buffer has grown).
-fn bytes_per_robot(map: &Arc<WorldMap>, set: Set) -> f64 {
+/// Bytes a running world of `map` holds per robot (after `rounds` tenths of a second of
+/// simulated time, so every scratch buffer has grown).
+fn bytes_per_robot(map: &Arc<WorldMap>, set: Set, rounds: usize) -> f64 {
     let before = LIVE.load(Ordering::Relaxed);
     let mut w = SimWorld::new(map.clone());
     w.set_threads(1);
     let all: Vec<usize> = (0..w.len()).collect();
-    for _ in 0..10 {
+    for _ in 0..rounds {
         let s = w.sonar_many(&all);
         if set == Set::Full {
             std::hint::black_box(w.laser_many(&all));
@@ -159,10 +159,10 @@ fn bytes_per_robot(map: &Arc<WorldMap>, set: Set) -> f64 {
     held as f64 / n as f64
 }
 
-fn measure(n: usize, set: Set, secs: f64, cores: usize) -> Row {
+fn measure(n: usize, set: Set, secs: f64, cores: usize, quick: bool) -> Row {
     let map = Arc::new(world(n));
     // Shorter windows for the big worlds: the same robot-seconds per row, roughly.
-    let secs = (secs * (1000.0 / n as f64).clamp(0.05, 1.0)).max(0.5);
+    let secs = (secs * (1000.0 / n as f64).clamp(0.05, 1.0)).max(if quick { 0.2 } else { 0.5 });
     let secs = if n <= 10 { secs * 10.0 } else { secs };
     let (wall1, cpu1) = run(&map, set, 1, secs);
     let (wall_all, _) = if cores > 1 {
@@ -174,7 +174,7 @@ fn measure(n: usize, set: Set, secs: f64, cores: usize) -> Row {
         rtf_one: secs / wall1.as_secs_f64(),
         rtf_all: secs / wall_all.as_secs_f64(),
         cpu_us_per_robot_s: cpu1.as_secs_f64() * 1e6 / (n as f64 * secs),
-        bytes_per_robot: bytes_per_robot(&map, set),
+        bytes_per_robot: bytes_per_robot(&map, set, if quick { 3 } else { 10 }),
     }
 }
 
@@ -320,7 +320,7 @@ fn main() {
     let secs: f64 = std::env::var("SWARM_SECS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(if quick { 2.0 } else { 10.0 });
+        .unwrap_or(if quick { 1.0 } else { 10.0 });
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "swarm: robots x device set, wander-and-avoid on sonar at 10 Hz, physics at 100 Hz \
@@ -335,7 +335,7 @@ fn main() {
             if quick && set == Set::Full && n == 10_000 {
                 continue;
             }
-            let r = measure(n, set, secs, cores);
+            let r = measure(n, set, secs, cores, quick);
             println!(
                 "| {n:>6} | {:<7} | {:>18.1}x | {:>10.1}x | {:>17.1} us | {:>13.1} KB | {:>10} |",
                 set.name(),
@@ -359,7 +359,7 @@ fn main() {
     );
     let n = 1000;
     let (server, took, base) = serve(&served_world(n, &dir), n);
-    let window = Duration::from_secs(if quick { 3 } else { 10 });
+    let window = Duration::from_secs(if quick { 2 } else { 10 });
     let (delivered, dev_us, cpu) = served_load(base, n, window, &server);
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);

@@ -518,7 +518,11 @@ impl WorldMap {
 
     /// The first solid the ray from `origin` at `angle` radians meets, if any.
     pub fn cast_ray(&self, origin: Vec2, angle: f64) -> Option<RayHit> {
-        let dir = Vec2::from_angle(angle);
+        self.cast_ray_along(origin, Vec2::from_angle(angle))
+    }
+
+    /// The first solid the ray from `origin` along the unit vector `dir` meets, if any.
+    pub fn cast_ray_along(&self, origin: Vec2, dir: Vec2) -> Option<RayHit> {
         let mut best: Option<(f64, usize)> = None;
         for (i, (shape, _)) in self.solids.iter().enumerate() {
             if let Some(t) = shape.ray_hit(origin, dir) {

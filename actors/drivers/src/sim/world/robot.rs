@@ -92,9 +92,58 @@ pub trait Solids {
     /// The nearest solid disc the ray from `origin` along unit `dir` meets closer than
     /// `max`: the distance to it and its centre.
     fn first_hit(&self, origin: Vec2, dir: Vec2, max: f64) -> Option<(f64, Vec2)>;
+
+    /// Puts into `out` the solids that can meet a ray from `origin` within `half` radians
+    /// (less than a right angle) of the unit vector `axis`, and says `true`; or says `false` (the default) when the rays are to be
+    /// cast at `self` itself.
+    fn cone(&self, _origin: Vec2, _axis: Vec2, _half: f64, _out: &mut Vec<Body>) -> bool {
+        false
+    }
+}
+
+/// The unit direction of ray `ray` of sonar `k` in the robot's frame.
+fn sonar_ray(k: usize, ray: usize) -> Vec2 {
+    static RAYS: std::sync::OnceLock<[[Vec2; SONAR_RAYS]; 16]> = std::sync::OnceLock::new();
+    RAYS.get_or_init(|| {
+        let half = SONAR_HALF_CONE_DEG.to_radians();
+        let span = (SONAR_RAYS - 1) as f64;
+        let mut t = [[Vec2::new(0.0, 0.0); SONAR_RAYS]; 16];
+        for (k, rays) in t.iter_mut().enumerate() {
+            let axis = SONAR_POSES[k].2.to_radians();
+            for (r, v) in rays.iter_mut().enumerate() {
+                *v = Vec2::from_angle(axis - half + 2.0 * half * r as f64 / span);
+            }
+        }
+        t
+    })[k][ray]
 }
 
 impl Solids for &[Body] {
+    fn cone(&self, origin: Vec2, axis: Vec2, half: f64, out: &mut Vec<Body>) -> bool {
+        out.clear();
+        let (sin_half, cos_half) = half.sin_cos();
+        out.extend(self.iter().filter(|b| {
+            if !b.solid {
+                return false;
+            }
+            // Within the cone widened by the disc's half-angle b (sin b = r / dist): the
+            // angle a to the axis satisfies a <= half + b, i.e. cos a >= cos(half + b).
+            let d = b.center - origin;
+            let dist2 = d.dot(d);
+            let r2 = b.radius * b.radius;
+            if dist2 <= r2 {
+                return true;
+            }
+            let dist = dist2.sqrt();
+            let (sin_b, cos_b) = (b.radius / dist, (1.0 - r2 / dist2).sqrt());
+            let cos_a = d.dot(axis) / dist;
+            // cos(half + b) = cos half cos b - sin half sin b (when half + b < pi).
+            let limit = cos_half * cos_b - sin_half * sin_b;
+            cos_a >= limit - 1e-9
+        }));
+        true
+    }
+
     fn first_hit(&self, origin: Vec2, dir: Vec2, max: f64) -> Option<(f64, Vec2)> {
         let mut best: Option<(f64, Vec2)> = None;
         for b in self.iter().filter(|b| b.solid) {
@@ -464,24 +513,36 @@ impl SimRobot {
         let centre = Vec2::new(x, y);
         let mut out = [0u16; 16];
         let noisy = !self.noise.is_none();
+        let half = SONAR_HALF_CONE_DEG.to_radians();
+        let (sin_th, cos_th) = th.sin_cos();
+        let turn = |v: Vec2| Vec2::new(cos_th * v.x - sin_th * v.y, sin_th * v.x + cos_th * v.y);
+        let mut cone: Vec<Body> = Vec::new();
         for (k, (reading, &(sx, sy, sh))) in out.iter_mut().zip(SONAR_POSES.iter()).enumerate() {
-            let origin = centre + Vec2::new(sx, sy).rotated(th);
-            let axis = th + sh.to_radians();
-            let half = SONAR_HALF_CONE_DEG.to_radians();
-            let span = (SONAR_RAYS - 1) as f64;
+            let origin = centre + turn(Vec2::new(sx, sy));
+            let axis = turn(Vec2::from_angle(sh.to_radians()));
+            // Only the solids that can be in this cone (when they are known as a list).
+            let narrowed = solids.cone(origin, axis, half, &mut cone);
             let mut rng = noisy.then(|| self.noise_rng(noise::SONAR + k as u64));
             let mut nearest = SONAR_MAX_MM;
             for ray in 0..SONAR_RAYS {
-                let a = axis - half + 2.0 * half * ray as f64 / span;
-                let Some((d, cos_incidence)) = self.echo_with(origin, a, SONAR_MAX_MM, solids)
-                else {
+                let dir = turn(sonar_ray(k, ray));
+                let echo = if narrowed {
+                    self.echo_with(origin, dir, SONAR_MAX_MM, &cone.as_slice())
+                } else {
+                    self.echo_with(origin, dir, SONAR_MAX_MM, solids)
+                };
+                let Some((d, cos_incidence)) = echo else {
                     continue;
                 };
                 if let Some(rng) = rng.as_mut() {
-                    // A ray meeting the surface far from its normal reflects away.
-                    let incidence = cos_incidence.clamp(0.0, 1.0).acos().to_degrees();
-                    if rng.uniform() < self.noise.specular_miss(incidence) {
-                        continue;
+                    // A ray meeting the surface far from its normal reflects away (always
+                    // one draw per ray, so the sequence does not depend on the geometry).
+                    let u = rng.uniform();
+                    if cos_incidence < self.noise.specular_cos() {
+                        let incidence = cos_incidence.clamp(0.0, 1.0).acos().to_degrees();
+                        if u < self.noise.specular_miss(incidence) {
+                            continue;
+                        }
                     }
                 }
                 nearest = nearest.min(d);
@@ -599,14 +660,13 @@ impl SimRobot {
     fn echo_with(
         &self,
         origin: Vec2,
-        angle: f64,
+        dir: Vec2,
         max: f64,
         solids: &impl Solids,
     ) -> Option<(f64, f64)> {
-        let dir = Vec2::from_angle(angle);
         let best = self
             .map
-            .cast_ray(origin, angle)
+            .cast_ray_along(origin, dir)
             .filter(|h| h.distance < max)
             .map(|h| (h.distance, h.normal.dot(dir).abs()));
         let limit = best.map_or(max, |(d, _)| d);

@@ -29,7 +29,7 @@ use super::map::{PuckPlacement, TruthFormat, WorldMap, ROBOT_RADIUS_MM};
 use super::noise::Noise;
 use super::robot::{
     Body, GripperReading, MiscReading, PositionReading, RobotParams, SimRobot, Solids,
-    LASER_SAMPLES, MAX_SPEED_MM_S, ROBOT_HEIGHT_MM,
+    LASER_SAMPLES, MAX_SPEED_MM_S, ROBOT_HEIGHT_MM, SONAR_MAX_MM,
 };
 use super::{Blob, PtzReading};
 use std::collections::HashMap;
@@ -542,7 +542,20 @@ impl SimWorld {
     /// Robot `i`'s 16 sonar ranges, mm (other robots echo).
     pub fn sonar(&self, i: usize) -> [u16; 16] {
         match self.solids_for(i) {
-            Ok(others) => self.robot(i).sonar_with(&others),
+            Ok(others) => {
+                // The robots within the sonar's reach, each sonar's cone then sorting out
+                // its own few: cheaper than walking the index ray by ray.
+                let mut near = Vec::new();
+                let p = others.index.center(i);
+                others
+                    .index
+                    .near(p, SONAR_MAX_MM + 2.0 * ROBOT_RADIUS_MM, |j| {
+                        if j != i {
+                            near.push(robot_body(others.index.center(j), None));
+                        }
+                    });
+                self.robot(i).sonar_with(&near.as_slice())
+            }
             Err(all) => self.robot(i).sonar_among(&all),
         }
     }
