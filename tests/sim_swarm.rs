@@ -51,17 +51,19 @@ fn wander(sonar: &[u16; 16]) -> (i16, i16) {
     }
 }
 
-/// Runs `world` for `RUN_S` with every robot driven by `wander` on its sonar at 10 Hz.
+/// Runs `world` for `RUN_S` with every robot driven by `wander` on its sonar at 5 Hz (a
+/// slower controller than the server's 10 Hz keeps this test quick in a debug build).
 fn run_wandering(world: &mut SimWorld) {
     let all: Vec<usize> = (0..world.len()).collect();
-    let rounds = (RUN_S / ROUND_S).round() as usize;
+    let round = 2.0 * ROUND_S;
+    let rounds = (RUN_S / round).round() as usize;
     for _ in 0..rounds {
         let sonars = world.sonar_many(&all);
         for (i, s) in sonars.iter().enumerate() {
             let (v, w) = wander(s);
             world.controls(i).set_velocity(v, w);
         }
-        world.run(ROUND_S);
+        world.run(round);
     }
 }
 
@@ -69,7 +71,7 @@ fn run_wandering(world: &mut SimWorld) {
 fn the_same_seed_gives_the_same_swarm_run_on_one_thread_or_two() {
     let map = Arc::new(swarm_world(
         30_000.0,
-        "count = 300\npattern = \"random\"\nkind = \"simple\"",
+        "count = 260\npattern = \"random\"\nkind = \"simple\"",
     ));
     let poses = |threads: usize| {
         let mut w = SimWorld::new(map.clone());
@@ -81,7 +83,7 @@ fn the_same_seed_gives_the_same_swarm_run_on_one_thread_or_two() {
     };
     let one = poses(1);
     let two = poses(2);
-    assert_eq!(one.len(), 300);
+    assert_eq!(one.len(), 260);
     assert!(
         one == two,
         "robots that differ: {:?}",
@@ -96,7 +98,7 @@ fn the_same_seed_gives_the_same_swarm_run_on_one_thread_or_two() {
         .zip(&start)
         .filter(|(a, b)| (a.0 - b.0).hypot(a.1 - b.1) > 1000.0)
         .count();
-    assert!(moved > 150, "only {moved} of 300 robots got a metre away");
+    assert!(moved > 130, "only {moved} of 260 robots got a metre away");
 }
 
 /// The deepest overlap of two robots, or of a robot and a solid of the map, mm (0 if none).
