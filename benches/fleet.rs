@@ -248,7 +248,7 @@ fn main() {
                     .callback(move |s| {
                         if let Some(a) = s.attachment() {
                             let b = a.to_bytes();
-                            if let Some(t) = player::zenoh_bridge::decode_timestamp(&b) {
+                            if let Some(t) = player::zenoh::decode_timestamp(&b) {
                                 record(&seen, t.sec, t.usec);
                             }
                         }

@@ -8,7 +8,6 @@
 use player::emulators::p2os::P2osEmulator;
 use player::emulators::sick::SickEmulator;
 use player::emulators::{EmuWorld, SerialEmulator};
-use player::server::Server;
 use player::settings::Settings;
 use player_client::{device, Client, DataMode};
 use std::path::PathBuf;
@@ -35,7 +34,7 @@ fn start_server(
         let system = actix_rt::System::new();
         system.block_on(async move {
             let catalog = player::builtin_catalog();
-            let server = Server::start(
+            let server = player::server::start(
                 &settings,
                 &catalog,
                 PathBuf::from("."),

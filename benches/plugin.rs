@@ -24,7 +24,6 @@ use player::driver::{
     Command, Config, DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, Stop,
     Subscribers, Terminate,
 };
-use player::server::Server;
 use player::settings::Settings;
 use player_proto::message;
 use serde::Deserialize;
@@ -156,7 +155,7 @@ fn start_server() -> SocketAddr {
         let system = actix_rt::System::new();
         system.block_on(async move {
             let log = player::logging::discard();
-            let server = Server::start(&settings, &catalog, PathBuf::from(ROOT), log)
+            let server = player::server::start(&settings, &catalog, PathBuf::from(ROOT), log)
                 .await
                 .expect("server starts");
             let _ = tx.send(server.local_addrs()[0]);

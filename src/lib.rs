@@ -1,21 +1,30 @@
 //! Player: a robot device server speaking the Player 0.7.4a protocol, on actix actors.
 //!
 //! This package is the `player` binary and what wires it: the core (`player_core`), the
-//! driver kit (`player_kit`), the shipped drivers (`player_drivers`) and the device
-//! emulators (`player_emulators`). The core's modules are re-exported here under their own
-//! names (`player::registry`, `player::settings`, ...), so programs that embed the server
-//! need one dependency.
+//! driver kit (`player_kit`), the shipped drivers (`player_drivers`), the front ends
+//! (`player_web`, `player_record`, `player_zenoh`) and the device emulators
+//! (`player_emulators`). The core's modules are re-exported here under their own names
+//! (`player::registry`, ...), the front ends as `player::web`, `player::record` and
+//! `player::zenoh`, so programs that embed the server need one dependency. [`settings`]
+//! composes the core's configuration with the front ends' sections and flags; [`server`]
+//! starts the core and attaches the front ends.
 //!
 //! See ARCHITECTURE.md for the crates, which may depend on which, and how data flows.
 #![deny(missing_docs)]
 
-pub use player_core::{
-    access, codec, logging, notice, record, registry, server, session, settings, timer, web,
-    zenoh_bridge,
-};
+pub mod server;
+pub mod settings;
+
+pub use player_core::{access, codec, frontend, logging, notice, registry, session, timer};
 pub use player_drivers as drivers;
+
+pub mod check;
+pub mod daemon;
 pub use player_emulators as emulators;
 pub use player_kit::{catalog, driver, link};
+pub use player_record as record;
+pub use player_web as web;
+pub use player_zenoh as zenoh;
 
 /// The catalog with every driver shipped with the server.
 pub fn builtin_catalog() -> catalog::Catalog {

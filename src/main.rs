@@ -1,7 +1,9 @@
 //! The `player` binary: parses the flags, starts the server, and shuts it down in order on
-//! SIGINT or SIGTERM; SIGUSR1 latches every robot's emergency stop.
+//! SIGINT or SIGTERM; SIGUSR1 latches every robot's emergency stop; SIGHUP reloads the
+//! access policy and log level. Under systemd it notifies readiness, state and the watchdog
+//! (`player::daemon`); `--check-config FILE` checks a configuration (`player::check`).
 
-use player::server::Server;
+use player::daemon;
 use player::settings::{parse_args_with, Invocation};
 use slog::{error, info};
 use std::process::ExitCode;
@@ -10,6 +12,9 @@ use tokio::signal::unix::{signal, SignalKind};
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let catalog = player::builtin_catalog();
+    if args.first().is_some_and(|a| a == "--check-config") {
+        return check_config(&args[1..], &catalog);
+    }
     let (settings, base_dir) = match parse_args_with(&args, &catalog) {
         Ok(Invocation::Run { settings, base_dir }) => (settings, base_dir),
         Ok(Invocation::Help) => {
@@ -25,16 +30,30 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let log = player::logging::terminal(settings.server.debug);
+    let (log, level) =
+        player::logging::stderr(settings.server.debug, player::logging::Output::detect());
     let system = actix_rt::System::new();
     let result = system.block_on(async {
         // Install the handlers before anything can block, so no signal is lost.
         let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
         let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
         let mut usr1 = signal(SignalKind::user_defined1()).map_err(|e| e.to_string())?;
-        let server = Server::start(&settings, &catalog, base_dir, log.clone())
+        let mut hup = signal(SignalKind::hangup()).map_err(|e| e.to_string())?;
+        let setup_timeout = std::time::Duration::from_secs_f64(settings.server.setup_timeout);
+        let mut server = player::server::start(&settings, &catalog, base_dir, log.clone())
             .await
             .map_err(|e| e.to_string())?;
+        // The watchdog is petted from this (the drivers') arbiter: a stuck loop stops it.
+        if let Some(every) = daemon::watchdog_interval() {
+            daemon::pet_watchdog(&server, every, &log);
+        }
+        // The recorder sets every device up at start: ready once each is up or has failed.
+        let status = daemon::settle(&server, setup_timeout, settings.record.enabled()).await;
+        daemon::ready(&log, &status);
+        // The configuration in force (a reload changes its [access] and log level).
+        let mut running = settings.clone();
+        let mut status_tick = tokio::time::interval(daemon::STATUS_EVERY);
+        status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let which = loop {
             tokio::select! {
                 _ = int.recv() => break "SIGINT",
@@ -43,8 +62,16 @@ fn main() -> ExitCode {
                     info!(log, "signal received: latching the emergency stop"; "signal" => "SIGUSR1");
                     server.emergency_stop("SIGUSR1");
                 }
+                _ = hup.recv() => {
+                    info!(log, "signal received: reloading the configuration"; "signal" => "SIGHUP");
+                    daemon::reload(&args, &catalog, &mut server, &mut running, &level, &log).await;
+                }
+                _ = status_tick.tick(), if daemon::enabled() => {
+                    daemon::refresh_status(&log, &server).await;
+                }
             }
         };
+        daemon::stopping(&log, which);
         info!(log, "signal received"; "signal" => which);
         server.shutdown().await;
         Ok::<(), String>(())
@@ -58,6 +85,35 @@ fn main() -> ExitCode {
             error!(log, "cannot start"; "error" => &e);
             drop(log);
             eprintln!("player: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `player --check-config FILE`: prints what the file would serve and exits 0, or lists
+/// every error (key and line) and exits 1.
+fn check_config(rest: &[String], catalog: &player::catalog::Catalog) -> ExitCode {
+    let [file] = rest else {
+        eprintln!("player: --check-config takes one file: player --check-config FILE");
+        return ExitCode::from(2);
+    };
+    let path = std::path::Path::new(file);
+    match player::check::check_file(path, catalog, player::check::Scope::Start) {
+        Ok(checked) => {
+            println!("{}: OK", path.display());
+            print!("{}", player::check::describe(&checked));
+            ExitCode::SUCCESS
+        }
+        Err(problems) => {
+            let n = problems.len();
+            eprintln!(
+                "{}: {n} error{}",
+                path.display(),
+                if n == 1 { "" } else { "s" }
+            );
+            for p in problems {
+                eprintln!("  {p}");
+            }
             ExitCode::from(1)
         }
     }
@@ -105,6 +161,11 @@ OTHER FLAGS:
                      mode listening on tcp/[::]:7447; readings on player/<robot>/<code>,
                      the device list at player/<robot>/@devices, liveliness token
                      player/<robot>/@alive. Commands only with [zenoh] write = true.
+    --check-config <file>
+                     Check the configuration file <file> as the server would at start
+                     (keys, drivers, device codes, ports, serial ports, access, front
+                     ends): print what it would serve and exit 0, or every error with its
+                     key and line and exit 1.
     --help, -h       Print this text.
     --version        Print the version.
 
@@ -187,5 +248,12 @@ SAFETY:
     Extensions (error channel, e-stop, key, device list): README, docs/extensions.md.
 
 SIGNALS: SIGINT or SIGTERM stops the robot, closes the devices and exits with status 0;
-SIGUSR1 latches the emergency stop of every robot.
+SIGUSR1 latches the emergency stop of every robot; SIGHUP reads the configuration again
+and applies [access] (clients the new policy refuses are closed, a client whose key is no
+longer the key keeps reading but may not command) and the log level; other changes are
+named in the log as needing a restart, and a file with errors is refused whole.
+
+SYSTEMD (config/player.service, Type=notify): READY=1 once every robot listens, STATUS=
+with robots, clients and devices in trouble, WATCHDOG=1 at half of WatchdogSec,
+STOPPING=1 on SIGTERM. Under the journal, each log line carries its priority.
 ";

@@ -73,7 +73,7 @@ impl Handler<Setup> for Counter {
         Box::pin(actix::clock::sleep(wait).into_actor(self).map(|_, act, _| {
             if act.fail_setups > 0 {
                 act.fail_setups -= 1;
-                return Err(DriverError("the counter is unplugged".into()));
+                return Err(DriverError::refused("the counter is unplugged"));
             }
             act.up = true;
             act.publish();
@@ -115,7 +115,10 @@ impl Handler<Stop> for Counter {
 impl Handler<Subscribers> for Counter {
     type Result = ();
     fn handle(&mut self, msg: Subscribers, _ctx: &mut Self::Context) {
-        if let (Some(r), false) = (&msg.recipient, msg.session == player::registry::TAP) {
+        if let (Some(r), false) = (
+            &msg.recipient,
+            msg.session == player::registry::SessionId::TAP,
+        ) {
             READER_INBOXES
                 .lock()
                 .unwrap()
@@ -139,7 +142,7 @@ fn catalog_with_counter() -> player::catalog::Catalog {
         let code = *ctx
             .devices
             .first()
-            .ok_or_else(|| DriverError("counter needs one device code".into()))?;
+            .ok_or_else(|| DriverError::params("counter needs one device code"))?;
         let addr = Counter {
             code,
             value: params.start,
@@ -293,7 +296,7 @@ fn a_configuration_naming_an_unregistered_driver_does_not_start() {
     let settings = Settings::from_toml(CONFIG, "plugin test").unwrap();
     let result = std::thread::spawn(move || {
         actix_rt::System::new().block_on(async move {
-            player::server::Server::start(
+            player::server::start(
                 &settings,
                 &player::builtin_catalog(),
                 std::path::PathBuf::from("."),

@@ -462,7 +462,10 @@ impl Handler<Setup> for FirstRay {
         let read = self
             .source
             .read(b'l', DataRecipient::of(&ctx.address()), true);
-        Box::pin(read.into_actor(self))
+        Box::pin(
+            read.into_actor(self)
+                .map(|r, _, _| r.map_err(DriverError::from)),
+        )
     }
 }
 

@@ -1,5 +1,6 @@
 //! The socket protocol of the Player 0.7.4a manual, section 3, over real TCP: requests and
-//! replies, data order and sizes, rates, and the access rules (client-protocol-notes 3.2).
+//! replies, data order and sizes, rates, and the access rules
+//! (docs/reference/client-protocol-notes.md 3.2).
 
 mod common;
 
@@ -31,7 +32,7 @@ fn multi_device_request_is_echoed_byte_for_byte() {
 fn manual_example_request_gets_the_manual_example_reply() {
     let server = start_server();
     let mut c = Client::connect(server.addr());
-    // client-protocol-notes 1.2: "srpw"
+    // docs/reference/client-protocol-notes.md 1.2: "srpw"
     c.send(&[0x64, 0x72, 0x00, 0x04, 0x73, 0x72, 0x70, 0x77]);
     assert_eq!(c.read_exact(7), [0x72, 0x00, 0x04, 0x73, 0x72, 0x70, 0x77]);
 }
@@ -363,7 +364,7 @@ fn devices_beyond_the_per_client_cap_get_e() {
     }
 }
 
-// ----- access rules (manual 3.3, client-protocol-notes 3.2) ----------------------------------
+// ----- access rules (manual 3.3, docs/reference/client-protocol-notes.md 3.2) -----------------
 
 #[test]
 fn read_then_write_merges_to_all() {

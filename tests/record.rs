@@ -521,25 +521,36 @@ fn replay_plays_from_an_offset_at_a_speed_factor_and_loops() {
 #[test]
 fn record_and_replay_flags_and_keys() {
     use player::parse_args;
-    use player::settings::{Invocation, Settings};
+    use player::settings::{Invocation, Settings, SettingsError};
     let run = |a: &[&str]| match parse_args(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>()) {
         Ok(Invocation::Run { settings, .. }) => Ok(*settings),
         Ok(other) => panic!("{other:?}"),
-        Err(e) => Err(e.0),
+        Err(e) => Err(e),
     };
     let s = run(&["-record", "x.mcap"]).unwrap();
     assert!(Path::new(&s.record.path).is_absolute());
     assert!(s.record.path.ends_with("x.mcap"));
     let e = run(&["-replay", "/no/such/file.mcap"]).unwrap_err();
-    assert!(e.contains("/no/such/file.mcap"), "{e}");
+    assert!(
+        matches!(&e, SettingsError::Flag { flag, why } if flag == "-replay"
+            && why.contains("/no/such/file.mcap")),
+        "{e}"
+    );
     let e = Settings::from_toml(
         "[record]\npath = \"a\"\nmax_bytez = 3\n[[robot]]\n",
         "t.toml",
     )
     .unwrap_err();
-    assert!(e.0.contains("max_bytez"), "{e}");
+    assert!(
+        matches!(&e, SettingsError::Value { key, why, .. } if key == "record"
+            && why.contains("max_bytez")),
+        "{e}"
+    );
     let e = Settings::from_toml("[record]\nchunk_seconds = -1\n[[robot]]\n", "t.toml").unwrap_err();
-    assert!(e.0.contains("record.chunk_seconds"), "{e}");
+    assert!(
+        matches!(&e, SettingsError::Value { key, .. } if key == "record.chunk_seconds"),
+        "{e}"
+    );
     // A recording path that cannot be created stops the start with its name.
     let (code, _, err) = {
         let out = Command::new(PLAYER)

@@ -1,6 +1,6 @@
 //! Malformed input, abrupt disconnects, connection storms and slow or stalled readers
-//! (client-protocol-notes 9, DESIGN "A session never queues stale data, and no client can
-//! delay another").
+//! (docs/reference/client-protocol-notes.md 9; ARCHITECTURE.md, "Invariants": "A session
+//! never queues stale data, and no client can delay another").
 //!
 //! Every episode runs while another client streams position and sonar at 10 Hz; afterwards
 //! that client must have kept its rate throughout, and a fresh client must be served

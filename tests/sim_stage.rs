@@ -10,8 +10,7 @@ use std::time::{Duration, Instant};
 
 use player::drivers::sim::world::TruthRecord;
 use player::parse_args;
-use player::server::Server;
-use player::settings::{Invocation, Settings};
+use player::settings::{Invocation, Settings, SettingsError};
 use player_client::Client;
 
 /// Generous: the machine may be loaded.
@@ -25,12 +24,12 @@ fn world(name: &str) -> String {
         .to_string()
 }
 
-fn settings(args: &[&str]) -> Result<Settings, String> {
+fn settings(args: &[&str]) -> Result<Settings, SettingsError> {
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     match parse_args(&args) {
         Ok(Invocation::Run { settings, .. }) => Ok(*settings),
         Ok(other) => panic!("{other:?}"),
-        Err(e) => Err(e.0),
+        Err(e) => Err(e),
     }
 }
 
@@ -48,7 +47,7 @@ impl Running {
         let thread = std::thread::spawn(move || {
             let system = actix_rt::System::new();
             system.block_on(async move {
-                let server = Server::start(
+                let server = player::server::start(
                     &settings,
                     &player::builtin_catalog(),
                     PathBuf::from("."),
@@ -146,7 +145,15 @@ fn stage_flag_with_a_one_robot_world_keeps_the_configured_robot() {
 
 #[test]
 fn stage_flag_errors_name_the_problem() {
-    let e = settings(&["-stage", "/no/such/world.toml"]).unwrap_err();
+    /// The flag a refusal names, and why.
+    fn refusal(e: SettingsError) -> (String, String) {
+        match e {
+            SettingsError::Flag { flag, why } => (flag, why),
+            other => panic!("expected a refused flag, got {other}"),
+        }
+    }
+    let (flag, e) = refusal(settings(&["-stage", "/no/such/world.toml"]).unwrap_err());
+    assert_eq!(flag, "-stage");
     assert!(e.contains("/no/such/world.toml"), "{e}");
     let dir = std::env::temp_dir().join(format!("player-stage-flag-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -160,8 +167,9 @@ fn stage_flag_errors_name_the_problem() {
          [[robot]]\nname = \"b\"\npose = [3000, 1000, 0]\nport = 7100\n",
     )
     .unwrap();
-    let e1 = settings(&["-stage", bad.to_str().unwrap()]).unwrap_err();
-    let e2 = settings(&["-stage", clash.to_str().unwrap()]).unwrap_err();
+    let (flag1, e1) = refusal(settings(&["-stage", bad.to_str().unwrap()]).unwrap_err());
+    let (flag2, e2) = refusal(settings(&["-stage", clash.to_str().unwrap()]).unwrap_err());
+    assert_eq!((flag1.as_str(), flag2.as_str()), ("-stage", "-stage"));
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(e1.contains("bad.toml") && e1.contains("colour"), "{e1}");
     assert!(

@@ -14,7 +14,7 @@ mod common;
 
 use common::netns::{is_root, Netns, Veth};
 use common::*;
-use player::zenoh_bridge::ZenohSettings;
+use player::zenoh::ZenohSettings;
 use player_proto::data::PositionCommand;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};

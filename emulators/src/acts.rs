@@ -1,8 +1,8 @@
 //! An emulated ACTS server on loopback TCP: it accepts connections (one at a time, as
 //! ACTS), answers each `'0'` with one blob packet of what the robot's camera sees in the
-//! [`EmuWorld`], paced at the camera's frame rate, and closes on `'1'` (acts.md §6). Faults
-//! for tests: never answering, a short header, closing in the middle of a packet, a zero
-//! count byte.
+//! [`EmuWorld`], paced at the camera's frame rate, and closes on `'1'` (docs/reference/acts.md
+//! §6). Faults for tests: never answering, a short header, closing in the middle of a packet, a
+//! zero count byte.
 
 use crate::EmuWorld;
 use player_drivers::acts::codec;

@@ -1,6 +1,7 @@
 //! An emulated Pioneer 2-DX microcontroller running P2OS, for [`SerialEmulator`]: the SYNC
 //! handshake, OPEN/CLOSE, a standard SIP every 100 ms while open, ENABLE, SETO, VEL2,
-//! VEL/RVEL (ramped), STOP, SONAR, GRIPPER/GRIPPERVAL and the 2 s watchdog (p2os.md §14).
+//! VEL/RVEL (ramped), STOP, SONAR, GRIPPER/GRIPPERVAL and the 2 s watchdog
+//! (docs/reference/p2os.md §14).
 //! The robot moves in an [`EmuWorld`]: its odometry, sonars, bumpers, battery and gripper
 //! come from the simulated robot there, in P2OS units.
 //!

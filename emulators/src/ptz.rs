@@ -1,8 +1,8 @@
 //! An emulated Sony EVI-D30 for [`SerialEmulator`]: VISCA absolute pan/tilt and direct zoom
 //! with ACK into one of two sockets and a completion when the camera arrives (buffer full
 //! when both are busy), position inquiries answered with the moving position, cancels,
-//! and syntax errors for anything else (sony-ptz.md §7). The camera slews at its maximum
-//! speeds (about 80°/s pan, 50°/s tilt, 2 s wide to tele). Out-of-range positions are
+//! and syntax errors for anything else (docs/reference/sony-ptz.md §7). The camera slews at its
+//! maximum speeds (about 80°/s pan, 50°/s tilt, 2 s wide to tele). Out-of-range positions are
 //! clamped to the D30's limits (the real camera's answer is not pinned down). The camera's
 //! position is mirrored into the [`EmuWorld`] so the emulated ACTS sees through it.
 //!

@@ -2,8 +2,8 @@
 //! mode, answers every good host telegram with ACK and an `A0` reply (a bad CRC gets NAK),
 //! takes installation mode with the `SICK_LMS` password, changes its speed on `20 40/41/42`,
 //! and on `20 24` streams one `B0` scan per transmit time (about 190 ms at 38400 baud),
-//! ray-cast from the robot's pose in an [`EmuWorld`] (sick-lms200.md §9). A line at a
-//! different speed than the scanner's garbles both ways (the runner checks the driver's
+//! ray-cast from the robot's pose in an [`EmuWorld`] (docs/reference/sick-lms200.md §9). A line at
+//! a different speed than the scanner's garbles both ways (the runner checks the driver's
 //! termios). Scans can carry flag bits on a few values, for the driver to mask.
 //!
 //! [`SerialEmulator`]: crate::SerialEmulator

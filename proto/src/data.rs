@@ -484,8 +484,8 @@ mod tests {
 
     #[test]
     fn position_matches_the_worked_example() {
-        // client-protocol-notes.md 1.2: time 1000, x -100, y 250, heading 90, speed -50,
-        // turn 10, compass 180, no stall.
+        // docs/reference/client-protocol-notes.md 1.2: time 1000, x -100, y 250, heading 90,
+        // speed -50, turn 10, compass 180, no stall.
         let p = Position {
             time: 1000,
             x: -100,
@@ -529,7 +529,8 @@ mod tests {
 
     #[test]
     fn vision_matches_the_acts_worked_example() {
-        // acts.md 3: one blob on channel 2, area 100, centroid (80, 60), box 75..85 x 55..65.
+        // docs/reference/acts.md 3: one blob on channel 2, area 100, centroid (80, 60),
+        // box 75..85 x 55..65.
         let mut channels = vec![Vec::new(); 32];
         channels[2].push(Blob {
             area: 100,

@@ -16,7 +16,7 @@ pub const PACKET: u8 = crate::device::SERVER;
 pub const MAX_NOTICE_TEXT: usize = 200;
 
 /// The longest shared key a client may present (`x y k <key>`).
-pub const MAX_KEY: usize = 64;
+pub use crate::config::MAX_KEY;
 
 /// Kinds of notices (the first byte of a notice packet's payload).
 pub mod kind {

@@ -80,32 +80,7 @@ pub mod access {
     pub const ERROR: u8 = b'e';
 }
 
-/// Configuration codes (manual Table 8, plus this server's extensions).
-pub mod config {
-    /// `y f <u16>`: set the client's data frequency in Hz.
-    pub const FREQUENCY: u8 = b'f';
-    /// `y r <u8>`: set the client's data mode (0 continuous, 1 request/reply, 2 push new,
-    /// 3 pull new).
-    pub const DATA_MODE: u8 = b'r';
-    /// `y d`: request one round of data (request/reply and pull modes).
-    pub const REQUEST_DATA: u8 = b'd';
-    /// `y t <u8>`: timestamps on (non-zero) or off (extension).
-    pub const TIMESTAMPS: u8 = b't';
-    /// `y e <u8>`: the error channel on (non-zero) or off (extension; docs/extensions.md).
-    pub const ERRORS: u8 = b'e';
-    /// `y E <u8>`: latch (non-zero) or release (0) the robot's emergency stop (extension).
-    pub const ESTOP: u8 = b'E';
-    /// `y k <key>`: present the shared access key (extension).
-    pub const KEY: u8 = b'k';
-    /// `y l`: ask for the device list (extension).
-    pub const DEVICE_LIST: u8 = b'l';
-    /// `p m <u8>`: motor power off (0) or on.
-    pub const MOTOR_POWER: u8 = b'm';
-    /// `p v <u8>`: velocity mode: 0 direct wheel, non-zero separate translation/rotation.
-    pub const VELOCITY_MODE: u8 = b'v';
-    /// `p R`: reset odometry to (0, 0, 0).
-    pub const RESET_ODOMETRY: u8 = b'R';
-}
+pub mod config;
 
 /// The per-client data delivery modes set with `x y r`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -77,6 +77,22 @@ pub fn data_header(device: u8, len: u16) -> [u8; 3] {
     [device, hi, lo]
 }
 
+/// The 8-byte timestamp of a data packet (the `x y t` extension): u32 seconds, then u32
+/// microseconds since the Unix epoch, both big-endian.
+pub fn encode_timestamp(sec: u32, usec: u32) -> [u8; TIMESTAMP_SIZE] {
+    let mut b = [0u8; TIMESTAMP_SIZE];
+    b[..4].copy_from_slice(&sec.to_be_bytes());
+    b[4..].copy_from_slice(&usec.to_be_bytes());
+    b
+}
+
+/// The timestamp (seconds, microseconds) at the start of `b`, if `b` holds one.
+pub fn decode_timestamp(b: &[u8]) -> Option<(u32, u32)> {
+    let s = u32::from_be_bytes(b.get(..4)?.try_into().ok()?);
+    let us = u32::from_be_bytes(b.get(4..TIMESTAMP_SIZE)?.try_into().ok()?);
+    Some((s, us))
+}
+
 /// A whole data packet, optionally with a timestamp (seconds, microseconds).
 pub fn data(device: u8, timestamp: Option<(u32, u32)>, payload: &[u8]) -> Vec<u8> {
     let ts = if timestamp.is_some() {
@@ -88,8 +104,7 @@ pub fn data(device: u8, timestamp: Option<(u32, u32)>, payload: &[u8]) -> Vec<u8
     let mut v = Vec::with_capacity(SERVER_HEADER + ts + payload.len());
     v.extend_from_slice(&data_header(device, len));
     if let Some((s, us)) = timestamp {
-        v.extend_from_slice(&s.to_be_bytes());
-        v.extend_from_slice(&us.to_be_bytes());
+        v.extend_from_slice(&encode_timestamp(s, us));
     }
     v.extend_from_slice(payload);
     v
@@ -170,11 +185,9 @@ pub fn decode_server(
                 size,
             });
         }
-        let s = u32::from_be_bytes([body[0], body[1], body[2], body[3]]);
-        let us = u32::from_be_bytes([body[4], body[5], body[6], body[7]]);
         ServerMessage::Data {
             device: buf[0],
-            timestamp: Some((s, us)),
+            timestamp: decode_timestamp(body),
             payload: body[TIMESTAMP_SIZE..].to_vec(),
         }
     } else {

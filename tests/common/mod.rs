@@ -12,7 +12,6 @@
 pub mod netns;
 
 use player::catalog::Catalog;
-use player::server::Server;
 use player::settings::Settings;
 use player_proto::data::Position;
 use player_proto::message::{self, ServerMessage};
@@ -127,7 +126,7 @@ pub fn start_server_logged(
             system.block_on(async move {
                 let started = Instant::now();
                 let base = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-                match Server::start(&settings, &catalog, base, logger).await {
+                match player::server::start(&settings, &catalog, base, logger).await {
                     Ok(server) => {
                         let _ = ready_tx.send(Ok((server.local_addrs(), started)));
                         let _ = stop_rx.await;
@@ -168,7 +167,7 @@ impl TestServer {
     }
 
     /// An upper bound of the server's "ms since the server started" clock (the position
-    /// device's time field) right now: the instant was taken just before `Server::start`.
+    /// device's time field) right now: the instant was taken just before `player::server::start`.
     pub fn server_ms(&self) -> u64 {
         self.started.elapsed().as_millis() as u64
     }

@@ -9,31 +9,27 @@
 //!   command passes (watchdog, e-stop, writer-left stop).
 //! - [`session`]: one actor per client connection: requests, timing, data modes, writes.
 //! - [`settings`]: configuration files and the manual's flags.
-//! - [`record`]: recording every reading (and the commands and configs) to MCAP files.
 //! - [`server`]: starting and stopping it all.
+//! - [`frontend`]: the front-end kit: robot handles, holding devices, attaching front ends.
 //! - [`placement`]: which session thread a new client's session runs on.
 //! - [`timer`]: precise per-thread timers for client schedules.
-//! - [`web`]: the web viewer and Foxglove WebSocket endpoint of each robot.
-//! - [`zenoh_bridge`]: the robots on a Zenoh network (readings, commands, liveliness).
 //! - [`logging`]: the log drain and its rate limits.
 //!
-//! Drivers are known only through the driver kit (`player_kit`: messages, catalog); this
-//! crate never depends on a driver. See ARCHITECTURE.md for how data flows.
+//! Drivers are known only through the driver kit (`player_kit`: messages, catalog), front
+//! ends (the web viewer, the recorder, the Zenoh bridge: crates of their own) only through
+//! [`frontend`]; this crate never depends on a driver or a front end. See ARCHITECTURE.md for how data flows.
 #![deny(missing_docs)]
 
 pub mod access;
 pub mod codec;
+pub mod frontend;
 pub mod logging;
 pub mod notice;
 pub mod placement;
-pub mod record;
 pub mod registry;
 pub mod server;
 pub mod session;
 pub mod settings;
 pub mod timer;
-pub mod web;
-#[path = "zenoh/mod.rs"]
-pub mod zenoh_bridge;
 
 pub use player_kit::{catalog, driver};

@@ -9,7 +9,7 @@
 //! drivers (when there is one): the drivers' thread is filled last. On this project's
 //! 2-core machine 50 clients at 50 Hz cost 1.31 x the C reference's CPU per round spread
 //! round robin over two threads, 1.08-1.20 x on the drivers' thread alone and 0.97 x on
-//! the other alone, while 2000 clients at 50 Hz need both threads (README "Performance").
+//! the other alone, while 2000 clients at 50 Hz need both threads (docs/performance.md).
 //!
 //! A session's load is its data rate while it sends on a schedule (continuous or push new
 //! mode): it is counted at accept as the default 10 Hz and kept current by the session

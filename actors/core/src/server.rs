@@ -2,49 +2,109 @@
 //!
 //! [`Server::start`] reads the [`Settings`], starts every robot's drivers through the
 //! [`Catalog`], builds one [`Registry`] per robot and one [`Listener`] per robot port, and
-//! spreads client sessions over one worker arbiter per core. [`Server::shutdown`] closes
-//! the listeners and sessions, then has the registries shut every device down and
-//! terminate every driver (the robot stops, ports close).
+//! spreads client sessions over one worker arbiter per core. It names no front end: the
+//! binary starts each on the server's [`FrontEndContext`] and [attaches](Server::attach)
+//! it. [`Server::shutdown`] closes the listeners and sessions, stops the front ends, then
+//! has the registries shut every device down and terminate every driver (the robot stops,
+//! ports close).
 
 use crate::access::Policy;
+use crate::frontend::{FrontEnd, FrontEndContext, RobotHandle, SessionIds};
 use crate::logging::Throttle;
 use crate::notice::{kind, Notice};
 use crate::placement::Workers;
-use crate::record::{RecordSource, RecorderHandle};
-use crate::registry::{EStop, Registry, SessionId, ShutdownAll, Tap};
+use crate::registry::{EStop, Registry, SessionId, ShutdownAll};
 use crate::session::{Close, Session, SessionClosed, SessionOptions};
-use crate::settings::Settings;
-use crate::web::{WebEndpoint, WebOptions};
-use crate::zenoh_bridge::{BridgedRobot, ZenohBridge};
+use crate::settings::{Settings, SettingsError};
 use actix::prelude::*;
 use futures::channel::oneshot;
 use futures::FutureExt;
 use player_kit::catalog::{Catalog, DriverContext};
-use player_kit::driver::{DeviceSource, StatusSink};
+use player_kit::driver::{DeviceSource, DriverError, StatusSink};
 use slog::{info, o, warn, Logger};
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-/// Why the server could not start.
-#[derive(Debug)]
-pub struct StartError(pub String);
+mod running;
+pub use running::{Reloaded, RobotStatus, ServerStatus};
 
-impl fmt::Display for StartError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
+/// Why the server (or one of its front ends) could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A robot's port (or a front end's) cannot be listened on.
+    #[error("robot '{robot}': cannot listen on {addr}: {source}")]
+    Listen {
+        /// The robot.
+        robot: String,
+        /// The address.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The configuration names a driver the catalog does not have.
+    #[error("robot '{robot}': no driver named '{driver}' (available: {})", available.join(", "))]
+    NoDriver {
+        /// The robot.
+        robot: String,
+        /// The driver asked for.
+        driver: String,
+        /// The drivers the catalog has.
+        available: Vec<String>,
+    },
+    /// A driver refused to start.
+    #[error("robot '{robot}': driver '{driver}': {source}")]
+    Driver {
+        /// The robot.
+        robot: String,
+        /// The driver.
+        driver: String,
+        /// Why.
+        source: DriverError,
+    },
+    /// Two drivers of a robot serve the same device.
+    #[error("robot '{robot}': device '{}' is served by both driver '{first}' and driver '{second}'", char::from(*device))]
+    ServedTwice {
+        /// The robot.
+        robot: String,
+        /// The device code.
+        device: u8,
+        /// The driver that had it first.
+        first: String,
+        /// The driver that also wants it.
+        second: String,
+    },
+    /// The settings are inconsistent (settings built in code, not checked by a parser).
+    #[error("configuration: {0}")]
+    Settings(#[from] SettingsError),
+    /// A front end could not start.
+    #[error("{source}")]
+    FrontEnd {
+        /// The front end (`"web"`, `"record"`, `"zenoh"`).
+        name: String,
+        /// Why.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
-impl std::error::Error for StartError {}
+impl StartError {
+    /// A [`StartError::FrontEnd`] of front end `name`.
+    pub fn front_end(
+        name: &str,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        StartError::FrontEnd {
+            name: name.to_string(),
+            source: source.into(),
+        }
+    }
+}
 
 /// Server → listener: stop accepting, close every session, and reply when all have ended.
 #[derive(Message)]
@@ -115,7 +175,7 @@ pub struct Listener {
     workers: Workers,
     sessions: HashMap<SessionId, (Option<Addr<Session>>, IpAddr)>,
     per_address: HashMap<IpAddr, usize>,
-    ids: Arc<AtomicU64>,
+    ids: SessionIds,
     max_clients: usize,
     opts: SessionOptions,
     policy: Arc<Policy>,
@@ -238,7 +298,7 @@ impl StreamHandler<std::io::Result<(TcpStream, SocketAddr)>> for Listener {
                 return;
             }
         };
-        let id = self.ids.fetch_add(1, Ordering::Relaxed);
+        let id = self.ids.next();
         self.sessions.insert(id, (None, ip));
         *self.per_address.entry(ip).or_default() += 1;
         let registry = self.registry.clone();
@@ -324,8 +384,9 @@ impl Handler<StopListening> for Listener {
 }
 
 /// Binds a listening socket with address reuse (a restarted server can take its port back
-/// at once) and a backlog deep enough for many clients connecting together.
-fn listen(addr: &str, backlog: u32) -> std::io::Result<std::net::TcpListener> {
+/// at once) and a backlog deep enough for many clients connecting together (the robots'
+/// ports, and front ends' such as the web viewer's).
+pub fn listen(addr: &str, backlog: u32) -> std::io::Result<std::net::TcpListener> {
     use std::net::ToSocketAddrs;
     let sa = addr.to_socket_addrs()?.next().ok_or_else(|| {
         std::io::Error::new(std::io::ErrorKind::InvalidInput, "no address to bind")
@@ -345,13 +406,12 @@ fn listen(addr: &str, backlog: u32) -> std::io::Result<std::net::TcpListener> {
 /// A running server.
 pub struct Server {
     listeners: Vec<(Addr<Listener>, SocketAddr)>,
-    /// Each robot's web endpoint, when it has one.
-    webs: Vec<Option<WebEndpoint>>,
     registries: Vec<Addr<Registry>>,
     workers: Vec<Arbiter>,
-    recorder: Option<RecorderHandle>,
-    /// The Zenoh bridge, when `[zenoh]` is enabled.
-    zenoh: Option<ZenohBridge>,
+    /// What front ends are started with.
+    context: FrontEndContext,
+    /// The attached front ends, in the order they were attached.
+    front_ends: Vec<Box<dyn FrontEnd>>,
     log: Logger,
 }
 
@@ -375,38 +435,18 @@ impl Server {
         let mut listeners = Vec::new();
         let mut registries = Vec::new();
         let mut bound = Vec::new();
-        for (i, robot) in settings.robot.iter().enumerate() {
+        for robot in &settings.robot {
             let rlog = log.new(o!("robot" => robot.name.clone()));
             let addr = format!("{}:{}", robot.bind, robot.port);
-            let std_listener = listen(&addr, settings.server.listen_backlog).map_err(|e| {
-                StartError(format!(
-                    "robot '{}': cannot listen on {addr}: {e}",
-                    robot.name
-                ))
-            })?;
-            let local = std_listener
-                .local_addr()
-                .map_err(|e| StartError(e.to_string()))?;
-            let web = match settings.web_port_of(i) {
-                None => None,
-                Some((port, explicit)) => {
-                    let addr = format!("{}:{port}", robot.bind);
-                    match listen(&addr, settings.server.listen_backlog) {
-                        Ok(l) => Some(l),
-                        Err(e) if explicit => {
-                            return Err(StartError(format!(
-                                "robot '{}': web viewer cannot listen on {addr}: {e}",
-                                robot.name
-                            )))
-                        }
-                        Err(e) => {
-                            warn!(rlog, "web viewer not started (set web_port or -web to choose a port)"; "address" => addr, "error" => %e);
-                            None
-                        }
-                    }
-                }
+            let listen_error = |source| StartError::Listen {
+                robot: robot.name.clone(),
+                addr: addr.clone(),
+                source,
             };
-            bound.push((robot, std_listener, local, rlog, web));
+            let std_listener =
+                listen(&addr, settings.server.listen_backlog).map_err(listen_error)?;
+            let local = std_listener.local_addr().map_err(listen_error)?;
+            bound.push((robot, std_listener, local, rlog));
         }
         // One session thread per core: this (the drivers') arbiter takes sessions too, so
         // a core is not left to a thread that only publishes, and data for the sessions
@@ -424,16 +464,15 @@ impl Server {
                 crate::timer::init_thread();
             });
         }
-        let ids = Arc::new(AtomicU64::new(1));
+        let ids = SessionIds::new();
         let policy = Arc::new(
-            Policy::new(&settings.access).map_err(|e| StartError(format!("configuration: {e}")))?,
+            Policy::new(&settings.access)
+                .map_err(|e| SettingsError::value(&settings.origin, "access", e))?,
         );
         let sockets = SocketOptions::from_settings(settings);
-        let mut sources = Vec::new();
-        let mut webs = Vec::new();
-        let mut bridged = Vec::new();
-        for (robot, std_listener, local, rlog, web) in bound {
-            let mut recorded = Vec::new();
+        let mut robots = Vec::new();
+        for (index, (robot, std_listener, local, rlog)) in bound.into_iter().enumerate() {
+            let mut served: Vec<(player_kit::driver::DeviceSpec, String)> = Vec::new();
             let mut registry = Registry::new(
                 &robot.name,
                 Duration::from_secs_f64(settings.server.setup_timeout),
@@ -444,15 +483,15 @@ impl Server {
             let registry_ctx = Context::<Registry>::new();
             let status = StatusSink::new(registry_ctx.address().recipient());
             for d in &robot.driver {
-                let factory = catalog.get(&d.driver).ok_or_else(|| {
-                    StartError(format!(
-                        "robot '{}': no driver named '{}' (available: {})",
-                        robot.name,
-                        d.driver,
-                        catalog.names().join(", ")
-                    ))
+                let factory = catalog.get(&d.driver).ok_or_else(|| StartError::NoDriver {
+                    robot: robot.name.clone(),
+                    driver: d.driver.clone(),
+                    available: catalog.names().iter().map(|n| n.to_string()).collect(),
                 })?;
-                let devices = d.device_codes().map_err(StartError)?;
+                let devices = d.device_codes().map_err(|e| {
+                    let key = format!("robot '{}'", robot.name);
+                    SettingsError::value(&settings.origin, &key, e.to_string())
+                })?;
                 let ctx = DriverContext {
                     driver: d.driver.clone(),
                     robot: robot.name.clone(),
@@ -462,16 +501,12 @@ impl Server {
                     logger: rlog.new(o!("driver" => d.driver.clone())),
                     started,
                     status: status.clone(),
-                    source: DeviceSource::new(
-                        ids.fetch_add(1, Ordering::Relaxed),
-                        registry_ctx.address().recipient(),
-                    ),
+                    source: DeviceSource::new(ids.next(), registry_ctx.address().recipient()),
                 };
-                let sd = factory(ctx).map_err(|e| {
-                    StartError(format!(
-                        "robot '{}': driver '{}': {e}",
-                        robot.name, d.driver
-                    ))
+                let sd = factory(ctx).map_err(|source| StartError::Driver {
+                    robot: robot.name.clone(),
+                    driver: d.driver.clone(),
+                    source,
                 })?;
                 let specs: Vec<_> = sd
                     .devices
@@ -481,10 +516,20 @@ impl Server {
                         ..*spec
                     })
                     .collect();
+                for spec in &specs {
+                    if let Some((_, first)) = served.iter().find(|(s, _)| s.code == spec.code) {
+                        return Err(StartError::ServedTwice {
+                            robot: robot.name.clone(),
+                            device: spec.code,
+                            first: first.clone(),
+                            second: d.driver.clone(),
+                        });
+                    }
+                }
                 registry
                     .add_driver(&d.driver, sd.handle, &specs)
-                    .map_err(StartError)?;
-                recorded.extend(specs.iter().map(|s| (*s, d.driver.clone())));
+                    .map_err(|e| SettingsError::value(&settings.origin, "robot", e.to_string()))?;
+                served.extend(specs.iter().map(|s| (*s, d.driver.clone())));
             }
             let mut devices = [false; 256];
             for c in registry.device_codes() {
@@ -494,38 +539,12 @@ impl Server {
             robot_opts.devices = Arc::new(devices);
             robot_opts.policy = policy.clone();
             let registry = registry_ctx.run(registry);
-            sources.push(RecordSource {
-                robot: robot.name.clone(),
-                registry: registry.clone(),
-                devices: recorded,
-                session: ids.fetch_add(1, Ordering::Relaxed),
-            });
-            let web = match web {
-                None => None,
-                Some(l) => {
-                    let mut devices = Vec::new();
-                    for d in &robot.driver {
-                        devices.extend(d.device_codes().map_err(StartError)?);
-                    }
-                    let opts = WebOptions {
-                        robot: robot.name.clone(),
-                        registry: registry.clone(),
-                        devices,
-                        workers: handles.clone(),
-                        ids: ids.clone(),
-                        stall_timeout: Duration::from_secs_f64(settings.server.stall_timeout),
-                        max_clients: settings.server.max_clients,
-                        policy: policy.clone(),
-                        log: rlog.clone(),
-                    };
-                    Some(WebEndpoint::start(l, opts).await.map_err(|e| {
-                        StartError(format!("robot '{}': web viewer: {e}", robot.name))
-                    })?)
-                }
-            };
-            webs.push(web);
-            let listener = TcpListener::from_std(std_listener)
-                .map_err(|e| StartError(format!("cannot listen on {local}: {e}")))?;
+            let listener =
+                TcpListener::from_std(std_listener).map_err(|source| StartError::Listen {
+                    robot: robot.name.clone(),
+                    addr: local.to_string(),
+                    source,
+                })?;
             info!(rlog, "listening"; "address" => %local);
             let l = Listener {
                 robot: robot.name.clone(),
@@ -547,66 +566,64 @@ impl Server {
             }
             .start();
             listeners.push((l, local));
-            if settings.zenoh.enabled && settings.zenoh.serves(&robot.name) {
-                let mut devices = Vec::new();
-                for d in &robot.driver {
-                    devices.extend(d.device_codes().map_err(StartError)?);
-                }
-                bridged.push(BridgedRobot {
-                    name: robot.name.clone(),
-                    registry: registry.clone(),
-                    devices,
-                });
-            }
+            robots.push(RobotHandle {
+                name: robot.name.clone(),
+                index,
+                bind: robot.bind.clone(),
+                web_port: robot.web_port,
+                registry: registry.clone(),
+                devices: served,
+            });
             registries.push(registry);
         }
-        // The recorder subscribes like a client, on a thread of its own.
-        let recorder = if settings.record.enabled() {
-            let r = RecorderHandle::start(&settings.record, &base_dir, sources, log.clone())
-                .map_err(StartError)?;
-            for (i, registry) in registries.iter().enumerate() {
-                if let Some(recipient) = r.tap(i) {
-                    registry.do_send(Tap { recipient });
-                }
-            }
-            Some(r)
-        } else {
-            None
-        };
-        // The Zenoh bridge: one session for the process, a registry session per robot.
-        let zenoh = if settings.zenoh.enabled {
-            let b = ZenohBridge::start(
-                &settings.zenoh,
-                &settings.access,
-                bridged,
-                ids.clone(),
-                log.clone(),
-            )
-            .await
-            .map_err(StartError)?;
-            Some(b)
-        } else {
-            None
+        let context = FrontEndContext {
+            robots,
+            workers: handles,
+            ids,
+            policy,
+            access: settings.access.clone(),
+            server: settings.server.clone(),
+            base_dir,
+            log: log.clone(),
         };
         Ok(Server {
             listeners,
-            webs,
             registries,
             workers,
-            recorder,
-            zenoh,
+            context,
+            front_ends: Vec::new(),
             log,
         })
+    }
+
+    /// What front ends are started with: the robots, the session threads and ids, the
+    /// access policy and the server settings.
+    pub fn context(&self) -> &FrontEndContext {
+        &self.context
+    }
+
+    /// Attaches a running front end: [`Server::shutdown`] stops it (after the listeners,
+    /// before the devices shut down; front ends in the reverse order of attaching).
+    pub fn attach(&mut self, front_end: Box<dyn FrontEnd>) {
+        info!(self.log, "front end attached"; "front_end" => front_end.name());
+        self.front_ends.push(front_end);
+    }
+
+    /// The attached front ends, in the order they were attached.
+    pub fn front_ends(&self) -> impl Iterator<Item = &dyn FrontEnd> {
+        self.front_ends.iter().map(|f| f.as_ref())
+    }
+
+    /// The first attached front end of type `T`.
+    pub fn front_end<T: FrontEnd + 'static>(&self) -> Option<&T> {
+        self.front_ends
+            .iter()
+            .find_map(|f| f.as_any().downcast_ref::<T>())
     }
 
     /// The robots' registries, in configuration order (for front ends and tests).
     pub fn registries(&self) -> &[Addr<Registry>] {
         &self.registries
-    }
-
-    /// The Zenoh id of the bridge's session, when the bridge runs.
-    pub fn zenoh_zid(&self) -> Option<String> {
-        self.zenoh.as_ref().map(ZenohBridge::zid)
     }
 
     /// Latches the emergency stop of every robot (SIGUSR1).
@@ -624,31 +641,17 @@ impl Server {
         self.listeners.iter().map(|(_, a)| *a).collect()
     }
 
-    /// Each robot's web viewer address (`None` where it is off or its default port was
-    /// busy), in configuration order.
-    pub fn web_addrs(&self) -> Vec<Option<SocketAddr>> {
-        self.webs
-            .iter()
-            .map(|w| w.as_ref().map(WebEndpoint::local_addr))
-            .collect()
-    }
-
     /// Shuts down in order: sessions close (their devices are released, a writer leaving
-    /// stops its device), then every device is shut down and every driver terminated
-    /// (stopping the robot and closing its ports), then the worker arbiters stop.
-    pub async fn shutdown(self) {
+    /// stops its device), the front ends stop (last attached first), then every device is
+    /// shut down and every driver terminated (stopping the robot and closing its ports),
+    /// then the worker arbiters stop.
+    pub async fn shutdown(mut self) {
         info!(self.log, "shutting down");
         for (l, _) in &self.listeners {
             let _ = l.send(StopListening).await;
         }
-        if let Some(z) = self.zenoh {
-            z.stop().await;
-        }
-        if let Some(r) = self.recorder {
-            r.finish().await;
-        }
-        for w in self.webs.into_iter().flatten() {
-            w.stop().await;
+        while let Some(f) = self.front_ends.pop() {
+            f.stop().await;
         }
         for r in &self.registries {
             let _ = r.send(ShutdownAll).await;

@@ -3,13 +3,19 @@
 //! Order of precedence, lowest first: built-in defaults, the configuration file (the
 //! shipped `config/default.toml` when none is named), then command-line flags. A bad file,
 //! key or flag is an error that names it.
+//!
+//! The core reads `[server]`, `[access]` and `[[robot]]`. A front end's section (`[record]`,
+//! `[zenoh]`) and flags (`-record`, `-web`, `--zenoh`) are the front end's: the parsers here
+//! take them when told of them ([`FrontEndSyntax`]) and keep them raw
+//! ([`Settings::sections`], [`Invocation::Run`]'s `flags`) for the binary, which hands
+//! each front end its own. Any other section or flag is an error naming it.
 
 use crate::access::AccessSettings;
 use crate::session::SessionOptions;
 pub use player_kit::catalog::DriverSettings;
 use player_kit::catalog::{Catalog, DeviceFlag, FlagValue, StageHandler, StageRobot};
 use serde::Deserialize;
-use std::fmt;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -24,9 +30,8 @@ pub const STAGE_WEB_VIEWERS_MAX: usize = 64;
 /// The first robot's web viewer port when none is configured (Foxglove's default port).
 pub const DEFAULT_WEB_PORT: u16 = 8765;
 
-/// The whole configuration.
+/// The core's configuration, and the front ends' sections as read.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Settings {
     /// Server-wide settings.
     #[serde(default)]
@@ -37,13 +42,44 @@ pub struct Settings {
     /// The robots served, each on its own port with its own registry.
     #[serde(default)]
     pub robot: Vec<RobotSettings>,
-    /// Recording to MCAP (`[record]`, `-record FILE`).
-    #[serde(default)]
-    pub record: crate::record::RecordSettings,
-    /// The Zenoh bridge (`[zenoh]`, `--zenoh`).
-    #[serde(default)]
-    pub zenoh: crate::zenoh_bridge::ZenohSettings,
+    /// The front ends' sections present in the file, by name, not yet deserialized (each
+    /// front end reads its own).
+    #[serde(skip)]
+    pub sections: BTreeMap<String, config::Value>,
+    /// Where the settings were read from, as errors name it.
+    #[serde(skip)]
+    pub origin: String,
 }
+
+/// A front end's flag, which the core's parser takes and hands back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlagSpec {
+    /// The flag, e.g. `-record`.
+    pub flag: &'static str,
+    /// Whether a value follows it.
+    pub takes_value: bool,
+}
+
+/// What the front ends add to the configuration's syntax.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FrontEndSyntax {
+    /// Their sections (top-level tables).
+    pub sections: &'static [&'static str],
+    /// Their flags.
+    pub flags: &'static [FlagSpec],
+}
+
+/// A front end's flag as given on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GivenFlag {
+    /// The flag.
+    pub flag: &'static str,
+    /// Its value, when it takes one.
+    pub value: Option<String>,
+}
+
+/// The sections the core reads itself.
+const CORE_SECTIONS: [&str; 3] = ["server", "access", "robot"];
 
 /// Server-wide settings (`[server]`).
 #[derive(Debug, Clone, Deserialize)]
@@ -137,13 +173,16 @@ pub struct RobotSettings {
     pub driver: Vec<DriverSettings>,
 }
 
-fn check_seconds(origin: &str, key: &str, v: f64) -> Result<(), SettingsError> {
+/// Checks that `v` is a number of seconds a timer can take; the error names `key`.
+pub fn check_seconds(origin: &str, key: &str, v: f64) -> Result<(), SettingsError> {
     if v.is_finite() && (0.0..=1e9).contains(&v) {
         Ok(())
     } else {
-        Err(SettingsError(format!(
-            "{origin}: {key} must be a non-negative number of seconds"
-        )))
+        Err(SettingsError::value(
+            origin,
+            key,
+            "must be a non-negative number of seconds",
+        ))
     }
 }
 
@@ -158,56 +197,162 @@ fn default_bind() -> String {
 }
 
 /// A configuration or command-line error, naming the file, key or flag.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SettingsError(pub String);
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// The configuration file cannot be read.
+    #[error("cannot read configuration file '{}': {source}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The text is not TOML, or a key is unknown or of the wrong type.
+    #[error("{origin}: {source}")]
+    Parse {
+        /// The file (or text) it came from.
+        origin: String,
+        /// What the parser said (it names the key).
+        source: Box<config::ConfigError>,
+    },
+    /// A value is out of range or inconsistent with others.
+    #[error("{origin}: {key}: {why}")]
+    Value {
+        /// The file (or text, or `command line`) it came from.
+        origin: String,
+        /// The key (or section, or robot) at fault.
+        key: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// A flag's value is missing or wrong.
+    #[error("flag {flag}: {why}")]
+    Flag {
+        /// The flag.
+        flag: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// A flag no one takes.
+    #[error("unknown flag '{flag}' (see --help)")]
+    UnknownFlag {
+        /// The flag.
+        flag: String,
+    },
+}
 
-impl fmt::Display for SettingsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+impl SettingsError {
+    /// A [`SettingsError::Value`].
+    pub fn value(origin: &str, key: &str, why: impl Into<String>) -> Self {
+        SettingsError::Value {
+            origin: origin.to_string(),
+            key: key.to_string(),
+            why: why.into(),
+        }
+    }
+
+    /// A [`SettingsError::Flag`].
+    pub fn flag(flag: &str, why: impl Into<String>) -> Self {
+        SettingsError::Flag {
+            flag: flag.to_string(),
+            why: why.into(),
+        }
     }
 }
 
-impl std::error::Error for SettingsError {}
-
 impl Settings {
-    /// Parses TOML text; `origin` names it in errors.
+    /// Parses TOML text holding the core's sections only; `origin` names it in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<Settings, SettingsError> {
-        let s: Settings = config::Config::builder()
+        Self::from_toml_with(text, origin, &FrontEndSyntax::default())
+    }
+
+    /// Parses TOML text that may also hold the sections of `front_ends`.
+    pub fn from_toml_with(
+        text: &str,
+        origin: &str,
+        front_ends: &FrontEndSyntax,
+    ) -> Result<Settings, SettingsError> {
+        let parse = |source| SettingsError::Parse {
+            origin: origin.to_string(),
+            source: Box::new(source),
+        };
+        let c = config::Config::builder()
             .add_source(config::File::from_str(text, config::FileFormat::Toml))
             .build()
-            .and_then(|c| c.try_deserialize())
-            .map_err(|e| SettingsError(format!("{origin}: {e}")))?;
+            .map_err(parse)?;
+        let top: BTreeMap<String, serde::de::IgnoredAny> =
+            c.clone().try_deserialize().map_err(parse)?;
+        let mut sections = BTreeMap::new();
+        for key in top.keys() {
+            if CORE_SECTIONS.contains(&key.as_str()) {
+                continue;
+            }
+            if !front_ends.sections.contains(&key.as_str()) {
+                let known: Vec<&str> = CORE_SECTIONS
+                    .iter()
+                    .chain(front_ends.sections)
+                    .copied()
+                    .collect();
+                return Err(SettingsError::value(
+                    origin,
+                    key,
+                    format!("unknown section (expected one of {})", known.join(", ")),
+                ));
+            }
+            sections.insert(key.clone(), c.get::<config::Value>(key).map_err(parse)?);
+        }
+        let mut s: Settings = c.try_deserialize().map_err(parse)?;
+        s.sections = sections;
+        s.origin = origin.to_string();
         s.check(origin)?;
         Ok(s)
     }
 
-    /// Reads a TOML file.
+    /// Reads a TOML file holding the core's sections only.
     pub fn from_file(path: &Path) -> Result<Settings, SettingsError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            SettingsError(format!(
-                "cannot read configuration file '{}': {e}",
-                path.display()
-            ))
+        Self::from_file_with(path, &FrontEndSyntax::default())
+    }
+
+    /// Reads a TOML file that may also hold the sections of `front_ends`.
+    pub fn from_file_with(
+        path: &Path,
+        front_ends: &FrontEndSyntax,
+    ) -> Result<Settings, SettingsError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SettingsError::File {
+            path: path.to_path_buf(),
+            source,
         })?;
-        Self::from_toml(&text, &format!("configuration file '{}'", path.display()))
+        Self::from_toml_with(
+            &text,
+            &format!("configuration file '{}'", path.display()),
+            front_ends,
+        )
     }
 
     /// The shipped default configuration.
     pub fn default_config() -> Settings {
-        Self::from_toml(DEFAULT_CONFIG, "built-in config/default.toml")
+        Self::default_config_with(&FrontEndSyntax::default())
+    }
+
+    /// The shipped default configuration, read with `front_ends`.
+    pub fn default_config_with(front_ends: &FrontEndSyntax) -> Settings {
+        Self::from_toml_with(DEFAULT_CONFIG, "built-in config/default.toml", front_ends)
             .expect("the shipped default configuration is valid")
     }
 
     fn check(&self, origin: &str) -> Result<(), SettingsError> {
         if self.robot.is_empty() {
-            return Err(SettingsError(format!(
-                "{origin}: no [[robot]] is configured"
-            )));
+            return Err(SettingsError::value(
+                origin,
+                "robot",
+                "no [[robot]] is configured",
+            ));
         }
         for r in &self.robot {
             for d in &r.driver {
-                d.device_codes()
-                    .map_err(|e| SettingsError(format!("{origin}: robot '{}': {e}", r.name)))?;
+                d.device_codes().map_err(|e| {
+                    SettingsError::value(origin, &format!("robot '{}'", r.name), e.to_string())
+                })?;
                 if let Some(t) = d.command_timeout {
                     check_seconds(
                         origin,
@@ -220,18 +365,14 @@ impl Settings {
                 check_seconds(origin, &format!("robot '{}' command_timeout", r.name), t)?;
             }
         }
-        self.record
-            .check()
-            .map_err(|e| SettingsError(format!("{origin}: {e}")))?;
         crate::access::Policy::new(&self.access)
-            .map_err(|e| SettingsError(format!("{origin}: {e}")))?;
-        self.zenoh
-            .check(&self.robot, &self.access)
-            .map_err(|e| SettingsError(format!("{origin}: {e}")))?;
+            .map_err(|e| SettingsError::value(origin, "access", e))?;
         if self.server.max_frequency == 0 {
-            return Err(SettingsError(format!(
-                "{origin}: server.max_frequency must be at least 1"
-            )));
+            return Err(SettingsError::value(
+                origin,
+                "server.max_frequency",
+                "must be at least 1",
+            ));
         }
         for (key, v) in [
             ("server.setup_timeout", self.server.setup_timeout),
@@ -259,18 +400,6 @@ impl Settings {
             max_output: self.server.max_output.max(4096),
             policy: std::sync::Arc::new(policy),
             devices: std::sync::Arc::new([false; 256]),
-        }
-    }
-
-    /// Robot `i`'s web viewer port and whether it was configured (a configured port that
-    /// cannot be bound stops the server; the default is best effort); `None` when off.
-    pub fn web_port_of(&self, i: usize) -> Option<(u16, bool)> {
-        match self.robot.get(i)?.web_port {
-            Some(0) => None,
-            Some(p) => Some((p, true)),
-            None => u16::try_from(usize::from(DEFAULT_WEB_PORT) + i)
-                .ok()
-                .map(|p| (p, false)),
         }
     }
 
@@ -321,12 +450,12 @@ impl Settings {
         stage: StageHandler,
         world: &str,
         gp: Option<u16>,
-    ) -> Result<(), String> {
+    ) -> Result<(), SettingsError> {
         let first = self
             .robot
             .first()
             .cloned()
-            .ok_or_else(|| "flag -stage: the configuration has no robot".to_string())?;
+            .ok_or_else(|| SettingsError::flag("-stage", "the configuration has no robot"))?;
         let planned = stage(
             &StageRobot {
                 name: first.name.clone(),
@@ -335,7 +464,8 @@ impl Settings {
             },
             world,
             gp,
-        )?;
+        )
+        .map_err(|e| SettingsError::flag("-stage", e.to_string()))?;
         let mut robots = Vec::with_capacity(planned.len() + self.robot.len());
         // A large world: one web viewer (the first robot's), not a listening port per robot.
         let web_each = planned.len() <= STAGE_WEB_VIEWERS_MAX;
@@ -361,9 +491,12 @@ impl Settings {
         for (i, a) in robots.iter().enumerate() {
             if a.port != 0 {
                 if let Some(b) = robots[..i].iter().find(|b| b.port == a.port) {
-                    return Err(format!(
-                        "flag -stage: robots '{}' and '{}' would both listen on port {}",
-                        b.name, a.name, a.port
+                    return Err(SettingsError::flag(
+                        "-stage",
+                        format!(
+                            "robots '{}' and '{}' would both listen on port {}",
+                            b.name, a.name, a.port
+                        ),
                     ));
                 }
             }
@@ -382,6 +515,8 @@ pub enum Invocation {
         settings: Box<Settings>,
         /// The directory relative paths in the configuration are resolved against.
         base_dir: PathBuf,
+        /// The front ends' flags, in command-line order.
+        flags: Vec<GivenFlag>,
     },
     /// Print the help text.
     Help,
@@ -394,7 +529,7 @@ fn value_of<'a>(
     it: &mut impl Iterator<Item = &'a String>,
 ) -> Result<&'a String, SettingsError> {
     it.next()
-        .ok_or_else(|| SettingsError(format!("flag {flag} needs a value (see --help)")))
+        .ok_or_else(|| SettingsError::flag(flag, "needs a value (see --help)"))
 }
 
 fn text(s: &str) -> config::Value {
@@ -403,7 +538,7 @@ fn text(s: &str) -> config::Value {
 
 /// `p` made absolute against the current directory (a flag's path means what it means
 /// where the command was typed, not where the configuration file is).
-fn absolute(p: &str) -> PathBuf {
+pub fn absolute(p: &str) -> PathBuf {
     let p = PathBuf::from(p);
     if p.is_absolute() {
         p
@@ -413,10 +548,16 @@ fn absolute(p: &str) -> PathBuf {
 }
 
 /// Parses the command line (without the program name). `catalog` says what `-stage` does
-/// and which device flags (`-pp`, `-lp`, ...) its drivers take.
-pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation, SettingsError> {
+/// and which device flags (`-pp`, `-lp`, ...) its drivers take; `front_ends`, which
+/// sections and flags the front ends take (handed back raw, for them to read).
+pub fn parse_args_with(
+    args: &[String],
+    catalog: &Catalog,
+    front_ends: &FrontEndSyntax,
+) -> Result<Invocation, SettingsError> {
     let mut config_file: Option<PathBuf> = None;
     let mut flags: Vec<(&str, Option<&String>)> = Vec::new();
+    let mut given = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -425,48 +566,67 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
             "--config" | "-config" => {
                 config_file = Some(PathBuf::from(value_of(a, &mut it)?));
             }
-            "-gp" | "-stage" | "-bind" | "-record" | "-web" => {
+            "-gp" | "-stage" | "-bind" => {
                 let v = value_of(a, &mut it)?;
                 flags.push((a.as_str(), Some(v)));
+            }
+            f if front_ends.flags.iter().any(|s| s.flag == f) => {
+                let spec = front_ends
+                    .flags
+                    .iter()
+                    .find(|s| s.flag == f)
+                    .expect("found above");
+                let value = if spec.takes_value {
+                    Some(value_of(a, &mut it)?.clone())
+                } else {
+                    None
+                };
+                given.push(GivenFlag {
+                    flag: spec.flag,
+                    value,
+                });
             }
             f if catalog.flag(f).is_some() => {
                 let v = value_of(a, &mut it)?;
                 flags.push((a.as_str(), Some(v)));
             }
-            "-debug" | "-exp" | "--zenoh" => flags.push((a.as_str(), None)),
+            "-debug" | "-exp" => flags.push((a.as_str(), None)),
             other => {
-                return Err(SettingsError(format!(
-                    "unknown flag '{other}' (see --help)"
-                )))
+                return Err(SettingsError::UnknownFlag {
+                    flag: other.to_string(),
+                })
             }
         }
     }
     let (mut settings, base_dir) = match &config_file {
         Some(p) => (
-            Settings::from_file(p)?,
+            Settings::from_file_with(p, front_ends)?,
             p.parent()
                 .map(Path::to_path_buf)
                 .filter(|p| !p.as_os_str().is_empty())
                 .unwrap_or_else(|| PathBuf::from(".")),
         ),
-        None => (Settings::default_config(), PathBuf::from(".")),
+        None => (
+            Settings::default_config_with(front_ends),
+            PathBuf::from("."),
+        ),
     };
     let mut driver_flags: Vec<(&DeviceFlag, Vec<(&str, config::Value)>)> = Vec::new();
-    let mut web: Option<u16> = None;
     let mut bind: Option<String> = None;
     for (flag, value) in flags {
         let v = value.map(String::as_str).unwrap_or_default();
         match flag {
             "-gp" => {
                 settings.robot[0].port = v.parse().map_err(|_| {
-                    SettingsError(format!("flag -gp: '{v}' is not a TCP port number"))
+                    SettingsError::flag("-gp", format!("'{v}' is not a TCP port number"))
                 })?;
             }
             "-stage" => {
                 if !Path::new(v).exists() {
-                    return Err(SettingsError(format!(
-                        "flag -stage: world file '{v}' does not exist"
-                    )));
+                    return Err(SettingsError::flag(
+                        "-stage",
+                        format!("world file '{v}' does not exist"),
+                    ));
                 }
                 // Every robot of the world on its own port; -gp (wherever it is on the
                 // command line) sets the first port.
@@ -476,26 +636,20 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
                     .find(|w| w[0] == "-gp")
                     .and_then(|w| w[1].parse::<u16>().ok());
                 let stage = catalog.stage_handler().ok_or_else(|| {
-                    SettingsError("flag -stage: no simulator driver is registered".into())
+                    SettingsError::flag("-stage", "no simulator driver is registered")
                 })?;
-                settings.apply_stage(stage, v, gp).map_err(SettingsError)?;
-            }
-            "-record" => settings.record.path = absolute(v).display().to_string(),
-            "-web" => {
-                web = Some(v.parse().map_err(|_| {
-                    SettingsError(format!("flag -web: '{v}' is not a TCP port number"))
-                })?);
+                settings.apply_stage(stage, v, gp)?;
             }
             "-bind" => {
                 if v.parse::<std::net::IpAddr>().is_err() {
-                    return Err(SettingsError(format!(
-                        "flag -bind: '{v}' is not an IP address (e.g. 127.0.0.1 or ::)"
-                    )));
+                    return Err(SettingsError::flag(
+                        "-bind",
+                        format!("'{v}' is not an IP address (e.g. 127.0.0.1 or ::)"),
+                    ));
                 }
                 bind = Some(v.to_string());
             }
             "-debug" => settings.server.debug = true,
-            "--zenoh" => settings.zenoh.enabled = true,
             "-exp" => settings.server.experimental = true,
             f => {
                 let Some(df) = catalog.flag(f) else {
@@ -505,15 +659,16 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
                     FlagValue::Text => text(v),
                     FlagValue::Port => {
                         let port: u16 = v.parse().map_err(|_| {
-                            SettingsError(format!("flag {f}: '{v}' is not a TCP port number"))
+                            SettingsError::flag(f, format!("'{v}' is not a TCP port number"))
                         })?;
                         config::Value::new(None, config::ValueKind::U64(u64::from(port)))
                     }
                     FlagValue::File => {
                         if !Path::new(v).is_file() {
-                            return Err(SettingsError(format!(
-                                "flag {f}: file '{v}' does not exist"
-                            )));
+                            return Err(SettingsError::flag(
+                                f,
+                                format!("file '{v}' does not exist"),
+                            ));
                         }
                         text(&absolute(v).display().to_string())
                     }
@@ -529,36 +684,16 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
     for (df, params) in driver_flags {
         settings.assign(df.driver, df.devices, params);
     }
-    // After -stage, so every robot of the world gets its port.
-    if let Some(base) = web {
-        for (i, r) in settings.robot.iter_mut().enumerate() {
-            r.web_port = Some(if base == 0 {
-                0
-            } else {
-                u16::try_from(usize::from(base) + i).map_err(|_| {
-                    SettingsError(format!(
-                        "flag -web: robot {i}'s port {base} + {i} is past 65535"
-                    ))
-                })?
-            });
-        }
-    }
     // After -stage, so the robots of a world listen there too.
     if let Some(bind) = bind {
         for r in &mut settings.robot {
             r.bind = bind.clone();
         }
     }
-    // After -stage and --zenoh: the robots' names and the bridge's section as they are now.
-    if settings.zenoh.enabled {
-        settings
-            .zenoh
-            .check(&settings.robot, &settings.access)
-            .map_err(SettingsError)?;
-    }
     Ok(Invocation::Run {
         settings: Box::new(settings),
         base_dir,
+        flags: given,
     })
 }
 
@@ -601,7 +736,7 @@ mod tests {
     }
 
     fn run(a: &[&str]) -> Result<Settings, SettingsError> {
-        match parse_args_with(&args(a), &catalog())? {
+        match parse_args_with(&args(a), &catalog(), &FrontEndSyntax::default())? {
             Invocation::Run { settings, .. } => Ok(*settings),
             other => panic!("{other:?}"),
         }
@@ -646,61 +781,98 @@ mod tests {
 
     #[test]
     fn bad_flags_name_themselves() {
+        let e = run(&["-gp", "seventy"]).unwrap_err();
         assert_eq!(
-            run(&["-gp", "seventy"]).unwrap_err().0,
+            e.to_string(),
             "flag -gp: 'seventy' is not a TCP port number"
         );
-        assert!(run(&["-gp"]).unwrap_err().0.contains("-gp needs a value"));
-        assert!(run(&["-bogus"]).unwrap_err().0.contains("'-bogus'"));
-        assert!(run(&["-stage", "/no/such/world.toml"])
-            .unwrap_err()
-            .0
-            .contains("/no/such/world.toml"));
+        assert!(matches!(e, SettingsError::Flag { ref flag, .. } if flag == "-gp"));
+        let e = run(&["-gp"]).unwrap_err();
+        assert!(
+            matches!(&e, SettingsError::Flag { flag, why } if flag == "-gp" && why.contains("needs a value")),
+            "{e}"
+        );
+        let e = run(&["-bogus"]).unwrap_err();
+        assert!(
+            matches!(&e, SettingsError::UnknownFlag { flag } if flag == "-bogus"),
+            "{e}"
+        );
+        let e = run(&["-stage", "/no/such/world.toml"]).unwrap_err();
+        assert!(
+            matches!(&e, SettingsError::Flag { flag, why } if flag == "-stage" && why.contains("/no/such/world.toml")),
+            "{e}"
+        );
     }
 
     #[test]
-    fn web_ports_default_per_robot_and_the_flag_sets_or_turns_them_off() {
-        let s = run(&[]).unwrap();
-        assert_eq!(s.web_port_of(0), Some((DEFAULT_WEB_PORT, false)));
-        let s = run(&["-web", "9000"]).unwrap();
-        assert_eq!(s.web_port_of(0), Some((9000, true)));
-        let s = run(&["-web", "0"]).unwrap();
-        assert_eq!(s.web_port_of(0), None);
-        assert!(run(&["-web", "x"]).unwrap_err().0.contains("-web"));
-        let t = "[[robot]]\nweb_port = 0\n[[robot]]\nport = 7\n[[robot]]\nweb_port = 9100\n";
-        let s = Settings::from_toml(t, "t").unwrap();
-        assert_eq!(s.web_port_of(0), None);
-        assert_eq!(s.web_port_of(1), Some((DEFAULT_WEB_PORT + 1, false)));
-        assert_eq!(s.web_port_of(2), Some((9100, true)));
+    fn front_end_flags_and_sections_are_taken_only_when_declared_and_handed_back() {
+        const SYNTAX: FrontEndSyntax = FrontEndSyntax {
+            sections: &["extra"],
+            flags: &[
+                FlagSpec {
+                    flag: "-x",
+                    takes_value: true,
+                },
+                FlagSpec {
+                    flag: "--y",
+                    takes_value: false,
+                },
+            ],
+        };
+        let Invocation::Run { flags, .. } =
+            parse_args_with(&args(&["--y", "-x", "v", "-gp", "7"]), &catalog(), &SYNTAX).unwrap()
+        else {
+            panic!("not a run")
+        };
+        let given: Vec<(&str, Option<&str>)> =
+            flags.iter().map(|g| (g.flag, g.value.as_deref())).collect();
+        assert_eq!(given, [("--y", None), ("-x", Some("v"))]);
+        assert!(matches!(
+            run(&["-x", "v"]),
+            Err(SettingsError::UnknownFlag { .. })
+        ));
+        let e = parse_args_with(&args(&["-x"]), &catalog(), &SYNTAX).unwrap_err();
+        assert!(
+            matches!(&e, SettingsError::Flag { flag, .. } if flag == "-x"),
+            "{e}"
+        );
+        let text = "[extra]\na = 1\n[[robot]]\n";
+        let s = Settings::from_toml_with(text, "t", &SYNTAX).unwrap();
+        assert_eq!(s.sections.keys().collect::<Vec<_>>(), ["extra"]);
+        let e = Settings::from_toml(text, "t").unwrap_err();
+        assert!(
+            matches!(&e, SettingsError::Value { key, .. } if key == "extra"),
+            "{e}"
+        );
     }
 
     #[test]
     fn unknown_keys_are_errors_naming_the_key() {
         let e =
             Settings::from_toml("[server]\nmax_clientz = 3\n[[robot]]\n", "test.toml").unwrap_err();
-        assert!(e.0.contains("max_clientz"), "{e}");
-        assert!(e.0.contains("test.toml"), "{e}");
+        assert!(
+            matches!(&e, SettingsError::Parse { origin, source } if origin == "test.toml"
+                && source.to_string().contains("max_clientz")),
+            "{e}"
+        );
         let e = Settings::from_toml("[[robot]]\nport = \"x\"\n", "t").unwrap_err();
-        assert!(e.0.contains("port"), "{e}");
+        assert!(
+            matches!(&e, SettingsError::Parse { source, .. } if source.to_string().contains("port")),
+            "{e}"
+        );
         let e = Settings::from_toml(
             "[[robot]]\n[[robot.driver]]\ndriver = \"sim\"\ndevices = [\"pp\"]\n",
             "t",
         )
         .unwrap_err();
-        assert!(e.0.contains("'pp'"), "{e}");
-    }
-
-    #[test]
-    fn shipped_config_files_load() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config");
-        let mut n = 0;
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let p = entry.unwrap().path();
-            if p.extension().is_some_and(|e| e == "toml") {
-                Settings::from_file(&p).unwrap_or_else(|e| panic!("{e}"));
-                n += 1;
-            }
-        }
-        assert!(n >= 1);
+        assert!(
+            matches!(&e, SettingsError::Value { key, why, .. } if key == "robot 'robot'" && why.contains("'pp'")),
+            "{e}"
+        );
+        let e = Settings::from_toml("[serverz]\n[[robot]]\n", "t").unwrap_err();
+        assert!(
+            matches!(&e, SettingsError::Value { key, .. } if key == "serverz"),
+            "{e}"
+        );
     }
 }

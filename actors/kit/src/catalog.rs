@@ -46,7 +46,7 @@ impl DriverContext {
         self.params
             .clone()
             .try_deserialize()
-            .map_err(|e| DriverError(format!("driver '{}' parameters: {e}", self.driver)))
+            .map_err(|e| DriverError::params(format!("driver '{}' parameters: {e}", self.driver)))
     }
 
     /// Resolves a path from the parameters against the configuration file's directory.
@@ -82,11 +82,48 @@ pub struct StageRobot {
     pub drivers: Vec<DriverSettings>,
 }
 
+/// Why `-stage WORLD` could not be expanded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StageError {
+    /// The world file could not be read or parsed (why, naming the file).
+    #[error("{0}")]
+    World(String),
+    /// The configuration's first robot has no `sim` driver to load the world into.
+    #[error("the configuration has no 'sim' driver to load the world into")]
+    NoSim,
+    /// The ports run out: robot `robot`'s port, `base + robot`, would be past 65535.
+    #[error(
+        "the ports run out: the world has {robots} robots, and from port {base} robot {robot} \
+         ('{name}') would listen on port {base} + {robot}, past 65535; start lower (-gp), give \
+         the robots ports in the world file, or use -gp 0 (any free port)"
+    )]
+    PortRange {
+        /// The robot's place in the world file.
+        robot: usize,
+        /// Its name.
+        name: String,
+        /// How many robots the world has.
+        robots: usize,
+        /// The first robot's port.
+        base: u16,
+    },
+}
+
 /// Expands `-stage WORLD` into the robots to serve, given the configuration's first robot,
 /// the world file and the `-gp` port if one was given. The first robot returned replaces
 /// the configuration's first; every further one is a robot of its own. Registered by the
 /// simulator.
-pub type StageHandler = fn(&StageRobot, &str, Option<u16>) -> Result<Vec<StageRobot>, String>;
+pub type StageHandler = fn(&StageRobot, &str, Option<u16>) -> Result<Vec<StageRobot>, StageError>;
+
+/// A device in a driver's `devices` that is not a one-character device code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("driver '{driver}': device '{device}' is not a one-character device code")]
+pub struct BadDeviceCode {
+    /// The driver.
+    pub driver: String,
+    /// The device as configured.
+    pub device: String,
+}
 
 /// What a driver flag's value is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,15 +229,15 @@ fn empty_table() -> config::Value {
 
 impl DriverSettings {
     /// The device codes, each checked to be one ASCII character.
-    pub fn device_codes(&self) -> Result<Vec<u8>, String> {
+    pub fn device_codes(&self) -> Result<Vec<u8>, BadDeviceCode> {
         self.devices
             .iter()
             .map(|d| match d.as_bytes() {
                 [c] if c.is_ascii_graphic() => Ok(*c),
-                _ => Err(format!(
-                    "driver '{}': device '{d}' is not a one-character device code",
-                    self.driver
-                )),
+                _ => Err(BadDeviceCode {
+                    driver: self.driver.clone(),
+                    device: d.clone(),
+                }),
             })
             .collect()
     }

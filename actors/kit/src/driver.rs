@@ -33,6 +33,12 @@ impl Timestamp {
             usec: d.subsec_micros(),
         }
     }
+
+    /// The 8 bytes a timestamped data packet carries (the `x y t` extension's layout:
+    /// seconds, then microseconds, both big-endian u32).
+    pub fn encode(self) -> [u8; player_proto::message::TIMESTAMP_SIZE] {
+        player_proto::message::encode_timestamp(self.sec, self.usec)
+    }
 }
 
 /// One device's newest reading. Published by drivers to subscribed sessions; the bytes are
@@ -174,17 +180,123 @@ impl DataRecipient {
     }
 }
 
-/// Why a driver could not do what was asked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DriverError(pub String);
+/// What kind of failure a [`DriverError`] is: what a caller can act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DriverErrorKind {
+    /// The driver's parameters are wrong (a configuration error).
+    Params,
+    /// The driver does not serve the device asked for (here, or at all).
+    NotServed,
+    /// The device's link (port, socket, program) could not be opened, or failed.
+    Link,
+    /// The device did not answer in time.
+    Timeout,
+    /// The device, or the driver's program, refused.
+    Refused,
+    /// Anything else (the server is stopping, a setup was abandoned).
+    Other,
+}
 
-impl fmt::Display for DriverError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+/// Why a driver could not do what was asked: a kind to match on and a text for a person
+/// (what a log line or a client's notice says).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text}")]
+pub struct DriverError {
+    /// What kind of failure.
+    pub kind: DriverErrorKind,
+    /// Why, for a person.
+    pub text: String,
+}
+
+impl DriverError {
+    /// An error of `kind` saying `text`.
+    pub fn new(kind: DriverErrorKind, text: impl Into<String>) -> Self {
+        DriverError {
+            kind,
+            text: text.into(),
+        }
+    }
+
+    /// Wrong parameters.
+    pub fn params(text: impl Into<String>) -> Self {
+        Self::new(DriverErrorKind::Params, text)
+    }
+
+    /// A device the driver does not serve.
+    pub fn not_served(text: impl Into<String>) -> Self {
+        Self::new(DriverErrorKind::NotServed, text)
+    }
+
+    /// The link could not be opened or failed.
+    pub fn link(text: impl Into<String>) -> Self {
+        Self::new(DriverErrorKind::Link, text)
+    }
+
+    /// No answer in time.
+    pub fn timeout(text: impl Into<String>) -> Self {
+        Self::new(DriverErrorKind::Timeout, text)
+    }
+
+    /// The device or the program refused.
+    pub fn refused(text: impl Into<String>) -> Self {
+        Self::new(DriverErrorKind::Refused, text)
+    }
+
+    /// Anything else.
+    pub fn other(text: impl Into<String>) -> Self {
+        Self::new(DriverErrorKind::Other, text)
     }
 }
 
-impl std::error::Error for DriverError {}
+/// Why a device could not be had: what a front end gets instead of a grant, and what a
+/// driver reading another device ([`ReadDevice`]) gets. A caller matches on it; its text
+/// is what a log line or a notice says.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeviceError {
+    /// The robot has no device with this code.
+    #[error("no device {} on this robot", crate::log::code(*.0))]
+    Unknown(u8),
+    /// The device produces no data (a reader asked to read it).
+    #[error("device {} produces no data", crate::log::code(*.0))]
+    Unreadable(u8),
+    /// The driver did not finish setting the device up in time.
+    #[error("setup did not finish within {:.1} s", .0.as_secs_f64())]
+    SetupTimeout(Duration),
+    /// The driver refused or failed the setup (its reason).
+    #[error("{0}")]
+    SetupFailed(DriverError),
+    /// The driver's actor has stopped.
+    #[error("driver has stopped")]
+    DriverStopped,
+    /// The setup this request waited on was abandoned (the server is stopping).
+    #[error("setup abandoned")]
+    SetupAbandoned,
+    /// A driver started outside a server has no devices to read.
+    #[error("this driver has no devices to read")]
+    NoRegistry,
+    /// The robot's registry has stopped.
+    #[error("the registry has stopped")]
+    RegistryStopped,
+}
+
+impl From<DeviceError> for DriverError {
+    /// A device a driver depends on could not be had (a virtual device's source): a
+    /// failed setup keeps its kind, a timeout is [`DriverErrorKind::Timeout`], a device
+    /// the robot lacks or that produces no data [`DriverErrorKind::NotServed`], anything
+    /// else [`DriverErrorKind::Other`]. The text is the device error's.
+    fn from(e: DeviceError) -> Self {
+        let kind = match &e {
+            DeviceError::SetupFailed(d) => return d.clone(),
+            DeviceError::SetupTimeout(_) => DriverErrorKind::Timeout,
+            DeviceError::Unknown(_) | DeviceError::Unreadable(_) => DriverErrorKind::NotServed,
+            DeviceError::DriverStopped
+            | DeviceError::SetupAbandoned
+            | DeviceError::NoRegistry
+            | DeviceError::RegistryStopped => DriverErrorKind::Other,
+        };
+        DriverError::new(kind, e.to_string())
+    }
+}
 
 /// Registry → driver: the first client subscribed to `device`; open it. The reply comes
 /// when the device is ready (or failed, which the client sees as `e`).
@@ -216,7 +328,7 @@ pub struct Command {
     pub device: u8,
     /// The `<command>` field (its size was checked against the device's command size).
     pub payload: Bytes,
-    /// The session that sent it (0 for the server itself).
+    /// The session that sent it ([`SessionId::SERVER`] for the server itself).
     pub session: SessionId,
 }
 
@@ -322,8 +434,56 @@ impl StatusSink {
     }
 }
 
-/// Identifies one client session within the server.
-pub type SessionId = u64;
+/// Identifies one holder of devices within the server: a client session, a front end's
+/// session, a recorder, a driver reading other devices. Ids are handed out by one counter
+/// per server ([`SessionId::next`]); two ids are reserved: [`SessionId::SERVER`] and
+/// [`SessionId::TAP`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SessionId(u64);
+
+impl SessionId {
+    /// The server itself: a command it sends passes the guard without write access (the
+    /// e-stop still holds). Never handed out by [`SessionId::next`] from a counter that
+    /// starts at 1.
+    pub const SERVER: SessionId = SessionId(0);
+    /// The registry's own tap, which reads every device it has set up (rates, silence,
+    /// recording).
+    pub const TAP: SessionId = SessionId(u64::MAX);
+
+    /// The next id from a server's counter (which starts at 1, so it never hands out
+    /// [`SessionId::SERVER`]).
+    pub fn next(counter: &std::sync::atomic::AtomicU64) -> SessionId {
+        SessionId(counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// The id as a number (for log lines and wire formats).
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl From<u64> for SessionId {
+    fn from(n: u64) -> Self {
+        SessionId(n)
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl slog::Value for SessionId {
+    fn serialize(
+        &self,
+        _record: &slog::Record,
+        key: slog::Key,
+        serializer: &mut dyn slog::Serializer,
+    ) -> slog::Result {
+        serializer.emit_u64(key, self.0)
+    }
+}
 
 /// Driver → registry: read (`on`) or stop reading another device of the same robot, as a
 /// read-only subscriber (a virtual device processing other devices' data). The registry
@@ -331,7 +491,7 @@ pub type SessionId = u64;
 /// session; a reader never gets write access. The reply comes when the device is set up
 /// (or names why it cannot be read); stopping always succeeds.
 #[derive(Message, Clone)]
-#[rtype(result = "Result<(), DriverError>")]
+#[rtype(result = "Result<(), DeviceError>")]
 pub struct ReadDevice {
     /// The reader's id (the [`DeviceSource`]'s own session id).
     pub session: SessionId,
@@ -346,10 +506,19 @@ pub struct ReadDevice {
 /// A driver's way to read other devices of its robot (virtual devices): the registry,
 /// behind one reader id of its own. [`DeviceSource::none`] refuses every read (a driver
 /// started outside a server).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct DeviceSource {
     session: SessionId,
     registry: Option<Recipient<ReadDevice>>,
+}
+
+impl Default for DeviceSource {
+    fn default() -> Self {
+        DeviceSource {
+            session: SessionId::SERVER,
+            registry: None,
+        }
+    }
 }
 
 impl DeviceSource {
@@ -373,7 +542,7 @@ impl DeviceSource {
         device: u8,
         recipient: DataRecipient,
         on: bool,
-    ) -> impl std::future::Future<Output = Result<(), DriverError>> + 'static {
+    ) -> impl std::future::Future<Output = Result<(), DeviceError>> + 'static {
         let send = self.registry.as_ref().map(|r| {
             r.send(ReadDevice {
                 session: self.session,
@@ -384,10 +553,8 @@ impl DeviceSource {
         });
         async move {
             match send {
-                None => Err(DriverError("this driver has no devices to read".into())),
-                Some(f) => f
-                    .await
-                    .unwrap_or_else(|_| Err(DriverError("the registry has stopped".into()))),
+                None => Err(DeviceError::NoRegistry),
+                Some(f) => f.await.unwrap_or(Err(DeviceError::RegistryStopped)),
             }
         }
     }
@@ -696,7 +863,7 @@ mod tests {
         for (device, session, r) in [(b'p', 1, &a), (b's', 1, &a), (b'l', 2, &b)] {
             p.set_subscribers(Subscribers {
                 device,
-                session,
+                session: SessionId::from(session),
                 recipient: Some(r.clone()),
             });
         }
@@ -708,14 +875,14 @@ mod tests {
         // Session 2 starts reading s: it is sent s's latest reading at once.
         p.set_subscribers(Subscribers {
             device: b's',
-            session: 2,
+            session: SessionId::from(2),
             recipient: Some(b.clone()),
         });
         // Session 1 stops reading p and s: later batches do not reach it.
         for device in [b'p', b's'] {
             p.set_subscribers(Subscribers {
                 device,
-                session: 1,
+                session: SessionId::from(1),
                 recipient: None,
             });
         }
@@ -742,7 +909,7 @@ mod tests {
         for device in [b'p', b's'] {
             p.set_subscribers(Subscribers {
                 device,
-                session: 1,
+                session: SessionId::from(1),
                 recipient: Some(r.clone()),
             });
         }

@@ -8,7 +8,6 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use player::server::Server;
 use player::settings::Settings;
 
 /// How long anything a test waits for may take on a loaded machine.
@@ -41,9 +40,10 @@ impl TestServer {
             system.block_on(async move {
                 let catalog = player::builtin_catalog();
                 let base = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-                let server = Server::start(&settings, &catalog, base, player::logging::discard())
-                    .await
-                    .expect("the server starts");
+                let server =
+                    player::server::start(&settings, &catalog, base, player::logging::discard())
+                        .await
+                        .expect("the server starts");
                 let _ = ready_tx.send(server.local_addrs()[0]);
                 let _ = stop_rx.await;
                 server.shutdown().await;

@@ -5,7 +5,7 @@
 //! `p`, which it reads through the server. The server starts it (`driver = "program"`,
 //! see README.md here) and talks to it over standard input and output.
 
-use player_kit::program::{frame, run, Output, ProgramDriver};
+use player_kit::program::{frame, run, Output, ProgramDriver, Refusal};
 use player_proto::data::Position;
 
 /// The device this program serves.
@@ -24,12 +24,13 @@ struct Odometer {
 }
 
 impl ProgramDriver for Odometer {
-    fn setup(&mut self, device: u8, out: &mut Output) -> Result<(), String> {
+    fn setup(&mut self, device: u8, out: &mut Output) -> Result<(), Refusal> {
         if device != ODOMETER {
             return Err(format!(
                 "odometer-plugin serves only 'd', not '{}'",
                 char::from(device)
-            ));
+            )
+            .into());
         }
         self.open = true;
         self.last = None;

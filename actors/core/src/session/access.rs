@@ -2,50 +2,18 @@
 //! how a `d r` request changes it (merging as the original does), the registry's grants,
 //! and commands checked against it.
 
+use super::list::Slot;
 use super::Session;
 use crate::logging::code as esc;
 use crate::notice::{kind, Notice};
 use crate::registry::{Subscribe, Unsubscribe};
 use actix::prelude::*;
 use bytes::Bytes;
-use player_kit::driver::{Command, DataRecipient, DeviceData};
+use player_kit::driver::{Command, DataRecipient};
 use player_proto::message;
 use player_proto::{access, device};
 use slog::{info, warn};
 use std::io::IoSlice;
-
-/// One device in the client's list.
-pub(super) struct Slot {
-    pub(super) code: u8,
-    /// r, w, a, c or e.
-    pub(super) access: u8,
-    pub(super) readable: bool,
-    pub(super) command: Option<(Recipient<Command>, usize)>,
-    pub(super) latest: Option<DeviceData>,
-    /// Sequence number of the last reading sent to this client.
-    pub(super) sent_seq: u64,
-}
-
-impl Slot {
-    pub(super) fn reads(&self) -> bool {
-        self.readable && matches!(self.access, access::READ | access::ALL)
-    }
-
-    pub(super) fn writes(&self) -> bool {
-        matches!(self.access, access::WRITE | access::ALL)
-    }
-
-    /// Leaves the device holding `access` (`c` or `e`): no commands, no data.
-    pub(super) fn release(&mut self, access: u8) {
-        self.access = access;
-        self.command = None;
-        self.latest = None;
-    }
-
-    pub(super) fn is_new(&self) -> bool {
-        self.latest.as_ref().is_some_and(|d| d.seq != self.sent_seq)
-    }
-}
 
 /// A request or reply as text for the log (`srpw`), unprintable bytes as `?`.
 fn pairs_text(pairs: &[(u8, u8)]) -> String {
@@ -62,35 +30,26 @@ fn pairs_text(pairs: &[(u8, u8)]) -> String {
         .collect()
 }
 
-/// The access a client holds after asking for `req` while holding `cur` (0 when the device
-/// is not in its list). See client-protocol-notes.md 3.2; `e` is treated as "not listed".
-fn next_access(cur: u8, req: u8) -> u8 {
+/// The access a client holds after asking for `req` while holding `cur` (`None` when the
+/// device is not in its list). See docs/reference/client-protocol-notes.md 3.2; `e` is
+/// treated as "not listed".
+fn next_access(cur: Option<u8>, req: u8) -> Option<u8> {
     let (r, w) = match cur {
-        access::READ => (true, false),
-        access::WRITE => (false, true),
-        access::ALL => (true, true),
+        Some(access::READ) => (true, false),
+        Some(access::WRITE) => (false, true),
+        Some(access::ALL) => (true, true),
         _ => (false, false),
     };
     match req {
-        access::READ if w && !r => access::ALL,
-        access::WRITE if r && !w => access::ALL,
-        access::READ | access::WRITE | access::ALL => req,
-        access::CLOSE if r || w || cur == access::CLOSE => access::CLOSE,
-        access::CLOSE => cur,
+        access::READ if w && !r => Some(access::ALL),
+        access::WRITE if r && !w => Some(access::ALL),
+        access::READ | access::WRITE | access::ALL => Some(req),
+        access::CLOSE if r || w || cur == Some(access::CLOSE) => Some(access::CLOSE),
         _ => cur,
     }
 }
 
 impl Session {
-    /// The access the client holds on `dev`; 0 when the device is not in its list (a listed
-    /// device always has one of `r w a c e`).
-    pub(super) fn access_of(&self, dev: u8) -> u8 {
-        self.slots
-            .iter()
-            .find(|s| s.code == dev)
-            .map_or(0, |s| s.access)
-    }
-
     pub(super) fn on_request(
         &mut self,
         second: u8,
@@ -99,21 +58,21 @@ impl Session {
         ctx: &mut Context<Self>,
     ) -> ResponseActFuture<Self, ()> {
         if second != b'r' {
-            if let Some(n) = self.throttle.allow("request-second") {
-                warn!(self.log, "device request with second byte {} instead of 'r'; treated as a request", esc(second); "suppressed" => n);
+            if let Some(n) = self.conn.throttle.allow("request-second") {
+                warn!(self.conn.log, "device request with second byte {} instead of 'r'; treated as a request", esc(second); "suppressed" => n);
             }
         }
         if let Some(b) = odd_byte {
-            if let Some(n) = self.throttle.allow("request-odd") {
-                warn!(self.log, "device request of odd size; trailing byte {} ignored", esc(b); "suppressed" => n);
+            if let Some(n) = self.conn.throttle.allow("request-odd") {
+                warn!(self.conn.log, "device request of odd size; trailing byte {} ignored", esc(b); "suppressed" => n);
             }
         }
         // Pairs refused before the registry is asked, with why (for the error channel).
         let mut refused: Vec<(u8, String)> = Vec::new();
         // Work out each device's final access, left to right, as the original does.
-        let mut finals: Vec<(u8, u8)> = Vec::new(); // (device, access after the request)
+        let mut finals: Vec<(u8, Option<u8>)> = Vec::new(); // (device, access after the request)
         for &(dev, req) in &pairs {
-            if !self.opts.devices[usize::from(dev)] {
+            if !self.conn.opts.devices[usize::from(dev)] {
                 // Unknown here: `e`, without taking a slot.
                 refused.push((dev, format!("no device {} on this robot", esc(dev))));
                 continue;
@@ -122,12 +81,12 @@ impl Session {
                 req,
                 access::READ | access::WRITE | access::ALL | access::CLOSE
             ) {
-                if let Some(n) = self.throttle.allow("access-code") {
-                    warn!(self.log, "unknown access code {} for device {}; ignored", esc(req), esc(dev); "suppressed" => n);
+                if let Some(n) = self.conn.throttle.allow("access-code") {
+                    warn!(self.conn.log, "unknown access code {} for device {}; ignored", esc(req), esc(dev); "suppressed" => n);
                 }
                 refused.push((dev, format!("unknown access code {}", esc(req))));
             }
-            let req = if !self.may_write && matches!(req, access::WRITE | access::ALL) {
+            let req = if !self.rights.may_write() && matches!(req, access::WRITE | access::ALL) {
                 refused.push((dev, self.read_only_reason().into()));
                 if req == access::WRITE {
                     continue;
@@ -138,7 +97,7 @@ impl Session {
             };
             let cur = match finals.iter().find(|(d, _)| *d == dev) {
                 Some(&(_, a)) => a,
-                None => self.access_of(dev),
+                None => self.list.access_of(dev),
             };
             let new = next_access(cur, req);
             match finals.iter_mut().find(|(d, _)| *d == dev) {
@@ -148,29 +107,35 @@ impl Session {
         }
         // Net changes, in order of first appearance.
         let mut calls = Vec::new();
-        let recipient = DataRecipient::with_inbox(&ctx.address(), self.inbox.clone());
+        let recipient = DataRecipient::with_inbox(&ctx.address(), self.list.inbox());
         for &(dev, new) in &finals {
-            let cur = self.access_of(dev);
-            if new == cur {
+            let cur = self.list.access_of(dev);
+            // Unchanged (a device not listed before stays unlisted: `new` is `None` only then).
+            let Some(new) = new.filter(|&n| Some(n) != cur) else {
                 continue;
-            }
-            if cur == 0 && self.slots.len() + calls.len() >= self.opts.max_devices {
-                let why = format!("more than {} devices for one client", self.opts.max_devices);
+            };
+            if cur.is_none() && self.list.slots.len() + calls.len() >= self.conn.opts.max_devices {
+                let why = format!(
+                    "more than {} devices for one client",
+                    self.conn.opts.max_devices
+                );
                 refused.push((dev, why));
                 continue;
             }
             let call = match new {
-                access::READ | access::WRITE | access::ALL => Some(self.registry.send(Subscribe {
-                    session: self.id,
-                    device: dev,
-                    read: matches!(new, access::READ | access::ALL),
-                    write: matches!(new, access::WRITE | access::ALL),
-                    recipient: recipient.clone(),
-                    client: self.client.clone(),
-                })),
+                access::READ | access::WRITE | access::ALL => {
+                    Some(self.conn.registry.send(Subscribe {
+                        session: self.conn.id,
+                        device: dev,
+                        read: matches!(new, access::READ | access::ALL),
+                        write: matches!(new, access::WRITE | access::ALL),
+                        recipient: recipient.clone(),
+                        client: self.conn.client.clone(),
+                    }))
+                }
                 access::CLOSE => {
-                    self.registry.do_send(Unsubscribe {
-                        session: self.id,
+                    self.conn.registry.do_send(Unsubscribe {
+                        session: self.conn.id,
                         device: dev,
                     });
                     None
@@ -178,7 +143,7 @@ impl Session {
                 _ => continue,
             };
             if call.is_some() {
-                self.requesting.push(dev);
+                self.list.requesting(dev);
             }
             calls.push((dev, new, call));
         }
@@ -196,7 +161,7 @@ impl Session {
             futures::future::join_all(futs)
                 .into_actor(self)
                 .map(move |results, act, ctx| {
-                    act.requesting.clear();
+                    act.list.answered();
                     for (dev, new, r) in results {
                         if let Some(why) = act.apply_grant(dev, new, r) {
                             refused.push((dev, why));
@@ -204,12 +169,9 @@ impl Session {
                     }
                     let reply: Vec<(u8, u8)> = pairs
                         .iter()
-                        .map(|&(dev, _)| match act.access_of(dev) {
-                            0 => (dev, access::ERROR),
-                            a => (dev, a),
-                        })
+                        .map(|&(dev, _)| (dev, act.list.access_of(dev).unwrap_or(access::ERROR)))
                         .collect();
-                    info!(act.log, "request answered"; "request" => pairs_text(&pairs), "reply" => pairs_text(&reply));
+                    info!(act.conn.log, "request answered"; "request" => pairs_text(&pairs), "reply" => pairs_text(&reply));
                     let bytes = message::reply(&reply);
                     act.write(&[IoSlice::new(&bytes)], ctx);
                     for (dev, why) in refused {
@@ -230,10 +192,13 @@ impl Session {
             Result<Result<crate::registry::Grant, crate::registry::DeviceError>, MailboxError>,
         >,
     ) -> Option<String> {
-        let idx = match self.slots.iter().position(|s| s.code == dev) {
+        // A reading that came before the grant is the device's first, or dropped.
+        let early = self.list.take_early(dev);
+        let slots = &mut self.list.slots;
+        let idx = match slots.iter().position(|s| s.code == dev) {
             Some(i) => i,
             None => {
-                self.slots.push(Slot {
+                slots.push(Slot {
                     code: dev,
                     access: access::ERROR,
                     readable: false,
@@ -241,10 +206,10 @@ impl Session {
                     latest: None,
                     sent_seq: 0,
                 });
-                self.slots.len() - 1
+                slots.len() - 1
             }
         };
-        let slot = &mut self.slots[idx];
+        let slot = &mut slots[idx];
         let refused = match result {
             None => {
                 slot.release(access::CLOSE);
@@ -255,11 +220,11 @@ impl Session {
                 slot.readable = grant.spec.readable;
                 slot.command = grant.command.zip(grant.spec.command_size);
                 if matches!(new, access::WRITE | access::ALL) && grant.spec.command_size.is_none() {
-                    info!(self.log, "write access granted to a device that takes no commands; its commands will be ignored"; "device" => player_kit::log::device(dev));
+                    info!(self.conn.log, "write access granted to a device that takes no commands; its commands will be ignored"; "device" => player_kit::log::device(dev));
                 }
                 if !slot.reads() {
                     slot.latest = None;
-                } else if let Some(d) = self.early.remove(&dev) {
+                } else if let Some(d) = early {
                     if slot.latest.as_ref().is_none_or(|l| l.seq < d.seq) {
                         slot.latest = Some(d);
                     }
@@ -267,23 +232,22 @@ impl Session {
                 None
             }
             Some(Ok(Err(e))) => {
-                warn!(self.log, "device refused"; "device" => format!("{} ({})", esc(dev), device::name(dev)), "error" => %e);
+                warn!(self.conn.log, "device refused"; "device" => format!("{} ({})", esc(dev), device::name(dev)), "error" => %e);
                 Some(e.to_string())
             }
             Some(Err(e)) => {
-                warn!(self.log, "registry unavailable"; "error" => %e);
+                warn!(self.conn.log, "registry unavailable"; "error" => %e);
                 Some(format!("registry unavailable: {e}"))
             }
         };
         if refused.is_some() {
-            self.slots.remove(idx);
+            self.list.slots.remove(idx);
         }
-        self.early.remove(&dev);
         refused
     }
 
     pub(super) fn on_command(&mut self, dev: u8, payload: Bytes, ctx: &mut Context<Self>) {
-        let why: Result<(), String> = match self.slots.iter().find(|s| s.code == dev) {
+        let why: Result<(), String> = match self.list.slots.iter().find(|s| s.code == dev) {
             None => Err(format!("command to {} ignored: no write access", esc(dev))),
             Some(slot) if !slot.writes() => Err(format!(
                 "command to {} ignored: no write access (holding {})",
@@ -302,7 +266,7 @@ impl Session {
                     recipient.do_send(Command {
                         device: dev,
                         payload,
-                        session: self.id,
+                        session: self.conn.id,
                     });
                     return;
                 }
@@ -315,8 +279,8 @@ impl Session {
             }
         };
         if let Err(why) = why {
-            if let Some(n) = self.throttle.allow("command") {
-                warn!(self.log, "{}", why; "suppressed" => n);
+            if let Some(n) = self.conn.throttle.allow("command") {
+                warn!(self.conn.log, "{}", why; "suppressed" => n);
             }
             self.notice(Notice::new(kind::COMMAND, dev, why), ctx);
         }
@@ -336,31 +300,33 @@ mod tests {
             access::CLOSE,
             access::ERROR,
         );
+        // A listed device always holds one of `r w a c e`.
+        let next = |cur: u8, req: u8| next_access(Some(cur), req);
         // not listed
-        assert_eq!(next_access(0, r), r);
-        assert_eq!(next_access(0, w), w);
-        assert_eq!(next_access(0, a), a);
-        assert_eq!(next_access(0, c), 0);
+        assert_eq!(next_access(None, r), Some(r));
+        assert_eq!(next_access(None, w), Some(w));
+        assert_eq!(next_access(None, a), Some(a));
+        assert_eq!(next_access(None, c), None);
         // upgrades merge
-        assert_eq!(next_access(r, w), a);
-        assert_eq!(next_access(w, r), a);
-        assert_eq!(next_access(r, a), a);
+        assert_eq!(next(r, w), Some(a));
+        assert_eq!(next(w, r), Some(a));
+        assert_eq!(next(r, a), Some(a));
         // downgrades
-        assert_eq!(next_access(a, r), r);
-        assert_eq!(next_access(a, w), w);
+        assert_eq!(next(a, r), Some(r));
+        assert_eq!(next(a, w), Some(w));
         // repeats
-        assert_eq!(next_access(r, r), r);
-        assert_eq!(next_access(a, a), a);
+        assert_eq!(next(r, r), Some(r));
+        assert_eq!(next(a, a), Some(a));
         // close
-        assert_eq!(next_access(r, c), c);
-        assert_eq!(next_access(a, c), c);
-        assert_eq!(next_access(c, c), c);
-        assert_eq!(next_access(e, c), e);
+        assert_eq!(next(r, c), Some(c));
+        assert_eq!(next(a, c), Some(c));
+        assert_eq!(next(c, c), Some(c));
+        assert_eq!(next(e, c), Some(e));
         // after an error, a retry is a fresh request
-        assert_eq!(next_access(e, r), r);
-        assert_eq!(next_access(e, w), w);
+        assert_eq!(next(e, r), Some(r));
+        assert_eq!(next(e, w), Some(w));
         // unknown access codes change nothing
-        assert_eq!(next_access(r, b'q'), r);
-        assert_eq!(next_access(0, b'q'), 0);
+        assert_eq!(next(r, b'q'), Some(r));
+        assert_eq!(next_access(None, b'q'), None);
     }
 }

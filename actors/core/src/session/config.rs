@@ -1,6 +1,6 @@
-//! Per-client configuration: the `x y` configs of data mode, frequency, one round
-//! (`y d`) and timestamps (the extensions are in `extensions.rs`), and configs routed
-//! to devices.
+//! Per-client configuration: the `x y` configs (decoded by
+//! [`player_proto::config::ServerConfig`]) of data mode, frequency, one round (`y d`) and
+//! timestamps (the extensions are in `extensions.rs`), and configs routed to devices.
 
 use super::Session;
 use crate::logging::code as esc;
@@ -8,15 +8,16 @@ use crate::notice::{kind, Notice};
 use crate::registry::RouteConfig;
 use actix::prelude::*;
 use bytes::Bytes;
-use player_proto::{config, device, DataMode};
+use player_proto::config::{ServerConfig, ServerConfigError};
+use player_proto::device;
 use slog::{debug, warn};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 impl Session {
     /// Logs (rate limited) and tells the client (when it asked) that a config was ignored.
     pub(super) fn config_ignored(&mut self, dev: u8, why: String, ctx: &mut Context<Self>) {
-        if let Some(n) = self.throttle.allow("config") {
-            warn!(self.log, "{}", why; "suppressed" => n);
+        if let Some(n) = self.conn.throttle.allow("config") {
+            warn!(self.conn.log, "{}", why; "suppressed" => n);
         }
         self.notice(Notice::new(kind::CONFIG, dev, why), ctx);
     }
@@ -28,10 +29,10 @@ impl Session {
             return;
         }
         if dev != device::SERVER {
-            let fut = self.registry.send(RouteConfig {
+            let fut = self.conn.registry.send(RouteConfig {
                 device: dev,
                 payload,
-                client: self.client.clone(),
+                client: self.conn.client.clone(),
             });
             ctx.spawn(fut.into_actor(self).map(move |r, act, ctx| {
                 let why = match r {
@@ -43,79 +44,68 @@ impl Session {
             }));
             return;
         }
-        let code = payload[0];
-        let args = &payload[1..];
-        match (code, args.len()) {
-            (config::FREQUENCY, 2) => {
-                let f = u16::from_be_bytes([args[0], args[1]]);
-                if f == 0 {
-                    self.config_ignored(dev, "frequency 0 refused".into(), ctx);
-                    return;
-                }
-                let f = if f > self.opts.max_frequency {
-                    warn!(self.log, "frequency clamped"; "asked" => f, "max" => self.opts.max_frequency);
-                    self.opts.max_frequency
+        let config = match ServerConfig::decode(&payload) {
+            Ok(c) => c,
+            Err(e) => {
+                let why = match e {
+                    ServerConfigError::Unknown { code, size } => format!(
+                        "config ignored: unknown server config {} or wrong size ({size} bytes)",
+                        esc(code),
+                    ),
+                    ServerConfigError::Empty => {
+                        format!("config to {} ignored: no config code", esc(dev))
+                    }
+                };
+                self.config_ignored(dev, why, ctx);
+                return;
+            }
+        };
+        match config {
+            ServerConfig::Frequency(0) => {
+                self.config_ignored(dev, "frequency 0 refused".into(), ctx);
+            }
+            ServerConfig::Frequency(f) => {
+                let max = self.conn.opts.max_frequency;
+                let f = if f > max {
+                    warn!(self.conn.log, "frequency clamped"; "asked" => f, "max" => max);
+                    max
                 } else {
                     f
                 };
-                debug!(self.log, "frequency set"; "hz" => f);
-                self.period = Duration::from_secs_f64(1.0 / f64::from(f));
+                debug!(self.conn.log, "frequency set"; "hz" => f);
+                let due = self.schedule.set_frequency(f, Instant::now());
                 self.account_load();
-                if self.mode == DataMode::Continuous {
-                    self.next_tick =
-                        crate::timer::on_grid(Instant::now() + self.period, self.period);
-                    self.schedule_tick(ctx);
-                }
+                self.apply(due, ctx);
             }
-            (config::DATA_MODE, 1) => {
-                let mode = DataMode::from_code(args[0]);
-                if mode == self.mode {
+            ServerConfig::DataMode(mode) => {
+                let now = Instant::now();
+                let Some(due) = self.schedule.set_mode(mode, now, self.list.any_new()) else {
                     return;
-                }
-                debug!(self.log, "data mode set"; "mode" => mode.code());
-                self.mode = mode;
+                };
+                debug!(self.conn.log, "data mode set"; "mode" => mode.code());
                 self.account_load();
-                self.rounds_requested = 0;
-                self.round_due = false;
-                self.stop_ticking();
-                if let Some(h) = self.push_timer.take() {
-                    ctx.cancel_future(h);
-                }
-                match mode {
-                    DataMode::Continuous => {
-                        // A round at once, then every period.
-                        self.next_tick = Instant::now();
-                        self.schedule_tick(ctx);
-                    }
-                    DataMode::PushNew => self.push_new(ctx),
-                    DataMode::RequestReply | DataMode::PullNew => {}
-                }
+                self.stop_timers(ctx);
+                self.apply(due, ctx);
             }
-            (config::REQUEST_DATA, 0) => match self.mode {
-                DataMode::RequestReply | DataMode::PullNew => {
-                    self.rounds_requested = (self.rounds_requested + 1).min(16);
+            ServerConfig::RequestData => {
+                if self.schedule.request_round() {
                     self.serve_requests(ctx);
-                }
-                _ => self.config_ignored(
-                    dev,
-                    "data request ignored: not in a request/reply mode".into(),
-                    ctx,
-                ),
-            },
-            (config::TIMESTAMPS, 1) => {
-                self.timestamps = args[0] != 0;
-                debug!(self.log, "timestamps"; "on" => self.timestamps);
-            }
-            _ => {
-                if !self.on_extension(code, args, ctx) {
-                    let why = format!(
-                        "config ignored: unknown server config {} or wrong size ({} bytes)",
-                        esc(code),
-                        payload.len()
+                } else {
+                    self.config_ignored(
+                        dev,
+                        "data request ignored: not in a request/reply mode".into(),
+                        ctx,
                     );
-                    self.config_ignored(dev, why, ctx);
                 }
             }
+            ServerConfig::Timestamps(on) => {
+                self.writer.set_timestamps(on);
+                debug!(self.conn.log, "timestamps"; "on" => on);
+            }
+            ServerConfig::Errors(on) => self.set_notices(on, ctx),
+            ServerConfig::EStop(latch) => self.on_estop(latch, ctx),
+            ServerConfig::Key(key) => self.on_key(key, ctx),
+            ServerConfig::DeviceList => self.send_device_list(ctx),
         }
     }
 }

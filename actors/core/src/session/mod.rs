@@ -19,18 +19,26 @@
 //! (`pace.rs`), so a slow client or link gets the newest data when it can take it and
 //! nobody else waits for it.
 //!
-//! By job: `access.rs` (the per-device access state machine, grants, commands),
-//! `config.rs` (the client's modes, frequency, timestamps), `extensions.rs` (error channel,
-//! e-stop, key, device list), `schedule.rs` (ticks, deadlines, when a round falls due),
-//! `writer.rs` (rounds, writes, flush, stall), `pace.rs` (what may be left unsent or in
-//! flight) and `reader.rs` (the reader task); this file
-//! holds the actor, its state and its message handlers.
+//! By part, each file owning its part's state: `list.rs` (the client's devices, their
+//! newest readings, the inbox), `schedule.rs` (when rounds fall due: a pure [`Schedule`]
+//! tested on made-up instants, and the session's side that applies its answers),
+//! `writer.rs` (rounds, writes, flush, stall), `rights.rs` (what the client may do),
+//! `pace.rs` (what may be left unsent or in flight) and `reader.rs` (the reader task). By
+//! job: `access.rs` (the per-device access state machine, grants, commands), `config.rs`
+//! (the client's `y` configs: modes, frequency, timestamps), `extensions.rs` (error
+//! channel, e-stop, key, device list). This file holds the actor and its connection,
+//! routes its messages and sets its timers.
+//!
+//! [`Schedule`]: schedule::Schedule
 
 mod access;
 mod config;
 mod extensions;
+mod list;
 mod pace;
 mod reader;
+mod reload;
+mod rights;
 mod schedule;
 mod writer;
 
@@ -41,13 +49,10 @@ use crate::notice::{kind, Notice};
 use crate::registry::{Disconnect, Registry, SessionId};
 use crate::timer::{TickHandle, Ticks};
 use actix::prelude::*;
-use bytes::BytesMut;
-use player_kit::driver::{DeviceData, DeviceDataBatch, Inbox};
-use player_proto::{device, DataMode};
+use player_kit::driver::{DeviceData, DeviceDataBatch};
+use player_proto::device;
 use slog::{info, warn, Logger};
-use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
@@ -113,74 +118,46 @@ struct Incoming(ClientMessage);
 #[rtype(result = "()")]
 struct ReadEnded(Option<String>);
 
-use access::Slot;
+pub use reload::Recheck;
 
-/// The session actor of one client connection.
-pub struct Session {
+/// The connection: who the client is, where the session reports, its limits and its end.
+struct Conn {
     id: SessionId,
     peer: SocketAddr,
     client: String,
     log: Logger,
-    stream: Rc<TcpStream>,
     registry: Addr<Registry>,
     listener: Option<Recipient<SessionClosed>>,
     opts: SessionOptions,
-    slots: Vec<Slot>,
-    /// Readings that arrived for a device before its grant was applied.
-    early: HashMap<u8, DeviceData>,
-    /// Devices whose subscription is in flight.
-    requesting: Vec<u8>,
-    mode: DataMode,
-    period: Duration,
-    timestamps: bool,
-    next_tick: Instant,
-    /// The session's repeating timer (its stream is added to the context at start).
-    ticks: TickHandle,
-    tick_stream: Option<Ticks>,
-    /// Whether `ticks` is set.
-    ticking: bool,
-    /// A continuous round fell due while a device had no reading yet.
-    round_due: bool,
-    /// `y d` requests not yet answered.
-    rounds_requested: u32,
-    /// When the last push-new round went out; a timer is pending when `push_timer` is set.
-    last_push: Option<Instant>,
-    push_timer: Option<SpawnHandle>,
-    /// Bytes written by us but not yet taken by the kernel.
-    out: BytesMut,
-    flushing: bool,
-    /// What may be left unsent or in flight (`pace`).
-    pace: pace::Pacer,
-    /// Where the drivers leave readings while this session wants no message per reading.
-    inbox: Arc<Inbox>,
-    /// This session's part of its thread's load (rounds per second on a schedule), kept
-    /// current for the placement of new sessions; `None` outside a server.
-    load: Option<crate::placement::LoadShare>,
-    /// Whether the inbox was last told to have readings sent as messages.
-    inbox_messages: bool,
-    /// The inbox's readings, taken out (kept for its capacity).
-    inbox_buf: Vec<DeviceData>,
-    /// Where a round is laid out before its one write (kept for its capacity).
-    round_buf: Vec<u8>,
-    /// Since when due rounds have been skipped because the client is not reading.
-    stalled_since: Option<Instant>,
-    skipped: u64,
-    waiting_since: Option<Instant>,
-    warned_quiet: bool,
     reader: Option<actix_rt::task::JoinHandle<()>>,
     closing_reason: Option<String>,
-    /// Whether the client may command (its address may, and it presented the key when
-    /// one is set).
-    may_write: bool,
-    /// It must present the key before anything else.
-    must_present_key: bool,
     /// It asked for notices (`x y e 1`).
     notices: bool,
     /// Notices dropped because the client left too much unread.
     notices_dropped: u64,
-    /// Woken when `out` drains, for input paused on unread output.
-    drained: Option<futures::channel::oneshot::Sender<()>>,
     throttle: Throttle,
+    /// This session's part of its thread's load (rounds per second on a schedule), kept
+    /// current for the placement of new sessions; `None` outside a server.
+    load: Option<crate::placement::LoadShare>,
+}
+
+/// The session's timers: the repeating tick of continuous mode and the push-new wake.
+struct Timers {
+    /// The session's repeating timer (its stream is added to the context at start).
+    ticks: TickHandle,
+    tick_stream: Option<Ticks>,
+    /// Set while push new waits out its period.
+    push: Option<SpawnHandle>,
+}
+
+/// The session actor of one client connection.
+pub struct Session {
+    conn: Conn,
+    list: list::DeviceList,
+    schedule: schedule::Schedule,
+    timers: Timers,
+    writer: writer::Writer,
+    rights: rights::Rights,
 }
 
 impl Session {
@@ -197,78 +174,69 @@ impl Session {
         let client = peer.to_string();
         let (ticks, tick_stream) = crate::timer::ticks();
         let log = log.new(slog::o!("client" => client.clone(), "session" => id));
-        let rights = opts
-            .policy
-            .admit(peer.ip())
-            .unwrap_or(crate::access::Rights {
-                write: false,
-                must_present_key: false,
-            });
+        let rights = rights::Rights::admit(&opts.policy, peer.ip());
         Session {
-            may_write: rights.write,
-            must_present_key: rights.must_present_key,
-            notices: false,
-            notices_dropped: 0,
-            drained: None,
-            throttle: Throttle::default(),
-            id,
-            peer,
-            client,
-            log,
-            stream: Rc::new(stream),
-            registry,
-            listener,
-            opts,
-            slots: Vec::new(),
-            early: HashMap::new(),
-            requesting: Vec::new(),
-            mode: DataMode::Continuous,
-            period: Duration::from_millis(100),
-            timestamps: false,
-            next_tick: Instant::now(),
-            ticks,
-            tick_stream: Some(tick_stream),
-            ticking: false,
-            round_due: false,
-            rounds_requested: 0,
-            last_push: None,
-            push_timer: None,
-            out: BytesMut::new(),
-            flushing: false,
-            pace: pace::Pacer::default(),
-            inbox: Inbox::new(),
-            load: None,
-            inbox_messages: true,
-            inbox_buf: Vec::new(),
-            round_buf: Vec::new(),
-            stalled_since: None,
-            skipped: 0,
-            waiting_since: None,
-            warned_quiet: false,
-            reader: None,
-            closing_reason: None,
+            conn: Conn {
+                id,
+                peer,
+                client,
+                log,
+                registry,
+                listener,
+                opts,
+                reader: None,
+                closing_reason: None,
+                notices: false,
+                notices_dropped: 0,
+                throttle: Throttle::default(),
+                load: None,
+            },
+            list: list::DeviceList::new(),
+            schedule: schedule::Schedule::new(Instant::now()),
+            timers: Timers {
+                ticks,
+                tick_stream: Some(tick_stream),
+                push: None,
+            },
+            writer: writer::Writer::new(stream),
+            rights,
         }
     }
 
     /// Counts this session in its thread's load through `share` (see
     /// [`crate::placement`]).
     pub fn with_load(mut self, share: crate::placement::LoadShare) -> Self {
-        self.load = Some(share);
+        self.conn.load = Some(share);
         self
     }
 
     /// Updates this session's share of its thread's load: its rate while it sends on a
     /// schedule, nothing in the request modes.
-    pub(super) fn account_load(&mut self) {
-        let rate = match self.mode {
-            DataMode::Continuous | DataMode::PushNew => {
-                (1.0 / self.period.as_secs_f64()).round() as u64
-            }
-            DataMode::RequestReply | DataMode::PullNew => 0,
-        };
-        if let Some(share) = &mut self.load {
+    fn account_load(&mut self) {
+        let rate = self.schedule.rate();
+        if let Some(share) = &mut self.conn.load {
             share.set(rate);
         }
+    }
+
+    /// Clears both timers (the data mode changed; the schedule has forgotten them).
+    fn stop_timers(&mut self, ctx: &mut Context<Self>) {
+        self.timers.ticks.clear();
+        if let Some(h) = self.timers.push.take() {
+            ctx.cancel_future(h);
+        }
+    }
+
+    /// Wakes push new at `at`, to look again.
+    fn wake_at(&mut self, at: Instant, ctx: &mut Context<Self>) {
+        let wake = crate::timer::sleep_until(at)
+            .into_actor(self)
+            .map(|_, act, ctx| {
+                act.timers.push = None;
+                act.schedule.woke();
+                act.push_new(ctx);
+            });
+        self.timers.push = Some(ctx.spawn(wake));
     }
 }
 
@@ -276,29 +244,28 @@ impl Actor for Session {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        info!(self.log, "client connected");
+        info!(self.conn.log, "client connected");
         let addr = ctx.address();
-        let stream = self.stream.clone();
-        self.reader = Some(actix_rt::spawn(reader::read_loop(
-            stream,
+        self.conn.reader = Some(actix_rt::spawn(reader::read_loop(
+            self.writer.stream(),
             addr,
-            self.opts.partial_timeout,
+            self.conn.opts.partial_timeout,
         )));
-        if let Some(s) = self.tick_stream.take() {
+        if let Some(s) = self.timers.tick_stream.take() {
             ctx.add_stream(s);
         }
-        self.next_tick = crate::timer::on_grid(Instant::now() + self.period, self.period);
-        self.schedule_tick(ctx);
-        if self.must_present_key {
-            let wait = if self.opts.partial_timeout.is_zero() {
+        let first = self.schedule.start(Instant::now());
+        self.timers.ticks.set(first);
+        if self.rights.must_present_key() {
+            let wait = if self.conn.opts.partial_timeout.is_zero() {
                 Duration::from_secs(10)
             } else {
-                self.opts.partial_timeout
+                self.conn.opts.partial_timeout
             };
             ctx.run_later(wait, |act, ctx| {
-                if act.must_present_key {
-                    warn!(act.log, "refused: no key presented in time");
-                    act.closing_reason = Some("no key presented".into());
+                if act.rights.must_present_key() {
+                    warn!(act.conn.log, "refused: no key presented in time");
+                    act.conn.closing_reason = Some("no key presented".into());
                     ctx.stop();
                 }
             });
@@ -306,17 +273,15 @@ impl Actor for Session {
     }
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
-        if let Some(r) = self.reader.take() {
+        let c = &mut self.conn;
+        if let Some(r) = c.reader.take() {
             r.abort();
         }
-        self.registry.do_send(Disconnect { session: self.id });
-        let reason = self
-            .closing_reason
-            .take()
-            .unwrap_or_else(|| "closed".into());
-        info!(self.log, "client disconnected"; "reason" => reason, "peer" => %self.peer, "rounds_skipped" => self.skipped, "warnings_suppressed" => self.throttle.pending());
-        if let Some(l) = self.listener.take() {
-            l.do_send(SessionClosed { id: self.id });
+        c.registry.do_send(Disconnect { session: c.id });
+        let reason = c.closing_reason.take().unwrap_or_else(|| "closed".into());
+        info!(c.log, "client disconnected"; "reason" => reason, "peer" => %c.peer, "rounds_skipped" => self.writer.skipped(), "warnings_suppressed" => c.throttle.pending());
+        if let Some(l) = c.listener.take() {
+            l.do_send(SessionClosed { id: c.id });
         }
     }
 }
@@ -325,12 +290,12 @@ impl Handler<Incoming> for Session {
     type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, msg: Incoming, ctx: &mut Self::Context) -> Self::Result {
-        if self.must_present_key && !is_key(&msg.0) {
+        if self.rights.must_present_key() && !is_key(&msg.0) {
             warn!(
-                self.log,
+                self.conn.log,
                 "refused: the key must be the first message (access.keyless = \"refuse\")"
             );
-            self.closing_reason = Some("no key presented".into());
+            self.conn.closing_reason = Some("no key presented".into());
             ctx.stop();
             return Box::pin(fut::ready(()));
         }
@@ -349,16 +314,16 @@ impl Handler<Incoming> for Session {
                 Box::pin(fut::ready(()))
             }
             ClientMessage::Unknown { kind, second, size } => {
-                if let Some(n) = self.throttle.allow("unknown") {
-                    warn!(self.log, "unknown message type; skipped"; "type" => esc(kind), "second" => esc(second), "size" => size, "suppressed" => n);
+                if let Some(n) = self.conn.throttle.allow("unknown") {
+                    warn!(self.conn.log, "unknown message type; skipped"; "type" => esc(kind), "second" => esc(second), "size" => size, "suppressed" => n);
                 }
                 let why = format!("unknown message type {} skipped", esc(kind));
                 self.notice(Notice::new(kind::OVERLOAD, 0, why), ctx);
                 Box::pin(fut::ready(()))
             }
             ClientMessage::Oversized { kind, second, size } => {
-                if let Some(n) = self.throttle.allow("oversized") {
-                    warn!(self.log, "message too big; skipped"; "type" => esc(kind), "second" => esc(second), "size" => size, "max" => crate::codec::MAX_PAYLOAD, "suppressed" => n);
+                if let Some(n) = self.conn.throttle.allow("oversized") {
+                    warn!(self.conn.log, "message too big; skipped"; "type" => esc(kind), "second" => esc(second), "size" => size, "max" => crate::codec::MAX_PAYLOAD, "suppressed" => n);
                 }
                 let why = format!(
                     "message of {size} bytes skipped (at most {})",
@@ -398,42 +363,10 @@ impl Handler<ReadEnded> for Session {
 
     fn handle(&mut self, msg: ReadEnded, ctx: &mut Self::Context) {
         if let Some(why) = msg.0 {
-            warn!(self.log, "client input ended badly"; "error" => &why);
-            self.closing_reason = Some(why);
+            warn!(self.conn.log, "client input ended badly"; "error" => &why);
+            self.conn.closing_reason = Some(why);
         }
         ctx.stop();
-    }
-}
-
-impl Session {
-    /// Takes one reading; returns whether it may make something sendable. `pending_only`:
-    /// keep a reading for a device not (yet) in the list only if a request for it is in
-    /// flight (a batch carries devices this client never asked for).
-    fn take(&mut self, msg: DeviceData, pending_only: bool) -> bool {
-        let Some(slot) = self.slots.iter_mut().find(|s| s.code == msg.device) else {
-            if !pending_only || self.requesting.contains(&msg.device) {
-                self.early.insert(msg.device, msg);
-            }
-            return false;
-        };
-        if !slot.reads() {
-            if slot.access != player_proto::access::CLOSE
-                && (!pending_only || self.requesting.contains(&msg.device))
-            {
-                self.early.insert(msg.device, msg);
-            }
-            return false;
-        }
-        if slot
-            .latest
-            .as_ref()
-            .is_some_and(|l| l.seq >= msg.seq && l.seq != 0)
-        {
-            return false;
-        }
-        let was_missing = slot.latest.is_none();
-        slot.latest = Some(msg);
-        !matches!(self.mode, DataMode::Continuous) || was_missing || self.round_due
     }
 }
 
@@ -467,7 +400,7 @@ impl Handler<Close> for Session {
     type Result = ();
 
     fn handle(&mut self, _msg: Close, ctx: &mut Self::Context) {
-        self.closing_reason = Some("server shutting down".into());
+        self.conn.closing_reason = Some("server shutting down".into());
         ctx.stop();
     }
 }

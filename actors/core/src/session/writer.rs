@@ -1,44 +1,141 @@
 //! The writer: a round in one write, replies and notices, the flush of what the
 //! kernel did not take, the skip of rounds a client is not reading and the stall rule.
 
-use super::Session;
+use super::list::Slot;
+use super::{pace, Session};
 use actix::prelude::*;
 use bytes::BytesMut;
 use player_proto::message::{self, TIMESTAMP_SIZE};
-use player_proto::DataMode;
 use slog::warn;
 use std::io::{self, IoSlice};
 use std::os::fd::AsRawFd;
-use std::time::Instant;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 
-impl Session {
-    /// Whether a round may be written now (the rule is in [`super::pace`]); notes whether
-    /// the client acknowledged something since the last look (it is reading, if slowly).
-    pub(super) fn can_send(&mut self) -> bool {
-        let look = self.pace.look(
-            self.stream.as_raw_fd(),
-            !self.out.is_empty(),
-            Instant::now(),
-        );
+/// The session's output: the socket and what it has not taken yet.
+pub(super) struct Writer {
+    stream: Rc<TcpStream>,
+    /// Bytes written by us but not yet taken by the kernel.
+    out: BytesMut,
+    flushing: bool,
+    /// What may be left unsent or in flight (`pace`).
+    pace: pace::Pacer,
+    /// Where a round is laid out before its one write (kept for its capacity).
+    round_buf: Vec<u8>,
+    /// Since when due rounds have been skipped because the client is not reading.
+    stalled_since: Option<Instant>,
+    skipped: u64,
+    /// Woken when `out` drains, for input paused on unread output.
+    drained: Option<futures::channel::oneshot::Sender<()>>,
+    /// Whether data packets carry timestamps (`x y t`).
+    timestamps: bool,
+}
+
+impl Writer {
+    pub(super) fn new(stream: TcpStream) -> Self {
+        Writer {
+            stream: Rc::new(stream),
+            out: BytesMut::new(),
+            flushing: false,
+            pace: pace::Pacer::default(),
+            round_buf: Vec::new(),
+            stalled_since: None,
+            skipped: 0,
+            drained: None,
+            timestamps: false,
+        }
+    }
+
+    /// The socket (the reader task reads it).
+    pub(super) fn stream(&self) -> Rc<TcpStream> {
+        self.stream.clone()
+    }
+
+    /// Bytes the client has left unread in our buffer.
+    pub(super) fn backlog(&self) -> usize {
+        self.out.len()
+    }
+
+    /// Whether everything written has been taken by the kernel.
+    pub(super) fn drained(&self) -> bool {
+        self.out.is_empty()
+    }
+
+    /// Rounds skipped so far.
+    pub(super) fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    /// Data packets carry timestamps (`x y t`) from now on, or not.
+    pub(super) fn set_timestamps(&mut self, on: bool) {
+        self.timestamps = on;
+    }
+
+    /// Whether a round may be written at `now` (the rule is in [`super::pace`]); notes
+    /// whether the client acknowledged something since the last look (it is reading, if
+    /// slowly).
+    fn can_send(&mut self, now: Instant) -> bool {
+        let look = self
+            .pace
+            .look(self.stream.as_raw_fd(), !self.out.is_empty(), now);
         if look.progress {
             self.stalled_since = None;
         }
         look.send
     }
 
+    /// A round skipped at `now`: how long the client has been stalled, when that is at
+    /// least `limit` (zero: never).
+    fn skip(&mut self, now: Instant, limit: Duration) -> Option<Duration> {
+        self.skipped += 1;
+        let since = *self.stalled_since.get_or_insert(now);
+        let stalled = now.saturating_duration_since(since);
+        (!limit.is_zero() && stalled >= limit).then_some(stalled)
+    }
+
+    /// Lays out one round (every read device, or only those with new data) in the round
+    /// buffer, marking what it sends as sent; the buffer is empty when nothing is to go.
+    fn lay_out(&mut self, slots: &mut [Slot], only_new: bool) -> Vec<u8> {
+        let ts = if self.timestamps { TIMESTAMP_SIZE } else { 0 };
+        let mut buf = std::mem::take(&mut self.round_buf);
+        buf.clear();
+        for slot in slots.iter_mut() {
+            if !slot.reads() || (only_new && !slot.is_new()) {
+                continue;
+            }
+            let Some(d) = &slot.latest else { continue };
+            let len = (d.data.len() + ts).min(usize::from(u16::MAX)) as u16;
+            buf.extend_from_slice(&message::data_header(slot.code, len));
+            if ts > 0 {
+                buf.extend_from_slice(&d.timestamp.encode());
+            }
+            buf.extend_from_slice(&d.data);
+            slot.sent_seq = d.seq;
+        }
+        buf
+    }
+
+    /// Keeps the round buffer for the next round unless an unusually large round grew it.
+    fn keep(&mut self, buf: Vec<u8>) {
+        if buf.capacity() <= 64 * 1024 {
+            self.round_buf = buf;
+        }
+    }
+}
+
+impl Session {
     /// Writes one round (every read device, or only those with new data) in one write,
     /// unless the client is not keeping up, in which case the round is skipped (it will get
     /// the newest data when it can take it). A client that acknowledges nothing for
     /// `stall_timeout` while rounds are skipped is disconnected. Returns whether it was
     /// written.
     pub(super) fn send_round(&mut self, only_new: bool, ctx: &mut Context<Self>) -> bool {
-        if !self.can_send() {
-            self.skipped += 1;
-            let since = *self.stalled_since.get_or_insert_with(Instant::now);
-            if !self.opts.stall_timeout.is_zero() && since.elapsed() >= self.opts.stall_timeout {
-                warn!(self.log, "client has read nothing for too long; disconnecting"; "seconds" => since.elapsed().as_secs(), "rounds_skipped" => self.skipped);
-                self.closing_reason = Some("stalled".into());
+        let now = Instant::now();
+        if !self.writer.can_send(now) {
+            if let Some(stalled) = self.writer.skip(now, self.conn.opts.stall_timeout) {
+                warn!(self.conn.log, "client has read nothing for too long; disconnecting"; "seconds" => stalled.as_secs(), "rounds_skipped" => self.writer.skipped);
+                self.conn.closing_reason = Some("stalled".into());
                 ctx.stop();
             }
             return false;
@@ -51,33 +148,15 @@ impl Session {
     /// costs no allocation): copying a few hundred bytes costs less than the kernel's
     /// walk over a vector of a header and a payload per device.
     pub(super) fn write_round(&mut self, only_new: bool, ctx: &mut Context<Self>) -> bool {
-        let ts = if self.timestamps { TIMESTAMP_SIZE } else { 0 };
-        let mut buf = std::mem::take(&mut self.round_buf);
-        buf.clear();
-        for slot in self.slots.iter_mut() {
-            if !slot.reads() || (only_new && !slot.is_new()) {
-                continue;
-            }
-            let Some(d) = &slot.latest else { continue };
-            let len = (d.data.len() + ts).min(usize::from(u16::MAX)) as u16;
-            buf.extend_from_slice(&message::data_header(slot.code, len));
-            if ts > 0 {
-                buf.extend_from_slice(&d.timestamp.sec.to_be_bytes());
-                buf.extend_from_slice(&d.timestamp.usec.to_be_bytes());
-            }
-            buf.extend_from_slice(&d.data);
-            slot.sent_seq = d.seq;
-        }
+        let buf = self.writer.lay_out(&mut self.list.slots, only_new);
         if buf.is_empty() {
-            self.round_buf = buf;
+            self.writer.keep(buf);
             return false;
         }
-        self.pace.wrote_round(Instant::now(), buf.len());
-        let r = write_whole(&self.stream, &mut self.out, &[IoSlice::new(&buf)]);
-        // Keep the buffer for the next round unless an unusually large round grew it.
-        if buf.capacity() <= 64 * 1024 {
-            self.round_buf = buf;
-        }
+        let w = &mut self.writer;
+        w.pace.wrote_round(Instant::now(), buf.len());
+        let r = write_whole(&w.stream, &mut w.out, &[IoSlice::new(&buf)]);
+        w.keep(buf);
         self.after_write(r, ctx);
         true
     }
@@ -87,30 +166,31 @@ impl Session {
     /// Writes whole messages: at once if the kernel takes them, otherwise the rest is kept
     /// and flushed when the socket is writable (nothing else is sent before it).
     pub(super) fn write(&mut self, iov: &[IoSlice], ctx: &mut Context<Self>) {
-        self.pace.wrote(iov.iter().map(|s| s.len()).sum::<usize>());
-        let r = write_whole(&self.stream, &mut self.out, iov);
+        let w = &mut self.writer;
+        w.pace.wrote(iov.iter().map(|s| s.len()).sum::<usize>());
+        let r = write_whole(&w.stream, &mut w.out, iov);
         self.after_write(r, ctx);
     }
 
     pub(super) fn after_write(&mut self, r: io::Result<()>, ctx: &mut Context<Self>) {
         match r {
-            Ok(()) if self.out.is_empty() => {}
+            Ok(()) if self.writer.out.is_empty() => {}
             Ok(()) => self.start_flush(ctx),
             Err(e) => self.fail(e, ctx),
         }
     }
 
     pub(super) fn start_flush(&mut self, ctx: &mut Context<Self>) {
-        if self.flushing {
+        if self.writer.flushing {
             return;
         }
-        self.flushing = true;
-        let stream = self.stream.clone();
+        self.writer.flushing = true;
+        let stream = self.writer.stream.clone();
         ctx.spawn(
             async move { stream.writable().await }
                 .into_actor(self)
                 .map(|r, act, ctx| {
-                    act.flushing = false;
+                    act.writer.flushing = false;
                     match r {
                         Ok(()) => act.flush(ctx),
                         Err(e) => act.fail(e, ctx),
@@ -120,10 +200,11 @@ impl Session {
     }
 
     pub(super) fn flush(&mut self, ctx: &mut Context<Self>) {
-        while !self.out.is_empty() {
-            match self.stream.try_write(&self.out) {
+        let w = &mut self.writer;
+        while !w.out.is_empty() {
+            match w.stream.try_write(&w.out) {
                 Ok(n) => {
-                    let _ = self.out.split_to(n);
+                    let _ = w.out.split_to(n);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.start_flush(ctx);
@@ -136,18 +217,18 @@ impl Session {
             }
         }
         // Drained: release the buffer of a burst and answer what waited for it.
-        self.out = BytesMut::new();
-        if let Some(tx) = self.drained.take() {
+        w.out = BytesMut::new();
+        if let Some(tx) = w.drained.take() {
             let _ = tx.send(());
         }
-        if matches!(self.mode, DataMode::RequestReply | DataMode::PullNew) {
+        if self.schedule.serves_requests() {
             self.serve_requests(ctx);
         }
     }
 
     pub(super) fn fail(&mut self, e: io::Error, ctx: &mut Context<Self>) {
-        if self.closing_reason.is_none() {
-            self.closing_reason = Some(format!("write failed: {e}"));
+        if self.conn.closing_reason.is_none() {
+            self.conn.closing_reason = Some(format!("write failed: {e}"));
         }
         ctx.stop();
     }
@@ -161,15 +242,15 @@ impl Session {
         &mut self,
         _ctx: &mut Context<Self>,
     ) -> ResponseActFuture<Self, ()> {
-        if self.out.len() < self.opts.max_output {
+        if self.writer.out.len() < self.conn.opts.max_output {
             return Box::pin(fut::ready(()));
         }
-        if let Some(n) = self.throttle.allow("output-backlog") {
-            warn!(self.log, "client leaves its replies unread; its input waits"; "unread_bytes" => self.out.len(), "suppressed" => n);
+        if let Some(n) = self.conn.throttle.allow("output-backlog") {
+            warn!(self.conn.log, "client leaves its replies unread; its input waits"; "unread_bytes" => self.writer.out.len(), "suppressed" => n);
         }
         let (tx, rx) = futures::channel::oneshot::channel();
-        self.drained = Some(tx);
-        let limit = self.opts.stall_timeout;
+        self.writer.drained = Some(tx);
+        let limit = self.conn.opts.stall_timeout;
         Box::pin(
             async move {
                 if limit.is_zero() {
@@ -181,8 +262,8 @@ impl Session {
             .into_actor(self)
             .map(|drained, act, ctx| {
                 if !drained {
-                    warn!(act.log, "client has read none of its replies for too long; disconnecting"; "unread_bytes" => act.out.len());
-                    act.closing_reason = Some("stalled (replies unread)".into());
+                    warn!(act.conn.log, "client has read none of its replies for too long; disconnecting"; "unread_bytes" => act.writer.out.len());
+                    act.conn.closing_reason = Some("stalled (replies unread)".into());
                     ctx.stop();
                 }
             }),

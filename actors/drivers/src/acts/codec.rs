@@ -1,6 +1,7 @@
 //! The ACTS 1.0 request/reply protocol, pure: the one-byte requests and the checks on a
-//! blob packet's 64-byte header before its blobs are read (acts.md §2–§3). The packet
-//! itself is forwarded to clients unchanged; `player_proto::data::Vision` knows its layout.
+//! blob packet's 64-byte header before its blobs are read (docs/reference/acts.md §2–§3).
+//! The packet itself is forwarded to clients unchanged; `player_proto::data::Vision` knows its
+//! layout.
 
 use player_proto::data::{ACTS_BLOB, ACTS_CHANNELS, ACTS_HEADER, ACTS_MAX_BLOBS};
 

@@ -1,5 +1,5 @@
 //! The ACTS colour-vision driver (`acts`): the vision device (`v`) fed by an ACTS server
-//! over TCP (acts.md).
+//! over TCP (docs/reference/acts.md).
 //!
 //! A link task connects to ACTS at `host:port` (retrying every 100 ms for up to
 //! `connect_timeout` seconds, since ACTS may still be starting), optionally starting ACTS
@@ -21,8 +21,8 @@ use bytes::Bytes;
 use player_kit::catalog::{Catalog, DeviceFlag, DriverContext, FlagValue, StartedDriver};
 use player_kit::driver::{DeviceSpec, DriverError, DriverHandle, Publisher, Timestamp};
 use player_kit::link::{
-    self, close_channel, CloseReceiver, CloseSender, Ended, LinkDriver, LinkState, LinkSupervisor,
-    LinkUp, LogThrottle,
+    self, close_channel, CloseReceiver, CloseSender, Ended, LinkDriver, LinkError, LinkState,
+    LinkSupervisor, LinkUp, LogThrottle,
 };
 use player_proto::data::ACTS_HEADER;
 use player_proto::device;
@@ -93,14 +93,14 @@ impl ActsDriver {
             ("silence", params.silence),
         ] {
             if !(v.is_finite() && v > 0.0 && v <= 600.0) {
-                return Err(DriverError(format!(
+                return Err(DriverError::params(format!(
                     "acts parameter {name} = {v}: must be between 0 and 600 s"
                 )));
             }
         }
         if ctx.devices != [device::VISION] {
-            return Err(DriverError(
-                "the acts driver serves exactly the vision device 'v'".into(),
+            return Err(DriverError::not_served(
+                "the acts driver serves exactly the vision device 'v'",
             ));
         }
         let config_path = params
@@ -185,16 +185,29 @@ struct LinkTask {
     bad: LogThrottle,
 }
 
-async fn read_exact_within(s: &mut TcpStream, buf: &mut [u8], t: Duration) -> Result<(), String> {
+async fn read_exact_within(
+    s: &mut TcpStream,
+    buf: &mut [u8],
+    t: Duration,
+    addr: &str,
+) -> Result<(), LinkError> {
     match tokio::time::timeout(t, s.read_exact(buf)).await {
         Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(format!("read failed: {e}")),
-        Err(_) => Err(format!("no packet within {:.1} s", t.as_secs_f64())),
+        Ok(Err(e)) => Err(LinkError::io(addr, &e, format!("read failed: {e}"))),
+        Err(_) => Err(LinkError::timeout(
+            addr,
+            format!("no packet within {:.1} s", t.as_secs_f64()),
+        )),
     }
 }
 
 impl LinkTask {
-    fn spawn_acts(&mut self) -> Result<(), String> {
+    /// The ACTS server's address (`host:port`).
+    fn addr(&self) -> String {
+        format!("{}:{}", self.params.host, self.params.port)
+    }
+
+    fn spawn_acts(&mut self) -> Result<(), LinkError> {
         let Some(program) = &self.params.program else {
             return Ok(());
         };
@@ -203,16 +216,17 @@ impl LinkTask {
             cmd.arg("-t").arg(c);
         }
         cmd.arg("-s").arg(self.params.port.to_string());
-        let child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start ACTS program '{program}': {e}"))?;
+        let child = cmd.spawn().map_err(|e| {
+            let why = format!("cannot start ACTS program '{program}': {e}");
+            LinkError::io(self.addr(), &e, why)
+        })?;
         info!(self.log, "started ACTS"; "program" => program, "pid" => child.id());
         self.child = Some(child);
         Ok(())
     }
 }
 
-async fn connect(host: &str, port: u16, patience: Duration) -> Result<TcpStream, String> {
+async fn connect(host: &str, port: u16, patience: Duration) -> Result<TcpStream, LinkError> {
     let addr = format!("{host}:{port}");
     let deadline = Instant::now() + patience;
     loop {
@@ -222,7 +236,8 @@ async fn connect(host: &str, port: u16, patience: Duration) -> Result<TcpStream,
                 return Ok(s);
             }
             Err(e) if Instant::now() >= deadline => {
-                return Err(format!("cannot connect to ACTS at {addr}: {e}"));
+                let why = format!("cannot connect to ACTS at {addr}: {e}");
+                return Err(LinkError::io(addr, &e, why));
             }
             Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
         }
@@ -238,7 +253,7 @@ impl link::Link for LinkTask {
         &self.log
     }
 
-    async fn connect(&self, ever_up: bool) -> Result<TcpStream, String> {
+    async fn connect(&self, ever_up: bool) -> Result<TcpStream, LinkError> {
         let patience = if ever_up {
             Duration::from_millis(100)
         } else {
@@ -255,11 +270,12 @@ impl link::Link for LinkTask {
     ) -> Ended {
         info!(self.log, "connected to ACTS");
         let silence = Duration::from_secs_f64(self.params.silence);
+        let addr = self.addr();
         // Up on each connection's first packet (so a recovery is reported too).
         let mut answered = false;
         loop {
             let r = tokio::select! {
-                r = exchange(&mut s, &mut self.bad, silence, &self.log) => r,
+                r = exchange(&mut s, &mut self.bad, silence, &self.log, &addr) => r,
                 ack = &mut *close => {
                     let _ = tokio::time::timeout(Duration::from_millis(500), s.write_all(&[codec::QUIT])).await;
                     let _ = s.shutdown().await;
@@ -306,24 +322,25 @@ async fn exchange(
     bad: &mut LogThrottle,
     t: Duration,
     log: &Logger,
-) -> Result<Bytes, String> {
+    addr: &str,
+) -> Result<Bytes, LinkError> {
     s.write_all(&[codec::REQUEST])
         .await
-        .map_err(|e| format!("write failed: {e}"))?;
+        .map_err(|e| LinkError::io(addr, &e, format!("write failed: {e}")))?;
     let mut header = [0u8; ACTS_HEADER];
-    read_exact_within(s, &mut header, t).await?;
+    read_exact_within(s, &mut header, t, addr).await?;
     let n = match codec::blob_bytes(&header) {
         Ok(n) => n,
         Err(e) => {
             if bad.hit() {
                 warn!(log, "bad ACTS header skipped; reconnecting"; "error" => %e, "bad_packets" => bad.count());
             }
-            return Err(format!("bad header: {e}"));
+            return Err(LinkError::protocol(addr, format!("bad header: {e}")));
         }
     };
     let mut packet = vec![0u8; ACTS_HEADER + n];
     packet[..ACTS_HEADER].copy_from_slice(&header);
-    read_exact_within(s, &mut packet[ACTS_HEADER..], t).await?;
+    read_exact_within(s, &mut packet[ACTS_HEADER..], t, addr).await?;
     Ok(Bytes::from(packet))
 }
 

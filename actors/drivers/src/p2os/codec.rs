@@ -1,7 +1,8 @@
 //! The P2OS serial protocol, pure: packet frames and checksums, an incremental parser that
 //! resynchronises on the `FA FB` header and counts bad packets, the server information
 //! packet (SIP), the command encodings, and the conversion of SIPs into the client
-//! protocol's position, sonar, misc and gripper data (p2os.md §2–§12). No I/O here.
+//! protocol's position, sonar, misc and gripper data (docs/reference/p2os.md §2–§12). No I/O
+//! here.
 
 use player_proto::data::{Gripper, Misc, Position, Sonar};
 
@@ -56,7 +57,7 @@ pub const GRIP_PRESS: u8 = 16;
 /// Gripper command that takes a carry time as GRIPPERVAL.
 pub const LIFT_CARRY: u8 = 17;
 
-/// P2-DX constants used by 0.7.4a (p2os.md §6).
+/// P2-DX constants used by 0.7.4a (docs/reference/p2os.md §6).
 pub mod p2dx {
     /// XPOS/YPOS units to mm.
     pub const DIST_CONV: f64 = 0.826;
@@ -264,7 +265,7 @@ impl Identity {
     }
 }
 
-/// A standard SIP, raw fields as P2OS sends them (p2os.md §6).
+/// A standard SIP, raw fields as P2OS sends them (docs/reference/p2os.md §6).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Sip {
     /// 0x32 stopped or 0x33 moving.
@@ -443,7 +444,7 @@ impl HostCommand {
 }
 
 /// The direct-wheel command for a client's speed (mm/s) and turn rate (degrees/s), as
-/// 0.7.4a computes it (p2os.md §11): returns (right, left) in VEL2 units.
+/// 0.7.4a computes it (docs/reference/p2os.md §11): returns (right, left) in VEL2 units.
 pub fn wheel_units(speed: i16, turn: i16) -> (i8, i8) {
     let rot = f64::from(turn).to_radians() * p2dx::AXLE_MM / 2.0;
     let max = f64::from(p2dx::MAX_SPEED);
@@ -455,7 +456,7 @@ pub fn wheel_units(speed: i16, turn: i16) -> (i8, i8) {
     )
 }
 
-/// Chooses VEL or RVEL each cycle in separate trans/rot mode (p2os.md §11).
+/// Chooses VEL or RVEL each cycle in separate trans/rot mode (docs/reference/p2os.md §11).
 #[derive(Debug, Clone)]
 pub struct SeparateMode {
     since_rvel: u32,
@@ -522,8 +523,8 @@ pub struct Readings {
     pub gripper: Gripper,
 }
 
-/// The state kept across SIPs to turn them into readings (p2os.md §7, with the 0.7.4a bugs
-/// fixed: heading 0–359, sonar numbers bounds-checked, odometry on the full 15 bits).
+/// The state kept across SIPs to turn them into readings (docs/reference/p2os.md §7, with the
+/// 0.7.4a bugs fixed: heading 0–359, sonar numbers bounds-checked, odometry on the full 15 bits).
 #[derive(Debug, Clone, Default)]
 pub struct SipState {
     raw: Option<(i32, i32)>,

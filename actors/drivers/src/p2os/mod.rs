@@ -1,5 +1,5 @@
 //! The P2OS driver: a Pioneer 2 robot base over one serial line, serving the position
-//! (`p`), sonar (`s`), misc (`m`) and gripper (`g`) devices as one actor (p2os.md).
+//! (`p`), sonar (`s`), misc (`m`) and gripper (`g`) devices as one actor (docs/reference/p2os.md).
 //!
 //! The actor keeps the devices' subscribers and the client's command; a link task on the
 //! same arbiter owns the serial port. The link task opens the port, synchronises (SYNC0,
@@ -24,8 +24,8 @@ use player_kit::driver::{
     Command, Config, DeviceSpec, DriverError, DriverHandle, Publisher, Stop, Timestamp,
 };
 use player_kit::link::{
-    self, CloseAck, Closer, Ended, LinkDriver, LinkHandle, LinkState, LinkSupervisor, LinkUp,
-    LogThrottle,
+    self, CloseAck, Closer, Ended, LinkDriver, LinkError, LinkHandle, LinkState, LinkSupervisor,
+    LinkUp, LogThrottle,
 };
 use player_proto::data::{GripperCommand, PositionCommand};
 use player_proto::{config as codes, device};
@@ -126,7 +126,7 @@ impl P2osDriver {
     fn new(ctx: &DriverContext) -> Result<P2osDriver, DriverError> {
         let params: P2osParams = ctx.params()?;
         if !(params.silence.is_finite() && params.silence > 0.0 && params.silence <= 60.0) {
-            return Err(DriverError(format!(
+            return Err(DriverError::params(format!(
                 "p2os parameter silence = {}: must be between 0 and 60 s",
                 params.silence
             )));
@@ -135,14 +135,14 @@ impl P2osDriver {
             && params.sync_timeout > 0.0
             && params.sync_timeout <= 10.0)
         {
-            return Err(DriverError(format!(
+            return Err(DriverError::params(format!(
                 "p2os parameter sync_timeout = {}: must be between 0 and 10 s",
                 params.sync_timeout
             )));
         }
         for &d in &ctx.devices {
             if !DEVICES.contains(&d) {
-                return Err(DriverError(format!(
+                return Err(DriverError::not_served(format!(
                     "the p2os driver has no device '{}' (it serves p, s, m, g)",
                     char::from(d)
                 )));
@@ -385,7 +385,7 @@ impl link::Link for LinkTask {
         &self.log
     }
 
-    async fn connect(&self, _ever_up: bool) -> Result<Self::Conn, String> {
+    async fn connect(&self, _ever_up: bool) -> Result<Self::Conn, LinkError> {
         connect(&self.params, &self.log).await
     }
 
@@ -442,9 +442,9 @@ impl LinkTask {
             tokio::select! {
                 r = tokio::io::AsyncReadExt::read(&mut conn.port, &mut buf) => {
                     let n = match r {
-                        Ok(0) => return Ended::Lost("the port reached its end".into()),
+                        Ok(0) => return Ended::Lost(LinkError::protocol(&self.params.port, "the port reached its end")),
                         Ok(n) => n,
-                        Err(e) => return Ended::Lost(format!("read failed: {e}")),
+                        Err(e) => return Ended::Lost(LinkError::io(&self.params.port, &e, format!("read failed: {e}"))),
                     };
                     conn.parser.push(&buf[..n]);
                     let mut got_sip = false;
@@ -478,12 +478,13 @@ impl LinkTask {
                         // One motor command per cycle: also the watchdog keep-alive.
                         let pkt = self.motion_packet(conn);
                         if let Err(e) = link::write_all(&mut conn.port, &pkt, WRITE_TIMEOUT).await {
-                            return Ended::Lost(format!("write failed: {e}"));
+                            return Ended::Lost(LinkError::io(&self.params.port, &e, format!("write failed: {e}")));
                         }
                     }
                 }
                 _ = tokio::time::sleep_until(deadline) => {
-                    return Ended::Lost(format!("no SIP for {:.1} s", silence.as_secs_f64()));
+                    let why = format!("no SIP for {:.1} s", silence.as_secs_f64());
+                    return Ended::Lost(LinkError::timeout(&self.params.port, why));
                 }
                 changed = self.motion.changed() => {
                     if changed.is_err() {
@@ -504,7 +505,7 @@ impl LinkTask {
                     }
                     if !out.is_empty() {
                         if let Err(e) = link::write_all(&mut conn.port, &out, WRITE_TIMEOUT).await {
-                            return Ended::Lost(format!("write failed: {e}"));
+                            return Ended::Lost(LinkError::io(&self.params.port, &e, format!("write failed: {e}")));
                         }
                     }
                 }
@@ -531,7 +532,7 @@ impl LinkTask {
                         }
                     };
                     if let Err(e) = link::write_all(&mut conn.port, &pkt, WRITE_TIMEOUT).await {
-                        return Ended::Lost(format!("write failed: {e}"));
+                        return Ended::Lost(LinkError::io(&self.params.port, &e, format!("write failed: {e}")));
                     }
                 }
             }
@@ -563,7 +564,7 @@ async fn expect(
     parser: &mut Parser,
     code: u8,
     timeout: Duration,
-) -> Result<Echo, String> {
+) -> std::io::Result<Echo> {
     let deadline = Instant::now() + timeout;
     let mut buf = [0u8; 256];
     let mut saw_sip = false;
@@ -584,7 +585,7 @@ async fn expect(
         match link::read_some(port, &mut buf, left).await {
             Ok(Some(n)) => parser.push(&buf[..n]),
             Ok(None) => {}
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e),
         }
     }
 }
@@ -593,12 +594,12 @@ async fn expect(
 async fn connect(
     params: &P2osParams,
     log: &Logger,
-) -> Result<(SerialStream, Parser, Identity, Sip), String> {
+) -> Result<(SerialStream, Parser, Identity, Sip), LinkError> {
     let path = &params.port;
     let mut port = link::open_serial(path, 9600)?;
     let mut parser = Parser::new();
     let step = Duration::from_secs_f64(params.sync_timeout);
-    let w = |e: std::io::Error| format!("writing to {path}: {e}");
+    let w = |e: std::io::Error| LinkError::io(path, &e, format!("writing to {path}: {e}"));
     let mut identity = None;
     let mut closed_open_robot = false;
     'attempts: for _ in 0..4 {
@@ -608,7 +609,7 @@ async fn connect(
                 .map_err(w)?;
             match expect(&mut port, &mut parser, code, step)
                 .await
-                .map_err(|e| format!("reading from {path}: {e}"))?
+                .map_err(|e| LinkError::io(path, &e, format!("reading from {path}: {e}")))?
             {
                 Echo::Got(payload) => {
                     if code == codec::SYNC2 {
@@ -638,8 +639,11 @@ async fn connect(
         }
     }
     let Some(identity) = identity else {
-        return Err(format!(
-            "no P2OS robot answers on {path} (no SYNC echo); is the robot on and connected?"
+        return Err(LinkError::timeout(
+            path,
+            format!(
+                "no P2OS robot answers on {path} (no SYNC echo); is the robot on and connected?"
+            ),
         ));
     };
     let mut out = codec::command(codec::OPEN);
@@ -663,12 +667,15 @@ async fn connect(
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(format!("the robot on {path} synced but sends no SIPs"));
+            return Err(LinkError::timeout(
+                path,
+                format!("the robot on {path} synced but sends no SIPs"),
+            ));
         }
         match link::read_some(&mut port, &mut buf, left).await {
             Ok(Some(n)) => parser.push(&buf[..n]),
             Ok(None) => {}
-            Err(e) => return Err(format!("reading from {path}: {e}")),
+            Err(e) => return Err(LinkError::io(path, &e, format!("reading from {path}: {e}"))),
         }
     }
 }

@@ -71,8 +71,8 @@ use player_kit::driver::{
     Shutdown, StatusSink, Stop, StopReason, Subscribers, Terminate, Timestamp,
 };
 use player_kit::link::{
-    close_channel, run_link, CloseReceiver, Ended, Link, LinkState, LinkSupervisor, LinkUp,
-    LogThrottle,
+    close_channel, run_link, CloseReceiver, Ended, Link, LinkError, LinkState, LinkSupervisor,
+    LinkUp, LogThrottle,
 };
 use player_kit::log::{code, escape};
 use player_proto::data::{self as wire, PositionCommand, VISION_MAX};
@@ -204,7 +204,7 @@ fn standard(remote: u8) -> (usize, Option<usize>, bool) {
 fn one_code(what: &str, s: &str) -> Result<u8, DriverError> {
     match s.as_bytes() {
         [c] if c.is_ascii_graphic() && *c != device::SERVER && *c != message::REPLY => Ok(*c),
-        _ => Err(DriverError(format!(
+        _ => Err(DriverError::params(format!(
             "passthrough parameter {what}: '{}' is not a one-character device code (nor 'y' or 'r')",
             escape(s.as_bytes(), 16)
         ))),
@@ -226,7 +226,7 @@ struct LinkConfig {
 
 impl LinkConfig {
     fn from_params(p: PassthroughParams, locals: &[u8]) -> Result<LinkConfig, DriverError> {
-        let err = |s: String| Err(DriverError(format!("passthrough: {s}")));
+        let err = |s: String| Err(DriverError::params(format!("passthrough: {s}")));
         if locals.is_empty() {
             return err("no device to serve".into());
         }
@@ -448,12 +448,12 @@ impl Handler<Setup> for PassthroughDriver {
     type Result = ResponseActFuture<Self, Result<(), DriverError>>;
 
     fn handle(&mut self, msg: Setup, ctx: &mut Self::Context) -> Self::Result {
-        let fail = |e: String| -> Self::Result { Box::pin(actix::fut::ready(Err(DriverError(e)))) };
+        let fail = |e: DriverError| -> Self::Result { Box::pin(actix::fut::ready(Err(e))) };
         if self.cfg.by_local(msg.device).is_none() {
-            return fail(format!(
+            return fail(DriverError::not_served(format!(
                 "the passthrough driver does not serve {}",
                 code(msg.device)
-            ));
+            )));
         }
         if !self.link.is_running() {
             self.start_link(ctx);
@@ -462,10 +462,10 @@ impl Handler<Setup> for PassthroughDriver {
             .state()
             .is_some_and(|s| *s == LinkState::Reconnecting)
         {
-            return fail(format!(
+            return fail(DriverError::link(format!(
                 "the remote server {} is unreachable (reconnecting)",
                 self.cfg.address()
-            ));
+            )));
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.pending.entry(msg.device).or_default().push(tx);
@@ -477,8 +477,8 @@ impl Handler<Setup> for PassthroughDriver {
             async move {
                 ready.await?;
                 match rx.await {
-                    Ok(r) => r.map_err(DriverError),
-                    Err(_) => Err(DriverError("the passthrough link ended during setup".into())),
+                    Ok(r) => r.map_err(DriverError::refused),
+                    Err(_) => Err(DriverError::link("the passthrough link ended during setup")),
                 }
             }
             .into_actor(self)
@@ -640,7 +640,7 @@ struct LinkTask {
     oversized: LogThrottle,
 }
 
-async fn connect(addr: &str, patience: Duration) -> Result<TcpStream, String> {
+async fn connect(addr: &str, patience: Duration) -> Result<TcpStream, LinkError> {
     let deadline = tokio::time::Instant::now() + patience;
     loop {
         let attempt = tokio::time::timeout_at(deadline, TcpStream::connect(addr)).await;
@@ -652,24 +652,36 @@ async fn connect(addr: &str, patience: Duration) -> Result<TcpStream, String> {
             Ok(Err(_)) if tokio::time::Instant::now() + Duration::from_millis(100) < deadline => {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            Ok(Err(e)) => return Err(format!("cannot connect to {addr}: {e}")),
+            Ok(Err(e)) => {
+                return Err(LinkError::io(
+                    addr,
+                    &e,
+                    format!("cannot connect to {addr}: {e}"),
+                ))
+            }
             Err(_) => {
-                return Err(format!(
-                    "cannot connect to {addr} within {:.1} s",
-                    patience.as_secs_f64()
+                return Err(LinkError::timeout(
+                    addr,
+                    format!(
+                        "cannot connect to {addr} within {:.1} s",
+                        patience.as_secs_f64()
+                    ),
                 ))
             }
         }
     }
 }
 
-async fn send(w: &mut OwnedWriteHalf, bytes: &[u8]) -> Result<(), String> {
+async fn send(w: &mut OwnedWriteHalf, bytes: &[u8], addr: &str) -> Result<(), LinkError> {
     match tokio::time::timeout(WRITE_TIMEOUT, w.write_all(bytes)).await {
         Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(format!("write failed: {e}")),
-        Err(_) => Err(format!(
-            "the remote took no bytes for {:.0} s",
-            WRITE_TIMEOUT.as_secs_f64()
+        Ok(Err(e)) => Err(LinkError::io(addr, &e, format!("write failed: {e}"))),
+        Err(_) => Err(LinkError::timeout(
+            addr,
+            format!(
+                "the remote took no bytes for {:.0} s",
+                WRITE_TIMEOUT.as_secs_f64()
+            ),
         )),
     }
 }
@@ -704,6 +716,7 @@ impl LinkTask {
         up: &mut LinkUp<'_>,
     ) -> Ended {
         info!(self.log, "connected to the remote server");
+        let addr = self.cfg.address();
         let (mut rd, mut wr) = stream.into_split();
         let hello = codec::Hello {
             key: self.cfg.key.as_deref(),
@@ -712,9 +725,12 @@ impl LinkTask {
         };
         let hello = match hello.encode() {
             Ok(h) => h,
-            Err(e) => return Ended::Lost(format!("cannot present the key: {e}")),
+            Err(e) => {
+                let why = format!("cannot present the key: {e}");
+                return Ended::Lost(LinkError::protocol(addr, why));
+            }
         };
-        if let Err(e) = send(&mut wr, &hello).await {
+        if let Err(e) = send(&mut wr, &hello, &addr).await {
             return Ended::Lost(e);
         }
         // Whatever waited for the previous connection is stale now.
@@ -752,12 +768,12 @@ impl LinkTask {
                     rd.read_buf(&mut buf).await
                 } => {
                     match r {
-                        Ok(0) => ended = Some(Ended::Lost("the remote server closed the connection".into())),
-                        Err(e) => ended = Some(Ended::Lost(format!("read failed: {e}"))),
+                        Ok(0) => ended = Some(Ended::Lost(LinkError::protocol(&addr, "the remote server closed the connection"))),
+                        Err(e) => ended = Some(Ended::Lost(LinkError::io(&addr, &e, format!("read failed: {e}")))),
                         Ok(_) => {
                             last_rx = Instant::now();
                             if let Err(e) = self.take(&mut buf, &mut remote, up) {
-                                ended = Some(Ended::Lost(e));
+                                ended = Some(Ended::Lost(LinkError::protocol(&addr, e)));
                             } else if !remote.requested.is_empty() || self.retry_due(&remote) {
                                 if let Err(e) = self.flush(&mut wr, &mut remote).await {
                                     ended = Some(Ended::Lost(e));
@@ -771,15 +787,15 @@ impl LinkTask {
                         || !remote.open.is_empty()
                         || !remote.requested.is_empty();
                     if live && last_rx.elapsed() > self.cfg.silence {
-                        ended = Some(Ended::Lost(format!(
+                        ended = Some(Ended::Lost(LinkError::timeout(&addr, format!(
                             "no byte from the remote for {:.1} s", self.cfg.silence.as_secs_f64()
-                        )));
+                        ))));
                     } else {
                         let mut out = Vec::new();
                         if self.cfg.extensions {
                             out.extend(player_proto::ext::device_list_request());
                         }
-                        let r = match send(&mut wr, &out).await {
+                        let r = match send(&mut wr, &out, &addr).await {
                             Ok(()) if self.retry_due(&remote) => self.flush(&mut wr, &mut remote).await,
                             r => r,
                         };
@@ -818,7 +834,7 @@ impl LinkTask {
                 });
             }
         }
-        ended.unwrap_or(Ended::Lost(String::new()))
+        ended.unwrap_or(Ended::Lost(LinkError::protocol(addr, String::new())))
     }
 
     fn retry_due(&self, remote: &Remote) -> bool {
@@ -830,7 +846,11 @@ impl LinkTask {
 
     /// Writes what the actor queued: commands of open devices (before any close, so a stop
     /// reaches the remote), configs, then requests for devices to open and close.
-    async fn flush(&mut self, wr: &mut OwnedWriteHalf, remote: &mut Remote) -> Result<(), String> {
+    async fn flush(
+        &mut self,
+        wr: &mut OwnedWriteHalf,
+        remote: &mut Remote,
+    ) -> Result<(), LinkError> {
         let (wanted, write, commands, configs, estop) = self.shared.with(|o| {
             (
                 o.wanted.clone(),
@@ -931,7 +951,7 @@ impl LinkTask {
         if out.is_empty() {
             return Ok(());
         }
-        send(wr, &out).await
+        send(wr, &out, &self.cfg.address()).await
     }
 
     /// Decodes and handles every whole message in `buf`.
@@ -1105,7 +1125,7 @@ impl Link for LinkTask {
         &self.log
     }
 
-    async fn connect(&self, ever_up: bool) -> Result<TcpStream, String> {
+    async fn connect(&self, ever_up: bool) -> Result<TcpStream, LinkError> {
         let patience = if ever_up {
             RECONNECT_PATIENCE
         } else {
@@ -1140,6 +1160,7 @@ pub fn register(catalog: &mut Catalog) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use player_kit::driver::DriverErrorKind;
 
     fn params(toml: &str) -> PassthroughParams {
         config::Config::builder()
@@ -1186,7 +1207,8 @@ mod tests {
             ("command_size = 5000", b"p", "command_size"),
         ] {
             let e = LinkConfig::from_params(params(toml), locals).unwrap_err();
-            assert!(e.0.contains(says), "{toml}: {e}");
+            assert_eq!(e.kind, DriverErrorKind::Params, "{toml}: {e}");
+            assert!(e.text.contains(says), "{toml}: {e}");
         }
     }
 }

@@ -161,7 +161,7 @@ fn seconds(what: &str, v: f64) -> Result<Duration, DriverError> {
     if v.is_finite() && v > 0.0 && v <= 1e6 {
         Ok(Duration::from_secs_f64(v))
     } else {
-        Err(DriverError(format!(
+        Err(DriverError::params(format!(
             "driver 'program': {what} must be a positive number of seconds"
         )))
     }
@@ -186,7 +186,7 @@ struct Plan {
 impl Plan {
     fn new(ctx: &DriverContext) -> Result<(Plan, Vec<DeviceSpec>), DriverError> {
         let p: ProgramParams = ctx.params()?;
-        let err = |m: String| DriverError(format!("driver 'program': {m}"));
+        let err = |m: String| DriverError::params(format!("driver 'program': {m}"));
         let Some(first) = p.command.first() else {
             return Err(err("command is empty".into()));
         };
@@ -628,7 +628,7 @@ impl ProgramDriver {
     }
 
     fn not_running(&self) -> DriverError {
-        DriverError(format!(
+        DriverError::link(format!(
             "driver program '{}' is not running (it is restarted with backoff)",
             self.plan.name
         ))
@@ -658,7 +658,7 @@ impl ProgramDriver {
         let text = format!("driver program '{}' {reason}", self.plan.name);
         for (_, (_, waiters)) in self.pending.drain() {
             for w in waiters {
-                let _ = w.send(Err(DriverError(text.clone())));
+                let _ = w.send(Err(DriverError::link(text.clone())));
             }
         }
         let failed: Vec<u8> = self.up.iter().copied().collect();
@@ -699,10 +699,10 @@ impl ProgramDriver {
                     return;
                 };
                 let result = result.map_err(|e| {
-                    DriverError(format!(
+                    DriverError::refused(format!(
                         "driver program '{}': {}",
                         self.plan.name,
-                        escape(e.as_bytes(), 300)
+                        escape(e.0.as_bytes(), 300)
                     ))
                 });
                 match &result {
@@ -720,7 +720,7 @@ impl ProgramDriver {
                         info!(self.log, "driver program refused a setup"; "device" => code(device), "error" => %e);
                         if waiters.is_empty() {
                             // A setup again after a restart: the device stays failed.
-                            self.status.report(&[device], DeviceState::Failed, &e.0);
+                            self.status.report(&[device], DeviceState::Failed, &e.text);
                             self.failed.insert(device);
                         }
                     }
@@ -817,7 +817,7 @@ impl ProgramDriver {
             return;
         }
         if self.plan.device(device).is_some() {
-            let result = Err(format!("device {} is the program's own", code(device)));
+            let result = Err(format!("device {} is the program's own", code(device)).into());
             return self.send(ToProgram::ReadAnswer { device, result }, ctx);
         }
         if !self.reads.insert(device) {
@@ -845,7 +845,7 @@ impl ProgramDriver {
             if result.is_err() {
                 act.reads.remove(&device);
             }
-            let result = result.map_err(|e| e.0);
+            let result = result.map_err(|e| e.to_string().into());
             act.send(ToProgram::ReadAnswer { device, result }, ctx);
         }));
     }
@@ -1001,14 +1001,14 @@ impl Handler<Setup> for ProgramDriver {
     fn handle(&mut self, msg: Setup, ctx: &mut Self::Context) -> Self::Result {
         let (tx, rx) = oneshot::channel();
         if self.terminating {
-            let _ = tx.send(Err(DriverError("the server is shutting down".into())));
+            let _ = tx.send(Err(DriverError::other("the server is shutting down")));
         } else {
             self.setup_on_program(msg.device, Some(tx), ctx);
         }
         Box::pin(
             async move {
                 rx.await
-                    .unwrap_or_else(|_| Err(DriverError("setup abandoned".into())))
+                    .unwrap_or_else(|_| Err(DriverError::other("setup abandoned")))
             }
             .into_actor(self),
         )

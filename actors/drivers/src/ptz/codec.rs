@@ -1,7 +1,7 @@
 //! Sony VISCA for the EVI-D30, pure: packets, nibble-encoded positions, the replies
 //! (ACK, completion, information, errors) with a parser that resynchronises on the `0x90`
 //! header and the `0xFF` terminator, and the conversion between the client protocol's
-//! degrees and the camera's units, pan sign flipped (sony-ptz.md). No I/O here.
+//! degrees and the camera's units, pan sign flipped (docs/reference/sony-ptz.md). No I/O here.
 
 /// Header of packets from the controller to camera 1.
 pub const TO_CAMERA: u8 = 0x81;

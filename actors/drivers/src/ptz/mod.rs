@@ -1,5 +1,5 @@
 //! The Sony EVI-D30 pan-tilt-zoom camera driver (`sonyptz`): the ptz device (`z`) over a
-//! serial line speaking VISCA (sony-ptz.md).
+//! serial line speaking VISCA (docs/reference/sony-ptz.md).
 //!
 //! A link task owns the port. Setup succeeds once the camera answers a position inquiry
 //! (else it fails naming the port). Then, ten times a second and at once when a client's
@@ -19,8 +19,8 @@ use codec::{Parser, Reply};
 use player_kit::catalog::{Catalog, DeviceFlag, DriverContext, FlagValue, StartedDriver};
 use player_kit::driver::{Command, DeviceSpec, DriverError, DriverHandle, Publisher, Timestamp};
 use player_kit::link::{
-    self, close_channel, CloseAck, CloseReceiver, CloseSender, Ended, LinkDriver, LinkHandle,
-    LinkSupervisor, LinkUp, LogThrottle,
+    self, close_channel, CloseAck, CloseReceiver, CloseSender, Ended, LinkDriver, LinkError,
+    LinkHandle, LinkSupervisor, LinkUp, LogThrottle,
 };
 use player_proto::data::Ptz;
 use player_proto::device;
@@ -94,14 +94,14 @@ impl PtzDriver {
             ("silence", params.silence, 60.0),
         ] {
             if !(v.is_finite() && v > 0.0 && v <= max) {
-                return Err(DriverError(format!(
+                return Err(DriverError::params(format!(
                     "sonyptz parameter {name} = {v}: must be above 0 and at most {max}"
                 )));
             }
         }
         if ctx.devices != [device::PTZ] {
-            return Err(DriverError(
-                "the sonyptz driver serves exactly the ptz device 'z'".into(),
+            return Err(DriverError::not_served(
+                "the sonyptz driver serves exactly the ptz device 'z'",
             ));
         }
         let log = ctx.logger.new(slog::o!("port" => params.port.clone()));
@@ -337,7 +337,7 @@ impl link::Link for LinkTask {
         &self.log
     }
 
-    async fn connect(&self, _ever_up: bool) -> Result<Self::Conn, String> {
+    async fn connect(&self, _ever_up: bool) -> Result<Self::Conn, LinkError> {
         connect(&self.params, &self.log).await
     }
 
@@ -411,20 +411,25 @@ impl LinkTask {
                 }
             }
             if let Err(e) = self.cycle(conn).await {
-                return Ended::Lost(format!("I/O error: {e}"));
+                return Ended::Lost(LinkError::io(
+                    &self.params.port,
+                    &e,
+                    format!("I/O error: {e}"),
+                ));
             }
             if conn.last_good.elapsed() > silence {
-                return Ended::Lost(format!(
+                let why = format!(
                     "no answer for {:.1} s",
                     conn.last_good.elapsed().as_secs_f64()
-                ));
+                );
+                return Ended::Lost(LinkError::timeout(&self.params.port, why));
             }
         }
     }
 }
 
 /// Opens the port and checks that a camera answers.
-async fn connect(params: &PtzParams, log: &Logger) -> Result<(Conn, (i16, i16, i16)), String> {
+async fn connect(params: &PtzParams, log: &Logger) -> Result<(Conn, (i16, i16, i16)), LinkError> {
     let path = &params.port;
     let port = link::open_serial(path, 9600)?;
     let mut conn = Conn::new(port);
@@ -436,11 +441,12 @@ async fn connect(params: &PtzParams, log: &Logger) -> Result<(Conn, (i16, i16, i
                 return Ok((conn, cam));
             }
             Ok(None) => {}
-            Err(e) => return Err(format!("camera on {path}: {e}")),
+            Err(e) => return Err(LinkError::io(path, &e, format!("camera on {path}: {e}"))),
         }
     }
-    Err(format!(
-        "camera not connected or not on {path}: no answer to the position inquiry"
+    Err(LinkError::timeout(
+        path,
+        format!("camera not connected or not on {path}: no answer to the position inquiry"),
     ))
 }
 

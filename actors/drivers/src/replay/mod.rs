@@ -109,18 +109,19 @@ impl ReplayDriver {
     fn new(ctx: &DriverContext) -> Result<(ReplayDriver, Vec<DeviceSpec>), DriverError> {
         let p: Params = ctx.params()?;
         if !(p.speed.is_finite() && p.speed > 0.0) {
-            return Err(DriverError(format!(
+            return Err(DriverError::params(format!(
                 "driver 'replay': speed must be a positive number, not {}",
                 p.speed
             )));
         }
         if !(p.offset.is_finite() && p.offset >= 0.0) {
-            return Err(DriverError(
-                "driver 'replay': offset must be a non-negative number of seconds".into(),
+            return Err(DriverError::params(
+                "driver 'replay': offset must be a non-negative number of seconds",
             ));
         }
         let path = ctx.path(&p.file);
-        let rec = recording::load(&path, p.robot.as_deref(), p.max_bytes).map_err(DriverError)?;
+        let rec =
+            recording::load(&path, p.robot.as_deref(), p.max_bytes).map_err(DriverError::params)?;
         let log = ctx.logger.clone();
         if let Some(why) = &rec.truncated {
             warn!(log, "recording ends early (its writer was stopped?); replaying what it holds"; "file" => %path.display(), "error" => why);
@@ -139,7 +140,7 @@ impl ReplayDriver {
             }
         }
         if specs.is_empty() {
-            return Err(DriverError(format!(
+            return Err(DriverError::not_served(format!(
                 "recording '{}' has none of the devices {} for robot '{}'",
                 path.display(),
                 String::from_utf8_lossy(&ctx.devices),
@@ -155,7 +156,7 @@ impl ReplayDriver {
             .readings
             .partition_point(|r| r.time < t0.saturating_add(offset_ns));
         if first >= rec.readings.len() {
-            return Err(DriverError(format!(
+            return Err(DriverError::params(format!(
                 "driver 'replay': offset {} s is past the end of the recording ({:.1} s)",
                 p.offset,
                 (rec.readings.last().map_or(0, |r| r.time) - t0) as f64 / 1e9

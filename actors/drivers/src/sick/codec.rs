@@ -1,7 +1,7 @@
 //! The SICK LMS-200 telegram protocol, pure: telegram frames, SICK's CRC-16, an incremental
 //! parser that resynchronises on STX and counts bad telegrams and junk, the host commands
 //! the driver sends, and the continuous-output scan telegram (`B0`) both ways
-//! (sick-lms200.md §2–§8). No I/O here.
+//! (docs/reference/sick-lms200.md §2–§8). No I/O here.
 
 /// Start of every telegram.
 pub const STX: u8 = 0x02;

@@ -1,5 +1,5 @@
 //! The SICK LMS-200 laser driver (`sicklms200`): the laser device (`l`) over a serial line
-//! (sick-lms200.md).
+//! (docs/reference/sick-lms200.md).
 //!
 //! A link task on the actor's arbiter owns the port. Setup: open at 9600 baud, enter
 //! installation mode, switch the scanner and the port to 38400 baud, ask for continuous
@@ -18,8 +18,8 @@ use codec::{Event, Parser, Scan};
 use player_kit::catalog::{Catalog, DeviceFlag, DriverContext, FlagValue, StartedDriver};
 use player_kit::driver::{DeviceSpec, DriverError, DriverHandle, Publisher, Timestamp};
 use player_kit::link::{
-    self, close_channel, CloseReceiver, CloseSender, Ended, Link, LinkDriver, LinkSupervisor,
-    LinkUp, LogThrottle,
+    self, close_channel, CloseReceiver, CloseSender, Ended, Link, LinkDriver, LinkError,
+    LinkSupervisor, LinkUp, LogThrottle,
 };
 use player_proto::data::Laser;
 use player_proto::device;
@@ -72,14 +72,14 @@ impl SickDriver {
             ("reply_timeout", params.reply_timeout),
         ] {
             if !(v.is_finite() && v > 0.0 && v <= 60.0) {
-                return Err(DriverError(format!(
+                return Err(DriverError::params(format!(
                     "sicklms200 parameter {name} = {v}: must be between 0 and 60 s"
                 )));
             }
         }
         if ctx.devices != [device::LASER] {
-            return Err(DriverError(
-                "the sicklms200 driver serves exactly the laser device 'l'".into(),
+            return Err(DriverError::not_served(
+                "the sicklms200 driver serves exactly the laser device 'l'",
             ));
         }
         let log = ctx.logger.new(slog::o!("port" => params.port.clone()));
@@ -165,7 +165,7 @@ impl Link for LinkTask {
         &self.log
     }
 
-    async fn connect(&self, _ever_up: bool) -> Result<Self::Conn, String> {
+    async fn connect(&self, _ever_up: bool) -> Result<Self::Conn, LinkError> {
         connect(&self.params, &self.log).await
     }
 
@@ -207,9 +207,9 @@ impl LinkTask {
             tokio::select! {
                 r = tokio::io::AsyncReadExt::read(&mut conn.port, &mut buf) => {
                     let n = match r {
-                        Ok(0) => return Ended::Lost("the port reached its end".into()),
+                        Ok(0) => return Ended::Lost(LinkError::protocol(&self.params.port, "the port reached its end")),
                         Ok(n) => n,
-                        Err(e) => return Ended::Lost(format!("read failed: {e}")),
+                        Err(e) => return Ended::Lost(LinkError::io(&self.params.port, &e, format!("read failed: {e}"))),
                     };
                     conn.parser.push(&buf[..n]);
                     while let Some(ev) = conn.parser.next_event() {
@@ -235,7 +235,8 @@ impl LinkTask {
                     }
                 }
                 _ = tokio::time::sleep_until(deadline) => {
-                    return Ended::Lost(format!("no scan for {:.1} s", silence.as_secs_f64()));
+                    let why = format!("no scan for {:.1} s", silence.as_secs_f64());
+                    return Ended::Lost(LinkError::timeout(&self.params.port, why));
                 }
                 ack = &mut *close => {
                     self.stop_scanner(conn).await;
@@ -333,9 +334,9 @@ async fn first_scan(
 async fn connect(
     params: &SickParams,
     log: &Logger,
-) -> Result<(SerialStream, Parser, Scan), String> {
+) -> Result<(SerialStream, Parser, Scan), LinkError> {
     let path = &params.port;
-    let io = |e: std::io::Error| format!("laser on {path}: {e}");
+    let io = |e: std::io::Error| LinkError::io(path, &e, format!("laser on {path}: {e}"));
     let wait = Duration::from_secs_f64(params.reply_timeout);
     let mut port = link::open_serial(path, 9600)?;
     let mut parser = Parser::new();
@@ -359,8 +360,9 @@ async fn connect(
                 .map_err(io)?
                 .is_none()
             {
-                return Err(format!(
-                    "the laser on {path} did not confirm the change to 38400 baud"
+                return Err(LinkError::protocol(
+                    path,
+                    format!("the laser on {path} did not confirm the change to 38400 baud"),
                 ));
             }
         }
@@ -384,8 +386,9 @@ async fn connect(
         .map_err(io)?
         .is_none()
     {
-        return Err(format!(
-            "laser not connected or not on {path}: no answer at 9600 or 38400 baud"
+        return Err(LinkError::timeout(
+            path,
+            format!("laser not connected or not on {path}: no answer at 9600 or 38400 baud"),
         ));
     }
     match first_scan(
@@ -400,8 +403,9 @@ async fn connect(
             info!(log, "laser streaming at 38400 baud");
             Ok((port, parser, scan))
         }
-        None => Err(format!(
-            "the laser on {path} accepted continuous output but sends no scans"
+        None => Err(LinkError::timeout(
+            path,
+            format!("the laser on {path} accepted continuous output but sends no scans"),
         )),
     }
 }

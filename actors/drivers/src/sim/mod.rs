@@ -19,7 +19,9 @@ pub mod world;
 
 use actix::prelude::*;
 use bytes::Bytes;
-use player_kit::catalog::{Catalog, DriverContext, DriverSettings, StageRobot, StartedDriver};
+use player_kit::catalog::{
+    Catalog, DriverContext, DriverSettings, StageError, StageRobot, StartedDriver,
+};
 use player_kit::driver::{
     Command, Config, DeviceSpec, DriverError, DriverHandle, MapOutline, MapRequest, Publisher,
     Setup, Shutdown, Stop, Subscribers, Terminate, Timestamp, MAX_MAP_SEGMENTS,
@@ -126,7 +128,7 @@ impl SharedWorld {
             None => None,
             Some(spec) => {
                 let file = File::create(&spec.file).map_err(|e| {
-                    DriverError(format!(
+                    DriverError::other(format!(
                         "cannot create the truth log {}: {e}",
                         spec.file.display()
                     ))
@@ -263,14 +265,14 @@ impl SimDriver {
             ("vision_hz", params.vision_hz),
         ] {
             if !(hz.is_finite() && hz > 0.0 && hz <= 1000.0) {
-                return Err(DriverError(format!(
+                return Err(DriverError::params(format!(
                     "sim parameter {name} = {hz}: must be between 0 and 1000 Hz"
                 )));
             }
         }
         for &d in &ctx.devices {
             if !device::ALL.contains(&d) {
-                return Err(DriverError(format!(
+                return Err(DriverError::not_served(format!(
                     "the simulator has no device '{}'",
                     char::from(d)
                 )));
@@ -290,7 +292,7 @@ impl SimDriver {
             let map = if params.world == "room" {
                 WorldMap::default_room()
             } else {
-                WorldMap::from_file(&source).map_err(|e| DriverError(e.to_string()))?
+                WorldMap::from_file(&source).map_err(|e| DriverError::params(e.to_string()))?
             };
             SharedWorld::new(SimWorld::new(Arc::new(map)), ctx.logger.clone())
         })?;
@@ -300,7 +302,7 @@ impl SimDriver {
             let index = match &params.robot {
                 None => 0,
                 Some(name) => sim.index_of(name).ok_or_else(|| {
-                    DriverError(format!(
+                    DriverError::params(format!(
                         "the world has no robot named '{name}' (it has: {})",
                         sim.names().join(", ")
                     ))
@@ -313,7 +315,7 @@ impl SimDriver {
                     .get(index)
                     .cloned()
                     .unwrap_or_default();
-                return Err(DriverError(format!(
+                return Err(DriverError::params(format!(
                     "world robot '{name}' is already served by robot '{by}'; give each \
                      [[robot]] its own `robot = \"NAME\"` parameter"
                 )));
@@ -560,7 +562,7 @@ impl Handler<Setup> for SimDriver {
 
     fn handle(&mut self, msg: Setup, ctx: &mut Self::Context) -> Self::Result {
         if !self.devices.contains(&msg.device) {
-            return Err(DriverError(format!(
+            return Err(DriverError::not_served(format!(
                 "the simulator does not serve '{}' here",
                 char::from(msg.device)
             )));
@@ -771,35 +773,29 @@ pub fn stage_robots(
     first: &StageRobot,
     world: &str,
     gp: Option<u16>,
-) -> Result<Vec<StageRobot>, String> {
+) -> Result<Vec<StageRobot>, StageError> {
     let path = Path::new(world);
-    let map = WorldMap::from_file(path).map_err(|e| format!("flag -stage: {e}"))?;
+    let map = WorldMap::from_file(path).map_err(|e| StageError::World(e.to_string()))?;
     let world_str = path
         .canonicalize()
         .unwrap_or_else(|_| path.to_path_buf())
         .display()
         .to_string();
     let Some(sim) = first.drivers.iter().find(|d| d.driver == "sim").cloned() else {
-        return Err(
-            "flag -stage: the configuration has no 'sim' driver to load the world into".into(),
-        );
+        return Err(StageError::NoSim);
     };
     let placements = map.robots().to_vec();
     let base = gp.unwrap_or(first.port);
     let count = placements.len();
-    let port_of = |i: usize, file_port: Option<u16>| -> Result<u16, String> {
+    let port_of = |i: usize, file_port: Option<u16>| -> Result<u16, StageError> {
         match (gp, file_port) {
             (None, Some(p)) => Ok(p),
             _ if base == 0 => Ok(0),
-            _ => u16::try_from(usize::from(base) + i).map_err(|_| {
-                format!(
-                    "flag -stage: the ports run out: the world has {count} robots, and from \
-                     port {base} robot {i} ('{}') would listen on port {}, past 65535; start \
-                     lower (-gp), give the robots ports in the world file, or use -gp 0 \
-                     (any free port)",
-                    placements[i].name,
-                    usize::from(base) + i
-                )
+            _ => u16::try_from(usize::from(base) + i).map_err(|_| StageError::PortRange {
+                robot: i,
+                name: placements[i].name.clone(),
+                robots: count,
+                base,
             }),
         }
     };

@@ -3,7 +3,7 @@
 //! [`link_driver_handlers!`](crate::link_driver_handlers)), so a driver implements only
 //! what is its own (opening and serving its device, its commands and configs).
 
-use super::{Backoff, CloseAck, CloseReceiver, LinkHandle, LinkState, LinkSupervisor};
+use super::{Backoff, CloseAck, CloseReceiver, LinkError, LinkHandle, LinkState, LinkSupervisor};
 use crate::driver::{Command, Config, DriverError, Publisher, Stop};
 use actix::prelude::*;
 use slog::{debug, info, warn, Logger};
@@ -17,7 +17,7 @@ pub enum Ended {
     Closed,
     /// Lost (silence, I/O error, the peer went away), with why; the loop reconnects, or,
     /// if the link was never up, reports the failure and ends.
-    Lost(String),
+    Lost(LinkError),
 }
 
 /// The way a link task hears that it must close, while it is connecting or waiting out a
@@ -70,7 +70,7 @@ pub trait Link {
 
     /// Opens the device (`ever_up`: whether it has been up before, for a shorter patience
     /// on reconnects); the error says why it could not.
-    fn connect(&self, ever_up: bool) -> impl Future<Output = Result<Self::Conn, String>>;
+    fn connect(&self, ever_up: bool) -> impl Future<Output = Result<Self::Conn, LinkError>>;
 
     /// Serves an open connection until it is lost or `close` asks it to close (then it
     /// leaves the device in a safe state, acknowledges and returns [`Ended::Closed`]).
@@ -112,14 +112,14 @@ pub async fn run_link<L: Link>(mut link: L, mut close: L::Close, state: watch::S
                     Ended::Closed => return link.finish().await,
                     Ended::Lost(why) if ever_up => {
                         backoff.reset();
-                        warn!(link.log(), "{} link lost; reopening with backoff", L::NAME; "why" => why);
+                        warn!(link.log(), "{} link lost; reopening with backoff", L::NAME; "why" => %why);
                         let _ = state.send(LinkState::Reconnecting);
                     }
                     Ended::Lost(why) => return fail(&mut link, &state, why).await,
                 }
             }
             Err(e) if !ever_up => return fail(&mut link, &state, e).await,
-            Err(e) => debug!(link.log(), "{} reconnect failed", L::NAME; "error" => e),
+            Err(e) => debug!(link.log(), "{} reconnect failed", L::NAME; "error" => %e),
         }
         tokio::select! {
             _ = tokio::time::sleep(backoff.next_delay()) => {}
@@ -128,8 +128,8 @@ pub async fn run_link<L: Link>(mut link: L, mut close: L::Close, state: watch::S
     }
 }
 
-async fn fail<L: Link>(link: &mut L, state: &watch::Sender<LinkState>, why: String) {
-    warn!(link.log(), "{} setup failed", L::NAME; "error" => &why);
+async fn fail<L: Link>(link: &mut L, state: &watch::Sender<LinkState>, why: LinkError) {
+    warn!(link.log(), "{} setup failed", L::NAME; "error" => %why);
     link.finish().await;
     let _ = state.send(LinkState::Failed(why));
 }
@@ -198,7 +198,7 @@ pub fn setup<D: LinkDriver>(
     ctx: &mut Context<D>,
 ) -> ResponseActFuture<D, Result<(), DriverError>> {
     if !d.serves(device) {
-        let e = DriverError(format!(
+        let e = DriverError::not_served(format!(
             "the {} driver does not serve '{}' here",
             D::DRIVER,
             char::from(device)

@@ -13,21 +13,107 @@ pub use supervisor::{
     close_channel, CloseAck, CloseReceiver, CloseSender, LinkHandle, LinkState, LinkSupervisor,
 };
 
+use crate::driver::{DriverError, DriverErrorKind};
 use std::io;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio_serial::{SerialPort, SerialPortBuilderExt, SerialStream};
 
+/// What went wrong with a link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkErrorKind {
+    /// The port or host is not there (no such device, nothing listening).
+    NoDevice,
+    /// The device did not answer in time, or went silent.
+    Timeout,
+    /// Opening, reading or writing failed.
+    Io(io::ErrorKind),
+    /// The device answered, but not as it should (bad replies, a refusal, the other end
+    /// closing the connection).
+    Protocol,
+}
+
+/// Why a link could not be opened, or was lost: the port (a serial device's path, a
+/// host and port), what kind of failure, and a text for a person (what the log and a
+/// failed setup say).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text}")]
+pub struct LinkError {
+    /// The port, path or address of the link.
+    pub port: String,
+    /// What went wrong.
+    pub kind: LinkErrorKind,
+    /// Why, for a person.
+    pub text: String,
+}
+
+impl LinkError {
+    /// A failure of `kind` on `port`, saying `text`.
+    pub fn new(port: impl Into<String>, kind: LinkErrorKind, text: impl Into<String>) -> Self {
+        LinkError {
+            port: port.into(),
+            kind,
+            text: text.into(),
+        }
+    }
+
+    /// The port or host is not there.
+    pub fn no_device(port: impl Into<String>, text: impl Into<String>) -> Self {
+        Self::new(port, LinkErrorKind::NoDevice, text)
+    }
+
+    /// No answer in time.
+    pub fn timeout(port: impl Into<String>, text: impl Into<String>) -> Self {
+        Self::new(port, LinkErrorKind::Timeout, text)
+    }
+
+    /// An I/O error `e` (its kind is kept; a missing device or a refused connection is
+    /// [`LinkErrorKind::NoDevice`], a timed-out one [`LinkErrorKind::Timeout`]).
+    pub fn io(port: impl Into<String>, e: &io::Error, text: impl Into<String>) -> Self {
+        let kind = match e.kind() {
+            io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => LinkErrorKind::NoDevice,
+            io::ErrorKind::TimedOut => LinkErrorKind::Timeout,
+            k => LinkErrorKind::Io(k),
+        };
+        Self::new(port, kind, text)
+    }
+
+    /// The device answered, but not as it should.
+    pub fn protocol(port: impl Into<String>, text: impl Into<String>) -> Self {
+        Self::new(port, LinkErrorKind::Protocol, text)
+    }
+}
+
+impl From<LinkError> for DriverError {
+    /// A link that timed out is a [`DriverErrorKind::Timeout`]; any other link failure a
+    /// [`DriverErrorKind::Link`]. The text is the link error's.
+    fn from(e: LinkError) -> Self {
+        let kind = match e.kind {
+            LinkErrorKind::Timeout => DriverErrorKind::Timeout,
+            _ => DriverErrorKind::Link,
+        };
+        DriverError { kind, text: e.text }
+    }
+}
+
 /// Opens `path` raw, 8N1, no flow control, at `baud`, and discards anything already
 /// waiting in the input buffer. The error names the port.
-pub fn open_serial(path: &str, baud: u32) -> Result<SerialStream, String> {
+pub fn open_serial(path: &str, baud: u32) -> Result<SerialStream, LinkError> {
     let port = tokio_serial::new(path, baud)
         .data_bits(tokio_serial::DataBits::Eight)
         .parity(tokio_serial::Parity::None)
         .stop_bits(tokio_serial::StopBits::One)
         .flow_control(tokio_serial::FlowControl::None)
         .open_native_async()
-        .map_err(|e| format!("cannot open serial port {path}: {e}"))?;
+        .map_err(|e| {
+            let kind = match e.kind() {
+                tokio_serial::ErrorKind::NoDevice => LinkErrorKind::NoDevice,
+                tokio_serial::ErrorKind::Io(io::ErrorKind::NotFound) => LinkErrorKind::NoDevice,
+                tokio_serial::ErrorKind::Io(k) => LinkErrorKind::Io(k),
+                _ => LinkErrorKind::Io(io::ErrorKind::Other),
+            };
+            LinkError::new(path, kind, format!("cannot open serial port {path}: {e}"))
+        })?;
     let _ = port.clear(tokio_serial::ClearBuffer::Input);
     Ok(port)
 }
@@ -184,6 +270,8 @@ mod tests {
     #[test]
     fn opening_a_missing_port_names_it() {
         let e = open_serial("/dev/does-not-exist-player", 9600).unwrap_err();
-        assert!(e.contains("/dev/does-not-exist-player"), "{e}");
+        assert_eq!(e.port, "/dev/does-not-exist-player");
+        assert_eq!(e.kind, LinkErrorKind::NoDevice, "{e}");
+        assert!(e.to_string().contains("/dev/does-not-exist-player"), "{e}");
     }
 }

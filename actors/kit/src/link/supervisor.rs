@@ -8,7 +8,7 @@
 //! driver's [`LinkHandle`]: a [`CloseSender`] for a task that takes nothing else, or the
 //! driver's own channel where the close must stay in order with other requests.
 
-use super::Done;
+use super::{Done, LinkError};
 use crate::driver::{DeviceState, DriverError, StatusSink};
 use std::future::Future;
 use std::time::Duration;
@@ -31,7 +31,7 @@ pub enum LinkState {
     /// It was up, was lost, and is being reopened with backoff.
     Reconnecting,
     /// The first opening failed (why); the task has ended.
-    Failed(String),
+    Failed(LinkError),
 }
 
 /// The acknowledgement a link task sends once it has closed.
@@ -187,16 +187,16 @@ impl<H: LinkHandle + 'static> LinkSupervisor<H> {
         let ended = format!("the {} link ended during setup", self.name);
         async move {
             let Some(mut state) = state else {
-                return Err(DriverError(ended));
+                return Err(DriverError::link(ended));
             };
             loop {
                 match &*state.borrow_and_update() {
                     LinkState::Up | LinkState::Reconnecting => return Ok(()),
-                    LinkState::Failed(e) => return Err(DriverError(e.clone())),
+                    LinkState::Failed(e) => return Err(DriverError::from(e.clone())),
                     LinkState::Connecting => {}
                 }
                 if state.changed().await.is_err() {
-                    return Err(DriverError(ended));
+                    return Err(DriverError::link(ended));
                 }
             }
         }
@@ -285,18 +285,17 @@ mod tests {
             let log = Log::default();
             let mut link = LinkSupervisor::new("test");
             let (close, rx) = close_channel();
-            let failed = vec![LinkState::Failed("no answer on /dev/x".into())];
-            link.start(close, task("first", failed, rx, &log));
+            let why = LinkError::timeout("/dev/x", "no answer on /dev/x");
+            link.start(close, task("first", vec![LinkState::Failed(why)], rx, &log));
             let e = link.wait_ready().await.unwrap_err();
-            assert_eq!(e.0, "no answer on /dev/x");
+            assert_eq!(e, DriverError::timeout("no answer on /dev/x"));
             link.abandon();
             assert!(!link.is_running());
-            let e = link.wait_ready().await.unwrap_err();
-            assert_eq!(e.0, "the test link ended during setup");
+            let ended = DriverError::link("the test link ended during setup");
+            assert_eq!(link.wait_ready().await.unwrap_err(), ended);
             let (close, _) = close_channel();
             link.start(close, |_state| async {});
-            let e = link.wait_ready().await.unwrap_err();
-            assert_eq!(e.0, "the test link ended during setup");
+            assert_eq!(link.wait_ready().await.unwrap_err(), ended);
         });
     }
 

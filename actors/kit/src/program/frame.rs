@@ -181,8 +181,34 @@ pub enum ToProgram {
         /// The device code.
         device: u8,
         /// Ok, or why not.
-        result: Result<(), String>,
+        result: Result<(), Refusal>,
     },
+}
+
+/// Why a device cannot be opened or read, in the words of the side that refuses (free
+/// text on the wire: a program's reason, the server's).
+// Written out: this module builds without the kit's dependencies (no thiserror).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal(pub String);
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+impl From<&str> for Refusal {
+    fn from(text: &str) -> Self {
+        Refusal(text.to_string())
+    }
+}
+
+impl From<String> for Refusal {
+    fn from(text: String) -> Self {
+        Refusal(text)
+    }
 }
 
 /// A frame from the program to the server.
@@ -193,7 +219,7 @@ pub enum FromProgram {
         /// The device code.
         device: u8,
         /// Ok, or why the device cannot be opened (the client gets `e`).
-        result: Result<(), String>,
+        result: Result<(), Refusal>,
     },
     /// `d`: a reading of one of the program's devices.
     Data {
@@ -245,22 +271,25 @@ fn put_frame(out: &mut Vec<u8>, kind: u8, body: &[&[u8]]) {
     }
 }
 
-fn result_body(device: u8, result: &Result<(), String>) -> Vec<u8> {
+fn result_body(device: u8, result: &Result<(), Refusal>) -> Vec<u8> {
     let mut b = vec![device];
     match result {
         Ok(()) => b.push(0),
         Err(e) => {
             b.push(1);
-            b.extend_from_slice(e.as_bytes());
+            b.extend_from_slice(e.0.as_bytes());
         }
     }
     b
 }
 
-fn parse_result(kind: u8, body: &[u8]) -> Result<(u8, Result<(), String>), FrameError> {
+fn parse_result(kind: u8, body: &[u8]) -> Result<(u8, Result<(), Refusal>), FrameError> {
     match body {
         [device, 0] => Ok((*device, Ok(()))),
-        [device, 1, text @ ..] => Ok((*device, Err(String::from_utf8_lossy(text).into_owned()))),
+        [device, 1, text @ ..] => Ok((
+            *device,
+            Err(Refusal(String::from_utf8_lossy(text).into_owned())),
+        )),
         _ => Err(FrameError::Body {
             kind,
             what: "expected device, 0 (ok) or 1 (error) and text",

@@ -30,6 +30,7 @@
 
 pub mod frame;
 
+pub use frame::Refusal;
 use frame::{FrameReader, FromProgram, Hello, ToProgram, MAX_FRAME};
 use std::io::{self, Read, Write};
 use std::sync::mpsc;
@@ -43,7 +44,7 @@ pub trait ProgramDriver {
     fn hello(&mut self, _hello: &Hello, _out: &mut Output) {}
     /// Open `device` (a client asked for it). `Err` says why it cannot be (the client gets
     /// `e`). Default: ok.
-    fn setup(&mut self, _device: u8, _out: &mut Output) -> Result<(), String> {
+    fn setup(&mut self, _device: u8, _out: &mut Output) -> Result<(), Refusal> {
         Ok(())
     }
     /// The last client left `device`. Default: nothing.
@@ -64,7 +65,7 @@ pub trait ProgramDriver {
     /// nothing.
     fn reading(&mut self, _device: u8, _sec: u32, _usec: u32, _payload: &[u8], _out: &mut Output) {}
     /// The server's answer to [`Output::read`]. Default: a failure is logged.
-    fn read_answer(&mut self, device: u8, result: Result<(), String>, out: &mut Output) {
+    fn read_answer(&mut self, device: u8, result: Result<(), Refusal>, out: &mut Output) {
         if let Err(e) = result {
             out.log(
                 frame::level::WARNING,
@@ -259,7 +260,7 @@ mod tests {
         fn command(&mut self, device: u8, payload: &[u8], out: &mut Output) {
             out.publish(device, payload);
         }
-        fn setup(&mut self, device: u8, _out: &mut Output) -> Result<(), String> {
+        fn setup(&mut self, device: u8, _out: &mut Output) -> Result<(), Refusal> {
             if device == b'x' {
                 Err("no x here".into())
             } else {

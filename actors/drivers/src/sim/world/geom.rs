@@ -283,6 +283,23 @@ impl Shape {
     }
 }
 
+/// Something else in the world that moves: another robot or a puck, as a disc. The robot's
+/// sensors and bumpers take these into account in the `*_among` methods.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Body {
+    /// Centre, mm.
+    pub center: Vec2,
+    /// Radius, mm.
+    pub radius: f64,
+    /// Height, mm (for the camera).
+    pub height: f64,
+    /// The ACTS channel of its colour, if cameras should see it.
+    pub channel: Option<u8>,
+    /// Whether it stops robots and reflects sonar and laser (robots do; pucks lie below the
+    /// sensors and are pushed, not bumped into).
+    pub solid: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

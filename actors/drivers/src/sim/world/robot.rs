@@ -21,6 +21,7 @@
 use std::sync::Arc;
 
 use super::camera::{Blob, CameraView, Ptz, PtzReading};
+pub use super::geom::Body;
 use super::geom::{normalize_angle, ray_circle, Vec2};
 use super::gripper::Gripper;
 use super::map::{WorldMap, ROBOT_RADIUS_MM};
@@ -69,23 +70,6 @@ pub use player_proto::data::SONAR_POSES;
 
 /// Height of a robot's colour marking above the floor, mm (what other cameras see).
 pub const ROBOT_HEIGHT_MM: f64 = 500.0;
-
-/// Something else in the world that moves: another robot or a puck, as a disc. The robot's
-/// sensors and bumpers take these into account in the `*_among` methods.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Body {
-    /// Centre, mm.
-    pub center: Vec2,
-    /// Radius, mm.
-    pub radius: f64,
-    /// Height, mm (for the camera).
-    pub height: f64,
-    /// The ACTS channel of its colour, if cameras should see it.
-    pub channel: Option<u8>,
-    /// Whether it stops robots and reflects sonar and laser (robots do; pucks lie below the
-    /// sensors and are pushed, not bumped into).
-    pub solid: bool,
-}
 
 /// What a sensor ray meets besides the map: other robots and solid bodies, as discs.
 pub trait Solids {

@@ -8,13 +8,12 @@
 //! [`MAX_IN_FLIGHT`] waiting ones; readings wait at most one per device in the actor.
 
 use super::{alive_key, data_key, devices_json, devices_key, encode_timestamp, estop_key};
-use crate::driver::{Command, DataRecipient, DeviceData, DeviceDataBatch};
-use crate::logging::{code as show, Throttle};
-use crate::registry::{
-    Disconnect, EStop, EStopState, ListDevices, Registry, SessionId, Subscribe, Unsubscribe,
-};
 use actix::prelude::*;
 use bytes::Bytes;
+use player_core::frontend::{Access, Asked, Change, Holdings};
+use player_core::logging::{code as show, Throttle};
+use player_core::registry::{Disconnect, EStop, EStopState, ListDevices, Registry, SessionId};
+use player_kit::driver::{Command, DataRecipient, DeviceData, DeviceDataBatch};
 use player_proto::device;
 use slog::{info, warn, Logger};
 use std::collections::HashMap;
@@ -30,7 +29,7 @@ use zenoh::Wait;
 pub const HOLD: Duration = Duration::from_secs(2);
 
 /// Largest command payload taken from Zenoh (a device's exact size is checked later).
-pub const MAX_COMMAND: usize = crate::codec::MAX_PAYLOAD;
+pub const MAX_COMMAND: usize = player_core::codec::MAX_PAYLOAD;
 
 /// Largest attachment (the access key) taken with a command.
 pub const MAX_ATTACHMENT: usize = player_proto::ext::MAX_KEY;
@@ -256,8 +255,6 @@ struct Dev {
     matching: bool,
     /// Zenoh commands came within [`HOLD`].
     commanding: bool,
-    /// (read, write) as last asked of the registry.
-    held: Option<(bool, bool)>,
     /// The registry's guard for this device, once write access is granted.
     command: Option<Recipient<Command>>,
     command_size: Option<usize>,
@@ -280,6 +277,8 @@ struct Stats {
 /// One robot's session of the registry on behalf of every Zenoh peer.
 pub struct RobotBridge {
     o: RobotOptions,
+    /// The devices the bridge holds at the registry.
+    holdings: Holdings,
     publishers: HashMap<u8, Publisher<'static>>,
     devs: HashMap<u8, Dev>,
     /// Readings not published yet: the newest per device.
@@ -299,6 +298,7 @@ impl RobotBridge {
     /// A bridge actor for one robot (not started).
     pub fn new(o: RobotOptions) -> Self {
         RobotBridge {
+            holdings: Holdings::new(o.registry.clone(), o.session, "zenoh"),
             o,
             publishers: HashMap::new(),
             devs: HashMap::new(),
@@ -323,35 +323,22 @@ impl RobotBridge {
             return;
         }
         let d = self.devs.entry(code).or_default();
-        let want = (d.matching || d.commanding).then_some((d.matching, d.commanding));
-        if d.held == want {
-            return;
-        }
-        d.held = want;
+        let want = Access::new(d.matching, d.commanding);
         if !d.commanding {
             d.command = None;
             d.pending = None;
         }
-        let Some((read, write)) = want else {
-            self.o.registry.do_send(Unsubscribe {
-                session: self.o.session,
-                device: code,
-            });
+        let me = ctx.address();
+        let Change::Asked(asked) = self.holdings.want(code, want, || DataRecipient::of(&me)) else {
             return;
         };
-        let fut = self.o.registry.send(Subscribe {
-            session: self.o.session,
-            device: code,
-            read,
-            write,
-            recipient: DataRecipient::of(&ctx.address()),
-            client: "zenoh".into(),
-        });
-        ctx.spawn(fut.into_actor(self).map(move |r, act, _| {
-            let d = act.devs.entry(code).or_default();
-            if d.held != Some((read, write)) {
+        let Asked { ticket, reply, .. } = *asked;
+        let write = want.write;
+        ctx.spawn(reply.into_actor(self).map(move |r, act, _| {
+            if !act.holdings.settle(ticket, matches!(r, Ok(Ok(_)))) {
                 return; // superseded by a later change
             }
+            let d = act.devs.entry(code).or_default();
             match r {
                 Ok(Ok(grant)) => {
                     d.failed_at = None;
@@ -377,13 +364,11 @@ impl RobotBridge {
                     }
                 }
                 Ok(Err(e)) => {
-                    d.held = None;
                     d.command = None;
                     d.failed_at = Some(Instant::now());
                     warn!(act.o.log, "zenoh: device not available"; "device" => device::name(code), "error" => %e);
                 }
                 Err(_) => {
-                    d.held = None;
                     d.failed_at = Some(Instant::now());
                 }
             }
@@ -456,10 +441,13 @@ impl RobotBridge {
     }
 
     fn take_reading(&mut self, d: &DeviceData, ctx: &mut Context<Self>) {
+        if !self.holdings.reads(d.device) {
+            return;
+        }
         let Some(dev) = self.devs.get_mut(&d.device) else {
             return;
         };
-        if !dev.held.is_some_and(|(r, _)| r) || d.seq <= dev.last_seq {
+        if d.seq <= dev.last_seq {
             return;
         }
         dev.last_seq = d.seq;
@@ -486,8 +474,9 @@ impl RobotBridge {
                 d.failed_at = None;
             }
             let d = &self.devs[&code];
-            let want = (d.matching || d.commanding).then_some((d.matching, d.commanding));
-            if want != d.held && (d.failed_at.is_none() || retry) {
+            let want = Access::new(d.matching, d.commanding);
+            let held = self.holdings.held(code).unwrap_or_default();
+            if want != held && (d.failed_at.is_none() || retry) {
                 self.sync(code, ctx);
             }
         }

@@ -16,6 +16,11 @@
 //! set up (a tap, like one more session) to know each device's rate and notice one that
 //! goes silent, keeps the state drivers report ([`DeviceStatus`]), answers the device list
 //! ([`ListDevices`]) and sends [`Notice`]s to the sessions that asked for them ([`Watch`]).
+//!
+//! By job: `table.rs` (the devices, their holders and setup states, the device list),
+//! `guard.rs` (command admission, the e-stop latch, the command watchdogs), `health.rs`
+//! (rates and silence, from the tap's readings); this file holds the messages, the actor
+//! and its handlers, and arms the timers the guard and the health check ask for.
 
 use crate::notice::{kind, Notice};
 use actix::prelude::*;
@@ -23,19 +28,24 @@ use bytes::Bytes;
 use futures::channel::oneshot;
 use player_kit::driver::{
     Command, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, DeviceState,
-    DeviceStatus, DriverError, DriverHandle, MapOutline, MapRequest, ReadDevice, Setup, Shutdown,
-    Stop, StopReason, Subscribers, Terminate,
+    DeviceStatus, DriverHandle, MapOutline, MapRequest, ReadDevice, Setup, Shutdown, Stop,
+    StopReason, Subscribers, Terminate,
 };
-use player_proto::access;
-use player_proto::ext::{state as list_state, DeviceEntry};
+use player_proto::ext::DeviceEntry;
 use slog::{info, warn, Logger};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-pub use player_kit::driver::SessionId;
+pub use player_kit::driver::{DeviceError, SessionId};
+pub use table::ServedTwice;
 
-/// The session id the registry's own tap reads devices under (recording, [`ReadDevice`]).
-pub const TAP: SessionId = u64::MAX;
+mod guard;
+mod health;
+mod table;
+
+use guard::{Admitted, Guard};
+use health::Health;
+use table::{Condition, Holder, State, Table};
 
 /// What a client sent to a device, as the registry reports it to a tap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -68,28 +78,6 @@ pub struct Tapped {
 pub struct Tap {
     /// Where they go.
     pub recipient: Recipient<Tapped>,
-}
-
-/// Why a device could not be had: what a front end gets instead of a [`Grant`] (and what
-/// a config to an unknown device gets). A front end matches on it; its text is what a
-/// log line or a notice says.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DeviceError {
-    /// The robot has no device with this code.
-    #[error("no device {} on this robot", crate::logging::code(*.0))]
-    Unknown(u8),
-    /// The driver did not finish setting the device up in time.
-    #[error("setup did not finish within {:.1} s", .0.as_secs_f64())]
-    SetupTimeout(Duration),
-    /// The driver refused or failed the setup (its reason).
-    #[error("{0}")]
-    SetupFailed(DriverError),
-    /// The driver's actor has stopped.
-    #[error("driver has stopped")]
-    DriverStopped,
-    /// The setup this request waited on was abandoned (the server is stopping).
-    #[error("setup abandoned")]
-    SetupAbandoned,
 }
 
 /// What a session was granted on a device.
@@ -201,75 +189,17 @@ pub struct GetMap {
 #[rtype(result = "()")]
 pub struct ShutdownAll;
 
-struct Holder {
-    read: bool,
-    write: bool,
-    recipient: DataRecipient,
-}
-
-enum State {
-    Down,
-    SettingUp(Vec<oneshot::Sender<Result<(), DeviceError>>>),
-    Up,
-}
-
-/// How a device is doing, beyond being set up.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Health {
-    Ok,
-    /// The driver reported a failure or a reconnect.
-    Driver(DeviceState, String),
-    /// No reading for too long (seen by the tap).
-    Silent,
-    /// Its last setup failed.
-    SetupFailed,
-}
-
-/// The command watchdog of one device.
-#[derive(Debug, Default)]
-struct Watchdog {
-    /// `None`: the device is not watched.
-    timeout: Option<Duration>,
-    /// When the last command arrived, while a command holds (armed).
-    last: Option<Instant>,
-    /// It stopped the device and no command has arrived since.
-    tripped: bool,
-}
-
-/// Readings seen by the tap, for the device list and the silence check.
-#[derive(Debug, Default)]
-struct Seen {
-    last: Option<Instant>,
-    data_size: u16,
-    count: u32,
-    window_start: Option<Instant>,
-    rate_x10: u16,
-    /// Longest gap between two readings seen lately (a device that publishes slowly is not
-    /// called silent).
-    period: Duration,
-}
-
-struct Device {
-    spec: DeviceSpec,
-    driver: DriverHandle,
-    driver_name: String,
-    holders: HashMap<SessionId, Holder>,
-    state: State,
-    health: Health,
-    watchdog: Watchdog,
-    seen: Seen,
-}
-
 /// The registry actor of one robot.
 pub struct Registry {
-    robot: String,
-    devices: HashMap<u8, Device>,
-    drivers: Vec<(String, DriverHandle)>,
+    table: Table,
+    guard: Guard,
+    health: Health,
     setup_timeout: Duration,
-    quiet_after: Duration,
     watchers: HashMap<SessionId, Recipient<Notice>>,
-    estop: Option<String>,
     watchdog_check: Option<(SpawnHandle, Instant)>,
+    /// The watchdog has stopped a device once: the log line naming the key that turns it
+    /// off (for clients of 0.7.4a that send one command) has been written.
+    watchdog_explained: bool,
     health_check: Option<SpawnHandle>,
     taps: Vec<Recipient<Tapped>>,
     log: Logger,
@@ -280,14 +210,13 @@ impl Registry {
     /// starting it.
     pub fn new(robot: &str, setup_timeout: Duration, log: Logger) -> Self {
         Registry {
-            robot: robot.to_string(),
-            devices: HashMap::new(),
-            drivers: Vec::new(),
+            table: Table::new(robot),
+            guard: Guard::default(),
+            health: Health::new(Duration::from_secs(3)),
             setup_timeout,
-            quiet_after: Duration::from_secs(3),
             watchers: HashMap::new(),
-            estop: None,
             watchdog_check: None,
+            watchdog_explained: false,
             health_check: None,
             taps: Vec::new(),
             log,
@@ -297,7 +226,7 @@ impl Registry {
     /// How long a device that has published may stay silent before clients are told it
     /// failed (default 3 s; a device that publishes slowly gets three of its periods).
     pub fn with_quiet_after(mut self, quiet_after: Duration) -> Self {
-        self.quiet_after = quiet_after;
+        self.health = Health::new(quiet_after);
         self
     }
 
@@ -308,53 +237,26 @@ impl Registry {
         name: &str,
         handle: DriverHandle,
         specs: &[DeviceSpec],
-    ) -> Result<(), String> {
+    ) -> Result<(), ServedTwice> {
+        self.table.add(name, handle, specs)?;
         for spec in specs {
-            if let Some(d) = self.devices.get(&spec.code) {
-                return Err(format!(
-                    "robot '{}': device '{}' is served by both driver '{}' and driver '{name}'",
-                    self.robot,
-                    char::from(spec.code),
-                    d.driver_name
-                ));
-            }
+            self.guard.watch(spec.code, spec.command_timeout);
         }
-        for spec in specs {
-            self.devices.insert(
-                spec.code,
-                Device {
-                    spec: *spec,
-                    driver: handle.clone(),
-                    driver_name: name.to_string(),
-                    holders: HashMap::new(),
-                    state: State::Down,
-                    health: Health::Ok,
-                    watchdog: Watchdog {
-                        timeout: spec.command_timeout.filter(|t| !t.is_zero()),
-                        ..Watchdog::default()
-                    },
-                    seen: Seen::default(),
-                },
-            );
-        }
-        self.drivers.push((name.to_string(), handle));
         Ok(())
     }
 
     /// The device codes in the table, sorted.
     pub fn device_codes(&self) -> Vec<u8> {
-        let mut v: Vec<u8> = self.devices.keys().copied().collect();
-        v.sort_unstable();
-        v
+        self.table.codes()
     }
 
     /// Tells the driver that `session` starts (`Some`) or stops (`None`) reading `code`;
     /// nothing while the device is not up (setup sends the whole list when it is).
     fn tell_reader(&self, code: u8, session: SessionId, recipient: Option<DataRecipient>) {
-        let Some(d) = self.devices.get(&code) else {
+        let Some(d) = self.table.devices.get(&code) else {
             return;
         };
-        if !matches!(d.state, State::Up) || !d.spec.readable {
+        if !d.is_up() || !d.spec.readable {
             return;
         }
         d.driver.subscribers.do_send(Subscribers {
@@ -366,7 +268,7 @@ impl Registry {
 
     /// Sends `notice` to every watching session that holds `code`.
     fn notify_holders(&self, code: u8, notice: Notice) {
-        let Some(d) = self.devices.get(&code) else {
+        let Some(d) = self.table.devices.get(&code) else {
             return;
         };
         for session in d.holders.keys() {
@@ -385,10 +287,10 @@ impl Registry {
 
     /// Stops a device that is set up (or being set up) for `reason`.
     fn stop_device(&mut self, code: u8, reason: StopReason) {
-        let Some(d) = self.devices.get_mut(&code) else {
+        let Some(d) = self.table.devices.get(&code) else {
             return;
         };
-        d.watchdog.last = None;
+        self.guard.disarm(code);
         if !matches!(d.state, State::Down) {
             d.driver.stop.do_send(Stop {
                 device: code,
@@ -400,33 +302,33 @@ impl Registry {
     /// Removes a session from a device; stops the device if it lost a writer and shuts it
     /// down if it lost its last holder.
     fn release(&mut self, session: SessionId, code: u8, ctx: &mut Context<Self>) {
-        let Some(d) = self.devices.get_mut(&code) else {
+        let Some(d) = self.table.devices.get_mut(&code) else {
             return;
         };
         let Some(h) = d.holders.remove(&session) else {
             return;
         };
-        if h.write && d.spec.command_size.is_some() {
+        if h.write && d.commandable() {
             self.stop_device(code, StopReason::WriterLeft);
         }
         if h.read {
             self.tell_reader(code, session, None);
         }
-        let Some(d) = self.devices.get_mut(&code) else {
+        let Some(d) = self.table.devices.get_mut(&code) else {
             return;
         };
-        if d.holders.is_empty() && matches!(d.state, State::Up) {
+        if d.holders.is_empty() && d.is_up() {
             if d.spec.readable {
                 d.driver.subscribers.do_send(Subscribers {
                     device: code,
-                    session: TAP,
+                    session: SessionId::TAP,
                     recipient: None,
                 });
             }
             d.state = State::Down;
-            d.seen = Seen::default();
-            if d.health == Health::Silent {
-                d.health = Health::Ok;
+            self.health.forget(code);
+            if d.condition == Condition::Silent {
+                d.condition = Condition::Ok;
             }
             info!(self.log, "device shut down"; "device" => player_kit::log::device(code), "driver" => &d.driver_name);
             d.driver.shutdown.do_send(Shutdown { device: code });
@@ -436,22 +338,18 @@ impl Registry {
 
     fn setup_done(&mut self, code: u8, result: Result<(), DeviceError>, ctx: &mut Context<Self>) {
         let tap = DataRecipient::of(&ctx.address());
-        let Some(d) = self.devices.get_mut(&code) else {
+        let Some(d) = self.table.devices.get_mut(&code) else {
             return;
         };
-        let waiters = match std::mem::replace(&mut d.state, State::Down) {
-            State::SettingUp(w) => w,
-            other => {
-                d.state = other;
-                return;
-            }
+        let Some(waiters) = d.end_setup() else {
+            return;
         };
         match &result {
             Ok(()) => {
                 info!(self.log, "device set up"; "device" => player_kit::log::device(code), "driver" => &d.driver_name);
                 d.state = State::Up;
-                if matches!(d.health, Health::SetupFailed | Health::Silent) {
-                    d.health = Health::Ok;
+                if matches!(d.condition, Condition::SetupFailed | Condition::Silent) {
+                    d.condition = Condition::Ok;
                 }
                 if d.holders.is_empty() {
                     d.state = State::Down;
@@ -466,14 +364,14 @@ impl Registry {
                     }
                     d.driver.subscribers.do_send(Subscribers {
                         device: code,
-                        session: TAP,
+                        session: SessionId::TAP,
                         recipient: Some(tap),
                     });
                 }
             }
             Err(e) => {
                 warn!(self.log, "device setup failed"; "device" => player_kit::log::device(code), "driver" => &d.driver_name, "error" => %e);
-                d.health = Health::SetupFailed;
+                d.condition = Condition::SetupFailed;
                 d.holders.clear();
             }
         }
@@ -483,16 +381,13 @@ impl Registry {
         self.update_health_check(ctx);
     }
 
-    // ----- command watchdog ------------------------------------------------------------
+    // ----- command watchdog: the timer at the guard's next deadline ----------------------
 
-    /// Arms the watchdog check at the earliest deadline of any armed device.
+    /// Arms the watchdog check at the guard's earliest deadline.
     fn schedule_watchdog(&mut self, ctx: &mut Context<Self>) {
-        let next = self
-            .devices
-            .values()
-            .filter_map(|d| Some(d.watchdog.last? + d.watchdog.timeout?))
-            .min();
-        let Some(at) = next else { return };
+        let Some(at) = self.guard.next_deadline() else {
+            return;
+        };
         match self.watchdog_check {
             // A check is due no later: it re-arms for later deadlines when it runs.
             Some((_, pending)) if pending <= at => return,
@@ -512,20 +407,25 @@ impl Registry {
     /// Stops every device whose command has not been renewed within its timeout (once:
     /// the next command re-arms it).
     fn check_watchdogs(&mut self, ctx: &mut Context<Self>) {
-        let now = Instant::now();
-        let expired: Vec<(u8, Duration)> = self
-            .devices
-            .iter()
-            .filter_map(|(&code, d)| {
-                let (last, timeout) = (d.watchdog.last?, d.watchdog.timeout?);
-                (now >= last + timeout).then_some((code, timeout))
-            })
-            .collect();
-        for (code, timeout) in expired {
+        for (code, timeout) in self.guard.expire(Instant::now()) {
             self.stop_device(code, StopReason::Watchdog);
-            let d = self.devices.get_mut(&code).expect("listed above");
-            d.watchdog.tripped = true;
-            warn!(self.log, "command watchdog: no command in time; device stopped"; "device" => player_kit::log::device(code), "command_timeout_s" => timeout.as_secs_f64());
+            if self.watchdog_explained {
+                warn!(self.log, "command watchdog: no command in time; device stopped"; "device" => player_kit::log::device(code), "command_timeout_s" => timeout.as_secs_f64());
+            } else {
+                // The first time only: a client written for 0.7.4a may send one command
+                // and expect it to hold (docs/clients-of-2000.md).
+                self.watchdog_explained = true;
+                let driver = self
+                    .table
+                    .devices
+                    .get(&code)
+                    .map_or("", |d| d.driver_name.as_str());
+                let key = format!(
+                    "command_timeout = 0 in [[robot]] '{}' (or in its [[robot.driver]] '{driver}')",
+                    self.table.robot
+                );
+                warn!(self.log, "command watchdog: no command in time; device stopped (a client written for Player 0.7.4a that sends one command expects it to hold: set the key below to restore that for this robot, see docs/clients-of-2000.md)"; "device" => player_kit::log::device(code), "command_timeout_s" => timeout.as_secs_f64(), "restore_0_7_4a" => key);
+            }
             self.notify_holders(
                 code,
                 Notice::new(
@@ -541,14 +441,10 @@ impl Registry {
         self.schedule_watchdog(ctx);
     }
 
-    // ----- health: readings seen by the tap, states reported by drivers ------------------
+    // ----- health: the periodic check while a readable device is up ----------------------
 
     fn update_health_check(&mut self, ctx: &mut Context<Self>) {
-        let any_up = self
-            .devices
-            .values()
-            .any(|d| matches!(d.state, State::Up) && d.spec.readable);
-        match (any_up, self.health_check.is_some()) {
+        match (self.table.any_readable_up(), self.health_check.is_some()) {
             (true, false) => {
                 self.health_check = Some(ctx.run_interval(Duration::from_secs(1), |act, _| {
                     act.check_health();
@@ -565,39 +461,23 @@ impl Registry {
 
     /// Updates each device's rate, and tells holders about a device that has gone silent.
     fn check_health(&mut self) {
-        let now = Instant::now();
-        let quiet_after = self.quiet_after;
-        let mut silent = Vec::new();
-        for (&code, d) in self.devices.iter_mut() {
-            let s = &mut d.seen;
-            if let Some(start) = s.window_start {
-                let span = now.duration_since(start);
-                if span >= Duration::from_secs(2) {
-                    let rate = f64::from(s.count) / span.as_secs_f64();
-                    s.rate_x10 = (rate * 10.0).round().min(f64::from(u16::MAX)) as u16;
-                    s.count = 0;
-                    s.window_start = Some(now);
-                }
+        let devices = &self.table.devices;
+        let silent = self.health.check(Instant::now(), |code| {
+            devices
+                .get(&code)
+                .is_some_and(|d| d.is_up() && d.condition == Condition::Ok)
+        });
+        for s in silent {
+            if let Some(d) = self.table.devices.get_mut(&s.device) {
+                d.condition = Condition::Silent;
             }
-            if !matches!(d.state, State::Up) || d.health != Health::Ok {
-                continue;
-            }
-            let Some(last) = s.last else { continue };
-            let allowed = quiet_after.max(s.period * 3);
-            if now.duration_since(last) >= allowed {
-                s.rate_x10 = 0;
-                d.health = Health::Silent;
-                silent.push((code, now.duration_since(last)));
-            }
-        }
-        for (code, quiet) in silent {
-            warn!(self.log, "device silent"; "device" => player_kit::log::device(code), "seconds" => quiet.as_secs());
+            warn!(self.log, "device silent"; "device" => player_kit::log::device(s.device), "seconds" => s.quiet.as_secs());
             self.notify_holders(
-                code,
+                s.device,
                 Notice::new(
                     kind::FAILED,
-                    code,
-                    format!("no reading for {} s", quiet.as_secs()),
+                    s.device,
+                    format!("no reading for {} s", s.quiet.as_secs()),
                 ),
             );
         }
@@ -605,65 +485,18 @@ impl Registry {
 
     /// The tap saw a reading of `code`.
     fn seen(&mut self, code: u8, size: usize) {
-        let now = Instant::now();
-        let Some(d) = self.devices.get_mut(&code) else {
+        let Some(d) = self.table.devices.get_mut(&code) else {
             return;
         };
         // A batch carries every device of a link, set up or not.
-        if !matches!(d.state, State::Up) {
+        if !d.is_up() {
             return;
         }
-        let s = &mut d.seen;
-        if let Some(last) = s.last {
-            let gap = now.duration_since(last);
-            s.period = if gap > s.period {
-                gap
-            } else {
-                (s.period * 7 + gap) / 8
-            };
-        }
-        s.last = Some(now);
-        s.data_size = size.min(usize::from(u16::MAX)) as u16;
-        s.count += 1;
-        s.window_start.get_or_insert(now);
-        if d.health == Health::Silent {
-            d.health = Health::Ok;
+        self.health.seen(code, size, Instant::now());
+        if d.condition == Condition::Silent {
+            d.condition = Condition::Ok;
             info!(self.log, "device publishing again"; "device" => player_kit::log::device(code));
             self.notify_holders(code, Notice::new(kind::UP, code, "readings again"));
-        }
-    }
-
-    fn entry(code: u8, d: &Device) -> DeviceEntry {
-        let access = match (d.spec.readable, d.spec.command_size.is_some()) {
-            (true, true) => access::ALL,
-            (false, true) => access::WRITE,
-            _ => access::READ,
-        };
-        let state = match (&d.state, &d.health) {
-            (State::SettingUp(_), _) => list_state::SETTING_UP,
-            (_, Health::Driver(DeviceState::Reconnecting, _)) => list_state::RECONNECTING,
-            (_, Health::Driver(DeviceState::Failed, _) | Health::Silent | Health::SetupFailed) => {
-                list_state::FAILED
-            }
-            (State::Up, _) => list_state::UP,
-            (State::Down, _) => list_state::IDLE,
-        };
-        let count = |f: fn(&Holder) -> bool| {
-            d.holders
-                .values()
-                .filter(|h| f(h))
-                .count()
-                .min(usize::from(u16::MAX)) as u16
-        };
-        DeviceEntry {
-            code,
-            access,
-            state,
-            readers: count(|h| h.read),
-            writers: count(|h| h.write),
-            data_size: d.seen.data_size,
-            rate_x10: d.seen.rate_x10,
-            driver: d.driver_name.clone(),
         }
     }
 }
@@ -679,7 +512,7 @@ impl Actor for Registry {
         let watched: String = self
             .device_codes()
             .into_iter()
-            .filter(|c| self.devices[c].watchdog.timeout.is_some())
+            .filter(|&c| self.guard.watches(c))
             .map(char::from)
             .collect();
         info!(self.log, "registry ready"; "devices" => codes, "watchdog" => watched);
@@ -692,7 +525,7 @@ impl Handler<Subscribe> for Registry {
     fn handle(&mut self, msg: Subscribe, ctx: &mut Self::Context) -> Self::Result {
         let code = msg.device;
         let guard = ctx.address().recipient::<Command>();
-        let Some(d) = self.devices.get_mut(&code) else {
+        let Some(d) = self.table.devices.get_mut(&code) else {
             return Box::pin(fut::ready(Err(DeviceError::Unknown(code))));
         };
         let spec = d.spec;
@@ -701,8 +534,8 @@ impl Handler<Subscribe> for Registry {
         } else {
             None
         };
-        let had_write = d.holders.get(&msg.session).is_some_and(|h| h.write);
-        let had_read = d.holders.get(&msg.session).is_some_and(|h| h.read);
+        let had_write = d.writer(msg.session);
+        let had_read = d.reader(msg.session);
         d.holders.insert(
             msg.session,
             Holder {
@@ -714,7 +547,7 @@ impl Handler<Subscribe> for Registry {
         if had_write && !msg.write && spec.command_size.is_some() {
             self.stop_device(code, StopReason::WriterLeft);
         }
-        let d = self.devices.get_mut(&code).expect("looked up above");
+        let d = self.table.devices.get_mut(&code).expect("looked up above");
         let grant = Grant { spec, command };
         match &mut d.state {
             State::Up => {
@@ -778,13 +611,7 @@ impl Handler<Disconnect> for Registry {
 
     fn handle(&mut self, msg: Disconnect, ctx: &mut Self::Context) {
         self.watchers.remove(&msg.session);
-        let codes: Vec<u8> = self
-            .devices
-            .iter()
-            .filter(|(_, d)| d.holders.contains_key(&msg.session))
-            .map(|(c, _)| *c)
-            .collect();
-        for code in codes {
+        for code in self.table.held_by(msg.session) {
             self.release(msg.session, code, ctx);
         }
     }
@@ -798,20 +625,25 @@ impl Handler<Command> for Registry {
     /// watchdog.
     fn handle(&mut self, msg: Command, ctx: &mut Self::Context) {
         let code = msg.device;
-        let Some(d) = self.devices.get_mut(&code) else {
+        let Some(d) = self.table.devices.get(&code) else {
             return;
         };
-        if msg.session != 0 && !d.holders.get(&msg.session).is_some_and(|h| h.write) {
-            self.notify(
-                msg.session,
-                Notice::new(kind::COMMAND, code, "command ignored: no write access"),
-            );
-            return;
-        }
-        if let Some(by) = &self.estop {
-            let text = format!("command ignored: emergency stop latched by {by}");
-            self.notify(msg.session, Notice::new(kind::COMMAND, code, text));
-            return;
+        let holds_write = d.writer(msg.session);
+        match self
+            .guard
+            .admit(code, msg.session, holds_write, Instant::now())
+        {
+            Err(refusal) => {
+                self.notify(
+                    msg.session,
+                    Notice::new(kind::COMMAND, code, refusal.to_string()),
+                );
+                return;
+            }
+            Ok(Admitted::Resumed) => {
+                info!(self.log, "command watchdog: commands again; device resumed"; "device" => player_kit::log::device(code));
+            }
+            Ok(Admitted::Pass) => {}
         }
         for t in &self.taps {
             t.do_send(Tapped {
@@ -821,22 +653,15 @@ impl Handler<Command> for Registry {
                 timestamp: player_kit::driver::Timestamp::now(),
             });
         }
-        if d.watchdog.timeout.is_some() {
-            d.watchdog.last = Some(Instant::now());
-            if d.watchdog.tripped {
-                d.watchdog.tripped = false;
-                info!(self.log, "command watchdog: commands again; device resumed"; "device" => player_kit::log::device(code));
-            }
-            d.driver.command.do_send(msg);
+        d.driver.command.do_send(msg);
+        if self.guard.watches(code) {
             self.schedule_watchdog(ctx);
-        } else {
-            d.driver.command.do_send(msg);
         }
     }
 }
 
 impl Handler<ReadDevice> for Registry {
-    type Result = ResponseActFuture<Self, Result<(), DriverError>>;
+    type Result = ResponseActFuture<Self, Result<(), DeviceError>>;
 
     /// A driver reading another device (a virtual device): a read-only holder, set up and
     /// released like a session's (it never gets write access, so it never stops a device).
@@ -846,15 +671,12 @@ impl Handler<ReadDevice> for Registry {
             return Box::pin(fut::ready(Ok(())));
         }
         if self
+            .table
             .devices
             .get(&msg.device)
             .is_some_and(|d| !d.spec.readable)
         {
-            let e = DriverError(format!(
-                "device {} produces no data",
-                crate::logging::code(msg.device)
-            ));
-            return Box::pin(fut::ready(Err(e)));
+            return Box::pin(fut::ready(Err(DeviceError::Unreadable(msg.device))));
         }
         let subscribe = Subscribe {
             session: msg.session,
@@ -865,8 +687,7 @@ impl Handler<ReadDevice> for Registry {
             client: format!("driver reader {}", msg.session),
         };
         Box::pin(
-            <Self as Handler<Subscribe>>::handle(self, subscribe, ctx)
-                .map(|r, _, _| r.map(|_| ()).map_err(|e| DriverError(e.to_string()))),
+            <Self as Handler<Subscribe>>::handle(self, subscribe, ctx).map(|r, _, _| r.map(|_| ())),
         )
     }
 }
@@ -877,7 +698,7 @@ impl Handler<Watch> for Registry {
     fn handle(&mut self, msg: Watch, _ctx: &mut Self::Context) {
         match msg.recipient {
             Some(r) => {
-                if let Some(by) = &self.estop {
+                if let Some(by) = self.guard.estop() {
                     r.do_send(Notice::new(
                         kind::ESTOP,
                         0,
@@ -897,38 +718,32 @@ impl Handler<EStop> for Registry {
     type Result = bool;
 
     fn handle(&mut self, msg: EStop, ctx: &mut Self::Context) -> bool {
-        let notice = match (msg.latch, &self.estop) {
-            (true, None) => {
-                self.estop = Some(msg.client.clone());
-                let codes: Vec<u8> = self
-                    .devices
-                    .iter()
-                    .filter(|(_, d)| d.spec.command_size.is_some())
-                    .map(|(c, _)| *c)
-                    .collect();
-                for code in codes {
-                    self.stop_device(code, StopReason::EmergencyStop);
-                }
-                if let Some((h, _)) = self.watchdog_check.take() {
-                    ctx.cancel_future(h);
-                }
-                warn!(self.log, "EMERGENCY STOP latched: every command is ignored until it is released"; "by" => &msg.client);
-                Notice::new(
-                    kind::ESTOP,
-                    0,
-                    format!("emergency stop latched by {}", msg.client),
-                )
+        let notice = if msg.latch {
+            if !self.guard.latch(&msg.client) {
+                return false;
             }
-            (false, Some(_)) => {
-                self.estop = None;
-                warn!(self.log, "emergency stop released"; "by" => &msg.client);
-                Notice::new(
-                    kind::ESTOP_RELEASED,
-                    0,
-                    format!("emergency stop released by {}", msg.client),
-                )
+            for code in self.table.commandable() {
+                self.stop_device(code, StopReason::EmergencyStop);
             }
-            _ => return false,
+            if let Some((h, _)) = self.watchdog_check.take() {
+                ctx.cancel_future(h);
+            }
+            warn!(self.log, "EMERGENCY STOP latched: every command is ignored until it is released"; "by" => &msg.client);
+            Notice::new(
+                kind::ESTOP,
+                0,
+                format!("emergency stop latched by {}", msg.client),
+            )
+        } else {
+            if !self.guard.release() {
+                return false;
+            }
+            warn!(self.log, "emergency stop released"; "by" => &msg.client);
+            Notice::new(
+                kind::ESTOP_RELEASED,
+                0,
+                format!("emergency stop released by {}", msg.client),
+            )
         };
         for w in self.watchers.values() {
             w.do_send(notice.clone());
@@ -941,7 +756,7 @@ impl Handler<EStopState> for Registry {
     type Result = Option<String>;
 
     fn handle(&mut self, _msg: EStopState, _ctx: &mut Self::Context) -> Option<String> {
-        self.estop.clone()
+        self.guard.estop().map(str::to_string)
     }
 }
 
@@ -949,9 +764,10 @@ impl Handler<ListDevices> for Registry {
     type Result = Vec<DeviceEntry>;
 
     fn handle(&mut self, _msg: ListDevices, _ctx: &mut Self::Context) -> Vec<DeviceEntry> {
-        self.device_codes()
+        self.table
+            .codes()
             .into_iter()
-            .map(|c| Registry::entry(c, &self.devices[&c]))
+            .map(|c| self.table.entry(c, &self.health))
             .collect()
     }
 }
@@ -961,17 +777,17 @@ impl Handler<DeviceStatus> for Registry {
 
     fn handle(&mut self, msg: DeviceStatus, _ctx: &mut Self::Context) {
         let code = msg.device;
-        let Some(d) = self.devices.get_mut(&code) else {
+        let Some(d) = self.table.devices.get_mut(&code) else {
             return;
         };
-        let (health, k) = match msg.state {
-            DeviceState::Up => (Health::Ok, kind::UP),
-            other => (Health::Driver(other, msg.reason.clone()), kind::FAILED),
+        let (condition, k) = match msg.state {
+            DeviceState::Up => (Condition::Ok, kind::UP),
+            other => (Condition::Driver(other, msg.reason.clone()), kind::FAILED),
         };
-        if d.health == health {
+        if d.condition == condition {
             return;
         }
-        d.health = health;
+        d.condition = condition;
         match msg.state {
             DeviceState::Up => {
                 info!(self.log, "device up again"; "device" => player_kit::log::device(code), "reason" => &msg.reason)
@@ -1006,7 +822,7 @@ impl Handler<RouteConfig> for Registry {
     type Result = Result<(), DeviceError>;
 
     fn handle(&mut self, msg: RouteConfig, _ctx: &mut Self::Context) -> Self::Result {
-        let Some(d) = self.devices.get(&msg.device) else {
+        let Some(d) = self.table.devices.get(&msg.device) else {
             return Err(DeviceError::Unknown(msg.device));
         };
         for t in &self.taps {
@@ -1039,6 +855,7 @@ impl Handler<GetMap> for Registry {
 
     fn handle(&mut self, msg: GetMap, _ctx: &mut Self::Context) -> Self::Result {
         let asks: Vec<_> = self
+            .table
             .devices
             .iter()
             .filter_map(|(code, d)| d.driver.map.clone().map(|m| (*code, m)))
@@ -1066,14 +883,14 @@ impl Handler<ShutdownAll> for Registry {
 
     fn handle(&mut self, _msg: ShutdownAll, _ctx: &mut Self::Context) -> Self::Result {
         let mut shutdowns = Vec::new();
-        for (code, d) in self.devices.iter_mut() {
+        for (code, d) in self.table.devices.iter_mut() {
             d.holders.clear();
             if !matches!(d.state, State::Down) {
                 d.state = State::Down;
                 shutdowns.push(d.driver.shutdown.send(Shutdown { device: *code }));
             }
         }
-        let drivers: Vec<(String, DriverHandle)> = self.drivers.clone();
+        let drivers: Vec<(String, DriverHandle)> = self.table.drivers.clone();
         let log = self.log.clone();
         Box::pin(async move {
             futures::future::join_all(shutdowns).await;

@@ -12,31 +12,39 @@
 //!   byte, with the driver's timestamp as log and publish time and the driver's reading
 //!   number as sequence; its schema names the device's Table 7 layout;
 //! - the web viewer's Foxglove JSON channels of each device, converted as the live endpoint
-//!   converts them (`crate::web::schema`), under `/<robot>` (`/<robot>/tf` as
+//!   converts them ([`player_web::schema`]), under `/<robot>` (`/<robot>/tf` as
 //!   `foxglove.FrameTransform`, `/<robot>/laser` as `foxglove.LaserScan`, sonar cones as a
 //!   `foxglove.SceneUpdate`, ...), so Foxglove shows a recording as it shows the robot;
 //! - the commands and configs clients send, on `/<robot>/<code>/cmd` and `/<robot>/<code>/cfg`
 //!   (raw bytes as received), as the registry passes them on to the drivers (its
-//!   [`crate::registry::Tap`]).
+//!   [`player_core::registry::Tap`]).
 //!
 //! Chunks are small (`chunk_bytes`, and closed at least every `chunk_seconds`), built in
 //! memory and written with one `write` each, so a server killed with SIGKILL leaves a file
 //! readable up to its last complete chunk. Files rotate by size or age: the first is the
 //! named path, then `<stem>.1.<ext>`, `<stem>.2.<ext>`, ...
+//!
+//! A front end of the server ([`player_core::frontend`]): the `[record]` section
+//! ([`RecordSettings`]) and the `-record FILE` flag ([`SYNTAX`], [`apply_flag`]) are this
+//! crate's; [`start`] returns the [`Recording`] the server attaches.
+#![deny(missing_docs)]
 
 pub mod layout;
 
-use crate::registry::{Disconnect, Registry, SessionId, Subscribe};
-pub use crate::registry::{Sent, Tapped};
-use crate::web::schema::{self as foxglove, Source};
 use actix::prelude::*;
 pub use layout::{RAW_ENCODING, RAW_SCHEMA_ENCODING};
 use mcap::records::MessageHeader;
 use mcap::{WriteOptions, Writer};
+use player_core::frontend::{FrontEnd, FrontEndContext};
+use player_core::registry::{Disconnect, Registry, SessionId, Subscribe, Tap};
+pub use player_core::registry::{Sent, Tapped};
+use player_core::settings::{check_seconds, FlagSpec, FrontEndSyntax, SettingsError};
 use player_kit::driver::{DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, Timestamp};
 use player_proto::device;
+use player_web::schema::{self as foxglove, Source};
 use serde::Deserialize;
 use slog::{error, info, warn, Logger};
+use std::any::Any;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
@@ -86,28 +94,134 @@ impl RecordSettings {
         !self.path.is_empty()
     }
 
+    /// The `[record]` section of settings read with [`SYNTAX`] (the defaults when there
+    /// is none), checked; errors name the key.
+    pub fn from_section(
+        section: Option<&config::Value>,
+        origin: &str,
+    ) -> Result<Self, SettingsError> {
+        let s: RecordSettings = match section {
+            None => RecordSettings::default(),
+            Some(v) => v
+                .clone()
+                .try_deserialize()
+                .map_err(|e| SettingsError::value(origin, "record", e.to_string()))?,
+        };
+        s.check(origin)?;
+        Ok(s)
+    }
+
     /// Checks the values; errors name the key.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self, origin: &str) -> Result<(), SettingsError> {
         for (key, v) in [
             ("record.max_seconds", self.max_seconds),
             ("record.chunk_seconds", self.chunk_seconds),
             ("record.retry_seconds", self.retry_seconds),
         ] {
-            if !(v.is_finite() && (0.0..=1e9).contains(&v)) {
-                return Err(format!("{key} must be a non-negative number of seconds"));
-            }
+            check_seconds(origin, key, v)?;
         }
         if !(0.01..=3600.0).contains(&self.chunk_seconds) {
-            return Err("record.chunk_seconds must be between 0.01 and 3600".into());
+            return Err(SettingsError::value(
+                origin,
+                "record.chunk_seconds",
+                "must be between 0.01 and 3600",
+            ));
         }
         if !(0.1..=3600.0).contains(&self.retry_seconds) {
-            return Err("record.retry_seconds must be between 0.1 and 3600".into());
+            return Err(SettingsError::value(
+                origin,
+                "record.retry_seconds",
+                "must be between 0.1 and 3600",
+            ));
         }
         if self.chunk_bytes < 1024 || self.chunk_bytes > 64 * 1024 * 1024 {
-            return Err("record.chunk_bytes must be between 1024 and 67108864".into());
+            return Err(SettingsError::value(
+                origin,
+                "record.chunk_bytes",
+                "must be between 1024 and 67108864",
+            ));
         }
         Ok(())
     }
+}
+
+/// The recorder's section and flag: `[record]`, `-record FILE`.
+pub const SYNTAX: FrontEndSyntax = FrontEndSyntax {
+    sections: &["record"],
+    flags: &[FlagSpec {
+        flag: "-record",
+        takes_value: true,
+    }],
+};
+
+/// Applies `-record <file>`: records to `file`, relative to the current directory (not to
+/// the configuration file's).
+pub fn apply_flag(settings: &mut RecordSettings, file: &str) {
+    settings.path = player_core::settings::absolute(file).display().to_string();
+}
+
+/// Why recording could not start (or go on).
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The file cannot be created.
+    #[error("cannot create recording file '{}': {source}", path.display())]
+    Create {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The MCAP writer failed.
+    #[error("recording file '{}': {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: mcap::McapError,
+    },
+}
+
+/// A running recording: the front end [`start`] returns.
+pub struct Recording {
+    handle: RecorderHandle,
+}
+
+impl FrontEnd for Recording {
+    fn name(&self) -> &str {
+        "record"
+    }
+
+    fn stop(self: Box<Self>) -> futures::future::LocalBoxFuture<'static, ()> {
+        Box::pin(async move {
+            self.handle.finish().await;
+        })
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Starts recording every robot of `ctx` to `settings.path` (relative to the configuration
+/// file's folder), on a thread of its own. Must run inside an actix system.
+pub fn start(settings: &RecordSettings, ctx: &FrontEndContext) -> Result<Recording, RecordError> {
+    let sources = ctx
+        .robots
+        .iter()
+        .map(|r| RecordSource {
+            robot: r.name.clone(),
+            registry: r.registry.clone(),
+            devices: r.devices.clone(),
+            session: ctx.ids.next(),
+        })
+        .collect();
+    let handle = RecorderHandle::start(settings, &ctx.base_dir, sources, ctx.log.clone())?;
+    for (i, robot) in ctx.robots.iter().enumerate() {
+        if let Some(recipient) = handle.tap(i) {
+            robot.registry.do_send(Tap { recipient });
+        }
+    }
+    Ok(Recording { handle })
 }
 
 /// The path of file number `n` of a recording to `path` (0 is `path` itself).
@@ -224,15 +338,20 @@ impl Output {
         path: &Path,
         settings: &RecordSettings,
         sources: &[RecordSource],
-    ) -> Result<Output, String> {
-        let file = File::create(path)
-            .map_err(|e| format!("cannot create recording file '{}': {e}", path.display()))?;
+    ) -> Result<Output, RecordError> {
+        let file = File::create(path).map_err(|source| RecordError::Create {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let written = Arc::new(AtomicU64::new(0));
         let sink = CountingFile {
             file,
             written: written.clone(),
         };
-        let what = |e: mcap::McapError| format!("recording file '{}': {e}", path.display());
+        let what = |source| RecordError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
         let mut writer = WriteOptions::new()
             .compression(None)
             .chunk_size(Some(settings.chunk_bytes))
@@ -525,7 +644,7 @@ impl Recorder {
                 self.stats.files.push(path);
                 self.out = Some(out);
             }
-            Err(e) => error!(self.log, "recording stopped"; "error" => e),
+            Err(e) => error!(self.log, "recording stopped"; "error" => %e),
         }
     }
 
@@ -693,7 +812,7 @@ impl RecorderHandle {
         base_dir: &Path,
         sources: Vec<RecordSource>,
         log: Logger,
-    ) -> Result<RecorderHandle, String> {
+    ) -> Result<RecorderHandle, RecordError> {
         let path = base_dir.join(&settings.path);
         let out = Output::open(&path, settings, &sources)?;
         let robots = sources.len();
@@ -759,7 +878,7 @@ mod tests {
 
     #[test]
     fn settings_are_checked_naming_the_key() {
-        assert!(RecordSettings::default().check().is_ok());
+        assert!(RecordSettings::default().check("t").is_ok());
         for (s, key) in [
             (
                 RecordSettings {
@@ -790,8 +909,11 @@ mod tests {
                 "retry_seconds",
             ),
         ] {
-            let e = s.check().unwrap_err();
-            assert!(e.contains(key), "{e}");
+            let e = s.check("t").unwrap_err();
+            assert!(
+                matches!(&e, SettingsError::Value { key: k, .. } if k.ends_with(key)),
+                "{e}"
+            );
         }
     }
 }

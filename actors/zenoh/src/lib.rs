@@ -32,21 +32,27 @@
 //! Zenoh runs its own threads; its blocking calls (opening, declaring, closing the session)
 //! are made on a plain thread, never on an actix arbiter (Zenoh refuses to block inside a
 //! single-threaded tokio runtime). The robots' bridge actors share one arbiter of their own.
+//!
+//! A front end of the server ([`player_core::frontend`]): the `[zenoh]` section
+//! ([`ZenohSettings`]) and the `--zenoh` flag ([`SYNTAX`]) are this crate's; [`start`]
+//! returns the [`ZenohBridge`] the server attaches.
+#![deny(missing_docs)]
 
 pub mod robot;
 
-use crate::access::AccessSettings;
-use crate::driver::Timestamp;
-use crate::registry::{Registry, SessionId};
-use crate::settings::RobotSettings;
 use actix::prelude::*;
 use futures::channel::oneshot;
+use player_core::access::AccessSettings;
+use player_core::frontend::{FrontEnd, FrontEndContext, SessionIds};
+use player_core::registry::Registry;
+use player_core::settings::{FlagSpec, FrontEndSyntax, RobotSettings, SettingsError};
+use player_kit::driver::Timestamp;
 use player_proto::device;
 use player_proto::ext::DeviceEntry;
 use robot::{Attach, Detach, Inbox, RobotBridge, RobotOptions};
 use serde::Deserialize;
 use slog::{info, warn, Logger};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 use zenoh::Wait;
@@ -99,6 +105,44 @@ impl Default for ZenohSettings {
     }
 }
 
+/// The bridge's section and flag: `[zenoh]`, `--zenoh` (turns it on).
+pub const SYNTAX: FrontEndSyntax = FrontEndSyntax {
+    sections: &["zenoh"],
+    flags: &[FlagSpec {
+        flag: "--zenoh",
+        takes_value: false,
+    }],
+};
+
+/// Why the bridge could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ZenohError {
+    /// A value of the section is not a valid Zenoh configuration.
+    #[error("zenoh: {key} = {value}: {why}")]
+    Config {
+        /// The Zenoh configuration key.
+        key: String,
+        /// The value given.
+        value: String,
+        /// What Zenoh said.
+        why: String,
+    },
+    /// The Zenoh session cannot be opened.
+    #[error("zenoh: cannot open the session: {0}")]
+    Open(#[source] zenoh::Error),
+    /// A robot's keys cannot be declared.
+    #[error("zenoh: robot '{robot}': {source}")]
+    Declare {
+        /// The robot.
+        robot: String,
+        /// What Zenoh said.
+        source: zenoh::Error,
+    },
+    /// The thread that opens the session failed.
+    #[error("zenoh: the setup thread failed")]
+    Setup,
+}
+
 /// Whether `name` can be a chunk of a Zenoh key (letters, digits, `_`, `-`, `.`).
 pub fn valid_robot_name(name: &str) -> bool {
     !name.is_empty()
@@ -114,25 +158,62 @@ impl ZenohSettings {
         self.robots.is_empty() || self.robots.iter().any(|r| r == name)
     }
 
+    /// The `[zenoh]` section of settings read with [`SYNTAX`] (the defaults when there is
+    /// none), checked against `robots` and `access`; errors name the key.
+    pub fn from_section(
+        section: Option<&config::Value>,
+        origin: &str,
+        robots: &[RobotSettings],
+        access: &AccessSettings,
+    ) -> Result<Self, SettingsError> {
+        let s: ZenohSettings = match section {
+            None => ZenohSettings::default(),
+            Some(v) => v
+                .clone()
+                .try_deserialize()
+                .map_err(|e| SettingsError::value(origin, "zenoh", e.to_string()))?,
+        };
+        s.check(robots, access, origin)?;
+        Ok(s)
+    }
+
     /// Checks the section against the robots and the access policy; errors name the key.
-    pub fn check(&self, robots: &[RobotSettings], access: &AccessSettings) -> Result<(), String> {
+    /// Call it again after the flags (`--zenoh`, `-stage`).
+    pub fn check(
+        &self,
+        robots: &[RobotSettings],
+        access: &AccessSettings,
+        origin: &str,
+    ) -> Result<(), SettingsError> {
+        self.problem(robots, access)
+            .map_err(|(key, why)| SettingsError::value(origin, &key, why))
+    }
+
+    /// What is wrong, if anything: the key and why.
+    fn problem(
+        &self,
+        robots: &[RobotSettings],
+        access: &AccessSettings,
+    ) -> Result<(), (String, String)> {
+        let bad = |key: &str, why: String| Err((key.to_string(), why));
         if !matches!(self.mode.as_str(), "peer" | "client") {
-            return Err(format!(
-                "zenoh.mode: '{}' is neither \"peer\" nor \"client\"",
-                self.mode
-            ));
+            return bad(
+                "zenoh.mode",
+                format!("'{}' is neither \"peer\" nor \"client\"", self.mode),
+            );
         }
         for r in &self.robots {
             if !robots.iter().any(|x| &x.name == r) {
-                return Err(format!("zenoh.robots: no robot named '{r}'"));
+                return bad("zenoh.robots", format!("no robot named '{r}'"));
             }
         }
         if !self.enabled {
             return Ok(());
         }
         if self.mode == "client" && self.connect.is_empty() && !self.scouting {
-            return Err(
-                "zenoh: mode \"client\" needs zenoh.connect (a router's endpoint, e.g. \
+            return bad(
+                "zenoh.connect",
+                "mode \"client\" needs zenoh.connect (a router's endpoint, e.g. \
                  [\"tcp/10.0.0.1:7447\"]) or zenoh.scouting = true"
                     .into(),
             );
@@ -140,20 +221,27 @@ impl ZenohSettings {
         let mut names = std::collections::HashSet::new();
         for r in robots.iter().filter(|r| self.serves(&r.name)) {
             if !valid_robot_name(&r.name) {
-                return Err(format!(
-                    "zenoh: robot name '{}' cannot be a Zenoh key chunk (use letters, digits, _ - .)",
-                    r.name
-                ));
+                return bad(
+                    "robot.name",
+                    format!(
+                        "robot name '{}' cannot be a Zenoh key chunk (use letters, digits, _ - .)",
+                        r.name
+                    ),
+                );
             }
             if !names.insert(r.name.as_str()) {
-                return Err(format!(
-                    "zenoh: two robots are named '{}'; their keys would collide",
-                    r.name
-                ));
+                return bad(
+                    "robot.name",
+                    format!(
+                        "two robots are named '{}'; their Zenoh keys would collide",
+                        r.name
+                    ),
+                );
             }
         }
         if self.write && !access.write_allow.is_empty() && access.key.is_empty() {
-            return Err(
+            return bad(
+                "zenoh.write",
                 "zenoh.write = true cannot honour access.write_allow (Zenoh samples carry \
                  no client address): set access.key, which Zenoh commands must then carry as \
                  their attachment, or leave write_allow empty"
@@ -163,23 +251,30 @@ impl ZenohSettings {
         let restricted =
             !access.read_allow.is_empty() || (!access.key.is_empty() && access.keyless == "refuse");
         if restricted && !self.public {
-            return Err(
-                "zenoh: [access] restricts who may read (read_allow or keyless = \
+            return bad(
+                "zenoh.public",
+                "[access] restricts who may read (read_allow or keyless = \
                  \"refuse\"), but Zenoh readings reach every Zenoh peer; restrict zenoh.listen \
                  to a trusted interface and set zenoh.public = true to accept that"
                     .into(),
             );
         }
-        self.zenoh_config().map(|_| ())
+        match self.zenoh_config() {
+            Ok(_) => Ok(()),
+            Err(e) => bad("zenoh", e.to_string()),
+        }
     }
 
     /// The Zenoh configuration: mode, endpoints, scouting.
-    pub fn zenoh_config(&self) -> Result<zenoh::Config, String> {
+    pub fn zenoh_config(&self) -> Result<zenoh::Config, ZenohError> {
         let mut c = zenoh::Config::default();
         let json = |v: &[String]| serde_json::to_string(v).unwrap_or_else(|_| "[]".into());
         let set = |c: &mut zenoh::Config, key: &str, value: &str| {
-            c.insert_json5(key, value)
-                .map_err(|e| format!("zenoh: {key} = {value}: {e}"))
+            c.insert_json5(key, value).map_err(|e| ZenohError::Config {
+                key: key.to_string(),
+                value: value.to_string(),
+                why: e.to_string(),
+            })
         };
         set(&mut c, "mode", &format!("\"{}\"", self.mode))?;
         if self.mode == "peer" {
@@ -225,10 +320,7 @@ pub fn estop_key(robot: &str) -> String {
 /// microseconds since the Unix epoch, both big-endian (the layout of the 0.7.4a
 /// timestamp extension, `x y t`).
 pub fn encode_timestamp(ts: Timestamp) -> [u8; TIMESTAMP_LEN] {
-    let mut b = [0u8; TIMESTAMP_LEN];
-    b[..4].copy_from_slice(&ts.sec.to_be_bytes());
-    b[4..].copy_from_slice(&ts.usec.to_be_bytes());
-    b
+    ts.encode()
 }
 
 /// The timestamp of an attachment made by [`encode_timestamp`].
@@ -282,6 +374,46 @@ pub struct BridgedRobot {
     pub devices: Vec<u8>,
 }
 
+/// Starts the bridge for the robots of `ctx` that `settings` serves. Must run inside an
+/// actix system.
+pub async fn start(
+    settings: &ZenohSettings,
+    ctx: &FrontEndContext,
+) -> Result<ZenohBridge, ZenohError> {
+    let robots = ctx
+        .robots
+        .iter()
+        .filter(|r| settings.serves(&r.name))
+        .map(|r| BridgedRobot {
+            name: r.name.clone(),
+            registry: r.registry.clone(),
+            devices: r.codes(),
+        })
+        .collect();
+    ZenohBridge::start(
+        settings,
+        &ctx.access,
+        robots,
+        ctx.ids.clone(),
+        ctx.log.clone(),
+    )
+    .await
+}
+
+impl FrontEnd for ZenohBridge {
+    fn name(&self) -> &str {
+        "zenoh"
+    }
+
+    fn stop(self: Box<Self>) -> futures::future::LocalBoxFuture<'static, ()> {
+        Box::pin((*self).stop())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
 /// The running bridge: the Zenoh session and one actor per robot.
 pub struct ZenohBridge {
     session: Option<zenoh::Session>,
@@ -313,9 +445,9 @@ impl ZenohBridge {
         settings: &ZenohSettings,
         access: &AccessSettings,
         robots: Vec<BridgedRobot>,
-        ids: Arc<AtomicU64>,
+        ids: SessionIds,
         log: Logger,
-    ) -> Result<ZenohBridge, String> {
+    ) -> Result<ZenohBridge, ZenohError> {
         let config = settings.zenoh_config()?;
         let arbiter = Arbiter::new();
         let key = (!access.key.is_empty()).then(|| access.key.as_bytes().to_vec());
@@ -328,7 +460,7 @@ impl ZenohBridge {
                 inbox,
                 robot: r.name.clone(),
                 registry: r.registry.clone(),
-                session: ids.fetch_add(1, Ordering::Relaxed) as SessionId,
+                session: ids.next(),
                 devices: r.devices.clone(),
                 write: settings.write,
                 key: key.clone(),
@@ -345,24 +477,25 @@ impl ZenohBridge {
             .zip(inboxes)
             .map(|((r, a), i)| (r.name.clone(), r.devices.clone(), a.clone(), i))
             .collect();
-        let opened = off_runtime(move || -> Result<_, String> {
-            let session = zenoh::open(config)
-                .wait()
-                .map_err(|e| format!("zenoh: cannot open the session: {e}"))?;
+        let opened = off_runtime(move || -> Result<_, ZenohError> {
+            let session = zenoh::open(config).wait().map_err(ZenohError::Open)?;
             let mut all = Vec::new();
             for (name, devices, addr, inbox) in names {
                 match robot::declare(&session, &name, &devices, &addr, &inbox) {
                     Ok(x) => all.push(x),
-                    Err(e) => {
+                    Err(source) => {
                         let _ = session.close().wait();
-                        return Err(format!("zenoh: robot '{name}': {e}"));
+                        return Err(ZenohError::Declare {
+                            robot: name,
+                            source,
+                        });
                     }
                 }
             }
             Ok((session, all))
         })
         .await
-        .ok_or_else(|| "zenoh: the setup thread failed".to_string())?;
+        .ok_or(ZenohError::Setup)?;
         let (session, all) = match opened {
             Ok(x) => x,
             Err(e) => {
@@ -492,9 +625,17 @@ mod tests {
         for n in names {
             text.push_str(&format!("[[robot]]\nname = \"{n}\"\n"));
         }
-        crate::settings::Settings::from_toml(&text, "t")
+        player_core::settings::Settings::from_toml(&text, "t")
             .unwrap()
             .robot
+    }
+
+    /// The key a refusal names, and its text.
+    fn refusal(r: Result<(), SettingsError>) -> (String, String) {
+        match r {
+            Err(SettingsError::Value { key, why, .. }) => (key, why),
+            other => panic!("expected a refused value, got {other:?}"),
+        }
     }
 
     #[test]
@@ -504,27 +645,30 @@ mod tests {
             ..Default::default()
         };
         let a = AccessSettings::default();
-        assert!(on.check(&robots(&["pioneer"]), &a).is_ok());
-        let e = on.check(&robots(&["a/b"]), &a).unwrap_err();
-        assert!(e.contains("a/b"), "{e}");
-        let e = on.check(&robots(&["x", "x"]), &a).unwrap_err();
-        assert!(e.contains("collide"), "{e}");
+        assert!(on.check(&robots(&["pioneer"]), &a, "t").is_ok());
+        let (key, why) = refusal(on.check(&robots(&["a/b"]), &a, "t"));
+        assert!(key == "robot.name" && why.contains("a/b"), "{key}: {why}");
+        let (key, why) = refusal(on.check(&robots(&["x", "x"]), &a, "t"));
+        assert!(
+            key == "robot.name" && why.contains("collide"),
+            "{key}: {why}"
+        );
         let bad_mode = ZenohSettings {
             mode: "router".into(),
             ..on.clone()
         };
-        assert!(bad_mode
-            .check(&robots(&["x"]), &a)
-            .unwrap_err()
-            .contains("zenoh.mode"));
+        assert_eq!(
+            refusal(bad_mode.check(&robots(&["x"]), &a, "t")).0,
+            "zenoh.mode"
+        );
         let client = ZenohSettings {
             mode: "client".into(),
             ..on.clone()
         };
-        assert!(client
-            .check(&robots(&["x"]), &a)
-            .unwrap_err()
-            .contains("connect"));
+        assert_eq!(
+            refusal(client.check(&robots(&["x"]), &a, "t")).0,
+            "zenoh.connect"
+        );
         let write = ZenohSettings {
             write: true,
             ..on.clone()
@@ -533,40 +677,45 @@ mod tests {
             write_allow: vec!["10.0.0.0/8".into()],
             ..AccessSettings::default()
         };
-        assert!(write
-            .check(&robots(&["x"]), &limited)
-            .unwrap_err()
-            .contains("write_allow"));
+        let (key, why) = refusal(write.check(&robots(&["x"]), &limited, "t"));
+        assert!(
+            key == "zenoh.write" && why.contains("write_allow"),
+            "{key}: {why}"
+        );
         let keyed = AccessSettings {
             key: "k".into(),
             ..limited.clone()
         };
-        assert!(write.check(&robots(&["x"]), &keyed).is_ok());
+        assert!(write.check(&robots(&["x"]), &keyed, "t").is_ok());
         let read_limited = AccessSettings {
             read_allow: vec!["127.0.0.1".into()],
             ..AccessSettings::default()
         };
-        assert!(on
-            .check(&robots(&["x"]), &read_limited)
-            .unwrap_err()
-            .contains("public"));
+        assert_eq!(
+            refusal(on.check(&robots(&["x"]), &read_limited, "t")).0,
+            "zenoh.public"
+        );
         let public = ZenohSettings {
             public: true,
             ..on.clone()
         };
-        assert!(public.check(&robots(&["x"]), &read_limited).is_ok());
+        assert!(public.check(&robots(&["x"]), &read_limited, "t").is_ok());
         let bad_endpoint = ZenohSettings {
             listen: vec!["nonsense".into()],
             ..on.clone()
         };
-        assert!(bad_endpoint.check(&robots(&["x"]), &a).is_err());
+        assert_eq!(
+            refusal(bad_endpoint.check(&robots(&["x"]), &a, "t")).0,
+            "zenoh"
+        );
         let unknown = ZenohSettings {
             robots: vec!["nobody".into()],
             ..on
         };
-        assert!(unknown
-            .check(&robots(&["x"]), &a)
-            .unwrap_err()
-            .contains("nobody"));
+        let (key, why) = refusal(unknown.check(&robots(&["x"]), &a, "t"));
+        assert!(
+            key == "zenoh.robots" && why.contains("nobody"),
+            "{key}: {why}"
+        );
     }
 }

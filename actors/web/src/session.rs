@@ -13,16 +13,17 @@
 use super::foxglove::{self, ClientOp, Level};
 use super::schema::{self, Channel, Source};
 use super::{AddressSlot, Shared};
-use crate::notice::{kind, Notice};
-use crate::registry::{
-    Disconnect, EStop, GetMap, ListDevices, RouteConfig, SessionId, Subscribe, Unsubscribe, Watch,
-};
 use actix::prelude::*;
 use bytes::Bytes;
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
 use hyper::upgrade::Upgraded;
 use hyper_util::rt::TokioIo;
+use player_core::frontend::{Access, Asked, Change, Holdings};
+use player_core::notice::{kind, Notice};
+use player_core::registry::{
+    Disconnect, EStop, GetMap, ListDevices, RouteConfig, SessionId, Watch,
+};
 use player_kit::driver::{
     Command, DataRecipient, DeviceData, DeviceDataBatch, MapOutline, Timestamp,
 };
@@ -117,8 +118,6 @@ impl Outbox {
 /// Per device: what this session asked of the registry and what came of it.
 #[derive(Default)]
 struct DeviceState {
-    /// (read, write) held at the registry.
-    held: Option<(bool, bool)>,
     setting_up: bool,
     failed: Option<String>,
     last_seq: u64,
@@ -163,6 +162,8 @@ pub struct WebSession {
     /// Whether the robot's emergency stop is latched (from the registry's notices).
     estop: Option<String>,
     shared: Arc<Shared>,
+    /// The devices this session holds at the registry.
+    holdings: Holdings,
     /// This session's place in the per-address count, given back when it is dropped.
     _slot: AddressSlot,
     /// Subscription id → channel id.
@@ -198,6 +199,7 @@ impl WebSession {
         let (sink, stream) = socket.split();
         let log = shared.log.new(slog::o!("client" => client.clone()));
         WebSession {
+            holdings: Holdings::new(shared.registry.clone(), id, client.clone()),
             _slot: slot,
             id,
             client,
@@ -281,38 +283,30 @@ impl WebSession {
                 .is_some_and(|ch| ch.source == Source::Device(code))
         });
         let write = self.pubs.values().any(|t| t.writes() == Some(code));
-        let st = self.devices.entry(code).or_default();
-        let want = (read || write).then_some((read, write));
-        if st.held == want {
-            return;
-        }
-        st.held = want;
+        let me = ctx.address();
+        let asked = match self
+            .holdings
+            .want(code, Access::new(read, write), || DataRecipient::of(&me))
+        {
+            Change::Same => return,
+            Change::Released => None,
+            Change::Asked(a) => Some(*a),
+        };
         if !write {
             self.commands.remove(&code);
         }
-        let Some((read, write)) = want else {
+        let st = self.devices.entry(code).or_default();
+        let Some(Asked { ticket, reply, .. }) = asked else {
             st.setting_up = false;
-            self.shared.registry.do_send(Unsubscribe {
-                session: self.id,
-                device: code,
-            });
             return;
         };
         st.setting_up = true;
         st.failed = None;
-        let fut = self.shared.registry.send(Subscribe {
-            session: self.id,
-            device: code,
-            read,
-            write,
-            recipient: DataRecipient::of(&ctx.address()),
-            client: self.client.clone(),
-        });
-        ctx.spawn(fut.into_actor(self).map(move |r, act, ctx| {
-            let st = act.devices.entry(code).or_default();
-            if st.held != Some((read, write)) {
+        ctx.spawn(reply.into_actor(self).map(move |r, act, ctx| {
+            if !act.holdings.settle(ticket, matches!(r, Ok(Ok(_)))) {
                 return; // superseded by a later change
             }
+            let st = act.devices.entry(code).or_default();
             st.setting_up = false;
             match r {
                 Ok(Ok(grant)) => {
@@ -329,7 +323,6 @@ impl WebSession {
                 }
                 Ok(Err(e)) => {
                     st.failed = Some(e.to_string());
-                    st.held = None;
                     let m = format!(
                         "device '{}' ({}): {e}",
                         char::from(code),
@@ -339,17 +332,19 @@ impl WebSession {
                 }
                 Err(e) => {
                     st.failed = Some(e.to_string());
-                    st.held = None;
                 }
             }
         }));
     }
 
     fn on_reading(&mut self, d: &DeviceData) {
+        if !self.holdings.reads(d.device) {
+            return;
+        }
         let Some(st) = self.devices.get_mut(&d.device) else {
             return;
         };
-        if !st.held.is_some_and(|(r, _)| r) || d.seq <= st.last_seq {
+        if d.seq <= st.last_seq {
             return;
         }
         st.last_seq = d.seq;
@@ -642,7 +637,7 @@ impl WebSession {
                 let code = e.code;
                 let st = self.devices.get(&code);
                 let state = e.state_name();
-                let access = match st.and_then(|s| s.held) {
+                let access = match self.holdings.held(code).map(|a| (a.read, a.write)) {
                     Some((true, true)) => "a",
                     Some((true, false)) => "r",
                     Some((false, true)) => "w",
@@ -741,7 +736,7 @@ impl Actor for WebSession {
             )));
         }
         let name = format!("player ({})", self.shared.robot);
-        let info = foxglove::server_info(&name, self.id, &self.shared.robot);
+        let info = foxglove::server_info(&name, self.id.get(), &self.shared.robot);
         self.send_text(info, ctx);
         let channels: Vec<Channel> = self.shared.channels.clone();
         self.send_text(foxglove::advertise(&channels), ctx);

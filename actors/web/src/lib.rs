@@ -9,13 +9,16 @@
 //!
 //! Built on hyper (HTTP/1.1 with upgrades) and tokio-tungstenite (the WebSocket framing),
 //! both on the actix arbiters' tokio runtimes: no second runtime, no extra threads.
+//!
+//! A front end of the server ([`player_core::frontend`]): [`start`] serves every robot
+//! whose web port is on ([`port_of`]; the `-web` flag, [`apply_flag`], sets them) and
+//! returns the [`WebViewer`] the server attaches.
+#![deny(missing_docs)]
 
 pub mod foxglove;
 pub mod schema;
 pub mod session;
 
-use crate::access::Policy;
-use crate::registry::{GetMap, Registry, SessionId};
 use actix::prelude::*;
 use bytes::Bytes;
 use http_body_util::Full;
@@ -23,9 +26,15 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use player_core::access::Policy;
+use player_core::frontend::{FrontEnd, FrontEndContext, RobotHandle, SessionIds};
+use player_core::registry::{GetMap, Registry, SessionId};
+use player_core::server::listen;
+use player_core::settings::{FlagSpec, FrontEndSyntax, RobotSettings, SettingsError};
 use schema::{Channel, Source};
 use session::{Close, WebSession};
 use slog::{info, warn, Logger};
+use std::any::Any;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
@@ -37,9 +46,9 @@ use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
 
 /// The viewer page.
-pub const INDEX_HTML: &str = include_str!("../../../web/page/index.html");
+pub const INDEX_HTML: &str = include_str!("../page/index.html");
 /// The viewer's script.
-pub const VIEWER_JS: &str = include_str!("../../../web/page/viewer.js");
+pub const VIEWER_JS: &str = include_str!("../page/viewer.js");
 
 /// Largest WebSocket message a client may send (commands and subscriptions are small).
 pub const MAX_CLIENT_MESSAGE: usize = 64 * 1024;
@@ -71,7 +80,7 @@ pub struct Shared {
     /// The open sessions.
     pub sessions: Mutex<HashMap<SessionId, Addr<WebSession>>>,
     /// Numbers sessions, shared with the TCP listeners so ids are unique in the registry.
-    pub ids: Arc<AtomicU64>,
+    pub ids: SessionIds,
     /// Who may connect and command (the same policy as the TCP listeners').
     pub policy: Arc<Policy>,
     /// Open sessions per client address (`access.max_per_address`).
@@ -131,7 +140,7 @@ pub struct WebOptions {
     /// The session arbiters, for connections round robin.
     pub workers: Vec<ArbiterHandle>,
     /// Session ids, shared with the TCP listeners.
-    pub ids: Arc<AtomicU64>,
+    pub ids: SessionIds,
     /// See [`Shared::stall_timeout`].
     pub stall_timeout: Duration,
     /// See [`Shared::max_clients`].
@@ -140,6 +149,151 @@ pub struct WebOptions {
     pub policy: Arc<Policy>,
     /// Logger.
     pub log: Logger,
+}
+
+/// The first robot's web viewer port when none is configured (Foxglove's default port).
+pub const DEFAULT_WEB_PORT: u16 = 8765;
+
+/// The web viewer's flag: `-web PORT` (robot `i` on `PORT + i`, 0 turns them off).
+pub const SYNTAX: FrontEndSyntax = FrontEndSyntax {
+    sections: &[],
+    flags: &[FlagSpec {
+        flag: "-web",
+        takes_value: true,
+    }],
+};
+
+/// Applies `-web <value>`: robot `i` gets port `value + i` (0: every viewer off). Run it
+/// after `-stage`, so every robot of a world gets its port.
+pub fn apply_flag(robots: &mut [RobotSettings], value: &str) -> Result<(), SettingsError> {
+    let base: u16 = value
+        .parse()
+        .map_err(|_| SettingsError::flag("-web", format!("'{value}' is not a TCP port number")))?;
+    for (i, r) in robots.iter_mut().enumerate() {
+        r.web_port = Some(if base == 0 {
+            0
+        } else {
+            u16::try_from(usize::from(base) + i).map_err(|_| {
+                SettingsError::flag(
+                    "-web",
+                    format!("robot {i}'s port {base} + {i} is past 65535"),
+                )
+            })?
+        });
+    }
+    Ok(())
+}
+
+/// Robot number `index`'s web viewer port and whether it was configured (a configured port
+/// that cannot be bound stops the server; the default, [`DEFAULT_WEB_PORT`]` + index`, is
+/// best effort), from its `web_port`; `None` when off.
+pub fn port_of(index: usize, web_port: Option<u16>) -> Option<(u16, bool)> {
+    match web_port {
+        Some(0) => None,
+        Some(p) => Some((p, true)),
+        None => u16::try_from(usize::from(DEFAULT_WEB_PORT) + index)
+            .ok()
+            .map(|p| (p, false)),
+    }
+}
+
+/// Why the web viewer could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum WebError {
+    /// A configured web port cannot be listened on.
+    #[error("robot '{robot}': web viewer cannot listen on {addr}: {source}")]
+    Listen {
+        /// The robot.
+        robot: String,
+        /// The address.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Every robot's web endpoint: the front end [`start`] returns.
+pub struct WebViewer {
+    endpoints: Vec<Option<WebEndpoint>>,
+}
+
+impl WebViewer {
+    /// Each robot's web viewer address (`None` where it is off or its default port was
+    /// busy), in configuration order.
+    pub fn addrs(&self) -> Vec<Option<SocketAddr>> {
+        self.endpoints
+            .iter()
+            .map(|w| w.as_ref().map(WebEndpoint::local_addr))
+            .collect()
+    }
+}
+
+impl FrontEnd for WebViewer {
+    fn name(&self) -> &str {
+        "web"
+    }
+
+    fn stop(self: Box<Self>) -> futures::future::LocalBoxFuture<'static, ()> {
+        Box::pin(async move {
+            for w in self.endpoints.into_iter().flatten() {
+                w.stop().await;
+            }
+        })
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Starts the web viewer of every robot whose port is on ([`port_of`]). A configured port
+/// that cannot be bound is an error; a busy default port is logged and skipped. Must run
+/// on an actix arbiter.
+pub async fn start(ctx: &FrontEndContext) -> Result<WebViewer, WebError> {
+    let mut endpoints = Vec::new();
+    for robot in &ctx.robots {
+        endpoints.push(start_robot(robot, ctx).await?);
+    }
+    Ok(WebViewer { endpoints })
+}
+
+async fn start_robot(
+    robot: &RobotHandle,
+    ctx: &FrontEndContext,
+) -> Result<Option<WebEndpoint>, WebError> {
+    let rlog = ctx.log.new(slog::o!("robot" => robot.name.clone()));
+    let Some((port, explicit)) = port_of(robot.index, robot.web_port) else {
+        return Ok(None);
+    };
+    let addr = format!("{}:{port}", robot.bind);
+    let listen_error = |source| WebError::Listen {
+        robot: robot.name.clone(),
+        addr: addr.clone(),
+        source,
+    };
+    let listener = match listen(&addr, ctx.server.listen_backlog) {
+        Ok(l) => l,
+        Err(e) if explicit => return Err(listen_error(e)),
+        Err(e) => {
+            warn!(rlog, "web viewer not started (set web_port or -web to choose a port)"; "address" => addr, "error" => %e);
+            return Ok(None);
+        }
+    };
+    let opts = WebOptions {
+        robot: robot.name.clone(),
+        registry: robot.registry.clone(),
+        devices: robot.codes(),
+        workers: ctx.workers.clone(),
+        ids: ctx.ids.clone(),
+        stall_timeout: Duration::from_secs_f64(ctx.server.stall_timeout),
+        max_clients: ctx.server.max_clients,
+        policy: ctx.policy.clone(),
+        log: rlog,
+    };
+    WebEndpoint::start(listener, opts)
+        .await
+        .map(Some)
+        .map_err(listen_error)
 }
 
 /// A running web endpoint.
@@ -426,7 +580,7 @@ fn upgrade(
         );
     };
     let on_upgrade = hyper::upgrade::on(req);
-    let id = shared.ids.fetch_add(1, Ordering::Relaxed);
+    let id = shared.ids.next();
     let subprotocol = protocol.unwrap_or("foxglove.websocket.v1");
     actix_rt::spawn(async move {
         let upgraded = match on_upgrade.await {

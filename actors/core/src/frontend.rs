@@ -1,0 +1,412 @@
+//! The front-end kit: what a front end (the web viewer, the recorder, the Zenoh bridge, a
+//! ROS 2 bridge, ...) is given and how it is attached to a running server, the counterpart
+//! of the driver kit (`player_kit`).
+//!
+//! A front end is a subscriber of the robots' registries like a TCP client's session. The
+//! server starts the robots ([`crate::server::Server::start`]) and hands out a
+//! [`FrontEndContext`]: one [`RobotHandle`] per robot, the session threads, the session id
+//! allocator, the access policy and the server settings a front end obeys. Each front-end
+//! crate's `start` takes its own settings section and this context and returns a
+//! [`FrontEnd`], which the binary [attaches](crate::server::Server::attach); the server
+//! stops it at shutdown, after the TCP listeners and before the devices shut down.
+//!
+//! [`Holdings`] is the bookkeeping every front end needs to hold devices at a registry:
+//! the access wanted per device, the `Subscribe`/`Unsubscribe` sent when it changes, and
+//! replies to requests a later change superseded told apart from current ones. Its pure
+//! part is [`Wants`].
+
+use crate::access::{AccessSettings, Policy};
+use crate::registry::{Registry, SessionId, Subscribe, Unsubscribe};
+use crate::settings::ServerSettings;
+use actix::dev::Request;
+use actix::prelude::*;
+use futures::future::LocalBoxFuture;
+use player_kit::driver::{DataRecipient, DeviceSpec};
+use slog::Logger;
+use std::any::Any;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+/// Numbers the sessions of every registry of the server: the TCP listeners', the front
+/// ends' and the drivers' own sources share it, so an id is never used twice.
+#[derive(Debug, Clone)]
+pub struct SessionIds(Arc<AtomicU64>);
+
+impl SessionIds {
+    /// A fresh allocator (the first id is 1).
+    pub fn new() -> Self {
+        SessionIds(Arc::new(AtomicU64::new(1)))
+    }
+
+    /// The next unused id.
+    pub fn next(&self) -> SessionId {
+        SessionId::next(&self.0)
+    }
+}
+
+impl Default for SessionIds {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// One robot of the server as a front end sees it.
+#[derive(Clone)]
+pub struct RobotHandle {
+    /// Its name (from the configuration).
+    pub name: String,
+    /// Its place in the configuration (0 for the first robot).
+    pub index: usize,
+    /// The address its TCP port listens on (`bind`).
+    pub bind: String,
+    /// Its `web_port` from the configuration, if set.
+    pub web_port: Option<u16>,
+    /// Its registry.
+    pub registry: Addr<Registry>,
+    /// Its devices (command watchdog as configured) and the name of the driver behind
+    /// each, in the configuration's driver order.
+    pub devices: Vec<(DeviceSpec, String)>,
+}
+
+impl RobotHandle {
+    /// The robot's device codes.
+    pub fn codes(&self) -> Vec<u8> {
+        self.devices.iter().map(|(s, _)| s.code).collect()
+    }
+}
+
+/// What every front end is given.
+#[derive(Clone)]
+pub struct FrontEndContext {
+    /// The robots, in configuration order.
+    pub robots: Vec<RobotHandle>,
+    /// The session threads (the first is the drivers' thread), for a front end's own
+    /// sessions.
+    pub workers: Vec<ArbiterHandle>,
+    /// Session ids, shared with the TCP listeners.
+    pub ids: SessionIds,
+    /// Who may connect, read and command (the TCP listeners' policy).
+    pub policy: Arc<Policy>,
+    /// The `[access]` section the policy was made from (the shared key, ...).
+    pub access: AccessSettings,
+    /// The `[server]` section (`stall_timeout`, `max_clients`, `listen_backlog`, ...).
+    pub server: ServerSettings,
+    /// The directory relative paths of the configuration are resolved against.
+    pub base_dir: PathBuf,
+    /// The server's logger.
+    pub log: Logger,
+}
+
+/// A running front end, attached to the server that stops it.
+pub trait FrontEnd {
+    /// Its name, for logs and errors (`"web"`, `"record"`, `"zenoh"`).
+    fn name(&self) -> &str;
+
+    /// Stops it: its sessions leave their registries (a device it commanded stops), its
+    /// sockets and files close. Called once, at shutdown.
+    fn stop(self: Box<Self>) -> LocalBoxFuture<'static, ()>;
+
+    /// Itself, so the binary and tests can ask a front end of a known type for what only
+    /// it knows (the web viewer's addresses, the Zenoh session's id).
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// Read and write access to one device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Access {
+    /// The device's data is wanted.
+    pub read: bool,
+    /// Commands are to be sent to it.
+    pub write: bool,
+}
+
+impl Access {
+    /// `read` and `write` as given.
+    pub fn new(read: bool, write: bool) -> Self {
+        Access { read, write }
+    }
+
+    /// Whether anything at all is wanted.
+    pub fn any(self) -> bool {
+        self.read || self.write
+    }
+}
+
+/// One `Subscribe` request: which device and which of the requests for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ticket {
+    /// The device code.
+    pub code: u8,
+    n: u64,
+}
+
+/// What to tell the registry after a change of the access wanted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Ask for this access (`Subscribe`); the reply carries the ticket.
+    Ask(Access, Ticket),
+    /// Nothing is wanted any more (`Unsubscribe`).
+    Release,
+}
+
+/// The access wanted per device and the newest request for each: the pure part of
+/// [`Holdings`].
+#[derive(Debug, Default)]
+pub struct Wants {
+    /// Per device held (or asked for): the access and the newest request's number.
+    held: HashMap<u8, (Access, u64)>,
+    next: u64,
+}
+
+impl Wants {
+    /// Nothing wanted.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Wants `access` to `code` from now on: what to tell the registry, or `None` when that
+    /// is what is held (or asked for) already.
+    pub fn want(&mut self, code: u8, access: Access) -> Option<Step> {
+        if !access.any() {
+            return self.held.remove(&code).map(|_| Step::Release);
+        }
+        if self.held.get(&code).is_some_and(|(a, _)| *a == access) {
+            return None;
+        }
+        self.next += 1;
+        self.held.insert(code, (access, self.next));
+        Some(Step::Ask(access, Ticket { code, n: self.next }))
+    }
+
+    /// The reply to `ticket` came: `granted` or not. Returns false when a later change
+    /// superseded the request (the reply is to be dropped). A refusal of the current
+    /// request leaves nothing held, so the next [`Wants::want`] asks again.
+    pub fn settle(&mut self, ticket: Ticket, granted: bool) -> bool {
+        match self.held.get(&ticket.code) {
+            Some(&(_, n)) if n == ticket.n => {
+                if !granted {
+                    self.held.remove(&ticket.code);
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The access held (or asked for) to `code`.
+    pub fn held(&self, code: u8) -> Option<Access> {
+        self.held.get(&code).map(|(a, _)| *a)
+    }
+
+    /// Whether `code`'s data is wanted (its readings are to be taken).
+    pub fn reads(&self, code: u8) -> bool {
+        self.held(code).is_some_and(|a| a.read)
+    }
+
+    /// Forgets everything (the session left the registry).
+    pub fn clear(&mut self) {
+        self.held.clear();
+    }
+}
+
+/// A `Subscribe` sent: its ticket, the access asked for and the registry's reply to come.
+pub struct Asked {
+    /// Pass to [`Holdings::settle`] with the reply.
+    pub ticket: Ticket,
+    /// The access asked for.
+    pub access: Access,
+    /// The registry's reply.
+    pub reply: Request<Registry, Subscribe>,
+}
+
+/// What [`Holdings::want`] did.
+pub enum Change {
+    /// Nothing: that access is held or asked for already.
+    Same,
+    /// `Unsubscribe` was sent.
+    Released,
+    /// `Subscribe` was sent (boxed: the pending reply is large).
+    Asked(Box<Asked>),
+}
+
+/// A front end's session at one registry: the devices it holds, kept in line with the
+/// access it wants ([`Wants`]), replies of superseded requests told apart.
+pub struct Holdings {
+    registry: Addr<Registry>,
+    session: SessionId,
+    client: String,
+    wants: Wants,
+}
+
+impl Holdings {
+    /// Holds nothing yet at `registry` as `session`; `client` names it in the registry's
+    /// log lines.
+    pub fn new(registry: Addr<Registry>, session: SessionId, client: impl Into<String>) -> Self {
+        Holdings {
+            registry,
+            session,
+            client: client.into(),
+            wants: Wants::new(),
+        }
+    }
+
+    /// The session id.
+    pub fn session(&self) -> SessionId {
+        self.session
+    }
+
+    /// The registry.
+    pub fn registry(&self) -> &Addr<Registry> {
+        &self.registry
+    }
+
+    /// Wants `access` to `code` from now on and tells the registry if that changes what is
+    /// held; `recipient` (called only when asking) is where the data goes.
+    pub fn want(
+        &mut self,
+        code: u8,
+        access: Access,
+        recipient: impl FnOnce() -> DataRecipient,
+    ) -> Change {
+        match self.wants.want(code, access) {
+            None => Change::Same,
+            Some(Step::Release) => {
+                self.registry.do_send(Unsubscribe {
+                    session: self.session,
+                    device: code,
+                });
+                Change::Released
+            }
+            Some(Step::Ask(access, ticket)) => Change::Asked(Box::new(Asked {
+                ticket,
+                access,
+                reply: self.registry.send(Subscribe {
+                    session: self.session,
+                    device: code,
+                    read: access.read,
+                    write: access.write,
+                    recipient: recipient(),
+                    client: self.client.clone(),
+                }),
+            })),
+        }
+    }
+
+    /// See [`Wants::settle`].
+    pub fn settle(&mut self, ticket: Ticket, granted: bool) -> bool {
+        self.wants.settle(ticket, granted)
+    }
+
+    /// The access held (or asked for) to `code`.
+    pub fn held(&self, code: u8) -> Option<Access> {
+        self.wants.held(code)
+    }
+
+    /// Whether `code`'s readings are wanted.
+    pub fn reads(&self, code: u8) -> bool {
+        self.wants.reads(code)
+    }
+
+    /// Forgets every holding, without telling the registry (after a `Disconnect`).
+    pub fn clear(&mut self) {
+        self.wants.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const R: Access = Access {
+        read: true,
+        write: false,
+    };
+    const RW: Access = Access {
+        read: true,
+        write: true,
+    };
+    const NONE: Access = Access {
+        read: false,
+        write: false,
+    };
+
+    fn ask(step: Option<Step>) -> Ticket {
+        match step {
+            Some(Step::Ask(_, t)) => t,
+            other => panic!("expected a request, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn asking_for_what_is_held_sends_nothing() {
+        let mut w = Wants::new();
+        let t = ask(w.want(b'p', R));
+        assert_eq!(w.want(b'p', R), None, "asked already, reply pending");
+        assert!(w.settle(t, true));
+        assert_eq!(w.want(b'p', R), None);
+        assert_eq!(w.held(b'p'), Some(R));
+        assert!(w.reads(b'p'));
+    }
+
+    #[test]
+    fn wanting_nothing_releases_only_what_is_held() {
+        let mut w = Wants::new();
+        assert_eq!(w.want(b'p', NONE), None, "never held: nothing to release");
+        ask(w.want(b'p', RW));
+        assert_eq!(w.want(b'p', NONE), Some(Step::Release));
+        assert_eq!(w.held(b'p'), None);
+        assert_eq!(w.want(b'p', NONE), None);
+    }
+
+    #[test]
+    fn a_reply_to_a_superseded_request_is_dropped() {
+        let mut w = Wants::new();
+        let first = ask(w.want(b'p', R));
+        let second = ask(w.want(b'p', RW));
+        assert!(!w.settle(first, true), "superseded by the write request");
+        assert!(!w.settle(first, false), "a late refusal changes nothing");
+        assert_eq!(w.held(b'p'), Some(RW));
+        assert!(w.settle(second, true));
+    }
+
+    #[test]
+    fn a_reply_after_release_and_ask_again_is_told_from_the_new_one() {
+        // Same access asked twice with a release between: only the newest reply counts.
+        let mut w = Wants::new();
+        let first = ask(w.want(b'l', R));
+        assert_eq!(w.want(b'l', NONE), Some(Step::Release));
+        let again = ask(w.want(b'l', R));
+        assert!(!w.settle(first, false));
+        assert_eq!(
+            w.held(b'l'),
+            Some(R),
+            "the old refusal did not drop the new ask"
+        );
+        assert!(w.settle(again, true));
+    }
+
+    #[test]
+    fn a_refusal_leaves_nothing_held_so_the_next_want_asks_again() {
+        let mut w = Wants::new();
+        let t = ask(w.want(b'z', RW));
+        assert!(w.settle(t, false));
+        assert_eq!(w.held(b'z'), None);
+        assert!(!w.reads(b'z'));
+        ask(w.want(b'z', RW));
+    }
+
+    #[test]
+    fn devices_are_held_independently_and_clear_forgets_all() {
+        let mut w = Wants::new();
+        let p = ask(w.want(b'p', R));
+        let s = ask(w.want(b's', RW));
+        assert!(w.settle(s, true));
+        assert!(w.settle(p, true));
+        assert_eq!((w.held(b'p'), w.held(b's')), (Some(R), Some(RW)));
+        w.clear();
+        assert_eq!((w.held(b'p'), w.held(b's')), (None, None));
+        assert!(!w.settle(s, true), "nothing held after clear");
+    }
+}

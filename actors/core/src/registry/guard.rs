@@ -1,0 +1,271 @@
+//! The robot's safety guard, as plain state over given instants: the emergency-stop
+//! latch, the command watchdog of each device whose commands keep something moving, and
+//! the admission of every command (the sender must hold write access, nothing passes
+//! while the e-stop is latched). The registry acts on its answers (stops devices, sends
+//! notices, arms the timer at [`Guard::next_deadline`]).
+
+use super::SessionId;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// Why a command was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// The sender does not hold write access to the device.
+    #[error("command ignored: no write access")]
+    NoWriteAccess,
+    /// The emergency stop is latched (by whom).
+    #[error("command ignored: emergency stop latched by {0}")]
+    EStop(String),
+}
+
+/// A command the guard let through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admitted {
+    /// Passed on.
+    Pass,
+    /// Passed on, and it resumes a device its watchdog had stopped.
+    Resumed,
+}
+
+/// The command watchdog of one device.
+#[derive(Debug)]
+struct Watchdog {
+    timeout: Duration,
+    /// When the last command arrived, while a command holds (armed).
+    last: Option<Instant>,
+    /// It stopped the device and no command has arrived since.
+    tripped: bool,
+}
+
+/// The e-stop latch and the command watchdogs of one robot.
+#[derive(Debug, Default)]
+pub struct Guard {
+    estop: Option<String>,
+    watchdogs: HashMap<u8, Watchdog>,
+}
+
+impl Guard {
+    /// Watches `device`: it is stopped when no command has come for `timeout` (none, or
+    /// zero: not watched).
+    pub fn watch(&mut self, device: u8, timeout: Option<Duration>) {
+        if let Some(timeout) = timeout.filter(|t| !t.is_zero()) {
+            self.watchdogs.insert(
+                device,
+                Watchdog {
+                    timeout,
+                    last: None,
+                    tripped: false,
+                },
+            );
+        }
+    }
+
+    /// Whether `device` has a command watchdog.
+    pub fn watches(&self, device: u8) -> bool {
+        self.watchdogs.contains_key(&device)
+    }
+
+    /// Decides on a command from `session` to `device` at `now`; `holds_write` says
+    /// whether the sender holds write access ([`SessionId::SERVER`] needs none). A command
+    /// let through arms the device's watchdog.
+    pub fn admit(
+        &mut self,
+        device: u8,
+        session: SessionId,
+        holds_write: bool,
+        now: Instant,
+    ) -> Result<Admitted, Refusal> {
+        if session != SessionId::SERVER && !holds_write {
+            return Err(Refusal::NoWriteAccess);
+        }
+        if let Some(by) = &self.estop {
+            return Err(Refusal::EStop(by.clone()));
+        }
+        let Some(w) = self.watchdogs.get_mut(&device) else {
+            return Ok(Admitted::Pass);
+        };
+        w.last = Some(now);
+        if std::mem::take(&mut w.tripped) {
+            Ok(Admitted::Resumed)
+        } else {
+            Ok(Admitted::Pass)
+        }
+    }
+
+    /// The device was stopped (for any reason): its watchdog waits for the next command.
+    pub fn disarm(&mut self, device: u8) {
+        if let Some(w) = self.watchdogs.get_mut(&device) {
+            w.last = None;
+        }
+    }
+
+    /// The devices whose last command is at least their timeout old at `now`, with the
+    /// timeout: each is to be stopped, once (it is disarmed and marked tripped; the next
+    /// command re-arms it).
+    pub fn expire(&mut self, now: Instant) -> Vec<(u8, Duration)> {
+        let mut expired = Vec::new();
+        for (&device, w) in self.watchdogs.iter_mut() {
+            if w.last.is_some_and(|last| now >= last + w.timeout) {
+                w.last = None;
+                w.tripped = true;
+                expired.push((device, w.timeout));
+            }
+        }
+        expired.sort_unstable();
+        expired
+    }
+
+    /// When the earliest armed watchdog expires.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.watchdogs
+            .values()
+            .filter_map(|w| Some(w.last? + w.timeout))
+            .min()
+    }
+
+    /// Latches the emergency stop for `by`; false if it was latched already. The caller
+    /// stops every device that takes commands (and disarms its watchdog).
+    pub fn latch(&mut self, by: &str) -> bool {
+        if self.estop.is_some() {
+            return false;
+        }
+        self.estop = Some(by.to_string());
+        true
+    }
+
+    /// Releases the emergency stop; false if it was not latched.
+    pub fn release(&mut self) -> bool {
+        self.estop.take().is_some()
+    }
+
+    /// Who latched the emergency stop, while it is latched.
+    pub fn estop(&self) -> Option<&str> {
+        self.estop.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WHEELS: u8 = b'p';
+    const GRIPPER: u8 = b'g';
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn guard() -> Guard {
+        let mut g = Guard::default();
+        g.watch(WHEELS, Some(ms(500)));
+        g.watch(GRIPPER, None);
+        g
+    }
+
+    fn writer() -> SessionId {
+        SessionId::from(7)
+    }
+
+    #[test]
+    fn a_tripped_watchdog_stops_once_and_the_next_command_rearms_it() {
+        let mut g = guard();
+        let t0 = Instant::now();
+        assert_eq!(g.admit(WHEELS, writer(), true, t0), Ok(Admitted::Pass));
+        assert_eq!(g.next_deadline(), Some(t0 + ms(500)));
+        assert!(g.expire(t0 + ms(499)).is_empty());
+        assert_eq!(g.expire(t0 + ms(500)), vec![(WHEELS, ms(500))]);
+        // Stopped once: later checks find nothing to stop.
+        assert!(g.expire(t0 + ms(5000)).is_empty());
+        assert_eq!(g.next_deadline(), None);
+        let t1 = t0 + ms(6000);
+        assert_eq!(g.admit(WHEELS, writer(), true, t1), Ok(Admitted::Resumed));
+        assert_eq!(g.admit(WHEELS, writer(), true, t1), Ok(Admitted::Pass));
+        assert_eq!(g.expire(t1 + ms(500)), vec![(WHEELS, ms(500))]);
+    }
+
+    #[test]
+    fn each_command_pushes_the_watchdog_deadline_on() {
+        let mut g = guard();
+        let t0 = Instant::now();
+        for k in 0..10 {
+            let t = t0 + ms(400 * k);
+            g.admit(WHEELS, writer(), true, t).unwrap();
+            assert!(g.expire(t).is_empty());
+        }
+        assert_eq!(g.next_deadline(), Some(t0 + ms(3600 + 500)));
+    }
+
+    #[test]
+    fn a_device_without_a_command_timeout_is_never_stopped_by_the_watchdog() {
+        let mut g = guard();
+        let t0 = Instant::now();
+        g.admit(GRIPPER, writer(), true, t0).unwrap();
+        assert!(!g.watches(GRIPPER));
+        assert!(g.expire(t0 + Duration::from_secs(3600)).is_empty());
+        assert_eq!(g.next_deadline(), None);
+        g.watch(GRIPPER, Some(Duration::ZERO));
+        assert!(!g.watches(GRIPPER), "a zero timeout watches nothing");
+    }
+
+    #[test]
+    fn a_stopped_device_waits_for_the_next_command_before_its_watchdog_runs_again() {
+        let mut g = guard();
+        let t0 = Instant::now();
+        g.admit(WHEELS, writer(), true, t0).unwrap();
+        g.disarm(WHEELS);
+        assert_eq!(g.next_deadline(), None);
+        assert!(g.expire(t0 + ms(1000)).is_empty());
+        // Disarmed is not tripped: the next command does not count as a resumption.
+        assert_eq!(
+            g.admit(WHEELS, writer(), true, t0 + ms(1000)),
+            Ok(Admitted::Pass)
+        );
+    }
+
+    #[test]
+    fn a_command_without_write_access_is_refused_and_arms_nothing() {
+        let mut g = guard();
+        let t0 = Instant::now();
+        assert_eq!(
+            g.admit(WHEELS, writer(), false, t0),
+            Err(Refusal::NoWriteAccess)
+        );
+        assert_eq!(g.next_deadline(), None);
+        // The server itself needs no write access.
+        assert_eq!(
+            g.admit(WHEELS, SessionId::SERVER, false, t0),
+            Ok(Admitted::Pass)
+        );
+    }
+
+    #[test]
+    fn a_latched_estop_refuses_every_command_until_it_is_released() {
+        let mut g = guard();
+        let t0 = Instant::now();
+        assert!(g.latch("10.0.0.1:5000"));
+        assert!(!g.latch("10.0.0.2:5000"), "latched once");
+        assert_eq!(g.estop(), Some("10.0.0.1:5000"));
+        let refused = Err(Refusal::EStop("10.0.0.1:5000".into()));
+        assert_eq!(g.admit(WHEELS, writer(), true, t0), refused);
+        assert_eq!(g.admit(WHEELS, SessionId::SERVER, true, t0), refused);
+        assert_eq!(g.admit(GRIPPER, writer(), true, t0), refused);
+        assert_eq!(g.next_deadline(), None, "a refused command arms nothing");
+        assert!(g.release());
+        assert!(!g.release(), "released once");
+        assert_eq!(g.estop(), None);
+        assert_eq!(g.admit(WHEELS, writer(), true, t0), Ok(Admitted::Pass));
+    }
+
+    #[test]
+    fn a_refusal_reads_as_the_notice_a_client_gets() {
+        assert_eq!(
+            Refusal::EStop("web 10.0.0.1".into()).to_string(),
+            "command ignored: emergency stop latched by web 10.0.0.1"
+        );
+        assert_eq!(
+            Refusal::NoWriteAccess.to_string(),
+            "command ignored: no write access"
+        );
+    }
+}

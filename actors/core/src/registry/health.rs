@@ -1,0 +1,200 @@
+//! What the registry's tap sees of each device's readings, as plain state over given
+//! instants: the reading rate (over windows of about two seconds), the size of the last
+//! reading, and whether a device has gone silent (no reading for `quiet_after`, or three
+//! of its own periods for a device that publishes slowly).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// The shortest window a rate is counted over.
+const RATE_WINDOW: Duration = Duration::from_secs(2);
+
+/// A device that has gone silent, and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Silent {
+    /// The device code.
+    pub device: u8,
+    /// How long since its last reading.
+    pub quiet: Duration,
+}
+
+/// Readings seen of one device.
+#[derive(Debug, Default)]
+struct Seen {
+    last: Option<Instant>,
+    data_size: u16,
+    count: u32,
+    window_start: Option<Instant>,
+    rate_x10: u16,
+    /// Longest gap between two readings seen lately (a device that publishes slowly is not
+    /// called silent).
+    period: Duration,
+}
+
+/// The readings seen of every device of a robot.
+#[derive(Debug)]
+pub struct Health {
+    quiet_after: Duration,
+    seen: HashMap<u8, Seen>,
+}
+
+impl Health {
+    /// Calls a device silent after `quiet_after` without a reading (or three of its
+    /// periods, when that is longer).
+    pub fn new(quiet_after: Duration) -> Self {
+        Health {
+            quiet_after,
+            seen: HashMap::new(),
+        }
+    }
+
+    /// A reading of `size` bytes of `device` at `now`.
+    pub fn seen(&mut self, device: u8, size: usize, now: Instant) {
+        let s = self.seen.entry(device).or_default();
+        if let Some(last) = s.last {
+            let gap = now.saturating_duration_since(last);
+            s.period = if gap > s.period {
+                gap
+            } else {
+                (s.period * 7 + gap) / 8
+            };
+        }
+        s.last = Some(now);
+        s.data_size = size.min(usize::from(u16::MAX)) as u16;
+        s.count += 1;
+        s.window_start.get_or_insert(now);
+    }
+
+    /// Forgets `device`'s readings (it was shut down).
+    pub fn forget(&mut self, device: u8) {
+        self.seen.remove(&device);
+    }
+
+    /// The periodic check at `now`: updates each device's rate once its window is long
+    /// enough, and returns the devices `watched` says may go silent (set up and thought
+    /// well) that have had no reading for too long (their rate drops to zero).
+    pub fn check(&mut self, now: Instant, watched: impl Fn(u8) -> bool) -> Vec<Silent> {
+        let mut silent = Vec::new();
+        for (&device, s) in self.seen.iter_mut() {
+            if let Some(start) = s.window_start {
+                let span = now.saturating_duration_since(start);
+                if span >= RATE_WINDOW {
+                    let rate = f64::from(s.count) / span.as_secs_f64();
+                    s.rate_x10 = (rate * 10.0).round().min(f64::from(u16::MAX)) as u16;
+                    s.count = 0;
+                    s.window_start = Some(now);
+                }
+            }
+            if !watched(device) {
+                continue;
+            }
+            let Some(last) = s.last else { continue };
+            let quiet = now.saturating_duration_since(last);
+            if quiet >= self.quiet_after.max(s.period * 3) {
+                s.rate_x10 = 0;
+                silent.push(Silent { device, quiet });
+            }
+        }
+        silent.sort_unstable_by_key(|s| s.device);
+        silent
+    }
+
+    /// The size of `device`'s last reading (0 before any).
+    pub fn data_size(&self, device: u8) -> u16 {
+        self.seen.get(&device).map_or(0, |s| s.data_size)
+    }
+
+    /// `device`'s readings per second times ten, as of the last check.
+    pub fn rate_x10(&self, device: u8) -> u16 {
+        self.seen.get(&device).map_or(0, |s| s.rate_x10)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LASER: u8 = b'l';
+    const SONAR: u8 = b's';
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn all(_: u8) -> bool {
+        true
+    }
+
+    /// Readings of `device` every `period` from `from`, `n` of them; returns the last
+    /// instant.
+    fn publish(h: &mut Health, device: u8, from: Instant, period: Duration, n: u32) -> Instant {
+        for k in 0..n {
+            h.seen(device, 10, from + period * k);
+        }
+        from + period * (n - 1)
+    }
+
+    #[test]
+    fn a_steady_device_is_silent_after_quiet_after() {
+        let mut h = Health::new(Duration::from_secs(3));
+        let last = publish(&mut h, LASER, Instant::now(), ms(100), 50);
+        assert!(h.check(last + ms(2999), all).is_empty());
+        let silent = h.check(last + ms(3000), all);
+        assert_eq!(
+            silent,
+            vec![Silent {
+                device: LASER,
+                quiet: ms(3000)
+            }]
+        );
+        assert_eq!(h.rate_x10(LASER), 0, "a silent device's rate is zero");
+    }
+
+    #[test]
+    fn a_device_publishing_slowly_is_not_called_silent() {
+        let mut h = Health::new(Duration::from_secs(3));
+        // One reading every 5 s: three periods (15 s) are allowed, not 3 s.
+        let last = publish(&mut h, SONAR, Instant::now(), Duration::from_secs(5), 6);
+        assert!(h.check(last + Duration::from_secs(6), all).is_empty());
+        assert!(h.check(last + ms(14_900), all).is_empty());
+        assert_eq!(h.check(last + Duration::from_secs(15), all).len(), 1);
+    }
+
+    #[test]
+    fn a_device_not_watched_is_never_called_silent() {
+        let mut h = Health::new(Duration::from_secs(3));
+        let last = publish(&mut h, LASER, Instant::now(), ms(100), 10);
+        publish(&mut h, SONAR, Instant::now(), ms(100), 10);
+        let silent = h.check(last + Duration::from_secs(60), |d| d == SONAR);
+        assert_eq!(silent.iter().map(|s| s.device).collect::<Vec<_>>(), [SONAR]);
+    }
+
+    #[test]
+    fn the_rate_is_counted_over_windows_of_two_seconds() {
+        let mut h = Health::new(Duration::from_secs(3));
+        let t0 = Instant::now();
+        publish(&mut h, LASER, t0, ms(100), 20);
+        // The window is not two seconds long yet: no rate.
+        assert!(h.check(t0 + ms(1900), all).is_empty());
+        assert_eq!(h.rate_x10(LASER), 0);
+        assert!(h.check(t0 + ms(2000), all).is_empty());
+        assert_eq!(h.rate_x10(LASER), 100);
+        // The next window counts from the check: 5 Hz for two more seconds.
+        publish(&mut h, LASER, t0 + ms(2100), ms(200), 10);
+        h.check(t0 + ms(4000), all);
+        assert_eq!(h.rate_x10(LASER), 50);
+        assert_eq!(h.data_size(LASER), 10);
+    }
+
+    #[test]
+    fn a_forgotten_device_starts_over() {
+        let mut h = Health::new(Duration::from_secs(3));
+        let t0 = Instant::now();
+        publish(&mut h, LASER, t0, ms(100), 30);
+        h.check(t0 + ms(3000), all);
+        h.forget(LASER);
+        assert_eq!(h.rate_x10(LASER), 0);
+        assert_eq!(h.data_size(LASER), 0);
+        assert!(h.check(t0 + Duration::from_secs(60), all).is_empty());
+    }
+}

@@ -1,0 +1,205 @@
+//! The client's device list: its devices in the order first requested, what it holds on
+//! each and the newest reading of each, readings that came before their grant, the
+//! requests in flight, and the inbox where drivers leave readings while the session wants
+//! no message per reading.
+
+use super::Session;
+use actix::prelude::*;
+use player_kit::driver::{Command, DeviceData, Inbox};
+use player_proto::access;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// One device in the client's list.
+pub(super) struct Slot {
+    pub(super) code: u8,
+    /// r, w, a, c or e.
+    pub(super) access: u8,
+    pub(super) readable: bool,
+    pub(super) command: Option<(Recipient<Command>, usize)>,
+    pub(super) latest: Option<DeviceData>,
+    /// Sequence number of the last reading sent to this client.
+    pub(super) sent_seq: u64,
+}
+
+impl Slot {
+    pub(super) fn reads(&self) -> bool {
+        self.readable && matches!(self.access, access::READ | access::ALL)
+    }
+
+    pub(super) fn writes(&self) -> bool {
+        matches!(self.access, access::WRITE | access::ALL)
+    }
+
+    /// Leaves the device holding `access` (`c` or `e`): no commands, no data.
+    pub(super) fn release(&mut self, access: u8) {
+        self.access = access;
+        self.command = None;
+        self.latest = None;
+    }
+
+    pub(super) fn is_new(&self) -> bool {
+        self.latest.as_ref().is_some_and(|d| d.seq != self.sent_seq)
+    }
+}
+
+/// The client's devices and their readings.
+pub(super) struct DeviceList {
+    /// In the order first requested.
+    pub(super) slots: Vec<Slot>,
+    /// Readings that arrived for a device before its grant was applied.
+    early: HashMap<u8, DeviceData>,
+    /// Devices whose subscription is in flight.
+    requesting: Vec<u8>,
+    /// Where the drivers leave readings while this session wants no message per reading.
+    inbox: Arc<Inbox>,
+    /// Whether the inbox was last told to have readings sent as messages.
+    inbox_messages: bool,
+    /// The inbox's readings, taken out (kept for its capacity).
+    inbox_buf: Vec<DeviceData>,
+}
+
+impl DeviceList {
+    pub(super) fn new() -> Self {
+        DeviceList {
+            slots: Vec::new(),
+            early: HashMap::new(),
+            requesting: Vec::new(),
+            inbox: Inbox::new(),
+            inbox_messages: true,
+            inbox_buf: Vec::new(),
+        }
+    }
+
+    /// The inbox the drivers leave this session's readings in.
+    pub(super) fn inbox(&self) -> Arc<Inbox> {
+        self.inbox.clone()
+    }
+
+    /// Whether every read device has a reading.
+    pub(super) fn ready(&self) -> bool {
+        self.slots.iter().all(|s| !s.reads() || s.latest.is_some())
+    }
+
+    /// Whether the client reads any device.
+    pub(super) fn any_reads(&self) -> bool {
+        self.slots.iter().any(Slot::reads)
+    }
+
+    /// Whether a read device has a reading the client has not had.
+    pub(super) fn any_new(&self) -> bool {
+        self.slots.iter().any(|s| s.reads() && s.is_new())
+    }
+
+    /// The read devices with no reading yet, for the log.
+    pub(super) fn quiet_devices(&self) -> Vec<String> {
+        self.slots
+            .iter()
+            .filter(|s| s.reads() && s.latest.is_none())
+            .map(|s| player_kit::log::device(s.code))
+            .collect()
+    }
+
+    /// The access the client holds on `dev` (one of `r w a c e`); `None` when the device is
+    /// not in its list.
+    pub(super) fn access_of(&self, dev: u8) -> Option<u8> {
+        self.slots.iter().find(|s| s.code == dev).map(|s| s.access)
+    }
+
+    /// A subscription to `dev` is in flight.
+    pub(super) fn requesting(&mut self, dev: u8) {
+        self.requesting.push(dev);
+    }
+
+    /// The subscriptions in flight have been answered.
+    pub(super) fn answered(&mut self) {
+        self.requesting.clear();
+    }
+
+    /// Whether a subscription is in flight.
+    pub(super) fn awaiting_grants(&self) -> bool {
+        !self.requesting.is_empty()
+    }
+
+    /// The reading of `dev` that came before its grant, if any (and forgets it).
+    pub(super) fn take_early(&mut self, dev: u8) -> Option<DeviceData> {
+        self.early.remove(&dev)
+    }
+
+    /// Takes one reading. `Some(first)`: it is now its device's newest (`first`: the
+    /// device had none). `pending_only`: keep a reading for a device not (yet) in the
+    /// list only if a request for it is in flight (a batch carries devices this client
+    /// never asked for).
+    pub(super) fn take(&mut self, msg: DeviceData, pending_only: bool) -> Option<bool> {
+        let Some(slot) = self.slots.iter_mut().find(|s| s.code == msg.device) else {
+            if !pending_only || self.requesting.contains(&msg.device) {
+                self.early.insert(msg.device, msg);
+            }
+            return None;
+        };
+        if !slot.reads() {
+            if slot.access != access::CLOSE
+                && (!pending_only || self.requesting.contains(&msg.device))
+            {
+                self.early.insert(msg.device, msg);
+            }
+            return None;
+        }
+        if slot
+            .latest
+            .as_ref()
+            .is_some_and(|l| l.seq >= msg.seq && l.seq != 0)
+        {
+            return None;
+        }
+        let first = slot.latest.is_none();
+        slot.latest = Some(msg);
+        Some(first)
+    }
+}
+
+impl Session {
+    /// Takes one reading; returns whether it may make something sendable.
+    pub(super) fn take(&mut self, msg: DeviceData, pending_only: bool) -> bool {
+        self.list
+            .take(msg, pending_only)
+            .is_some_and(|first| self.schedule.reading_matters(first))
+    }
+
+    /// Whether this session needs a message per reading now: unless it sends rounds on
+    /// deadlines, has every first reading and no round waits for data, a reading must wake
+    /// it. Otherwise its next tick picks the newest readings up from the inbox.
+    fn wants_messages(&self) -> bool {
+        self.schedule.wants_every_reading() || self.list.awaiting_grants() || !self.list.ready()
+    }
+
+    /// Takes the readings left in the inbox (as if they had come as messages) and tells it
+    /// whether readings should come as messages from now on, until both agree.
+    pub(super) fn sync_inbox(&mut self, ctx: &mut Context<Self>) {
+        loop {
+            let want = self.wants_messages();
+            let mut buf = std::mem::take(&mut self.list.inbox_buf);
+            self.list.inbox.take(want, &mut buf);
+            self.list.inbox_messages = want;
+            if buf.is_empty() {
+                self.list.inbox_buf = buf;
+                return;
+            }
+            let mut changed = false;
+            for d in buf.drain(..) {
+                changed |= self.take(d, true);
+            }
+            self.list.inbox_buf = buf;
+            if changed {
+                self.after_change(ctx);
+            }
+        }
+    }
+
+    /// [`Self::sync_inbox`] when whether this session wants messages has changed.
+    pub(super) fn refresh_inbox(&mut self, ctx: &mut Context<Self>) {
+        if self.wants_messages() != self.list.inbox_messages {
+            self.sync_inbox(ctx);
+        }
+    }
+}

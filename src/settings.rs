@@ -1,0 +1,219 @@
+//! The whole configuration: the core's sections (`[server]`, `[access]`, `[[robot]]`) and
+//! every front end's (`[record]`, `[zenoh]`; the web viewer's `web_port` is a robot key),
+//! and all their flags, composed.
+//!
+//! The file schema is one: an unknown section or key, in the core's sections or a front
+//! end's, is an error naming it. The core reads its own sections and hands the front ends'
+//! back raw; each front-end crate reads its own ([`RecordSettings::from_section`],
+//! [`ZenohSettings::from_section`]) and applies its own flags.
+
+pub use player_core::settings::{
+    absolute, check_seconds, DriverSettings, FlagSpec, FrontEndSyntax, GivenFlag, RobotSettings,
+    ServerSettings, Settings as CoreSettings, SettingsError, DEFAULT_CONFIG,
+};
+use player_kit::catalog::Catalog;
+pub use player_record::RecordSettings;
+pub use player_web::DEFAULT_WEB_PORT;
+pub use player_zenoh::ZenohSettings;
+use std::ops::{Deref, DerefMut};
+use std::path::{Path, PathBuf};
+
+const SECTIONS: [&str; 2] = [
+    player_record::SYNTAX.sections[0],
+    player_zenoh::SYNTAX.sections[0],
+];
+
+const FLAGS: [FlagSpec; 3] = [
+    player_web::SYNTAX.flags[0],
+    player_record::SYNTAX.flags[0],
+    player_zenoh::SYNTAX.flags[0],
+];
+
+/// Every front end's sections and flags: what the core's parsers take for them.
+pub const FRONT_ENDS: FrontEndSyntax = FrontEndSyntax {
+    sections: &SECTIONS,
+    flags: &FLAGS,
+};
+
+/// The whole configuration. It dereferences to the core's part, so `settings.robot`,
+/// `settings.server` and `settings.access` read as before.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `[server]`, `[access]`, `[[robot]]` (with each robot's `web_port`).
+    pub core: CoreSettings,
+    /// Recording to MCAP (`[record]`, `-record FILE`).
+    pub record: RecordSettings,
+    /// The Zenoh bridge (`[zenoh]`, `--zenoh`).
+    pub zenoh: ZenohSettings,
+}
+
+impl Deref for Settings {
+    type Target = CoreSettings;
+
+    fn deref(&self) -> &CoreSettings {
+        &self.core
+    }
+}
+
+impl DerefMut for Settings {
+    fn deref_mut(&mut self) -> &mut CoreSettings {
+        &mut self.core
+    }
+}
+
+impl Settings {
+    /// The front ends' sections of `core` read and checked.
+    pub fn compose(core: CoreSettings) -> Result<Settings, SettingsError> {
+        let origin = core.origin.clone();
+        let record = RecordSettings::from_section(core.sections.get("record"), &origin)?;
+        let zenoh = ZenohSettings::from_section(
+            core.sections.get("zenoh"),
+            &origin,
+            &core.robot,
+            &core.access,
+        )?;
+        Ok(Settings {
+            core,
+            record,
+            zenoh,
+        })
+    }
+
+    /// Parses TOML text; `origin` names it in errors.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Settings, SettingsError> {
+        Self::compose(CoreSettings::from_toml_with(text, origin, &FRONT_ENDS)?)
+    }
+
+    /// Reads a TOML file.
+    pub fn from_file(path: &Path) -> Result<Settings, SettingsError> {
+        Self::compose(CoreSettings::from_file_with(path, &FRONT_ENDS)?)
+    }
+
+    /// The shipped default configuration.
+    pub fn default_config() -> Settings {
+        Self::compose(CoreSettings::default_config_with(&FRONT_ENDS))
+            .expect("the shipped default configuration is valid")
+    }
+}
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Invocation {
+    /// Run the server.
+    Run {
+        /// The configuration, flags applied.
+        settings: Box<Settings>,
+        /// The directory relative paths in the configuration are resolved against.
+        base_dir: PathBuf,
+    },
+    /// Print the help text.
+    Help,
+    /// Print the version.
+    Version,
+}
+
+/// Parses the command line (without the program name): the core's and the drivers' flags
+/// (`catalog`), then each front end's, in command-line order.
+pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation, SettingsError> {
+    use player_core::settings::Invocation as Core;
+    let (core, base_dir, flags) =
+        match player_core::settings::parse_args_with(args, catalog, &FRONT_ENDS)? {
+            Core::Help => return Ok(Invocation::Help),
+            Core::Version => return Ok(Invocation::Version),
+            Core::Run {
+                settings,
+                base_dir,
+                flags,
+            } => (settings, base_dir, flags),
+        };
+    let mut settings = Settings::compose(*core)?;
+    // After -stage (the core applied it): every robot of a world gets its web port.
+    for GivenFlag { flag, value } in flags {
+        let value = value.unwrap_or_default();
+        match flag {
+            "-web" => player_web::apply_flag(&mut settings.core.robot, &value)?,
+            "-record" => player_record::apply_flag(&mut settings.record, &value),
+            "--zenoh" => settings.zenoh.enabled = true,
+            other => unreachable!("{other} is not in FRONT_ENDS"),
+        }
+    }
+    // After -stage and --zenoh: the robots' names and the bridge's section as they are now.
+    if settings.zenoh.enabled {
+        settings
+            .zenoh
+            .check(&settings.core.robot, &settings.core.access, "command line")?;
+    }
+    Ok(Invocation::Run {
+        settings: Box::new(settings),
+        base_dir,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(a: &[&str]) -> Result<Settings, SettingsError> {
+        let args: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+        match parse_args_with(&args, &crate::builtin_catalog())? {
+            Invocation::Run { settings, .. } => Ok(*settings),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn web_port_of(s: &Settings, i: usize) -> Option<(u16, bool)> {
+        player_web::port_of(i, s.robot[i].web_port)
+    }
+
+    #[test]
+    fn web_ports_default_per_robot_and_the_flag_sets_or_turns_them_off() {
+        let s = run(&[]).unwrap();
+        assert_eq!(web_port_of(&s, 0), Some((DEFAULT_WEB_PORT, false)));
+        let s = run(&["-web", "9000"]).unwrap();
+        assert_eq!(web_port_of(&s, 0), Some((9000, true)));
+        let s = run(&["-web", "0"]).unwrap();
+        assert_eq!(web_port_of(&s, 0), None);
+        let e = run(&["-web", "x"]).unwrap_err();
+        assert!(
+            matches!(&e, SettingsError::Flag { flag, .. } if flag == "-web"),
+            "{e}"
+        );
+        let t = "[[robot]]\nweb_port = 0\n[[robot]]\nport = 7\n[[robot]]\nweb_port = 9100\n";
+        let s = Settings::from_toml(t, "t").unwrap();
+        assert_eq!(web_port_of(&s, 0), None);
+        assert_eq!(web_port_of(&s, 1), Some((DEFAULT_WEB_PORT + 1, false)));
+        assert_eq!(web_port_of(&s, 2), Some((9100, true)));
+    }
+
+    #[test]
+    fn unknown_sections_and_front_end_keys_are_errors_naming_the_key() {
+        let e = Settings::from_toml("[recordz]\n[[robot]]\n", "t.toml").unwrap_err();
+        assert!(
+            matches!(&e, SettingsError::Value { origin, key, .. } if origin == "t.toml" && key == "recordz"),
+            "{e}"
+        );
+        let e = Settings::from_toml("[zenoh]\nmodez = 1\n[[robot]]\n", "t.toml").unwrap_err();
+        assert!(
+            matches!(&e, SettingsError::Value { key, why, .. } if key == "zenoh" && why.contains("modez")),
+            "{e}"
+        );
+        let e =
+            Settings::from_toml("[server]\nmax_clientz = 3\n[[robot]]\n", "t.toml").unwrap_err();
+        assert!(matches!(&e, SettingsError::Parse { .. }), "{e}");
+        assert!(e.to_string().contains("max_clientz"), "{e}");
+    }
+
+    #[test]
+    fn shipped_config_files_load() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+        let mut n = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let p = entry.unwrap().path();
+            if p.extension().is_some_and(|e| e == "toml") {
+                Settings::from_file(&p).unwrap_or_else(|e| panic!("{e}"));
+                n += 1;
+            }
+        }
+        assert!(n >= 1);
+    }
+}
