@@ -236,7 +236,7 @@ fn settings(args: &[&str]) -> Result<Settings, String> {
     match parse_args(&args) {
         Ok(Invocation::Run { settings, .. }) => Ok(*settings),
         Ok(other) => panic!("{other:?}"),
-        Err(e) => Err(e.0),
+        Err(e) => Err(e.to_string()),
     }
 }
 
