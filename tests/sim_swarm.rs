@@ -328,3 +328,35 @@ fn a_client_on_the_last_port_of_a_thousand_robot_world_drives_that_robot() {
     let p = first.read().unwrap().position.unwrap();
     assert_eq!((p.x, p.y, p.speed), (0, 0, 0));
 }
+
+#[test]
+fn a_large_world_gets_one_web_viewer_and_a_clear_error_when_ports_run_out() {
+    let dir = std::env::temp_dir().join(format!("player-swarm-ports-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let world = dir.join("hundred.toml");
+    std::fs::write(
+        &world,
+        "[world]\nwidth = 20000\nheight = 20000\n[[swarm]]\ncount = 100\nkind = \"simple\"\n",
+    )
+    .unwrap();
+    let w = world.to_str().unwrap();
+    let s = settings(&["-stage", w]).unwrap();
+    // The first robot's viewer as configured (the default port), every other one off.
+    assert_eq!(s.robot.len(), 100);
+    assert_eq!(s.robot[0].web_port, None);
+    assert!(s.robot[1..].iter().all(|r| r.web_port == Some(0)));
+    // -web still sets every robot's.
+    let s = settings(&["-stage", w, "-web", "9000"]).unwrap();
+    assert_eq!(s.robot[99].web_port, Some(9099));
+    // From port 65500, robot 36 would need 65536.
+    let e = settings(&["-stage", w, "-gp", "65500"]).unwrap_err();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        e.contains("ports run out") && e.contains("100 robots") && e.contains("robot 36"),
+        "{e}"
+    );
+    // A small world keeps a viewer per robot.
+    let arena = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/worlds/arena.toml");
+    let s = settings(&["-stage", arena.to_str().unwrap()]).unwrap();
+    assert!(s.robot.iter().all(|r| r.web_port.is_none()));
+}
