@@ -204,8 +204,15 @@ fn served_world(n: usize, dir: &std::path::Path) -> std::path::PathBuf {
 /// Starts `player -stage WORLD -gp PORT -web 0` and waits until the last robot's port
 /// accepts: the server and the time that took.
 fn serve(world: &std::path::Path, n: usize) -> (common::ServerProcess, Duration, u16) {
-    // A run of n free ports: try a few bases.
-    let base = 20000 + (std::process::id() % 1000) as u16 * 7;
+    // A run of n free ports (other programs on a shared machine hold some).
+    let free = |base: u16| {
+        (0..n as u16).all(|k| std::net::TcpListener::bind(("0.0.0.0", base + k)).is_ok())
+    };
+    // Below the system's ephemeral ports (32768 up), which outgoing connections take.
+    let base = (0..60)
+        .map(|k| 10000 + (std::process::id() % 20) as u16 * 100 + k * 211)
+        .find(|&b| usize::from(b) + n <= 32768 && free(b))
+        .expect("a run of free ports below 32768");
     let last: SocketAddr = ([127, 0, 0, 1], base + n as u16 - 1).into();
     let args = vec![
         "-stage".to_string(),
