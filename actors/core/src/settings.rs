@@ -22,6 +22,11 @@ use std::time::Duration;
 /// The shipped default configuration: the simulated Pioneer 2-DX on port 6665.
 pub const DEFAULT_CONFIG: &str = include_str!("../../../config/default.toml");
 
+/// `-stage` gives each robot of a world with at most this many robots a web viewer port
+/// of its own; in a larger world only the first robot has one (a `-web` flag still sets
+/// every robot's).
+pub const STAGE_WEB_VIEWERS_MAX: usize = 64;
+
 /// The first robot's web viewer port when none is configured (Foxglove's default port).
 pub const DEFAULT_WEB_PORT: u16 = 8765;
 
@@ -477,6 +482,8 @@ impl Settings {
         )
         .map_err(|e| SettingsError::flag("-stage", e.to_string()))?;
         let mut robots = Vec::with_capacity(planned.len() + self.robot.len());
+        // A large world: one web viewer (the first robot's), not a listening port per robot.
+        let web_each = planned.len() <= STAGE_WEB_VIEWERS_MAX;
         for (i, p) in planned.into_iter().enumerate() {
             let mut r = if i == 0 {
                 first.clone()
@@ -486,7 +493,7 @@ impl Settings {
                     name: String::new(),
                     port: 0,
                     bind: first.bind.clone(),
-                    web_port: None,
+                    web_port: if web_each { None } else { Some(0) },
                     driver: Vec::new(),
                 }
             };

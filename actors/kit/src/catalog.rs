@@ -91,11 +91,19 @@ pub enum StageError {
     /// The configuration's first robot has no `sim` driver to load the world into.
     #[error("the configuration has no 'sim' driver to load the world into")]
     NoSim,
-    /// Robot `robot`'s port, `base + robot`, would be past 65535.
-    #[error("robot {robot}'s port {base} + {robot} is past 65535")]
+    /// The ports run out: robot `robot`'s port, `base + robot`, would be past 65535.
+    #[error(
+        "the ports run out: the world has {robots} robots, and from port {base} robot {robot} \
+         ('{name}') would listen on port {base} + {robot}, past 65535; start lower (-gp), give \
+         the robots ports in the world file, or use -gp 0 (any free port)"
+    )]
     PortRange {
         /// The robot's place in the world file.
         robot: usize,
+        /// Its name.
+        name: String,
+        /// How many robots the world has.
+        robots: usize,
         /// The first robot's port.
         base: u16,
     },

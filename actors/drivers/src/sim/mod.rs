@@ -109,7 +109,7 @@ pub struct SharedWorld {
     pending: f64,
     truth: Option<TruthLog>,
     /// The world robots already served, with the server robot serving each.
-    claimed: Vec<(usize, String)>,
+    claimed: std::collections::HashMap<usize, String>,
     log: Logger,
 }
 
@@ -152,7 +152,7 @@ impl SharedWorld {
             last_step: Instant::now(),
             pending: 0.0,
             truth,
-            claimed: Vec::new(),
+            claimed: std::collections::HashMap::new(),
             log,
         };
         shared.log_truth();
@@ -181,6 +181,8 @@ impl SharedWorld {
             self.pending -= STEP;
             self.log_truth();
         }
+        // Robots placed by hand since the last tick: file them where they are.
+        self.world.refresh_index();
     }
 
     fn log_truth(&mut self) {
@@ -306,12 +308,7 @@ impl SimDriver {
                     ))
                 })?,
             };
-            if let Some(by) = w
-                .claimed
-                .iter()
-                .find(|(i, _)| *i == index)
-                .map(|(_, b)| b.clone())
-            {
+            if let Some(by) = w.claimed.get(&index).cloned() {
                 let name = w
                     .world_mut()
                     .names()
@@ -323,7 +320,7 @@ impl SimDriver {
                      [[robot]] its own `robot = \"NAME\"` parameter"
                 )));
             }
-            w.claimed.push((index, ctx.robot.clone()));
+            w.claimed.insert(index, ctx.robot.clone());
             let sim = w.world_mut();
             let robot = sim.robot_mut(index);
             if let Some([x, y, h]) = params.pose {
@@ -361,7 +358,7 @@ impl SimDriver {
     fn with_robot<T>(&mut self, f: impl FnOnce(&mut world::SimRobot) -> T) -> T {
         let mut w = self.world.borrow_mut();
         w.advance();
-        f(w.world_mut().robot_mut(self.index))
+        f(w.world_mut().controls(self.index))
     }
 
     fn specs(&self) -> Vec<DeviceSpec> {
@@ -789,12 +786,17 @@ pub fn stage_robots(
     };
     let placements = map.robots().to_vec();
     let base = gp.unwrap_or(first.port);
+    let count = placements.len();
     let port_of = |i: usize, file_port: Option<u16>| -> Result<u16, StageError> {
         match (gp, file_port) {
             (None, Some(p)) => Ok(p),
             _ if base == 0 => Ok(0),
-            _ => u16::try_from(usize::from(base) + i)
-                .map_err(|_| StageError::PortRange { robot: i, base }),
+            _ => u16::try_from(usize::from(base) + i).map_err(|_| StageError::PortRange {
+                robot: i,
+                name: placements[i].name.clone(),
+                robots: count,
+                base,
+            }),
         }
     };
     let codes = |list: &Option<Vec<u8>>| -> Vec<String> {

@@ -518,7 +518,11 @@ impl WorldMap {
 
     /// The first solid the ray from `origin` at `angle` radians meets, if any.
     pub fn cast_ray(&self, origin: Vec2, angle: f64) -> Option<RayHit> {
-        let dir = Vec2::from_angle(angle);
+        self.cast_ray_along(origin, Vec2::from_angle(angle))
+    }
+
+    /// The first solid the ray from `origin` along the unit vector `dir` meets, if any.
+    pub fn cast_ray_along(&self, origin: Vec2, dir: Vec2) -> Option<RayHit> {
         let mut best: Option<(f64, usize)> = None;
         for (i, (shape, _)) in self.solids.iter().enumerate() {
             if let Some(t) = shape.ray_hit(origin, dir) {
@@ -677,6 +681,7 @@ impl WorldMap {
         let pillars: Vec<PillarSpec> = array(origin, "pillar", root.remove("pillar"))?;
         let objects: Vec<ObjectSpec> = array(origin, "object", root.remove("object"))?;
         let pucks: Vec<PuckSpec> = array(origin, "puck", root.remove("puck"))?;
+        let swarms: Vec<SwarmSpec> = array(origin, "swarm", root.remove("swarm"))?;
         let grid: Option<GridSpec> = match root.remove("grid") {
             Some(v) => Some(table(origin, "grid", v)?),
             None => None,
@@ -799,6 +804,8 @@ impl WorldMap {
             });
         }
 
+        let mut spots = Spots::default();
+        let mut names = std::collections::HashSet::new();
         for (i, (key, robot)) in robots.iter().enumerate() {
             let pose_key = format!("{key}.pose");
             if robot.pose.len() != 3 || robot.pose.iter().any(|v| !v.is_finite()) {
@@ -812,67 +819,28 @@ impl WorldMap {
                 ));
             }
             let pose = (robot.pose[0], robot.pose[1], robot.pose[2].to_radians());
-            let (x, y, _) = pose;
-            let (clear, what) = map.clearance(Vec2::new(x, y), ROBOT_RADIUS_MM);
-            if clear < 0.0 {
-                let hit =
-                    what.map_or_else(|| "something".to_string(), |(_, owner)| owner.to_string());
-                return Err(WorldError::key(
-                    origin,
-                    pose_key,
-                    format!("the robot (radius {ROBOT_RADIUS_MM} mm) at ({x}, {y}) overlaps {hit}"),
-                ));
-            }
-            for other in &map.robots {
-                let d = Vec2::new(x - other.pose.0, y - other.pose.1).length();
-                if d < 2.0 * ROBOT_RADIUS_MM {
-                    return Err(WorldError::key(
-                        origin,
-                        pose_key,
-                        format!("the robot at ({x}, {y}) overlaps robot `{}`", other.name),
-                    ));
-                }
-            }
             let name = robot.name.clone().unwrap_or_else(|| format!("robot{i}"));
-            if name.is_empty() || map.robots.iter().any(|r| r.name == name) {
-                return Err(WorldError::key(
-                    origin,
-                    format!("{key}.name"),
-                    format!("robot names must be unique and not empty, got `{name}`"),
-                ));
-            }
             let channel = colour_channel(origin, key, robot.channel, robot.colour.as_deref())?;
-            let devices = match &robot.devices {
-                None => None,
-                Some(list) => Some(
-                    list.iter()
-                        .map(|d| match d.as_bytes() {
-                            [c] if DEVICE_CODES.contains(c) => Ok(*c),
-                            _ => Err(WorldError::key(
-                                origin,
-                                format!("{key}.devices"),
-                                format!(
-                                    "`{d}` is not a simulated device (one of {})",
-                                    String::from_utf8_lossy(DEVICE_CODES)
-                                ),
-                            )),
-                        })
-                        .collect::<Result<Vec<u8>, _>>()?,
-                ),
-            };
-            if i == 0 {
-                map.start_pose = pose;
-            }
-            map.robots.push(RobotPlacement {
-                name,
-                pose,
-                channel,
-                port: robot.port,
-                devices,
-            });
+            let devices = device_set(origin, key, robot.kind.as_deref(), robot.devices.as_deref())?;
+            map.place(
+                origin,
+                &pose_key,
+                &mut spots,
+                &mut names,
+                RobotPlacement {
+                    name,
+                    pose,
+                    channel,
+                    port: robot.port,
+                    devices,
+                },
+            )?;
+        }
+        for (s_i, sw) in swarms.iter().enumerate() {
+            map.place_swarm(origin, s_i, sw, &mut spots, &mut names)?;
         }
 
-        if robots.is_empty() {
+        if map.robots.is_empty() {
             let (x, y, _) = map.start_pose;
             let (clear, what) = map.clearance(Vec2::new(x, y), ROBOT_RADIUS_MM);
             if clear < 0.0 {
@@ -926,9 +894,22 @@ impl WorldMap {
 const DEVICE_CODES: &[u8] = b"psmglzv";
 
 /// Top-level sections a world file may have.
-const SECTIONS: [&str; 10] = [
-    "world", "robot", "wall", "polygon", "box", "pillar", "object", "puck", "grid", "truth",
+const SECTIONS: [&str; 11] = [
+    "world", "robot", "swarm", "wall", "polygon", "box", "pillar", "object", "puck", "grid",
+    "truth",
 ];
+
+/// The device sets a world file can name with `kind`: a "simple" robot (wheels and sonar,
+/// the swarm researcher's robot), the full Pioneer, and a base with a laser and bumpers
+/// (the TurtleBot-like robot: a round base, its bumpers and a scanning laser).
+pub const ROBOT_KINDS: [(&str, &[u8]); 3] = [
+    ("simple", b"ps"),
+    ("pioneer", b"psmglzv"),
+    ("base-laser", b"pml"),
+];
+
+/// Most robots one world file may place.
+pub const MAX_ROBOTS: usize = 100_000;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -998,7 +979,372 @@ struct RobotSpec {
     port: Option<u16>,
     channel: Option<u8>,
     colour: Option<String>,
+    kind: Option<String>,
     devices: Option<Vec<String>>,
+}
+
+/// `[[swarm]]`: `count` robots placed by a pattern.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SwarmSpec {
+    count: usize,
+    pattern: Option<String>,
+    region: Option<Vec<Vec<f64>>>,
+    spacing: Option<f64>,
+    heading: Option<f64>,
+    seed: Option<u64>,
+    name: Option<String>,
+    port: Option<u16>,
+    channel: Option<u8>,
+    colour: Option<String>,
+    kind: Option<String>,
+    devices: Option<Vec<String>>,
+}
+
+/// The robots placed so far, filed by where they are (to check overlaps in linear time).
+#[derive(Default)]
+struct Spots {
+    cells: std::collections::HashMap<(i64, i64), Vec<usize>>,
+}
+
+impl Spots {
+    const CELL: f64 = 2.0 * ROBOT_RADIUS_MM;
+
+    fn key(x: f64, y: f64) -> (i64, i64) {
+        (
+            (x / Spots::CELL).floor() as i64,
+            (y / Spots::CELL).floor() as i64,
+        )
+    }
+
+    /// The first placed robot closer than two radii to (x, y).
+    fn clash(&self, robots: &[RobotPlacement], x: f64, y: f64) -> Option<usize> {
+        let (cx, cy) = Spots::key(x, y);
+        let mut found: Option<usize> = None;
+        for dx in -1..=1 {
+            for dy in -1..=1 {
+                for &j in self.cells.get(&(cx + dx, cy + dy)).into_iter().flatten() {
+                    let (ox, oy, _) = robots[j].pose;
+                    if Vec2::new(x - ox, y - oy).length() < 2.0 * ROBOT_RADIUS_MM {
+                        found = Some(found.map_or(j, |f| f.min(j)));
+                    }
+                }
+            }
+        }
+        found
+    }
+
+    fn add(&mut self, i: usize, x: f64, y: f64) {
+        self.cells.entry(Spots::key(x, y)).or_default().push(i);
+    }
+}
+
+/// The devices of a robot: `kind` (one of [`ROBOT_KINDS`]) or a `devices` list, not both;
+/// `None` (all seven) when neither is given.
+fn device_set(
+    origin: &str,
+    key: &str,
+    kind: Option<&str>,
+    devices: Option<&[String]>,
+) -> Result<Option<Vec<u8>>, WorldError> {
+    match (kind, devices) {
+        (Some(_), Some(_)) => Err(WorldError::key(
+            origin,
+            key,
+            "give `kind` or `devices`, not both",
+        )),
+        (Some(kind), None) => ROBOT_KINDS
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, d)| Some(d.to_vec()))
+            .ok_or_else(|| {
+                WorldError::key(
+                    origin,
+                    format!("{key}.kind"),
+                    format!(
+                        "unknown kind `{kind}` (one of: {})",
+                        ROBOT_KINDS.map(|(k, _)| k).join(", ")
+                    ),
+                )
+            }),
+        (None, Some(list)) => list
+            .iter()
+            .map(|d| match d.as_bytes() {
+                [c] if DEVICE_CODES.contains(c) => Ok(*c),
+                _ => Err(WorldError::key(
+                    origin,
+                    format!("{key}.devices"),
+                    format!(
+                        "`{d}` is not a simulated device (one of {})",
+                        String::from_utf8_lossy(DEVICE_CODES)
+                    ),
+                )),
+            })
+            .collect::<Result<Vec<u8>, _>>()
+            .map(Some),
+        (None, None) => Ok(None),
+    }
+}
+
+impl WorldMap {
+    /// Adds a robot after checking it is inside, clear of the solids and of the robots
+    /// placed so far, and named uniquely. Errors name `pose_key`.
+    fn place(
+        &mut self,
+        origin: &str,
+        pose_key: &str,
+        spots: &mut Spots,
+        names: &mut std::collections::HashSet<String>,
+        robot: RobotPlacement,
+    ) -> Result<(), WorldError> {
+        if self.robots.len() >= MAX_ROBOTS {
+            return Err(WorldError::key(
+                origin,
+                pose_key,
+                format!("a world holds at most {MAX_ROBOTS} robots"),
+            ));
+        }
+        let (x, y, _) = robot.pose;
+        let (clear, what) = self.clearance(Vec2::new(x, y), ROBOT_RADIUS_MM);
+        if clear < 0.0 {
+            let hit = what.map_or_else(|| "something".to_string(), |(_, owner)| owner.to_string());
+            return Err(WorldError::key(
+                origin,
+                pose_key,
+                format!("the robot (radius {ROBOT_RADIUS_MM} mm) at ({x}, {y}) overlaps {hit}"),
+            ));
+        }
+        if let Some(j) = spots.clash(&self.robots, x, y) {
+            return Err(WorldError::key(
+                origin,
+                pose_key,
+                format!(
+                    "the robot at ({x}, {y}) overlaps robot `{}`",
+                    self.robots[j].name
+                ),
+            ));
+        }
+        if robot.name.is_empty() || !names.insert(robot.name.clone()) {
+            let key = pose_key.trim_end_matches(".pose");
+            return Err(WorldError::key(
+                origin,
+                format!("{key}.name"),
+                format!(
+                    "robot names must be unique and not empty, got `{}`",
+                    robot.name
+                ),
+            ));
+        }
+        if self.robots.is_empty() {
+            self.start_pose = robot.pose;
+        }
+        spots.add(self.robots.len(), x, y);
+        self.robots.push(robot);
+        Ok(())
+    }
+
+    /// Places the robots of `[[swarm]]` number `s`.
+    fn place_swarm(
+        &mut self,
+        origin: &str,
+        s: usize,
+        sw: &SwarmSpec,
+        spots: &mut Spots,
+        names: &mut std::collections::HashSet<String>,
+    ) -> Result<(), WorldError> {
+        let key = format!("swarm[{s}]");
+        if sw.count == 0 || sw.count > MAX_ROBOTS {
+            return Err(WorldError::key(
+                origin,
+                format!("{key}.count"),
+                format!("expected 1 to {MAX_ROBOTS} robots, got {}", sw.count),
+            ));
+        }
+        let ((x0, y0), (x1, y1)) = match &sw.region {
+            None => ((0.0, 0.0), (self.width, self.height)),
+            Some(r) => match r.as_slice() {
+                [a, b] => {
+                    let a = point(origin, &format!("{key}.region"), a)?;
+                    let b = point(origin, &format!("{key}.region"), b)?;
+                    ((a.0.min(b.0), a.1.min(b.1)), (a.0.max(b.0), a.1.max(b.1)))
+                }
+                _ => {
+                    return Err(WorldError::key(
+                        origin,
+                        format!("{key}.region"),
+                        "expected [[x0, y0], [x1, y1]], two corners in mm",
+                    ))
+                }
+            },
+        };
+        let channel = colour_channel(origin, &key, sw.channel, sw.colour.as_deref())?;
+        let devices = device_set(origin, &key, sw.kind.as_deref(), sw.devices.as_deref())?;
+        let random = match sw.pattern.as_deref() {
+            None | Some("grid") => false,
+            Some("random") => true,
+            Some(other) => {
+                return Err(WorldError::key(
+                    origin,
+                    format!("{key}.pattern"),
+                    format!("expected \"grid\" or \"random\", got \"{other}\""),
+                ))
+            }
+        };
+        if let Some(h) = sw.heading {
+            if !h.is_finite() {
+                return Err(WorldError::key(
+                    origin,
+                    format!("{key}.heading"),
+                    "expected degrees",
+                ));
+            }
+        }
+        let first = self.robots.len();
+        let port_of = |k: usize| -> Result<Option<u16>, WorldError> {
+            match sw.port {
+                None => Ok(None),
+                Some(p) => u16::try_from(usize::from(p) + k).map(Some).map_err(|_| {
+                    WorldError::key(
+                        origin,
+                        format!("{key}.port"),
+                        format!("{} robots from port {p} run past port 65535", sw.count),
+                    )
+                }),
+            }
+        };
+        let name_of = |k: usize| match &sw.name {
+            Some(prefix) => format!("{prefix}{k}"),
+            None => format!("robot{}", first + k),
+        };
+        let r = ROBOT_RADIUS_MM;
+        let (w, h) = (x1 - x0, y1 - y0);
+        let mut rng =
+            super::rng::Rng::new(sw.seed.unwrap_or(self.seed) ^ 0x5357_4152_4D00 ^ s as u64);
+        if random {
+            for k in 0..sw.count {
+                let mut placed = false;
+                for _ in 0..1000 {
+                    let x = x0 + r + rng.uniform() * (w - 2.0 * r).max(0.0);
+                    let y = y0 + r + rng.uniform() * (h - 2.0 * r).max(0.0);
+                    let heading = match sw.heading {
+                        Some(d) => d.to_radians(),
+                        None => (rng.uniform() * 360.0 - 180.0).to_radians(),
+                    };
+                    if self.clearance(Vec2::new(x, y), r).0 < 0.0
+                        || spots.clash(&self.robots, x, y).is_some()
+                    {
+                        continue;
+                    }
+                    self.place(
+                        origin,
+                        &format!("{key}.pose"),
+                        spots,
+                        names,
+                        RobotPlacement {
+                            name: name_of(k),
+                            pose: (x, y, heading),
+                            channel,
+                            port: port_of(k)?,
+                            devices: devices.clone(),
+                        },
+                    )?;
+                    placed = true;
+                    break;
+                }
+                if !placed {
+                    return Err(WorldError::key(
+                        origin,
+                        format!("{key}.count"),
+                        format!(
+                            "found no free place for robot {k} of {} in the region \
+                             ({x0}, {y0})-({x1}, {y1}) after 1000 tries: the region is too \
+                             crowded",
+                            sw.count
+                        ),
+                    ));
+                }
+            }
+        } else {
+            // Columns and rows: from the spacing, or as square as the region allows.
+            let (cols, sx, sy) = match sw.spacing {
+                Some(sp) => {
+                    positive(origin, &format!("{key}.spacing"), sp)?;
+                    let cols = (((w - 2.0 * r) / sp).floor() as usize + 1).max(1);
+                    (cols, sp, sp)
+                }
+                None => {
+                    let n = sw.count as f64;
+                    let cols = ((n * w / h.max(1.0)).sqrt().ceil() as usize).clamp(1, sw.count);
+                    let rows = sw.count.div_ceil(cols);
+                    (cols, w / cols as f64, h / rows as f64)
+                }
+            };
+            let rows = sw.count.div_ceil(cols);
+            if sx < 2.0 * r || sy < 2.0 * r {
+                return Err(WorldError::key(
+                    origin,
+                    format!("{key}.count"),
+                    format!(
+                        "{} robots do not fit in the region ({x0}, {y0})-({x1}, {y1}): they \
+                         would be {:.0} mm apart, less than a robot's {:.0} mm width",
+                        sw.count,
+                        sx.min(sy),
+                        2.0 * r
+                    ),
+                ));
+            }
+            // With a spacing, the grid starts a radius in from the region's corner;
+            // without, each robot sits in the middle of its share of the region.
+            let (ox, oy) = match sw.spacing {
+                Some(_) => (x0 + r, y0 + r),
+                None => (x0 + sx / 2.0, y0 + sy / 2.0),
+            };
+            // Grid places on a solid or on a robot placed before are skipped.
+            let mut k = 0;
+            let mut spot = 0;
+            while k < sw.count {
+                let (row, col) = (spot / cols, spot % cols);
+                spot += 1;
+                let x = ox + col as f64 * sx;
+                let y = oy + row as f64 * sy;
+                if y > y1 - r + 1e-6 || row > rows + sw.count {
+                    return Err(WorldError::key(
+                        origin,
+                        format!("{key}.count"),
+                        format!(
+                            "{} robots do not fit in the region ({x0}, {y0})-({x1}, {y1}) \
+                             {sx:.0} x {sy:.0} mm apart: only {k} places are free",
+                            sw.count
+                        ),
+                    ));
+                }
+                if self.clearance(Vec2::new(x, y), r).0 < 0.0
+                    || spots.clash(&self.robots, x, y).is_some()
+                {
+                    continue;
+                }
+                let heading = match sw.heading {
+                    Some(d) => d.to_radians(),
+                    None => 0.0,
+                };
+                self.place(
+                    origin,
+                    &format!("{key}.pose"),
+                    spots,
+                    names,
+                    RobotPlacement {
+                        name: name_of(k),
+                        pose: (x, y, heading),
+                        channel,
+                        port: port_of(k)?,
+                        devices: devices.clone(),
+                    },
+                )?;
+                k += 1;
+            }
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Deserialize)]

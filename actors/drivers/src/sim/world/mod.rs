@@ -19,6 +19,7 @@
 pub mod camera;
 pub mod geom;
 pub mod gripper;
+pub mod index;
 pub mod map;
 pub mod noise;
 pub mod render;
@@ -33,8 +34,8 @@ pub use map::{
 };
 pub use noise::Noise;
 pub use robot::{
-    Body, GripperReading, MiscReading, PositionReading, RobotParams, SimRobot, LASER_MAX_MM,
-    LASER_SAMPLES, SONAR_MAX_MM, SONAR_POSES,
+    Body, GripperReading, MiscReading, PositionReading, RobotParams, SimRobot, Solids,
+    LASER_MAX_MM, LASER_SAMPLES, SONAR_MAX_MM, SONAR_POSES,
 };
 pub use simworld::{Puck, SimWorld, TruthRecord};
 

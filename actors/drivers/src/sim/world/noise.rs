@@ -99,6 +99,12 @@ impl Noise {
         Ok(())
     }
 
+    /// The cosine of [`Noise::sonar_specular_deg`]: a ray meeting a surface with a smaller
+    /// cosine of incidence may miss.
+    pub fn specular_cos(&self) -> f64 {
+        self.sonar_specular_deg.min(90.0).to_radians().cos()
+    }
+
     /// The probability that a sonar ray meeting a surface `incidence_deg` off its normal
     /// gets no echo back.
     pub fn specular_miss(&self, incidence_deg: f64) -> f64 {

@@ -71,6 +71,76 @@ pub use player_proto::data::SONAR_POSES;
 /// Height of a robot's colour marking above the floor, mm (what other cameras see).
 pub const ROBOT_HEIGHT_MM: f64 = 500.0;
 
+/// What a sensor ray meets besides the map: other robots and solid bodies, as discs.
+pub trait Solids {
+    /// The nearest solid disc the ray from `origin` along unit `dir` meets closer than
+    /// `max`: the distance to it and its centre.
+    fn first_hit(&self, origin: Vec2, dir: Vec2, max: f64) -> Option<(f64, Vec2)>;
+
+    /// Puts into `out` the solids that can meet a ray from `origin` within `half` radians
+    /// (less than a right angle) of the unit vector `axis`, and says `true`; or says `false` (the default) when the rays are to be
+    /// cast at `self` itself.
+    fn cone(&self, _origin: Vec2, _axis: Vec2, _half: f64, _out: &mut Vec<Body>) -> bool {
+        false
+    }
+}
+
+/// The unit direction of ray `ray` of sonar `k` in the robot's frame.
+fn sonar_ray(k: usize, ray: usize) -> Vec2 {
+    static RAYS: std::sync::OnceLock<[[Vec2; SONAR_RAYS]; 16]> = std::sync::OnceLock::new();
+    RAYS.get_or_init(|| {
+        let half = SONAR_HALF_CONE_DEG.to_radians();
+        let span = (SONAR_RAYS - 1) as f64;
+        let mut t = [[Vec2::new(0.0, 0.0); SONAR_RAYS]; 16];
+        for (k, rays) in t.iter_mut().enumerate() {
+            let axis = SONAR_POSES[k].2.to_radians();
+            for (r, v) in rays.iter_mut().enumerate() {
+                *v = Vec2::from_angle(axis - half + 2.0 * half * r as f64 / span);
+            }
+        }
+        t
+    })[k][ray]
+}
+
+impl Solids for &[Body] {
+    fn cone(&self, origin: Vec2, axis: Vec2, half: f64, out: &mut Vec<Body>) -> bool {
+        out.clear();
+        let (sin_half, cos_half) = half.sin_cos();
+        out.extend(self.iter().filter(|b| {
+            if !b.solid {
+                return false;
+            }
+            // Within the cone widened by the disc's half-angle b (sin b = r / dist): the
+            // angle a to the axis satisfies a <= half + b, i.e. cos a >= cos(half + b).
+            let d = b.center - origin;
+            let dist2 = d.dot(d);
+            let r2 = b.radius * b.radius;
+            if dist2 <= r2 {
+                return true;
+            }
+            let dist = dist2.sqrt();
+            let (sin_b, cos_b) = (b.radius / dist, (1.0 - r2 / dist2).sqrt());
+            let cos_a = d.dot(axis) / dist;
+            // cos(half + b) = cos half cos b - sin half sin b (when half + b < pi).
+            let limit = cos_half * cos_b - sin_half * sin_b;
+            cos_a >= limit - 1e-9
+        }));
+        true
+    }
+
+    fn first_hit(&self, origin: Vec2, dir: Vec2, max: f64) -> Option<(f64, Vec2)> {
+        let mut best: Option<(f64, Vec2)> = None;
+        for b in self.iter().filter(|b| b.solid) {
+            if let Some(t) = ray_circle(origin, dir, b.center, b.radius) {
+                if t < max && best.is_none_or(|(d, _)| t < d) {
+                    best = Some((t, b.center));
+                }
+            }
+        }
+        best
+    }
+}
+
 /// Odometry that drifts: integrated from the wheels' motion with random errors.
 #[derive(Debug, Clone)]
 struct NoisyOdometry {
@@ -416,39 +486,47 @@ impl SimRobot {
 
     /// As [`SimRobot::sonar`], with `others` in the world (solid ones echo).
     pub fn sonar_among(&self, others: &[Body]) -> [u16; 16] {
+        let (x, y, _) = self.pose;
+        let near = within(others, Vec2::new(x, y), SONAR_MAX_MM + ROBOT_RADIUS_MM);
+        self.sonar_with(&near.as_slice())
+    }
+
+    /// As [`SimRobot::sonar`], with `solids` (other robots and solid bodies) in the world.
+    pub fn sonar_with(&self, solids: &impl Solids) -> [u16; 16] {
         let (x, y, th) = self.pose;
         let centre = Vec2::new(x, y);
-        let near = within(others, centre, SONAR_MAX_MM + ROBOT_RADIUS_MM);
-        let mut cone: Vec<Body> = Vec::with_capacity(near.len());
         let mut out = [0u16; 16];
         let noisy = !self.noise.is_none();
+        let half = SONAR_HALF_CONE_DEG.to_radians();
+        let (sin_th, cos_th) = th.sin_cos();
+        let turn = |v: Vec2| Vec2::new(cos_th * v.x - sin_th * v.y, sin_th * v.x + cos_th * v.y);
+        let mut cone: Vec<Body> = Vec::new();
         for (k, (reading, &(sx, sy, sh))) in out.iter_mut().zip(SONAR_POSES.iter()).enumerate() {
-            let origin = centre + Vec2::new(sx, sy).rotated(th);
-            let axis = th + sh.to_radians();
-            let half = SONAR_HALF_CONE_DEG.to_radians();
-            // Only the bodies that can be in this cone.
-            cone.clear();
-            cone.extend(near.iter().filter(|b| match angular_window(origin, b) {
-                None => true,
-                Some((bearing, width)) => {
-                    normalize_angle(bearing - axis).abs() <= half + width + 1e-9
-                }
-            }));
-            let near = &cone;
-            let span = (SONAR_RAYS - 1) as f64;
+            let origin = centre + turn(Vec2::new(sx, sy));
+            let axis = turn(Vec2::from_angle(sh.to_radians()));
+            // Only the solids that can be in this cone (when they are known as a list).
+            let narrowed = solids.cone(origin, axis, half, &mut cone);
             let mut rng = noisy.then(|| self.noise_rng(noise::SONAR + k as u64));
             let mut nearest = SONAR_MAX_MM;
             for ray in 0..SONAR_RAYS {
-                let a = axis - half + 2.0 * half * ray as f64 / span;
-                let Some((d, cos_incidence)) = self.echo_among(origin, a, SONAR_MAX_MM, near)
-                else {
+                let dir = turn(sonar_ray(k, ray));
+                let echo = if narrowed {
+                    self.echo_with(origin, dir, SONAR_MAX_MM, &cone.as_slice())
+                } else {
+                    self.echo_with(origin, dir, SONAR_MAX_MM, solids)
+                };
+                let Some((d, cos_incidence)) = echo else {
                     continue;
                 };
                 if let Some(rng) = rng.as_mut() {
-                    // A ray meeting the surface far from its normal reflects away.
-                    let incidence = cos_incidence.clamp(0.0, 1.0).acos().to_degrees();
-                    if rng.uniform() < self.noise.specular_miss(incidence) {
-                        continue;
+                    // A ray meeting the surface far from its normal reflects away (always
+                    // one draw per ray, so the sequence does not depend on the geometry).
+                    let u = rng.uniform();
+                    if cos_incidence < self.noise.specular_cos() {
+                        let incidence = cos_incidence.clamp(0.0, 1.0).acos().to_degrees();
+                        if u < self.noise.specular_miss(incidence) {
+                            continue;
+                        }
                     }
                 }
                 nearest = nearest.min(d);
@@ -524,45 +602,71 @@ impl SimRobot {
         Vec2::new(x, y) + Vec2::from_angle(th) * self.params.laser_x_mm
     }
 
-    /// Distance along a ray to the first solid of the map or of `near`, capped at `max`.
-    fn range_among(&self, origin: Vec2, angle: f64, max: f64, near: &[Body]) -> f64 {
-        let mut d = self.map.range(origin, angle, max);
-        if !near.is_empty() {
-            let dir = Vec2::from_angle(angle);
-            for b in near {
-                if let Some(t) = ray_circle(origin, dir, b.center, b.radius) {
-                    d = d.min(t);
-                }
+    /// As [`SimRobot::laser`], with `solids` (other robots and solid bodies) in the world:
+    /// each ray is cast at the map, then at the solids up to what the map gave.
+    pub fn laser_with(&self, solids: &impl Solids) -> [u16; LASER_SAMPLES] {
+        let th = self.pose.2;
+        let origin = self.laser_origin();
+        let mut ranges = [0.0f64; LASER_SAMPLES];
+        for (i, r) in ranges.iter_mut().enumerate() {
+            let angle = th + (-90.0 + 0.5 * i as f64).to_radians();
+            let d = self.map.range(origin, angle, LASER_MAX_MM);
+            *r = match solids.first_hit(origin, Vec2::from_angle(angle), d) {
+                Some((t, _)) => t.min(d),
+                None => d,
+            };
+        }
+        if self.noise.laser_sigma_mm > 0.0 {
+            let mut rng = self.noise_rng(noise::LASER);
+            for r in ranges.iter_mut().filter(|r| **r < LASER_MAX_MM) {
+                *r += rng.gaussian() * self.noise.laser_sigma_mm;
             }
         }
-        d
+        let mut out = [0u16; LASER_SAMPLES];
+        for (o, r) in out.iter_mut().zip(ranges) {
+            *o = r.round().clamp(0.0, LASER_MAX_MM) as u16;
+        }
+        out
     }
 
-    /// Distance along a ray to the first solid of the map or of `near` within `max`, and the
-    /// cosine of the angle between the ray and that surface's normal; `None` if nothing is
-    /// that close.
-    fn echo_among(&self, origin: Vec2, angle: f64, max: f64, near: &[Body]) -> Option<(f64, f64)> {
-        let dir = Vec2::from_angle(angle);
-        let mut best = self
+    /// Distance along a ray to the first solid of the map or of `solids`, capped at `max`.
+    fn range_with(&self, origin: Vec2, angle: f64, max: f64, solids: &impl Solids) -> f64 {
+        let d = self.map.range(origin, angle, max);
+        match solids.first_hit(origin, Vec2::from_angle(angle), d) {
+            Some((t, _)) => t.min(d),
+            None => d,
+        }
+    }
+
+    /// Distance along a ray to the first solid of the map or of `solids` within `max`, and
+    /// the cosine of the angle between the ray and that surface's normal; `None` if nothing
+    /// is that close.
+    fn echo_with(
+        &self,
+        origin: Vec2,
+        dir: Vec2,
+        max: f64,
+        solids: &impl Solids,
+    ) -> Option<(f64, f64)> {
+        let best = self
             .map
-            .cast_ray(origin, angle)
+            .cast_ray_along(origin, dir)
             .filter(|h| h.distance < max)
             .map(|h| (h.distance, h.normal.dot(dir).abs()));
-        for b in near {
-            if let Some(t) = ray_circle(origin, dir, b.center, b.radius) {
-                if t < max && best.is_none_or(|(d, _)| t < d) {
-                    let n = origin + dir * t - b.center;
-                    let len = n.length();
-                    let cos = if len > 0.0 {
-                        n.dot(dir).abs() / len
-                    } else {
-                        1.0
-                    };
-                    best = Some((t, cos));
-                }
+        let limit = best.map_or(max, |(d, _)| d);
+        match solids.first_hit(origin, dir, limit) {
+            Some((t, center)) if t < limit => {
+                let n = origin + dir * t - center;
+                let len = n.length();
+                let cos = if len > 0.0 {
+                    n.dot(dir).abs() / len
+                } else {
+                    1.0
+                };
+                Some((t, cos))
             }
+            _ => best,
         }
-        best
     }
 
     /// Bumpers and battery.
@@ -582,10 +686,16 @@ impl SimRobot {
     /// As [`SimRobot::gripper`], with `others` in the world (solid ones break the beams as
     /// walls do) and whether a puck breaks the outer and the inner beam.
     pub fn gripper_among(&self, others: &[Body], puck_beams: (bool, bool)) -> GripperReading {
+        let (x, y, _) = self.pose;
+        let near = within(others, Vec2::new(x, y), ROBOT_RADIUS_MM * 3.0);
+        self.gripper_with(&near.as_slice(), puck_beams)
+    }
+
+    /// As [`SimRobot::gripper_among`], with `solids` (other robots and solid bodies).
+    pub fn gripper_with(&self, solids: &impl Solids, puck_beams: (bool, bool)) -> GripperReading {
         let (x, y, th) = self.pose;
         let centre = Vec2::new(x, y);
-        let near = within(others, centre, ROBOT_RADIUS_MM * 3.0);
-        let ahead = self.range_among(centre, th, LASER_MAX_MM, &near) - ROBOT_RADIUS_MM;
+        let ahead = self.range_with(centre, th, LASER_MAX_MM, solids) - ROBOT_RADIUS_MM;
         GripperReading {
             state: self.gripper.state_byte(),
             beams: self

@@ -6,8 +6,14 @@
 //! to call [`SimWorld::tick`] (the driver: in real time; tests and benches: as fast as they
 //! can). The same world file and seed give the same run, tick for tick.
 //!
-//! Order within a tick: robots move one after the other in file order, each against the
-//! others' current poses, then push, grip or drag pucks. The gripper's mouth, in the robot's
+//! Order within a tick: every robot moves against the others' poses at the start of the
+//! tick (robots far apart in parallel, on [`SimWorld::set_threads`] threads when the world
+//! is large); two that would then overlap move again one after the other, in file order,
+//! each against the others' poses as they are by then, so no two robots ever overlap and the
+//! outcome is the same whatever the number of threads. Then, in file order, each robot
+//! pushes, grips or drags pucks. A [`RobotIndex`] finds the robots near a robot or along a
+//! sensor's ray, so a tick and a reading cost the same in a world of ten robots or of ten
+//! thousand. The gripper's mouth, in the robot's
 //! frame (x forward, y left): between the paddles, `|y| <= MOUTH_HALF_WIDTH_MM`, from the
 //! robot's front (`x = ROBOT_RADIUS_MM`) to the paddle tips (`x = PADDLE_TIP_MM`). With the
 //! paddles open and the lift down a puck can enter the mouth; closing paddles grip a puck in
@@ -18,13 +24,15 @@ use std::sync::Arc;
 
 use super::geom::Vec2;
 use super::gripper::{HOLD_POSITION, INNER_BEAM_MM, OUTER_BEAM_MM};
+use super::index::RobotIndex;
 use super::map::{PuckPlacement, TruthFormat, WorldMap, ROBOT_RADIUS_MM};
 use super::noise::Noise;
 use super::robot::{
-    Body, GripperReading, MiscReading, PositionReading, RobotParams, SimRobot, LASER_SAMPLES,
-    ROBOT_HEIGHT_MM,
+    Body, GripperReading, MiscReading, PositionReading, RobotParams, SimRobot, Solids,
+    LASER_SAMPLES, MAX_SPEED_MM_S, ROBOT_HEIGHT_MM, SONAR_MAX_MM,
 };
 use super::{Blob, PtzReading};
+use std::collections::HashMap;
 
 /// The fixed physics step, seconds.
 pub const STEP_S: f64 = 0.01;
@@ -164,9 +172,36 @@ struct Member {
 pub struct SimWorld {
     map: Arc<WorldMap>,
     members: Vec<Member>,
+    names: HashMap<String, usize>,
     pucks: Vec<Puck>,
     ticks: u64,
-    scratch: Vec<Body>,
+    /// The robots where they are now (rebuilt after every tick and pose change).
+    index: RobotIndex,
+    /// The index is out of date (a pose was set from outside).
+    stale: bool,
+    threads: usize,
+    scratch: Vec<Vec2>,
+}
+
+/// Worlds with fewer robots than this step on the caller's thread only: below it, starting
+/// threads costs more than it saves.
+pub const PARALLEL_MIN_ROBOTS: usize = 256;
+
+/// How far a robot's centre can move in one tick, mm (with a margin).
+const MAX_MOVE_MM: f64 = MAX_SPEED_MM_S * STEP_S * 1.5 + 1.0;
+
+/// The other robots in the index as sensors see them: discs of the robot radius, except one.
+struct Others<'a> {
+    index: &'a RobotIndex,
+    except: usize,
+}
+
+impl Solids for Others<'_> {
+    fn first_hit(&self, origin: Vec2, dir: Vec2, max: f64) -> Option<(f64, Vec2)> {
+        self.index
+            .first_hit(origin, dir, max, self.except)
+            .map(|(t, j)| (t, self.index.center(j)))
+    }
 }
 
 impl SimWorld {
@@ -178,8 +213,12 @@ impl SimWorld {
         let mut world = SimWorld {
             map: map.clone(),
             members: Vec::new(),
+            names: HashMap::new(),
             pucks: map.pucks().iter().map(puck_of).collect(),
             ticks: 0,
+            index: RobotIndex::default(),
+            stale: true,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             scratch: Vec::new(),
         };
         if map.robots().is_empty() {
@@ -204,6 +243,8 @@ impl SimWorld {
             },
         );
         robot.set_noise(*self.map.noise(), robot_seed(self.map.seed(), i));
+        self.names.entry(name.to_string()).or_insert(i);
+        self.stale = true;
         self.members.push(Member {
             name: name.to_string(),
             channel,
@@ -248,7 +289,18 @@ impl SimWorld {
 
     /// The index of the robot called `name`.
     pub fn index_of(&self, name: &str) -> Option<usize> {
-        self.members.iter().position(|m| m.name == name)
+        self.names.get(name).copied()
+    }
+
+    /// How many threads a tick of a large world may use (at least 1; default: the
+    /// machine's cores). The outcome of a tick is the same whatever this is.
+    pub fn set_threads(&mut self, threads: usize) {
+        self.threads = threads.max(1);
+    }
+
+    /// How many threads a tick of a large world may use.
+    pub fn threads(&self) -> usize {
+        self.threads
     }
 
     /// Robot `i`'s colour channel.
@@ -261,8 +313,20 @@ impl SimWorld {
         &self.members[i].robot
     }
 
-    /// Robot `i`, to command it. Panics if there is no such robot.
+    /// Robot `i`, to command it or to move it by hand. Panics if there is no such robot.
+    /// Until the next tick (or [`SimWorld::refresh_index`]) readings then look at every
+    /// robot, not only the ones near: for commands alone use [`SimWorld::controls`].
     pub fn robot_mut(&mut self, i: usize) -> &mut SimRobot {
+        // It may be moved (`set_true_pose`): file the robots again before they are next
+        // looked up.
+        self.stale = true;
+        &mut self.members[i].robot
+    }
+
+    /// Robot `i`, to command it (velocity, motor power, modes, odometry, PTZ, gripper) but
+    /// not to move it by hand: a pose set through this is seen by the others' sensors only
+    /// after the next tick. Panics if there is no such robot.
+    pub fn controls(&mut self, i: usize) -> &mut SimRobot {
         &mut self.members[i].robot
     }
 
@@ -283,15 +347,143 @@ impl SimWorld {
 
     /// Advances every robot and puck by one fixed step.
     pub fn tick(&mut self) {
-        let mut others = std::mem::take(&mut self.scratch);
-        for i in 0..self.members.len() {
-            others.clear();
-            self.robots_except(i, &mut others);
-            self.members[i].robot.step_among(STEP_S, &others);
-            self.move_pucks(i);
+        self.refresh();
+        let n = self.members.len();
+        let threads = if n >= PARALLEL_MIN_ROBOTS {
+            self.threads.min(n / (PARALLEL_MIN_ROBOTS / 2)).max(1)
+        } else {
+            1
+        };
+        // 1. Everyone moves against where the others were at the start of the tick; a robot
+        //    with a neighbour close enough to meet keeps its state from before, in case.
+        let index = &self.index;
+        let move_one = |i: usize, m: &mut Member, bodies: &mut Vec<Body>| -> Option<SimRobot> {
+            bodies.clear();
+            let p = index.center(i);
+            index.near(p, 2.0 * ROBOT_RADIUS_MM + 2.0 * MAX_MOVE_MM, |j| {
+                if j != i {
+                    bodies.push(robot_body(index.center(j), None));
+                }
+            });
+            let before = (!bodies.is_empty()).then(|| m.robot.clone());
+            m.robot.step_among(STEP_S, bodies);
+            before
+        };
+        let mut saved: Vec<Option<SimRobot>> = Vec::new();
+        if threads <= 1 {
+            let mut bodies = Vec::new();
+            for (i, m) in self.members.iter_mut().enumerate() {
+                let before = move_one(i, m, &mut bodies);
+                if before.is_some() {
+                    saved.resize(i, None);
+                    saved.push(before);
+                }
+            }
+        } else {
+            let chunk = n.div_ceil(threads);
+            let parts: Vec<Vec<(usize, SimRobot)>> = std::thread::scope(|scope| {
+                let handles: Vec<_> = self
+                    .members
+                    .chunks_mut(chunk)
+                    .enumerate()
+                    .map(|(c, members)| {
+                        let move_one = &move_one;
+                        scope.spawn(move || {
+                            let mut bodies = Vec::new();
+                            let mut kept = Vec::new();
+                            for (k, m) in members.iter_mut().enumerate() {
+                                let i = c * chunk + k;
+                                if let Some(before) = move_one(i, m, &mut bodies) {
+                                    kept.push((i, before));
+                                }
+                            }
+                            kept
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                    .collect()
+            });
+            for (i, before) in parts.into_iter().flatten() {
+                saved.resize(i, None);
+                saved.push(Some(before));
+            }
         }
-        self.scratch = others;
+        // 2. Two that now overlap (they moved into the same gap) move again, one after the
+        //    other, against the others as they are by then.
+        let mut now = std::mem::take(&mut self.scratch);
+        now.clear();
+        now.extend(self.members.iter().map(|m| center_of(&m.robot)));
+        let mut clash: Vec<usize> = Vec::new();
+        for (i, before) in saved.iter().enumerate() {
+            if before.is_none() {
+                continue;
+            }
+            let p = now[i];
+            let mut hit = false;
+            index.near(p, 2.0 * ROBOT_RADIUS_MM + 4.0 * MAX_MOVE_MM, |j| {
+                if j != i && (now[j] - p).length() < 2.0 * ROBOT_RADIUS_MM - 1e-9 {
+                    let was = (index.center(j) - index.center(i)).length();
+                    // Only if they came closer (robots placed overlapping may part).
+                    hit |= (now[j] - p).length() < was;
+                }
+            });
+            if hit {
+                clash.push(i);
+            }
+        }
+        if !clash.is_empty() {
+            // Every clashing robot back where it was, then each moves again in turn.
+            for &i in &clash {
+                if let Some(before) = saved[i].take() {
+                    self.members[i].robot = before;
+                    now[i] = center_of(&self.members[i].robot);
+                }
+            }
+            let mut bodies = Vec::new();
+            for &i in &clash {
+                bodies.clear();
+                let p = now[i];
+                self.index
+                    .near(p, 2.0 * ROBOT_RADIUS_MM + 4.0 * MAX_MOVE_MM, |j| {
+                        if j != i {
+                            bodies.push(robot_body(now[j], None));
+                        }
+                    });
+                self.members[i].robot.step_among(STEP_S, &bodies);
+                now[i] = center_of(&self.members[i].robot);
+            }
+        }
+        // 3. Pucks, robot by robot.
+        if !self.pucks.is_empty() {
+            for i in 0..n {
+                self.move_pucks(i);
+            }
+        }
+        self.scratch = now;
+        self.stale = true;
+        self.refresh();
         self.ticks += 1;
+    }
+
+    /// Files the robots where they are, if anything moved since they were last filed.
+    fn refresh(&mut self) {
+        if !self.stale {
+            return;
+        }
+        let mut centers = std::mem::take(&mut self.scratch);
+        centers.clear();
+        centers.extend(self.members.iter().map(|m| center_of(&m.robot)));
+        self.index.rebuild(
+            self.map.width(),
+            self.map.height(),
+            ROBOT_RADIUS_MM,
+            &centers,
+        );
+        self.scratch = centers;
+        self.stale = false;
     }
 
     /// Runs `seconds` of simulated time (rounded to whole ticks) as fast as it can.
@@ -306,14 +498,7 @@ impl SimWorld {
     fn robots_except(&self, i: usize, out: &mut Vec<Body>) {
         for (j, m) in self.members.iter().enumerate() {
             if j != i {
-                let (x, y, _) = m.robot.true_pose();
-                out.push(Body {
-                    center: Vec2::new(x, y),
-                    radius: ROBOT_RADIUS_MM,
-                    height: ROBOT_HEIGHT_MM,
-                    channel: m.channel,
-                    solid: true,
-                });
+                out.push(robot_body(center_of(&m.robot), m.channel));
             }
         }
     }
@@ -332,6 +517,23 @@ impl SimWorld {
         out
     }
 
+    /// The other robots as robot `i`'s sonar, laser and gripper beams see them (through the
+    /// index: only those along a ray are looked at). The index must be fresh: `&self`
+    /// methods are called between ticks, after `tick` or `refresh`.
+    fn solids_for(&self, i: usize) -> Result<Others<'_>, Vec<Body>> {
+        if self.stale {
+            // Poses were set since the last tick: look at everyone (slower, still right).
+            let mut out = Vec::with_capacity(self.members.len());
+            self.robots_except(i, &mut out);
+            Err(out)
+        } else {
+            Ok(Others {
+                index: &self.index,
+                except: i,
+            })
+        }
+    }
+
     /// Robot `i`'s odometry, speeds, compass and stall.
     pub fn position(&self, i: usize) -> PositionReading {
         self.robot(i).position()
@@ -339,12 +541,77 @@ impl SimWorld {
 
     /// Robot `i`'s 16 sonar ranges, mm (other robots echo).
     pub fn sonar(&self, i: usize) -> [u16; 16] {
-        self.robot(i).sonar_among(&self.others(i))
+        match self.solids_for(i) {
+            Ok(others) => {
+                // The robots within the sonar's reach, each sonar's cone then sorting out
+                // its own few: cheaper than walking the index ray by ray.
+                let mut near = Vec::new();
+                let p = others.index.center(i);
+                others
+                    .index
+                    .near(p, SONAR_MAX_MM + 2.0 * ROBOT_RADIUS_MM, |j| {
+                        if j != i {
+                            near.push(robot_body(others.index.center(j), None));
+                        }
+                    });
+                self.robot(i).sonar_with(&near.as_slice())
+            }
+            Err(all) => self.robot(i).sonar_among(&all),
+        }
     }
 
     /// Robot `i`'s laser scan, mm (other robots reflect).
     pub fn laser(&self, i: usize) -> [u16; LASER_SAMPLES] {
-        self.robot(i).laser_among(&self.others(i))
+        match self.solids_for(i) {
+            Ok(others) => self.robot(i).laser_with(&others),
+            Err(all) => self.robot(i).laser_among(&all),
+        }
+    }
+
+    /// Files the robots where they are now, after poses were set from outside
+    /// ([`SimWorld::robot_mut`]), so that readings look only at the robots near each one.
+    /// A tick does this by itself.
+    pub fn refresh_index(&mut self) {
+        self.refresh();
+    }
+
+    /// The sonar of each robot of `robots`, computed on up to [`SimWorld::threads`]
+    /// threads when there are many (the same readings as [`SimWorld::sonar`] one by one).
+    pub fn sonar_many(&mut self, robots: &[usize]) -> Vec<[u16; 16]> {
+        self.refresh();
+        self.read_many(robots, [0; 16], |w, i| w.sonar(i))
+    }
+
+    /// The laser scan of each robot of `robots`, computed on up to [`SimWorld::threads`]
+    /// threads when there are many (the same readings as [`SimWorld::laser`] one by one).
+    pub fn laser_many(&mut self, robots: &[usize]) -> Vec<[u16; LASER_SAMPLES]> {
+        self.refresh();
+        self.read_many(robots, [0; LASER_SAMPLES], |w, i| w.laser(i))
+    }
+
+    fn read_many<T: Send + Copy>(
+        &self,
+        robots: &[usize],
+        blank: T,
+        read: impl Fn(&SimWorld, usize) -> T + Sync,
+    ) -> Vec<T> {
+        let threads = self.threads.min(robots.len() / 64).max(1);
+        if threads <= 1 {
+            return robots.iter().map(|&i| read(self, i)).collect();
+        }
+        let mut out = vec![blank; robots.len()];
+        let chunk = robots.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            for (ids, outs) in robots.chunks(chunk).zip(out.chunks_mut(chunk)) {
+                let read = &read;
+                scope.spawn(move || {
+                    for (&i, o) in ids.iter().zip(outs.iter_mut()) {
+                        *o = read(self, i);
+                    }
+                });
+            }
+        });
+        out
     }
 
     /// Robot `i`'s bumpers and battery.
@@ -378,7 +645,10 @@ impl SimWorld {
                 inner |= (local.x - (ROBOT_RADIUS_MM + INNER_BEAM_MM)).abs() <= p.radius;
             }
         }
-        robot.gripper_among(&self.others(i), (outer, inner))
+        match self.solids_for(i) {
+            Ok(others) => robot.gripper_with(&others, (outer, inner)),
+            Err(all) => robot.gripper_among(&all, (outer, inner)),
+        }
     }
 
     /// Where every robot truly is now.
@@ -494,6 +764,22 @@ impl SimWorld {
                 .gripper_mechanism_mut()
                 .set_holding(false);
         }
+    }
+}
+
+fn center_of(robot: &SimRobot) -> Vec2 {
+    let (x, y, _) = robot.true_pose();
+    Vec2::new(x, y)
+}
+
+/// A robot as the others' bumpers and sensors see it.
+fn robot_body(center: Vec2, channel: Option<u8>) -> Body {
+    Body {
+        center,
+        radius: ROBOT_RADIUS_MM,
+        height: ROBOT_HEIGHT_MM,
+        channel,
+        solid: true,
     }
 }
 
