@@ -43,7 +43,7 @@ fn fits(m: &ServerMessage) -> Option<bool> {
     match m {
         ServerMessage::Data {
             device, payload, ..
-        } => layout_fits(*device, payload.len()),
+        } => layout_fits(*device, payload),
         ServerMessage::Reply(_) => None,
     }
 }

@@ -90,6 +90,7 @@ pub use player_proto as proto;
 pub use player_proto::data::{Blob, Gripper, Laser, Misc, Position, Ptz, Sonar, Vision};
 pub use player_proto::ext::{DeviceEntry, Notice};
 pub use player_proto::message::ServerMessage;
+pub use player_proto::scan::Scan;
 pub use player_proto::{access, device, DataMode};
 
 /// Gripper commands for [`Client::gripper`] (Pioneer 2 Gripper manual, Table 3-3).

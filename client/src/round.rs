@@ -7,6 +7,7 @@ use player_proto::data::{
     DataError, Gripper, Laser, Misc, Position, Ptz, Sonar, Vision, ACTS_BLOB, ACTS_HEADER,
 };
 use player_proto::device;
+use player_proto::scan::Scan;
 
 /// The latest reading of every device the client has received data from.
 ///
@@ -33,6 +34,8 @@ pub struct Round {
     pub ptz: Option<Ptz>,
     /// Vision (`v`): ACTS colour blobs per channel.
     pub vision: Option<Vision>,
+    /// Full scan (`L`, an extension): a laser's readings as the sensor measured them.
+    pub scan: Option<Scan>,
     /// Per device code, the timestamp (seconds, microseconds since the Unix epoch) of its
     /// latest packet, when timestamps are on ([`Client::set_timestamps`]). A device whose
     /// latest packet carried no timestamp has no entry.
@@ -81,6 +84,7 @@ impl Round {
             device::GRIPPER => self.gripper.is_some(),
             device::PTZ => self.ptz.is_some(),
             device::VISION => self.vision.is_some(),
+            device::FULL_SCAN => self.scan.is_some(),
             d => self.other(d).is_some(),
         }
     }
@@ -104,6 +108,7 @@ impl Round {
             device::GRIPPER => self.gripper = Some(Gripper::decode(payload)?),
             device::PTZ => self.ptz = Some(Ptz::decode(payload)?),
             device::VISION => self.vision = Some(Vision::decode(payload)?),
+            device::FULL_SCAN => self.scan = Some(Scan::decode(payload)?),
             d => match self.other.iter_mut().find(|(od, _)| *od == d) {
                 Some((_, p)) => {
                     p.clear();
@@ -127,10 +132,11 @@ impl Round {
     }
 }
 
-/// Whether a `<data>` field of `len` bytes fits `device`'s layout, or `None` for a device
-/// without a known layout. Used to tell a packet with a timestamp from one without around
-/// the moment timestamps are switched on or off (the two never fit the same layout).
-pub(crate) fn layout_fits(device: u8, len: usize) -> Option<bool> {
+/// Whether a `<data>` field fits `device`'s layout, or `None` for a device without a known
+/// layout. Used to tell a packet with a timestamp from one without around the moment
+/// timestamps are switched on or off (the two never fit the same layout).
+pub(crate) fn layout_fits(device: u8, payload: &[u8]) -> Option<bool> {
+    let len = payload.len();
     let size = match device {
         device::POSITION => Position::SIZE,
         device::SONAR => Sonar::SIZE,
@@ -141,6 +147,7 @@ pub(crate) fn layout_fits(device: u8, len: usize) -> Option<bool> {
         device::VISION => {
             return Some(len >= ACTS_HEADER && (len - ACTS_HEADER) % ACTS_BLOB == 0);
         }
+        device::FULL_SCAN => return Some(Scan::decode(payload).is_ok()),
         _ => return None,
     };
     Some(len == size)
@@ -170,6 +177,17 @@ impl fmt::Display for Round {
                 f,
                 "laser: right {} mm, front-right {} mm, front {} mm, front-left {} mm, left {} mm",
                 r[0], r[90], r[180], r[270], r[360]
+            )?;
+        }
+        if let Some(s) = &self.scan {
+            let near = s.ranges.iter().filter(|&&r| r > 0).min();
+            writeln!(
+                f,
+                "scan: {} readings from {:.1}° every {:.3}°, nearest {} mm",
+                s.ranges.len(),
+                s.angle(0).to_degrees(),
+                (f64::from(s.angle_increment) / 1e6).to_degrees(),
+                near.map_or("-".to_string(), |r| r.to_string())
             )?;
         }
         if let Some(m) = &self.misc {
@@ -298,11 +316,28 @@ mod tests {
     fn layouts_with_and_without_timestamp_never_collide() {
         for d in player_proto::device::ALL {
             for len in 0..2000 {
-                if layout_fits(d, len) == Some(true) {
-                    assert_eq!(layout_fits(d, len + 8), Some(false), "{} {len}", d as char);
+                if layout_fits(d, &vec![0; len]) == Some(true) {
+                    assert_eq!(
+                        layout_fits(d, &vec![0; len + 8]),
+                        Some(false),
+                        "{} {len}",
+                        d as char
+                    );
                 }
             }
         }
-        assert_eq!(layout_fits(b'q', 3), None);
+        let scan = Scan {
+            angle_min: -2_356_194,
+            angle_increment: 4363,
+            ranges: vec![1234; 1081],
+            intensities: None,
+        }
+        .encode()
+        .unwrap();
+        assert_eq!(layout_fits(b'L', &scan), Some(true));
+        let mut stamped = vec![0x65, 0, 0, 0, 0, 0, 0x10, 0];
+        stamped.extend_from_slice(&scan);
+        assert_eq!(layout_fits(b'L', &stamped), Some(false));
+        assert_eq!(layout_fits(b'q', &[0; 3]), None);
     }
 }

@@ -13,14 +13,18 @@
 //! The `player-emulate` program (`src/bin/player-emulate.rs` of the `player` package) runs
 //! them from the command line.
 //!
-//! The devices are in [`p2os`], [`sick`], [`ptz`] and [`acts`]; pseudo-terminals in [`pty`].
+//! The devices are in [`p2os`], [`sick`], [`ptz`], [`acts`] and [`urg`] (a Hokuyo, on a
+//! pty or, through [`TcpEmulator`], a TCP port); the room the newer lasers and bases see in
+//! [`scene`]; pseudo-terminals in [`pty`].
 #![deny(missing_docs)]
 
 pub mod acts;
 pub mod p2os;
 pub mod pty;
 pub mod ptz;
+pub mod scene;
 pub mod sick;
+pub mod urg;
 
 use player_drivers::sim::world::{RobotParams, SimRobot, WorldMap};
 use pty::{Pty, Ready};
@@ -375,5 +379,152 @@ fn run<D: SerialDevice>(shared: Arc<Shared<D>>, pty: Pty) {
             st.garbled_out += u64::from(!matched);
             st.last_frame = Some(Instant::now());
         }
+    }
+}
+
+/// A device behind a TCP port (an Ethernet sensor), driven like a [`SerialDevice`] (its
+/// speed is ignored): one client at a time, on 127.0.0.1 and a port the kernel picks. The
+/// faults of [`Faults`] apply (silence, corrupted last bytes, junk before frames).
+/// Dropping it stops it.
+pub struct TcpEmulator<D: SerialDevice> {
+    shared: Arc<TcpShared<D>>,
+    addr: std::net::SocketAddr,
+    thread: Option<JoinHandle<()>>,
+}
+
+struct TcpShared<D> {
+    device: Mutex<D>,
+    faults: Mutex<Faults>,
+    drop_client: AtomicBool,
+    connections: Mutex<u64>,
+    stop: AtomicBool,
+}
+
+impl<D: SerialDevice> TcpEmulator<D> {
+    /// Starts `device` listening on 127.0.0.1, a port the kernel picks.
+    pub fn start(device: D) -> std::io::Result<TcpEmulator<D>> {
+        TcpEmulator::start_on(device, "127.0.0.1:0")
+    }
+
+    /// Starts `device` listening on `addr`.
+    pub fn start_on(device: D, addr: &str) -> std::io::Result<TcpEmulator<D>> {
+        let listener = std::net::TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(TcpShared {
+            device: Mutex::new(device),
+            faults: Mutex::new(Faults::default()),
+            drop_client: AtomicBool::new(false),
+            connections: Mutex::new(0),
+            stop: AtomicBool::new(false),
+        });
+        let s = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("tcp-emulator".into())
+            .spawn(move || run_tcp(s, listener))?;
+        Ok(TcpEmulator {
+            shared,
+            addr,
+            thread: Some(thread),
+        })
+    }
+
+    /// The address a driver should connect to.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.addr
+    }
+
+    /// Runs `f` on the emulated device.
+    pub fn device<R>(&self, f: impl FnOnce(&mut D) -> R) -> R {
+        f(&mut lock(&self.shared.device))
+    }
+
+    /// Runs `f` on the fault settings.
+    pub fn faults<R>(&self, f: impl FnOnce(&mut Faults) -> R) -> R {
+        f(&mut lock(&self.shared.faults))
+    }
+
+    /// Closes the current client's connection (a sensor that restarts drops it).
+    pub fn drop_client(&self) {
+        self.shared.drop_client.store(true, Ordering::SeqCst);
+    }
+
+    /// How many connections it has accepted.
+    pub fn connections(&self) -> u64 {
+        *lock(&self.shared.connections)
+    }
+}
+
+impl<D: SerialDevice> Drop for TcpEmulator<D> {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn run_tcp<D: SerialDevice>(shared: Arc<TcpShared<D>>, listener: std::net::TcpListener) {
+    use std::io::{Read, Write};
+    let mut client: Option<std::net::TcpStream> = None;
+    let mut buf = [0u8; 4096];
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    let mut junk_seed: u8 = 0x5D;
+    while !shared.stop.load(Ordering::SeqCst) {
+        if shared.drop_client.swap(false, Ordering::SeqCst) {
+            client = None;
+        }
+        if let Ok((s, _)) = listener.accept() {
+            let _ = s.set_nonblocking(true);
+            let _ = s.set_nodelay(true);
+            *lock(&shared.connections) += 1;
+            client = Some(s);
+        }
+        let faults = lock(&shared.faults).clone();
+        out.clear();
+        let mut d = lock(&shared.device);
+        if let Some(c) = client.as_mut() {
+            match c.read(&mut buf) {
+                Ok(0) => client = None,
+                Ok(n) if !faults.silent => d.receive(&buf[..n], Instant::now(), &mut out),
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => client = None,
+            }
+        }
+        d.tick(Instant::now(), &mut out);
+        drop(d);
+        if let (Some(c), false) = (client.as_mut(), faults.silent) {
+            for frame in out.drain(..) {
+                let mut bytes = frame;
+                let mut f = lock(&shared.faults);
+                if f.corrupt > 0 && !bytes.is_empty() {
+                    f.corrupt -= 1;
+                    let last = bytes.len() - 1;
+                    bytes[last] ^= 0x01;
+                }
+                if f.junk > 0 {
+                    f.junk -= 1;
+                    let mut j: Vec<u8> = (0..7)
+                        .map(|_| {
+                            junk_seed = junk_seed.wrapping_mul(73).wrapping_add(41);
+                            junk_seed
+                        })
+                        .collect();
+                    j.extend_from_slice(&bytes);
+                    bytes = j;
+                }
+                drop(f);
+                let _ = c.set_nonblocking(false);
+                let _ = c.set_write_timeout(Some(Duration::from_millis(200)));
+                let ok = c.write_all(&bytes).is_ok();
+                let _ = c.set_nonblocking(true);
+                if !ok {
+                    client = None;
+                    break;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(3));
     }
 }

@@ -20,6 +20,8 @@ pub enum DataError {
     },
     /// A vision packet's channel counts do not add up to its size.
     BadVision(String),
+    /// A full scan (`L`) breaks its layout's bounds.
+    BadScan(&'static str),
 }
 
 impl fmt::Display for DataError {
@@ -31,6 +33,7 @@ impl fmt::Display for DataError {
                 got,
             } => write!(f, "{what} payload must be {expected} bytes, got {got}"),
             DataError::BadVision(why) => write!(f, "bad vision packet: {why}"),
+            DataError::BadScan(why) => write!(f, "bad full scan: {why}"),
         }
     }
 }

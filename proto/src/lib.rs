@@ -11,6 +11,8 @@
 //! - [`data`]: the `<data>` field of each device's data packet (Table 7) and the
 //!   `<command>` field of each commandable device (Table 5).
 //! - [`ext`]: the opt-in extensions' messages (notices, device list).
+//! - [`scan`]: the full scan device `L` (an extension) and the 0.7.4a `l` view of any
+//!   laser.
 //! - [`message`]: the framing of every message in both directions (Tables 9 and 10), and
 //!   an incremental decoder of server messages for clients.
 #![deny(missing_docs)]
@@ -27,6 +29,7 @@ pub const RAW_ENCODING: &str = "player-0.7.4a";
 pub mod data;
 pub mod ext;
 pub mod message;
+pub mod scan;
 
 /// Device codes (manual Table 3a), plus the server's own configurable device `y`.
 pub mod device {
@@ -46,6 +49,8 @@ pub mod device {
     pub const PTZ: u8 = b'z';
     /// The server itself, as seen by one client (configuration only).
     pub const SERVER: u8 = b'y';
+    /// A laser's full scan as the sensor measured it (extension; docs/extensions.md).
+    pub const FULL_SCAN: u8 = b'L';
 
     /// The seven devices of the 0.7.4a manual.
     pub const ALL: [u8; 7] = [LASER, SONAR, POSITION, GRIPPER, MISC, VISION, PTZ];
@@ -61,6 +66,7 @@ pub mod device {
             VISION => "vision",
             PTZ => "ptz",
             SERVER => "server",
+            FULL_SCAN => "scan",
             _ => "unknown",
         }
     }

@@ -19,7 +19,8 @@ The parts:
   (:mod:`player_client.codec`).
 - Readings (manual Table 7), each a frozen dataclass: :class:`Position`, :class:`Sonar`,
   :class:`Laser`, :class:`Misc`, :class:`Gripper`, :class:`Ptz`, :class:`Vision` (of
-  :class:`Blob`), and :class:`Raw` for devices beyond the manual's seven; each carries the
+  :class:`Blob`), :class:`Scan` (the full scan extension ``L``), and :class:`Raw` for
+  devices beyond those; each carries the
   driver's :class:`Timestamp` when timestamps are on.
 - :class:`Round` (the latest reading of every device), :class:`Grant` (a request's reply).
 - Codes: :class:`Device`, :class:`Access`, :class:`DataMode`, :class:`GripperAction`.
@@ -68,6 +69,7 @@ from .readings import (
     PtzCommand,
     Raw,
     Reading,
+    Scan,
     Sonar,
     Timestamp,
     Vision,
@@ -113,6 +115,7 @@ __all__ = [
     "PositionCommand",
     "Ptz",
     "PtzCommand",
+    "Scan",
     "Raw",
     "Reading",
     "Sonar",

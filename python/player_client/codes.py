@@ -42,6 +42,8 @@ class Device(str, enum.Enum):
     """Sony pan-tilt-zoom camera."""
     SERVER = "y"
     """The server itself, as seen by one client (configuration and notices only)."""
+    SCAN = "L"
+    """A laser's full scan as the sensor measured it (extension; docs/extensions.md)."""
 
     def __str__(self) -> str:
         return self.value

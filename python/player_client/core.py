@@ -62,6 +62,7 @@ from .readings import (
     Ptz,
     PtzCommand,
     Reading,
+    Scan,
     Sonar,
     Timestamp,
     Vision,
@@ -183,6 +184,11 @@ class Round:
     def laser(self) -> Optional[Laser]:
         """Laser (``l``): 361 ranges in mm."""
         return self.readings.get("l")  # type: ignore[return-value]
+
+    @property
+    def scan(self) -> Optional[Scan]:
+        """Full scan (``L``, extension): the laser's readings as measured."""
+        return self.readings.get("L")  # type: ignore[return-value]
 
     @property
     def misc(self) -> Optional[Misc]:

@@ -27,6 +27,7 @@ __all__ = [
     "Ptz",
     "Blob",
     "Vision",
+    "Scan",
     "Raw",
     "Reading",
     "PositionCommand",
@@ -442,6 +443,68 @@ class Vision:
 
 
 @dataclass(frozen=True)
+class Scan:
+    """A full scan (``L``, an extension): a laser's readings as the sensor measured them.
+
+    Big-endian: ``i32 angle_min`` and ``i32 angle_increment`` in microradians
+    (counter-clockwise, 0 straight ahead), ``u16 count`` (at most 10000), ``u16 flags``
+    (bit 0: intensities follow), ``count`` ranges (``u16``, mm, 0 = no return), then, if
+    flag bit 0, ``count`` intensities (``u8``).
+    """
+
+    angle_min: int
+    """Angle of the first reading, microradians, counter-clockwise."""
+    angle_increment: int
+    """Angle from one reading to the next, microradians."""
+    ranges: Tuple[int, ...]
+    """Ranges in mm, 0 for no return."""
+    intensities: Optional[Tuple[int, ...]] = None
+    """One intensity per range, if the sensor gives them."""
+    timestamp: Optional[Timestamp] = None
+    """The driver's timestamp, when timestamps are on."""
+
+    DEVICE: ClassVar[Device] = Device.SCAN
+    MAX_COUNT: ClassVar[int] = 10000
+    _H: ClassVar[struct.Struct] = struct.Struct(">iiHH")
+
+    def __len__(self) -> int:
+        return len(self.ranges)
+
+    def angle(self, index: int) -> float:
+        """The angle of reading ``index`` in radians, counter-clockwise from straight ahead."""
+        return (self.angle_min + index * self.angle_increment) / 1e6
+
+    def encode(self) -> bytes:
+        """The big-endian bytes."""
+        n = len(self.ranges)
+        if n > self.MAX_COUNT:
+            raise ValueError(f"{n} readings: at most {self.MAX_COUNT}")
+        flags = 0 if self.intensities is None else 1
+        out = self._H.pack(self.angle_min, self.angle_increment, n, flags)
+        out += struct.pack(f">{n}H", *self.ranges)
+        if self.intensities is not None:
+            if len(self.intensities) != n:
+                raise ValueError("intensities must be one per range")
+            out += bytes(self.intensities)
+        return out
+
+    @classmethod
+    def decode(cls, payload: bytes, timestamp: Optional[Timestamp] = None) -> "Scan":
+        """Decodes a payload whose size is exactly what its count and flags say."""
+        if len(payload) < cls._H.size:
+            raise DataError(f"full scan payload must be at least 12 bytes, got {len(payload)}")
+        amin, inc, n, flags = cls._H.unpack_from(payload)
+        if n > cls.MAX_COUNT:
+            raise DataError(f"full scan count {n} is over {cls.MAX_COUNT}")
+        with_i = bool(flags & 1)
+        expected = 12 + 2 * n + (n if with_i else 0)
+        _check("full scan", expected, payload)
+        ranges = struct.unpack_from(f">{n}H", payload, 12)
+        intensities = tuple(payload[12 + 2 * n :]) if with_i else None
+        return cls(amin, inc, ranges, intensities, timestamp)
+
+
+@dataclass(frozen=True)
 class Raw:
     """The data of a device this library has no layout for (a server's own additions)."""
 
@@ -458,7 +521,7 @@ class Raw:
 
 
 #: Any decoded reading.
-Reading = Union[Position, Sonar, Laser, Misc, Gripper, Ptz, Vision, Raw]
+Reading = Union[Position, Sonar, Laser, Misc, Gripper, Ptz, Vision, Scan, Raw]
 
 #: The reading class of each of the manual's seven devices.
 READING_TYPES: Dict[str, Type] = {
@@ -469,6 +532,7 @@ READING_TYPES: Dict[str, Type] = {
     Device.GRIPPER.value: Gripper,
     Device.PTZ.value: Ptz,
     Device.VISION.value: Vision,
+    Device.SCAN.value: Scan,
 }
 
 
@@ -480,7 +544,8 @@ def reading_fits(device: str, size: int) -> Optional[bool]:
     carries a timestamp.
     """
     cls = READING_TYPES.get(device)
-    if cls is None:
+    if cls is None or cls is Scan:
+        # A full scan's size depends on its count: the client's timestamp setting decides.
         return None
     if cls is Vision:
         return size >= _ACTS_HEADER and (size - _ACTS_HEADER) % Blob.SIZE == 0

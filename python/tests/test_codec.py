@@ -29,6 +29,7 @@ from player_client import (
     PtzCommand,
     Raw,
     Reply,
+    Scan,
     Sonar,
     Timestamp,
     Vision,
@@ -162,6 +163,25 @@ def test_packets_carry_typed_readings():
     assert packets["q"].reading == Raw("q", b"\x01\x02")
     notice = [m for m in msgs if isinstance(m, Notice)][0]
     assert notice == Notice(NoticeKind.COMMAND_IGNORED, "p", "wrong size")
+
+
+def test_full_scans_decode_with_and_without_intensities_and_bound_their_count():
+    scan = Scan(-2_356_194, 4363, tuple(range(1081)))
+    b = scan.encode()
+    assert b[:12] == bytes.fromhex("ffdc0c1e 0000110b 0439 0000".replace(" ", ""))
+    d = Decoder()
+    d.feed(encode_data("L", b))
+    (packet,) = list(d)
+    assert packet.reading == scan
+    assert abs(packet.reading.angle(540)) < 1e-3
+    with_i = Scan(0, 1000, (5, 0), (200, 0))
+    assert Scan.decode(with_i.encode()) == with_i
+    for cut in range(len(b)):
+        with pytest.raises(DataError):
+            Scan.decode(b[:cut])
+    hostile = bytes.fromhex("00000000 00000000 ffff 0000".replace(" ", ""))
+    with pytest.raises(DataError):
+        Scan.decode(hostile)
 
 
 def test_timestamps_are_counted_in_the_size_and_the_size_tells():

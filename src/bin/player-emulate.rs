@@ -8,6 +8,10 @@
 //! player-emulate all [--dir DIR] [--port N]    every device (links DIR/ttyP2OS, ...)
 //! player-emulate p2os|sick|ptz [--link PATH]   one serial device
 //! player-emulate acts [--port N]               ACTS on 127.0.0.1:N (default 5001)
+//! player-emulate urg [--link PATH] [--utm]     a Hokuyo URG-04LX (--utm: UTM-30LX) on a pty
+//! player-emulate urg --tcp [--port N]          a Hokuyo UTM-30LX-EW on 127.0.0.1:N (10940)
+//!     --faults         every few seconds a fault: a scan with a bad checksum, junk
+//!                      bytes, two seconds of silence, a restart
 //!     --left-running   start the base open and the laser streaming at 38400 baud, as a
 //!                      crashed server leaves them
 //! ```
@@ -16,18 +20,23 @@
 use player_emulators::acts::ActsEmulator;
 use player_emulators::p2os::P2osEmulator;
 use player_emulators::ptz::PtzEmulator;
+use player_emulators::scene::Scene;
 use player_emulators::sick::SickEmulator;
-use player_emulators::{EmuWorld, SerialDevice, SerialEmulator};
+use player_emulators::urg::{Model, UrgEmulator};
+use player_emulators::{EmuWorld, Faults, SerialDevice, SerialEmulator, TcpEmulator};
 use std::path::{Path, PathBuf};
 
-const USAGE: &str = "usage: player-emulate (all [--dir DIR] [--port N] | p2os|sick|ptz [--link PATH] | acts [--port N]) [--left-running]";
+const USAGE: &str = "usage: player-emulate (all [--dir DIR] [--port N] | p2os|sick|ptz [--link PATH] | acts [--port N] | urg [--link PATH] [--utm] [--tcp [--port N]]) [--left-running] [--faults]";
 
 struct Options {
     what: String,
     link: Option<PathBuf>,
     dir: Option<PathBuf>,
-    port: u16,
+    port: Option<u16>,
     left_running: bool,
+    tcp: bool,
+    utm: bool,
+    faults: bool,
 }
 
 fn parse() -> Result<Options, String> {
@@ -37,20 +46,27 @@ fn parse() -> Result<Options, String> {
         what,
         link: None,
         dir: None,
-        port: 5001,
+        port: None,
         left_running: false,
+        tcp: false,
+        utm: false,
+        faults: false,
     };
     while let Some(a) = args.next() {
         match a.as_str() {
             "--link" => o.link = Some(args.next().ok_or(USAGE)?.into()),
             "--dir" => o.dir = Some(args.next().ok_or(USAGE)?.into()),
             "--port" => {
-                o.port = args
-                    .next()
-                    .and_then(|p| p.parse().ok())
-                    .ok_or("--port needs a TCP port number")?
+                o.port = Some(
+                    args.next()
+                        .and_then(|p| p.parse().ok())
+                        .ok_or("--port needs a TCP port number")?,
+                )
             }
             "--left-running" => o.left_running = true,
+            "--tcp" => o.tcp = true,
+            "--utm" => o.utm = true,
+            "--faults" => o.faults = true,
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
         }
@@ -140,8 +156,9 @@ fn run(o: Options) -> Result<(), String> {
                     dir("ttyPTZ").as_deref(),
                 )?));
             }
-            let acts = ActsEmulator::start(world.clone(), o.port)
-                .map_err(|e| format!("cannot listen on port {}: {e}", o.port))?;
+            let port = o.port.unwrap_or(5001);
+            let acts = ActsEmulator::start(world.clone(), port)
+                .map_err(|e| format!("cannot listen on port {port}: {e}"))?;
             println!(
                 "acts   on {}  (player -vp {})",
                 acts.addr(),
@@ -149,12 +166,96 @@ fn run(o: Options) -> Result<(), String> {
             );
             keep.push(Box::new(acts));
         }
+        "urg" if o.tcp => {
+            let port = o.port.unwrap_or(10940);
+            let e = TcpEmulator::start_on(
+                UrgEmulator::new(Model::utm_30lx(), Scene::room()),
+                &format!("127.0.0.1:{port}"),
+            )
+            .map_err(|e| format!("cannot listen on port {port}: {e}"))?;
+            println!(
+                "urg    on {}  (driver = \"urg\", address = \"{}\")",
+                e.addr(),
+                e.addr()
+            );
+            if o.faults {
+                let e = std::sync::Arc::new(e);
+                let f = e.clone();
+                fault_cycle(
+                    move |g| f.faults(g),
+                    move || {
+                        e.device(|d| d.bad_checksums += 1);
+                    },
+                    || {},
+                );
+                println!("running with faults; interrupt to stop");
+                park();
+            }
+            keep.push(Box::new(e));
+        }
+        "urg" => {
+            let model = if o.utm {
+                Model::utm_30lx()
+            } else {
+                Model::urg_04lx()
+            };
+            let e = serial(
+                "urg",
+                "port =",
+                UrgEmulator::new(model, Scene::room()),
+                link("ttyACM-URG").as_deref(),
+            )?;
+            if o.faults {
+                let e = std::sync::Arc::new(e);
+                let (f, g, h) = (e.clone(), e.clone(), e);
+                fault_cycle(
+                    move |x| f.faults(x),
+                    move || g.device(|d| d.bad_checksums += 1),
+                    move || h.device(UrgEmulator::restart),
+                );
+                println!("running with faults; interrupt to stop");
+                park();
+            }
+            keep.push(Box::new(e));
+        }
         other => return Err(format!("unknown device '{other}'\n{USAGE}")),
     }
     println!("running; interrupt to stop");
+    park();
+}
+
+fn park() -> ! {
     loop {
         std::thread::sleep(std::time::Duration::from_secs(3600));
     }
+}
+
+/// Every 5 s the next fault of a cycle: a bad checksum, junk before a frame, 2 s of
+/// silence, a restart (power cycle) of the device.
+fn fault_cycle(
+    faults: impl Fn(&mut dyn FnMut(&mut Faults)) + Send + 'static,
+    bad_checksum: impl Fn() + Send + 'static,
+    restart: impl Fn() + Send + 'static,
+) {
+    std::thread::spawn(move || {
+        let pause = std::time::Duration::from_secs(5);
+        loop {
+            std::thread::sleep(pause);
+            println!("fault: a frame with a bad checksum");
+            bad_checksum();
+            std::thread::sleep(pause);
+            println!("fault: junk bytes before a frame");
+            faults(&mut |f| f.junk += 1);
+            std::thread::sleep(pause);
+            println!("fault: 2 s of silence");
+            faults(&mut |f| f.silent = true);
+            std::thread::sleep(std::time::Duration::from_secs(2));
+            faults(&mut |f| f.silent = false);
+            std::thread::sleep(pause);
+            println!("fault: restart");
+            restart();
+        }
+    });
 }
 
 fn main() {

@@ -4,6 +4,8 @@
 //! - [`sim`]: the simulated Pioneer 2-DX (every device).
 //! - [`p2os`]: a real Pioneer 2 base over a serial line (`p s m g`).
 //! - [`sick`]: a real SICK LMS-200 laser over a serial line (`l`).
+//! - [`urg`]: a Hokuyo URG/UTM laser, SCIP 2.0 over a serial line or TCP (`l`, `L`).
+//! - [`laser`]: what the laser drivers share (the `l` view and the `L` full scan).
 //! - [`ptz`]: a real Sony EVI-D30 pan-tilt-zoom camera over a serial line (`z`).
 //! - [`acts`]: ACTS colour vision over TCP (`v`).
 //! - [`passthrough`]: a device of another Player server served as a local device.
@@ -19,6 +21,7 @@
 use player_kit::catalog::Catalog;
 
 pub mod acts;
+pub mod laser;
 pub mod p2os;
 pub mod passthrough;
 pub mod program;
@@ -26,12 +29,14 @@ pub mod ptz;
 pub mod replay;
 pub mod sick;
 pub mod sim;
+pub mod urg;
 
 /// Registers every shipped driver.
 pub fn register_all(catalog: &mut Catalog) {
     sim::register(catalog);
     p2os::register(catalog);
     sick::register(catalog);
+    urg::register(catalog);
     ptz::register(catalog);
     acts::register(catalog);
     replay::register(catalog);

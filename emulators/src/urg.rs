@@ -1,0 +1,379 @@
+//! An emulated Hokuyo laser speaking SCIP 2.0, for [`SerialEmulator`] (a USB model on a
+//! pseudo-terminal) or [`TcpEmulator`] (an Ethernet model on a TCP port): it answers `VV`,
+//! `PP`, `II`, `BM`, `QT`, `RS` and `MD` with the blocks the protocol specifies (echo,
+//! status with checksum, `NAME:value;` lines with checksums, an empty line), and while an
+//! `MD` runs it streams one scan per turn (100 ms for a URG-04LX, 25 ms for a UTM-30LX),
+//! ray-cast in a [`Scene`], stamped with its own 24-bit millisecond clock. Far readings
+//! carry the error code 1, as a URG-04LX sends. Faults of its own: scans with a bad
+//! checksum (their values are a "poison" range, so a test can tell if one got through) and
+//! a restart (power cycle: the stream stops, the clock starts again).
+//!
+//! [`SerialEmulator`]: crate::SerialEmulator
+//! [`TcpEmulator`]: crate::TcpEmulator
+
+use crate::scene::{Pose, Scene, LASER_POSE};
+use crate::SerialDevice;
+use player_drivers::urg::codec::{checksum, line_with_sum, scan_block};
+use std::f64::consts::PI;
+use std::time::{Duration, Instant};
+
+/// The range every reading of a bad-checksum scan carries, mm.
+pub const POISON_MM: u32 = 4321;
+
+/// A Hokuyo model's parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Model {
+    /// `PROD`.
+    pub product: &'static str,
+    /// `MODL`.
+    pub model: &'static str,
+    /// `DMIN`, mm.
+    pub dmin: u32,
+    /// `DMAX`, mm.
+    pub dmax: u32,
+    /// `ARES`.
+    pub ares: u32,
+    /// `AMIN`.
+    pub amin: u32,
+    /// `AMAX`.
+    pub amax: u32,
+    /// `AFRT`.
+    pub afrt: u32,
+    /// `SCAN`, rpm.
+    pub rpm: u32,
+}
+
+impl Model {
+    /// The URG-04LX (USB): 240 degrees in 683 steps, 5.6 m, 10 scans a second.
+    pub fn urg_04lx() -> Model {
+        Model {
+            product: "SOKUIKI Sensor URG-04LX",
+            model: "URG-04LX(Hokuyo Automatic Co.,Ltd.)",
+            dmin: 20,
+            dmax: 5600,
+            ares: 1024,
+            amin: 44,
+            amax: 725,
+            afrt: 384,
+            rpm: 600,
+        }
+    }
+
+    /// The UTM-30LX(-EW): 270 degrees in 1081 steps, 30 m, 40 scans a second.
+    pub fn utm_30lx() -> Model {
+        Model {
+            product: "SOKUIKI Sensor TOP-URG UTM-30LX-EW",
+            model: "UTM-30LX-EW",
+            dmin: 23,
+            dmax: 30000,
+            ares: 1440,
+            amin: 0,
+            amax: 1080,
+            afrt: 540,
+            rpm: 2400,
+        }
+    }
+
+    /// The angle of `step`, rad, counter-clockwise from straight ahead.
+    pub fn angle(&self, step: u32) -> f64 {
+        (f64::from(step) - f64::from(self.afrt)) * 2.0 * PI / f64::from(self.ares)
+    }
+}
+
+struct Stream {
+    echo: String,
+    start: u32,
+    end: u32,
+    cluster: u32,
+    next: Instant,
+}
+
+/// The emulated sensor.
+pub struct UrgEmulator {
+    model: Model,
+    /// What it sees.
+    pub scene: Scene,
+    /// Where it is in the scene.
+    pub pose: Pose,
+    baud: u32,
+    input: Vec<u8>,
+    laser_on: bool,
+    stream: Option<Stream>,
+    clock_zero: Instant,
+    /// Every command line received, in order.
+    pub received: Vec<String>,
+    /// Scans sent.
+    pub scans: u64,
+    /// Fault: this many coming scans carry the poison range and a bad checksum.
+    pub bad_checksums: u32,
+    /// Offset added to its clock, ms (to start it near the 24-bit wrap).
+    pub clock_offset_ms: u32,
+}
+
+impl UrgEmulator {
+    /// A sensor of `model` at [`LASER_POSE`] in `scene`, as after power-up.
+    pub fn new(model: Model, scene: Scene) -> UrgEmulator {
+        UrgEmulator {
+            model,
+            scene,
+            pose: LASER_POSE,
+            baud: 115_200,
+            input: Vec::new(),
+            laser_on: false,
+            stream: None,
+            clock_zero: Instant::now(),
+            received: Vec::new(),
+            scans: 0,
+            bad_checksums: 0,
+            clock_offset_ms: 0,
+        }
+    }
+
+    /// Its model.
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// Whether an `MD` stream runs.
+    pub fn streaming(&self) -> bool {
+        self.stream.is_some()
+    }
+
+    /// A power cycle: the stream stops, the laser goes off, the clock starts again.
+    pub fn restart(&mut self) {
+        self.stream = None;
+        self.laser_on = false;
+        self.input.clear();
+        self.clock_zero = Instant::now();
+    }
+
+    /// Its clock now, ms (24 bits).
+    pub fn clock(&self, now: Instant) -> u32 {
+        let ms = now.duration_since(self.clock_zero).as_millis() as u64;
+        ((ms + u64::from(self.clock_offset_ms)) & 0xFF_FFFF) as u32
+    }
+
+    /// The true range (m) at `step`, from the scene.
+    pub fn truth(&self, step: u32) -> f64 {
+        self.scene.range(self.pose, self.model.angle(step))
+    }
+
+    /// The reading it sends for `step`: mm, or the error code 1 past its range.
+    pub fn reading(&self, step: u32) -> u32 {
+        let mm = (self.truth(step) * 1000.0).round() as u32;
+        if mm > self.model.dmax {
+            1
+        } else {
+            mm.max(self.model.dmin)
+        }
+    }
+
+    fn period(&self) -> Duration {
+        Duration::from_secs_f64(60.0 / f64::from(self.model.rpm.max(1)))
+    }
+
+    fn block(echo: &str, status: &[u8; 2], lines: &[String]) -> Vec<u8> {
+        let mut v = echo.as_bytes().to_vec();
+        v.push(b'\n');
+        v.extend_from_slice(&line_with_sum(status));
+        for l in lines {
+            let content = l.as_bytes();
+            v.extend_from_slice(content);
+            v.push(b';');
+            v.push(checksum(content));
+            v.push(b'\n');
+        }
+        v.push(b'\n');
+        v
+    }
+
+    fn command(&mut self, line: &str, now: Instant, out: &mut Vec<Vec<u8>>) {
+        self.received.push(line.to_string());
+        let m = self.model.clone();
+        let reply = match line.get(..2).unwrap_or(line) {
+            "VV" => Self::block(
+                line,
+                b"00",
+                &[
+                    "VEND:Hokuyo Automatic Co.,Ltd.".into(),
+                    format!("PROD:{}", m.product),
+                    "FIRM:1.0.0(player-emulate)".into(),
+                    "PROT:SCIP 2.0".into(),
+                    "SERI:H0000001".into(),
+                ],
+            ),
+            "PP" => Self::block(
+                line,
+                b"00",
+                &[
+                    format!("MODL:{}", m.model),
+                    format!("DMIN:{}", m.dmin),
+                    format!("DMAX:{}", m.dmax),
+                    format!("ARES:{}", m.ares),
+                    format!("AMIN:{}", m.amin),
+                    format!("AMAX:{}", m.amax),
+                    format!("AFRT:{}", m.afrt),
+                    format!("SCAN:{}", m.rpm),
+                ],
+            ),
+            "II" => Self::block(
+                line,
+                b"00",
+                &[
+                    format!("MODL:{}", m.model),
+                    format!("LASR:{}", if self.laser_on { "ON" } else { "OFF" }),
+                    format!("SCSP:{}", m.rpm),
+                    format!(
+                        "MESM:{}",
+                        if self.stream.is_some() {
+                            "Measuring"
+                        } else {
+                            "Idle"
+                        }
+                    ),
+                    "SBPS:USB only".into(),
+                    format!("TIME:{:06X}", self.clock(now)),
+                    "STAT:Sensor works well.".into(),
+                ],
+            ),
+            "BM" => {
+                self.laser_on = true;
+                Self::block(line, b"00", &[])
+            }
+            "QT" => {
+                self.stream = None;
+                self.laser_on = false;
+                Self::block(line, b"00", &[])
+            }
+            "RS" => {
+                self.restart();
+                Self::block(line, b"00", &[])
+            }
+            "MD" => match self.start_md(line, now) {
+                Ok(()) => Self::block(line, b"00", &[]),
+                Err(status) => Self::block(line, status, &[]),
+            },
+            _ => Self::block(line, b"0E", &[]),
+        };
+        out.push(reply);
+    }
+
+    fn start_md(&mut self, line: &str, now: Instant) -> Result<(), &'static [u8; 2]> {
+        let b = line.as_bytes();
+        if b.len() < 15 || !b[2..15].iter().all(u8::is_ascii_digit) {
+            return Err(b"01");
+        }
+        let num = |a: usize, z: usize| line[a..z].parse::<u32>().unwrap_or(0);
+        let (start, end, cluster) = (num(2, 6), num(6, 10), num(10, 12).max(1));
+        if start < self.model.amin || end > self.model.amax || start > end {
+            return Err(b"04");
+        }
+        self.laser_on = true;
+        self.stream = Some(Stream {
+            echo: line[..15].to_string(),
+            start,
+            end,
+            cluster,
+            next: now + self.period() / 2,
+        });
+        Ok(())
+    }
+
+    fn scan(&mut self, now: Instant) -> Option<Vec<u8>> {
+        let s = self.stream.as_ref()?;
+        let (start, end, cluster) = (s.start, s.end, s.cluster);
+        let echo = s.echo.clone();
+        let poison = self.bad_checksums > 0;
+        let values: Vec<u32> = (start..=end)
+            .step_by(cluster as usize)
+            .map(|st| if poison { POISON_MM } else { self.reading(st) })
+            .collect();
+        let mut block = scan_block(echo.as_bytes(), b"99", self.clock(now), &values);
+        if poison {
+            self.bad_checksums -= 1;
+            // The checksum of the first data line (after echo, status and time lines).
+            let mut lf = block.iter().enumerate().filter(|(_, &c)| c == b'\n');
+            let _ = (lf.next(), lf.next(), lf.next());
+            if let Some((end, _)) = lf.next() {
+                let sum = &mut block[end - 1];
+                *sum = if *sum == 0x6F { 0x30 } else { *sum + 1 };
+            }
+        }
+        Some(block)
+    }
+}
+
+impl SerialDevice for UrgEmulator {
+    fn baud(&self) -> u32 {
+        self.baud
+    }
+
+    fn receive(&mut self, bytes: &[u8], now: Instant, out: &mut Vec<Vec<u8>>) {
+        self.input.extend_from_slice(bytes);
+        while let Some(end) = self.input.iter().position(|&c| c == b'\n' || c == b'\r') {
+            let raw: Vec<u8> = self.input.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&raw[..raw.len() - 1]).into_owned();
+            if !line.is_empty() {
+                self.command(&line, now, out);
+            }
+        }
+        if self.input.len() > 1024 {
+            self.input.clear();
+        }
+    }
+
+    fn tick(&mut self, now: Instant, out: &mut Vec<Vec<u8>>) {
+        let period = self.period();
+        let Some(s) = self.stream.as_mut() else {
+            return;
+        };
+        if now < s.next {
+            return;
+        }
+        s.next += period;
+        if s.next < now {
+            s.next = now + period;
+        }
+        if let Some(b) = self.scan(now) {
+            out.push(b);
+            self.scans += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use player_drivers::urg::codec::{Parser, RawScan, Sensor};
+
+    fn talk(e: &mut UrgEmulator, cmd: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        e.receive(cmd.as_bytes(), Instant::now(), &mut out);
+        out.concat()
+    }
+
+    #[test]
+    fn answers_parse_with_the_drivers_codec_and_scans_match_the_scene() {
+        let mut e = UrgEmulator::new(Model::utm_30lx(), Scene::room());
+        let mut p = Parser::new();
+        p.push(&talk(&mut e, "PP\n"));
+        let sensor =
+            Sensor::from_parameters(&p.next_block().unwrap().parameters().unwrap()).unwrap();
+        assert_eq!((sensor.amin, sensor.amax, sensor.afrt), (0, 1080, 540));
+        p.push(&talk(&mut e, "MD0000108001000\n"));
+        assert_eq!(p.next_block().unwrap().status(), Ok(&b"00"[..]));
+        let mut out = Vec::new();
+        e.tick(Instant::now() + Duration::from_secs(1), &mut out);
+        p.push(&out.concat());
+        let raw = RawScan::parse(&p.next_block().unwrap()).unwrap();
+        assert_eq!(raw.values.len(), 1081);
+        assert_eq!(raw.values[540], 6000, "6 m to the wall ahead");
+        e.bad_checksums = 1;
+        let mut out = Vec::new();
+        e.tick(Instant::now() + Duration::from_secs(2), &mut out);
+        p.push(&out.concat());
+        assert!(RawScan::parse(&p.next_block().unwrap()).is_err());
+        talk(&mut e, "QT\n");
+        assert!(!e.streaming());
+    }
+}
