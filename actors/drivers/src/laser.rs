@@ -12,7 +12,7 @@ pub const DEVICES: [u8; 2] = [device::LASER, device::FULL_SCAN];
 /// Checks that a configuration gives `driver` only laser devices (and at least one).
 pub fn check_devices(driver: &str, devices: &[u8]) -> Result<(), DriverError> {
     if devices.is_empty() || devices.iter().any(|d| !DEVICES.contains(d)) {
-        return Err(DriverError(format!(
+        return Err(DriverError::params(format!(
             "the {driver} driver serves the laser devices 'l' and 'L' only"
         )));
     }

@@ -18,8 +18,8 @@ use codec::{Block, ClockMap, Parser, RawScan, Sensor};
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
 use player_kit::driver::{DriverError, DriverHandle, Publisher, Timestamp};
 use player_kit::link::{
-    self, close_channel, CloseReceiver, CloseSender, Ended, Link, LinkDriver, LinkSupervisor,
-    LinkUp, LogThrottle,
+    self, close_channel, CloseReceiver, CloseSender, Ended, Link, LinkDriver, LinkError,
+    LinkSupervisor, LinkUp, LogThrottle,
 };
 use player_proto::scan::Scan;
 use serde::Deserialize;
@@ -61,7 +61,7 @@ fn one() -> f64 {
 
 /// The error of a bad configuration (one place, so the error type can change).
 fn config_error(text: String) -> DriverError {
-    DriverError(text)
+    DriverError::params(text)
 }
 
 impl UrgParams {
@@ -236,8 +236,11 @@ impl Link for LinkTask {
         &self.log
     }
 
-    async fn connect(&self, _ever_up: bool) -> Result<Conn, String> {
-        connect(&self.params, &self.log).await
+    async fn connect(&self, _ever_up: bool) -> Result<Conn, LinkError> {
+        let place = self.params.place();
+        connect(&self.params, &self.log)
+            .await
+            .map_err(|e| LinkError::protocol(place, e))
     }
 
     async fn serve(
@@ -289,9 +292,9 @@ impl LinkTask {
             tokio::select! {
                 r = tokio::io::AsyncReadExt::read(&mut conn.line, &mut buf) => {
                     let n = match r {
-                        Ok(0) => return Ended::Lost("the line reached its end".into()),
+                        Ok(0) => return Ended::Lost(LinkError::protocol(self.params.place(), "the line reached its end")),
                         Ok(n) => n,
-                        Err(e) => return Ended::Lost(format!("read failed: {e}")),
+                        Err(e) => return Ended::Lost(LinkError::io(self.params.place(), &e, format!("read failed: {e}"))),
                     };
                     conn.parser.push(&buf[..n]);
                     while let Some(block) = conn.parser.next_block() {
@@ -317,7 +320,7 @@ impl LinkTask {
                     }
                 }
                 _ = tokio::time::sleep_until(deadline) => {
-                    return Ended::Lost(format!("no scan for {:.1} s", silence.as_secs_f64()));
+                    return Ended::Lost(LinkError::timeout(self.params.place(), format!("no scan for {:.1} s", silence.as_secs_f64())));
                 }
                 ack = &mut *close => {
                     match link::write_all(&mut conn.line, b"QT\n", WRITE_TIMEOUT).await {
@@ -364,7 +367,9 @@ async fn request(
 /// Opens the line.
 async fn open(params: &UrgParams) -> Result<Box<dyn Line>, String> {
     if let Some(port) = &params.port {
-        return Ok(Box::new(link::open_serial(port, params.baud)?));
+        return Ok(Box::new(
+            link::open_serial(port, params.baud).map_err(|e| e.text)?,
+        ));
     }
     let addr = params.tcp_address().unwrap_or_default();
     let wait = Duration::from_secs_f64(params.reply_timeout * 2.0);
