@@ -5,6 +5,7 @@
 //! - [`p2os`]: a real Pioneer 2 base over a serial line (`p s m g`).
 //! - [`sick`]: a real SICK LMS-200 laser over a serial line (`l`).
 //! - [`urg`]: a Hokuyo URG/UTM laser, SCIP 2.0 over a serial line or TCP (`l`, `L`).
+//! - [`rplidar`]: a Slamtec RPLIDAR A1/A2/C1 laser over a serial line (`l`, `L`).
 //! - [`laser`]: what the laser drivers share (the `l` view and the `L` full scan).
 //! - [`ptz`]: a real Sony EVI-D30 pan-tilt-zoom camera over a serial line (`z`).
 //! - [`acts`]: ACTS colour vision over TCP (`v`).
@@ -27,6 +28,7 @@ pub mod passthrough;
 pub mod program;
 pub mod ptz;
 pub mod replay;
+pub mod rplidar;
 pub mod sick;
 pub mod sim;
 pub mod urg;
@@ -37,6 +39,7 @@ pub fn register_all(catalog: &mut Catalog) {
     p2os::register(catalog);
     sick::register(catalog);
     urg::register(catalog);
+    rplidar::register(catalog);
     ptz::register(catalog);
     acts::register(catalog);
     replay::register(catalog);
