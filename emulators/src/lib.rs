@@ -22,6 +22,7 @@ pub mod acts;
 pub mod p2os;
 pub mod pty;
 pub mod ptz;
+pub mod rplidar;
 pub mod scene;
 pub mod sick;
 pub mod urg;
