@@ -18,8 +18,9 @@ use player_drivers::rplidar::codec::{
 };
 use std::time::{Duration, Instant};
 
-/// The distance every measurement of a bad node or capsule carries, mm.
-pub const POISON_MM: u16 = 4321;
+/// The distance every measurement of a bad node or capsule carries, mm: nothing in
+/// [`Scene::room`] is that close, so a test can tell a poisoned reading from a real one.
+pub const POISON_MM: u16 = 150;
 
 /// Turns a second.
 pub const TURNS_PER_SECOND: f64 = 5.0;
@@ -94,6 +95,15 @@ impl RplidarEmulator {
         e
     }
 
+    /// Puts it in the error state with `code` (`GET_HEALTH` answers status 2; it will not
+    /// scan, and a `RESET` does not clear it).
+    pub fn fail(&mut self, code: u16) {
+        self.health = Health {
+            status: Health::ERROR,
+            code,
+        };
+    }
+
     /// Whether a scan runs.
     pub fn scanning(&self) -> bool {
         self.stream.is_some()
@@ -152,9 +162,10 @@ impl RplidarEmulator {
         Self::q6(i as f64 * PER_CAPSULE as f64 * 360.0 / EXPRESS_PER_TURN)
     }
 
-    /// The angle compensation of measurement `k` of capsule `i`, 1/8 degree (-3..=3).
+    /// The angle compensation of measurement `k` of capsule `i`, 1/8 degree (-1..=1: small
+    /// next to the 1/2 degree between measurements, as a real sensor's are).
     fn dtheta(i: u64, k: usize) -> i8 {
-        ((i as usize + k) % 7) as i8 - 3
+        ((i as usize + k) % 3) as i8 - 1
     }
 
     fn capsule(&mut self, i: u64) -> Vec<u8> {
@@ -286,7 +297,11 @@ impl SerialDevice for RplidarEmulator {
         let first = n.max(due.saturating_sub(per_second as u64));
         n = first;
         while n < due {
-            let frame = if express { self.capsule(n) } else { self.node(n) };
+            let frame = if express {
+                self.capsule(n)
+            } else {
+                self.node(n)
+            };
             out.push(frame);
             self.frames += 1;
             n += 1;
@@ -320,8 +335,12 @@ mod tests {
             e.tick(t0 + Duration::from_millis(ms), &mut out);
         }
         p.push(&out.concat());
-        let (mut d, mut r, mut revs, mut ms) =
-            (ExpressDecoder::new(), Revolutions::new(), Vec::new(), Vec::new());
+        let (mut d, mut r, mut revs, mut ms) = (
+            ExpressDecoder::new(),
+            Revolutions::new(),
+            Vec::new(),
+            Vec::new(),
+        );
         while let Some(item) = p.next_item() {
             match item {
                 Item::Node(n) => ms.push(n.measurement()),
@@ -352,6 +371,11 @@ mod tests {
             let revs = revolutions(&mut e, &mut p);
             assert!(revs.len() >= 2, "{} turns", revs.len());
             for rev in &revs {
+                let scan = codec::to_scan(rev, 12_000);
+                assert!(
+                    scan.ranges.iter().all(|&r| r > 0),
+                    "a reading without a measurement near it"
+                );
                 assert!((rev.len() as f64 - per_turn).abs() <= 1.0, "{}", rev.len());
                 for m in rev {
                     let want = e.measure(m.angle);

@@ -653,6 +653,9 @@ impl Parser {
     }
 
     fn skip(&mut self, n: usize) {
+        if n == 0 {
+            return;
+        }
         self.buf.drain(..n);
         self.junk += n as u64;
         self.skipped = true;
@@ -835,6 +838,24 @@ mod tests {
     }
 
     #[test]
+    fn a_clean_stream_read_in_pieces_skips_nothing() {
+        let mut bytes = Descriptor::EXPRESS.encode().to_vec();
+        for i in 0..3 {
+            bytes.extend_from_slice(&capsule(i * 1000).encode());
+        }
+        let mut p = Parser::new();
+        let mut capsules = 0;
+        for piece in bytes.chunks(13) {
+            p.push(piece);
+            while let Some(item) = p.next_item() {
+                capsules += usize::from(matches!(item, Item::Capsule(_)));
+            }
+            assert!(!p.take_skipped());
+        }
+        assert_eq!((capsules, p.junk), (3, 0));
+    }
+
+    #[test]
     fn the_parser_skips_junk_and_drops_bad_capsules() {
         let mut p = Parser::new();
         let mut bytes = vec![0x13, 0xA5, 0x77];
@@ -877,7 +898,10 @@ mod tests {
         assert_eq!(s.ranges.len(), 360);
         assert_eq!(s.ranges[90], 500, "index 90 is -90 degrees: on the right");
         assert_eq!(s.ranges[270], 3000);
-        assert!((s.angle(90).to_degrees() + 90.0).abs() < 1e-2, "whole microradians");
+        assert!(
+            (s.angle(90).to_degrees() + 90.0).abs() < 1e-2,
+            "whole microradians"
+        );
         let mut r = Revolutions::new();
         let mut done = None;
         for m in rev.iter().chain(rev.iter()).chain(rev.iter().take(1)) {

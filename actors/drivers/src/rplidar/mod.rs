@@ -232,6 +232,7 @@ impl Assembler {
         while let Some(item) = self.parser.next_item() {
             if self.parser.take_skipped() {
                 self.revolutions.damage();
+                saw_bad = true;
             }
             match item {
                 Item::Node(n) => self.measurements.push(n.measurement()),
