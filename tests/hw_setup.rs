@@ -140,3 +140,32 @@ fn the_player_emulate_program_serves_a_robot_the_driver_can_drive() {
     let _ = child.wait();
     assert!(ok && moved, "{}", server.log.dump());
 }
+
+#[test]
+fn every_shipped_configuration_loads_and_names_registered_drivers() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+    let catalog = player::builtin_catalog();
+    let mut seen = Vec::new();
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        let path = e.path();
+        if path.extension().and_then(|x| x.to_str()) != Some("toml") {
+            continue;
+        }
+        let s = player::settings::Settings::from_file(&path)
+            .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+        for r in &s.robot {
+            for d in &r.driver {
+                assert!(
+                    catalog.get(&d.driver).is_some(),
+                    "{}: driver {} is not registered",
+                    path.display(),
+                    d.driver
+                );
+            }
+        }
+        seen.push(path.file_name().unwrap().to_string_lossy().into_owned());
+    }
+    for name in ["pioneer.toml", "hokuyo.toml", "create.toml"] {
+        assert!(seen.iter().any(|s| s == name), "{name} in {seen:?}");
+    }
+}

@@ -13,12 +13,13 @@
 //! The `player-emulate` program (`src/bin/player-emulate.rs` of the `player` package) runs
 //! them from the command line.
 //!
-//! The devices are in [`p2os`], [`sick`], [`ptz`], [`acts`] and [`urg`] (a Hokuyo, on a
+//! The devices are in [`p2os`], [`sick`], [`ptz`], [`acts`], [`create`] and [`urg`] (a Hokuyo, on a
 //! pty or, through [`TcpEmulator`], a TCP port); the room the newer lasers and bases see in
 //! [`scene`]; pseudo-terminals in [`pty`].
 #![deny(missing_docs)]
 
 pub mod acts;
+pub mod create;
 pub mod p2os;
 pub mod pty;
 pub mod ptz;

@@ -10,6 +10,7 @@
 //! player-emulate acts [--port N]               ACTS on 127.0.0.1:N (default 5001)
 //! player-emulate urg [--link PATH] [--utm]     a Hokuyo URG-04LX (--utm: UTM-30LX) on a pty
 //! player-emulate urg --tcp [--port N]          a Hokuyo UTM-30LX-EW on 127.0.0.1:N (10940)
+//! player-emulate create [--link PATH]          an iRobot Create 2 base in the scene's room
 //! player-emulate rplidar [--link PATH] [--c1]  an RPLIDAR A1 (--c1: C1 at 460800 baud) on a pty
 //!     --health-error   its health check reports an error (code 0x8001)
 //!     --faults         every few seconds a fault: a scan with a bad checksum, junk
@@ -20,16 +21,17 @@
 //! It runs until interrupted.
 
 use player_emulators::acts::ActsEmulator;
+use player_emulators::create::CreateEmulator;
 use player_emulators::p2os::P2osEmulator;
 use player_emulators::ptz::PtzEmulator;
 use player_emulators::rplidar::RplidarEmulator;
-use player_emulators::scene::Scene;
+use player_emulators::scene::{Scene, LASER_POSE};
 use player_emulators::sick::SickEmulator;
 use player_emulators::urg::{Model, UrgEmulator};
 use player_emulators::{EmuWorld, Faults, SerialDevice, SerialEmulator, TcpEmulator};
 use std::path::{Path, PathBuf};
 
-const USAGE: &str = "usage: player-emulate (all [--dir DIR] [--port N] | p2os|sick|ptz [--link PATH] | acts [--port N] | urg [--link PATH] [--utm] [--tcp [--port N]] | rplidar [--link PATH] [--c1] [--health-error]) [--left-running] [--faults]";
+const USAGE: &str = "usage: player-emulate (all [--dir DIR] [--port N] | p2os|sick|ptz [--link PATH] | acts [--port N] | urg [--link PATH] [--utm] [--tcp [--port N]] | create [--link PATH] | rplidar [--link PATH] [--c1] [--health-error]) [--left-running] [--faults]";
 
 struct Options {
     what: String,
@@ -196,6 +198,27 @@ fn run(o: Options) -> Result<(), String> {
                         e.device(|d| d.bad_checksums += 1);
                     },
                     || {},
+                );
+                println!("running with faults; interrupt to stop");
+                park();
+            }
+            keep.push(Box::new(e));
+        }
+        "create" => {
+            let e = serial(
+                "create",
+                "port =",
+                CreateEmulator::new(Scene::room(), LASER_POSE),
+                link("ttyUSB-Create").as_deref(),
+            )?;
+            if o.faults {
+                let e = std::sync::Arc::new(e);
+                let (f, g, h) = (e.clone(), e.clone(), e);
+                fault_cycle(
+                    move |x| f.faults(x),
+                    // The last byte of a frame is its checksum.
+                    move || h.faults(|x| x.corrupt += 1),
+                    move || g.device(CreateEmulator::restart),
                 );
                 println!("running with faults; interrupt to stop");
                 park();

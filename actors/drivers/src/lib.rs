@@ -3,6 +3,7 @@
 //!
 //! - [`sim`]: the simulated Pioneer 2-DX (every device).
 //! - [`p2os`]: a real Pioneer 2 base over a serial line (`p s m g`).
+//! - [`create`]: an iRobot Create 2 base over its Open Interface (`p m`).
 //! - [`sick`]: a real SICK LMS-200 laser over a serial line (`l`).
 //! - [`urg`]: a Hokuyo URG/UTM laser, SCIP 2.0 over a serial line or TCP (`l`, `L`).
 //! - [`rplidar`]: a Slamtec RPLIDAR A1/A2/C1 laser over a serial line (`l`, `L`).
@@ -22,6 +23,7 @@
 use player_kit::catalog::Catalog;
 
 pub mod acts;
+pub mod create;
 pub mod laser;
 pub mod p2os;
 pub mod passthrough;
@@ -37,6 +39,7 @@ pub mod urg;
 pub fn register_all(catalog: &mut Catalog) {
     sim::register(catalog);
     p2os::register(catalog);
+    create::register(catalog);
     sick::register(catalog);
     urg::register(catalog);
     rplidar::register(catalog);

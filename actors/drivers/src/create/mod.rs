@@ -1,0 +1,643 @@
+//! The iRobot Create 2 driver (`create`): the base over its Open Interface on a serial line,
+//! serving the position (`p`, as the Pioneer's) and misc (`m`: front bumpers, battery)
+//! devices; docs/hardware/create.md.
+//!
+//! A link task on the actor's arbiter owns the port. Setup: START, SAFE (or stay Passive if
+//! a client turned the motors off), and a STREAM of the packets the driver needs (bumps and
+//! wheel drops, cliffs, voltage, OI mode, both wheel encoders), every 15 ms; it succeeds on
+//! the first good frame. Odometry is integrated from the encoder counts (not the OI's
+//! distance and angle packets, which truncate). A command becomes DRIVE DIRECT wheel
+//! speeds, sent when it changes and again every half second. A cliff or wheel drop stops
+//! the base and is reported on the error channel until it clears. A base that stops
+//! streaming (a reset, a battery change, a pulled cable) is reopened with backoff, and
+//! START, SAFE and STREAM are sent again; a base that drops to Passive by itself (not for a
+//! hazard) is put back in Safe mode. Watchdog, writer-left and e-stop stops zero the
+//! wheels; shutdown and server exit send a stop, then the OI's STOP.
+
+pub mod codec;
+
+use actix::prelude::*;
+use bytes::Bytes;
+use codec::{Event, Odometry, Parser, Sensors};
+use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
+use player_kit::driver::{
+    Command, Config, DeviceSpec, DeviceState, DriverError, DriverHandle, Publisher, StatusSink,
+    Stop, Timestamp,
+};
+use player_kit::link::{
+    self, CloseAck, Closer, Ended, LinkDriver, LinkError, LinkHandle, LinkState, LinkSupervisor,
+    LinkUp, LogThrottle,
+};
+use player_proto::data::{Misc, Position, PositionCommand};
+use player_proto::{config as codes, device};
+use serde::Deserialize;
+use slog::{debug, info, warn, Logger};
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_serial::SerialStream;
+
+/// The devices the Create serves.
+pub const DEVICES: [u8; 2] = [device::POSITION, device::MISC];
+
+/// Parameters of the `create` driver.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateParams {
+    /// The serial port, e.g. `/dev/ttyUSB0`.
+    pub port: String,
+    /// Line speed: 115200 for a Create 2 (19200 after its baud-rate button dance).
+    #[serde(default = "baud")]
+    pub baud: u32,
+    /// Seconds without a sensor frame after which the base is taken for lost and reopened.
+    #[serde(default = "silence")]
+    pub silence: f64,
+}
+
+fn baud() -> u32 {
+    115_200
+}
+fn silence() -> f64 {
+    0.5
+}
+
+/// The error of a bad configuration (one place, so the error type can change).
+fn config_error(text: String) -> DriverError {
+    DriverError::params(text)
+}
+
+/// Requests to the link task, applied in order.
+#[derive(Debug)]
+enum Ctl {
+    MotorPower(bool),
+    ResetOdometry,
+    Stop,
+    Close(oneshot::Sender<()>),
+}
+
+/// Wheel speeds (right, left), mm/s.
+type Wheels = (i16, i16);
+
+/// The client's command, newest wins: wheel speeds and a count of changed commands (a stop
+/// for a hazard holds until the count moves on).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Motion {
+    wheels: Wheels,
+    seq: u64,
+}
+
+/// A frame's readings, from the link task to the actor.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Readings {
+    position: Position,
+    misc: Misc,
+    at: Timestamp,
+}
+
+/// What the actor keeps of a running link.
+pub struct CreateLink {
+    ctl: mpsc::UnboundedSender<Ctl>,
+    wheels: watch::Sender<Motion>,
+}
+
+impl LinkHandle for CreateLink {
+    fn request_close(&mut self, ack: CloseAck) -> bool {
+        self.ctl.send(Ctl::Close(ack)).is_ok()
+    }
+}
+
+/// The Create driver actor.
+pub struct CreateDriver {
+    params: CreateParams,
+    devices: Vec<u8>,
+    up: BTreeSet<u8>,
+    publisher: Publisher,
+    link: LinkSupervisor<CreateLink>,
+    status: StatusSink,
+    started: Instant,
+    log: Logger,
+}
+
+impl CreateDriver {
+    fn new(ctx: &DriverContext) -> Result<CreateDriver, DriverError> {
+        let params: CreateParams = ctx.params()?;
+        if !(params.silence.is_finite() && params.silence > 0.0 && params.silence <= 60.0) {
+            return Err(config_error(format!(
+                "create parameter silence = {}: must be between 0 and 60 s",
+                params.silence
+            )));
+        }
+        if ctx.devices.is_empty() || ctx.devices.iter().any(|d| !DEVICES.contains(d)) {
+            return Err(config_error(
+                "the create driver serves the position 'p' and misc 'm' devices only".into(),
+            ));
+        }
+        let log = ctx.logger.new(slog::o!("port" => params.port.clone()));
+        Ok(CreateDriver {
+            params,
+            devices: ctx.devices.clone(),
+            up: BTreeSet::new(),
+            publisher: Publisher::new(),
+            link: LinkSupervisor::new("base").report_to(ctx.status.clone(), ctx.devices.clone()),
+            status: ctx.status.clone(),
+            started: ctx.started,
+            log,
+        })
+    }
+
+    fn specs(&self) -> Vec<DeviceSpec> {
+        self.devices
+            .iter()
+            .map(|&d| match d {
+                device::POSITION => DeviceSpec::moving(d, PositionCommand::SIZE),
+                _ => DeviceSpec::read_only(d),
+            })
+            .collect()
+    }
+
+    fn link_up(&self) -> bool {
+        self.link
+            .state()
+            .is_some_and(|s| matches!(*s, LinkState::Up))
+    }
+}
+
+impl Actor for CreateDriver {
+    type Context = Context<Self>;
+}
+
+impl LinkDriver for CreateDriver {
+    type Handle = CreateLink;
+    const DRIVER: &'static str = "create";
+    const LINK: &'static str = "base";
+
+    fn supervisor(&mut self) -> &mut LinkSupervisor<CreateLink> {
+        &mut self.link
+    }
+    fn publisher(&mut self) -> &mut Publisher {
+        &mut self.publisher
+    }
+    fn log(&self) -> &Logger {
+        &self.log
+    }
+    fn serves(&self, device: u8) -> bool {
+        self.devices.contains(&device)
+    }
+    fn start_link(&mut self, ctx: &mut Context<Self>) {
+        let (ctl, ctl_rx) = mpsc::unbounded_channel();
+        let (wheels, wheels_rx) = watch::channel(Motion::default());
+        let task = LinkTask {
+            params: self.params.clone(),
+            log: self.log.clone(),
+            readings: ctx.address().recipient(),
+            wheels: wheels_rx,
+            status: self.status.clone(),
+            started: self.started,
+            odometry: Odometry::default(),
+            motors_on: true,
+        };
+        let ctl_rx = CtlReceiver {
+            rx: ctl_rx,
+            log: self.log.clone(),
+        };
+        self.link.start(CreateLink { ctl, wheels }, |state| {
+            link::run_link(task, ctl_rx, state)
+        })
+    }
+    fn device_up(&mut self, device: u8) {
+        self.up.insert(device);
+    }
+    /// The base stops and the port closes when the last of its devices is shut down.
+    fn device_down(&mut self, device: u8) -> bool {
+        self.up.remove(&device);
+        self.up.is_empty()
+    }
+    fn drop_on_setup_error(&mut self) -> bool {
+        false
+    }
+    fn terminating(&mut self) {
+        self.up.clear();
+    }
+    fn command(&mut self, msg: Command, _ctx: &mut Context<Self>) {
+        let Some(link) = self.link.handle() else {
+            return;
+        };
+        if msg.device == device::POSITION {
+            if let Ok(c) = PositionCommand::decode(&msg.payload) {
+                // A client's command reaches the driver again and again (0.7.4a keeps
+                // it); only a changed one wakes the link, so after a hazard or a stop only
+                // a new command drives again.
+                let w = codec::wheel_speeds(c.speed, c.turn_rate);
+                link.wheels.send_if_modified(|m| {
+                    let changed = m.wheels != w;
+                    if changed {
+                        m.wheels = w;
+                        m.seq += 1;
+                    }
+                    changed
+                });
+            }
+        }
+    }
+    fn config(&mut self, msg: Config, _ctx: &mut Context<Self>) {
+        let Some((&code, args)) = msg.payload.split_first() else {
+            return;
+        };
+        let ctl = match (msg.device, code, args.len()) {
+            (device::POSITION, codes::MOTOR_POWER, 1) => Ctl::MotorPower(args[0] != 0),
+            (device::POSITION, codes::RESET_ODOMETRY, 0) => Ctl::ResetOdometry,
+            _ => {
+                warn!(self.log, "config ignored: unknown code or wrong size"; "device" => player_kit::log::device(msg.device), "code" => format!("{code:#04x}"), "size" => msg.payload.len(), "client" => &msg.client);
+                return;
+            }
+        };
+        match self.link.handle() {
+            Some(link) if self.link_up() || !self.up.is_empty() => {
+                info!(self.log, "config"; "request" => format!("{ctl:?}"), "client" => &msg.client);
+                let _ = link.ctl.send(ctl);
+            }
+            _ => {
+                warn!(self.log, "config ignored: open position or misc first"; "client" => &msg.client, "code" => player_kit::log::code(code));
+            }
+        }
+    }
+    fn stop(&mut self, msg: Stop, _ctx: &mut Context<Self>) {
+        if msg.device != device::POSITION {
+            return;
+        }
+        if let Some(link) = self.link.handle() {
+            link.wheels.send_modify(|m| {
+                m.wheels = (0, 0);
+                m.seq += 1;
+            });
+            let _ = link.ctl.send(Ctl::Stop);
+            info!(self.log, "base stopped"; "reason" => %msg.reason);
+        }
+    }
+}
+
+player_kit::link_driver_handlers!(CreateDriver);
+
+impl Handler<Readings> for CreateDriver {
+    type Result = ();
+
+    fn handle(&mut self, msg: Readings, _ctx: &mut Self::Context) {
+        let readings = self
+            .devices
+            .iter()
+            .map(|&d| {
+                let data = match d {
+                    device::POSITION => msg.position.encode(),
+                    _ => msg.misc.encode(),
+                };
+                (d, Bytes::from(data))
+            })
+            .collect();
+        self.publisher.publish_batch(readings, msg.at);
+    }
+}
+
+struct LinkTask {
+    params: CreateParams,
+    log: Logger,
+    readings: Recipient<Readings>,
+    wheels: watch::Receiver<Motion>,
+    status: StatusSink,
+    started: Instant,
+    /// Kept across reconnects: a base that resets does not move the robot.
+    odometry: Odometry,
+    /// The client's motor power choice, kept across reconnects.
+    motors_on: bool,
+}
+
+/// The link task's end of the requests: a close among them ends the task; others while
+/// the base is away are dropped.
+struct CtlReceiver {
+    rx: mpsc::UnboundedReceiver<Ctl>,
+    log: Logger,
+}
+
+impl Closer for CtlReceiver {
+    async fn closed(&mut self) -> Option<CloseAck> {
+        loop {
+            match self.rx.recv().await {
+                Some(Ctl::Close(ack)) => return Some(ack),
+                None => return None,
+                Some(Ctl::MotorPower(on)) => {
+                    debug!(self.log, "base away; motor power dropped"; "on" => on)
+                }
+                Some(other) => {
+                    debug!(self.log, "base away; dropped"; "request" => format!("{other:?}"))
+                }
+            }
+        }
+    }
+}
+
+/// An open, streaming base.
+pub struct Conn {
+    port: SerialStream,
+    parser: Parser,
+    first: Sensors,
+}
+
+struct Serving {
+    /// Set by a hazard and by motor power to the command then current: the wheels stay
+    /// stopped until a changed command comes.
+    held: Option<u64>,
+    sent: Wheels,
+    last_sent: Instant,
+    hazard: Option<&'static str>,
+    last_safe: Instant,
+    bad: LogThrottle,
+}
+
+const WRITE_TIMEOUT: Duration = Duration::from_millis(500);
+/// How often the current wheel speeds are sent again.
+const RESEND: Duration = Duration::from_millis(500);
+/// How often a base found in Passive mode by itself is put back in Safe mode.
+const SAFE_AGAIN: Duration = Duration::from_secs(1);
+
+impl link::Link for LinkTask {
+    type Conn = Conn;
+    type Close = CtlReceiver;
+    const NAME: &'static str = "base";
+
+    fn log(&self) -> &Logger {
+        &self.log
+    }
+
+    async fn connect(&self, _ever_up: bool) -> Result<Conn, LinkError> {
+        connect(&self.params, self.motors_on, &self.log)
+            .await
+            .map_err(|e| LinkError::protocol(self.params.port.clone(), e))
+    }
+
+    async fn serve(&mut self, mut conn: Conn, ctl: &mut CtlReceiver, mut up: LinkUp<'_>) -> Ended {
+        self.odometry.relink();
+        let mut s = Serving {
+            held: None,
+            sent: (0, 0),
+            last_sent: Instant::now(),
+            hazard: None,
+            last_safe: Instant::now(),
+            bad: LogThrottle::default(),
+        };
+        let first = conn.first;
+        if let Err(e) = self.frame(&mut conn, &mut s, &first).await {
+            return Ended::Lost(LinkError::protocol(self.params.port.clone(), e));
+        }
+        up.mark();
+        self.stream(&mut conn, &mut s, ctl).await
+    }
+}
+
+impl LinkTask {
+    fn seconds(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
+    async fn send(&self, conn: &mut Conn, bytes: &[u8]) -> Result<(), String> {
+        link::write_all(&mut conn.port, bytes, WRITE_TIMEOUT)
+            .await
+            .map_err(|e| format!("write failed: {e}"))
+    }
+
+    /// One sensor frame: odometry, the readings, hazards, the mode.
+    async fn frame(&mut self, conn: &mut Conn, s: &mut Serving, f: &Sensors) -> Result<(), String> {
+        self.odometry
+            .update(f.left_counts, f.right_counts, self.seconds());
+        let o = &self.odometry;
+        let heading = o.heading.to_degrees().round() as i64;
+        let position = Position {
+            time: self.started.elapsed().as_millis() as u32,
+            x: o.x.round() as i32,
+            y: o.y.round() as i32,
+            heading: heading.rem_euclid(360) as u16,
+            speed: o.speed.round().clamp(-32768.0, 32767.0) as i16,
+            turn_rate: o.turn.to_degrees().round().clamp(-32768.0, 32767.0) as i16,
+            compass: 0,
+            stall: u8::from(f.bumps() != (false, false)),
+        };
+        let misc = Misc {
+            front_bumpers: f.front_bumpers(),
+            rear_bumpers: 0,
+            voltage: f.decivolts(),
+        };
+        self.readings.do_send(Readings {
+            position,
+            misc,
+            at: Timestamp::now(),
+        });
+        match (f.hazard(), s.hazard) {
+            (Some(h), None) => {
+                s.hazard = Some(h);
+                // The OI has stopped the wheels and dropped to Passive; so does our command.
+                self.wheels_zero(conn, s).await?;
+                warn!(self.log, "base stopped"; "hazard" => h);
+                self.status.report(
+                    &[device::POSITION],
+                    DeviceState::Failed,
+                    &format!("{h}: the base stopped"),
+                );
+            }
+            (None, Some(h)) => {
+                s.hazard = None;
+                info!(self.log, "hazard cleared"; "hazard" => h);
+                if self.motors_on {
+                    self.send(conn, &[codec::SAFE]).await?;
+                    s.last_safe = Instant::now();
+                }
+                self.status.report(
+                    &[device::POSITION],
+                    DeviceState::Up,
+                    &format!("{h} cleared"),
+                );
+            }
+            _ => {}
+        }
+        if self.motors_on
+            && s.hazard.is_none()
+            && f.mode == codec::mode::PASSIVE
+            && s.last_safe.elapsed() >= SAFE_AGAIN
+        {
+            info!(self.log, "base in Passive mode by itself; back to Safe");
+            self.send(conn, &[codec::SAFE]).await?;
+            s.last_safe = Instant::now();
+        }
+        if s.last_sent.elapsed() >= RESEND && self.motors_on && s.hazard.is_none() {
+            self.send_wheels(conn, s).await?;
+        }
+        Ok(())
+    }
+
+    /// Stops the wheels; the command before is not obeyed again, a new one is.
+    async fn wheels_zero(&mut self, conn: &mut Conn, s: &mut Serving) -> Result<(), String> {
+        s.held = Some(self.wheels.borrow_and_update().seq);
+        s.sent = (0, 0);
+        s.last_sent = Instant::now();
+        self.send(conn, &codec::drive_direct(0, 0)).await
+    }
+
+    async fn send_wheels(&mut self, conn: &mut Conn, s: &mut Serving) -> Result<(), String> {
+        let m = *self.wheels.borrow_and_update();
+        let held = s.held == Some(m.seq);
+        let (r, l) = m.wheels;
+        let (r, l) = if held || s.hazard.is_some() || !self.motors_on {
+            (0, 0)
+        } else {
+            (r, l)
+        };
+        s.sent = (r, l);
+        s.last_sent = Instant::now();
+        self.send(conn, &codec::drive_direct(r, l)).await
+    }
+
+    async fn stream(&mut self, conn: &mut Conn, s: &mut Serving, ctl: &mut CtlReceiver) -> Ended {
+        let silence = Duration::from_secs_f64(self.params.silence);
+        let mut last_frame = Instant::now();
+        let mut buf = [0u8; 512];
+        loop {
+            let deadline = tokio::time::Instant::from_std(last_frame + silence);
+            let step: Result<(), String> = tokio::select! {
+                r = tokio::io::AsyncReadExt::read(&mut conn.port, &mut buf) => {
+                    let n = match r {
+                        Ok(0) => return Ended::Lost(LinkError::protocol(self.params.port.clone(), "the port reached its end")),
+                        Ok(n) => n,
+                        Err(e) => return Ended::Lost(LinkError::io(self.params.port.clone(), &e, format!("read failed: {e}"))),
+                    };
+                    conn.parser.push(&buf[..n]);
+                    let mut result = Ok(());
+                    while let Some(ev) = conn.parser.next_event() {
+                        match ev {
+                            Event::Frame(f) => {
+                                last_frame = Instant::now();
+                                result = self.frame(conn, s, &f).await;
+                                if result.is_err() {
+                                    break;
+                                }
+                            }
+                            other => {
+                                if s.bad.hit() {
+                                    warn!(self.log, "bad sensor frame dropped"; "error" => format!("{other:?}"), "bad_frames" => s.bad.count(), "junk_bytes" => conn.parser.junk);
+                                }
+                            }
+                        }
+                    }
+                    result
+                }
+                _ = tokio::time::sleep_until(deadline) => {
+                    return Ended::Lost(LinkError::timeout(self.params.port.clone(), format!("no sensor frame for {:.1} s", silence.as_secs_f64())));
+                }
+                changed = self.wheels.changed() => {
+                    if changed.is_err() {
+                        return self.close(conn).await;
+                    }
+                    self.send_wheels(conn, s).await
+                }
+                c = ctl.rx.recv() => match c {
+                    None => return self.close(conn).await,
+                    Some(Ctl::Close(ack)) => {
+                        let r = self.close(conn).await;
+                        let _ = ack.send(());
+                        return r;
+                    }
+                    Some(Ctl::MotorPower(on)) => {
+                        self.motors_on = on;
+                        let mut out = codec::drive_direct(0, 0).to_vec();
+                        // START alone takes any mode to Passive.
+                        out.push(if on { codec::SAFE } else { codec::START });
+                        s.sent = (0, 0);
+                        s.held = Some(self.wheels.borrow_and_update().seq);
+                        s.last_safe = Instant::now();
+                        self.send(conn, &out).await
+                    }
+                    Some(Ctl::ResetOdometry) => {
+                        self.odometry.reset();
+                        Ok(())
+                    }
+                    Some(Ctl::Stop) => self.wheels_zero(conn, s).await,
+                },
+            };
+            if let Err(e) = step {
+                return Ended::Lost(LinkError::protocol(self.params.port.clone(), e));
+            }
+        }
+    }
+
+    /// A stop, then the OI's STOP (the base goes to Off mode and stops streaming).
+    async fn close(&mut self, conn: &mut Conn) -> Ended {
+        let mut out = codec::drive_direct(0, 0).to_vec();
+        out.push(codec::OI_STOP);
+        match link::write_all(&mut conn.port, &out, WRITE_TIMEOUT).await {
+            Ok(()) => {
+                let _ = tokio::time::timeout(
+                    WRITE_TIMEOUT,
+                    tokio::io::AsyncWriteExt::flush(&mut conn.port),
+                )
+                .await;
+                info!(self.log, "base stopped and OI stopped; port closed");
+            }
+            Err(e) => warn!(self.log, "could not send the stop and STOP"; "error" => %e),
+        }
+        Ended::Closed
+    }
+}
+
+/// Opens the port and brings the base up: START, SAFE (unless the motors are off), STREAM,
+/// the first good frame.
+async fn connect(params: &CreateParams, motors_on: bool, log: &Logger) -> Result<Conn, String> {
+    let path = &params.port;
+    let mut port = link::open_serial(path, params.baud).map_err(|e| e.text)?;
+    let w = |e: std::io::Error| format!("writing to {path}: {e}");
+    let mut out = vec![codec::START];
+    if motors_on {
+        out.push(codec::SAFE);
+    }
+    out.extend_from_slice(&codec::drive_direct(0, 0));
+    out.extend_from_slice(&codec::stream_request());
+    link::write_all(&mut port, &out, WRITE_TIMEOUT)
+        .await
+        .map_err(w)?;
+    let mut parser = Parser::new();
+    let deadline = Instant::now() + Duration::from_secs_f64(params.silence.max(0.5) * 2.0);
+    let mut buf = [0u8; 512];
+    loop {
+        while let Some(ev) = parser.next_event() {
+            if let Event::Frame(first) = ev {
+                info!(log, "Create base streaming"; "mode" => first.mode, "battery_mv" => first.voltage_mv);
+                return Ok(Conn {
+                    port,
+                    parser,
+                    first,
+                });
+            }
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!(
+                "no Create answers on {path} (no sensor stream at {} baud); is the base on and connected?",
+                params.baud
+            ));
+        }
+        match link::read_some(&mut port, &mut buf, left).await {
+            Ok(Some(n)) => parser.push(&buf[..n]),
+            Ok(None) => {}
+            Err(e) => return Err(format!("reading from {path}: {e}")),
+        }
+    }
+}
+
+/// Registers the `create` driver.
+pub fn register(catalog: &mut Catalog) {
+    catalog.register("create", |ctx: DriverContext| {
+        let driver = CreateDriver::new(&ctx)?;
+        let devices = driver.specs();
+        let addr = driver.start();
+        Ok(StartedDriver {
+            handle: DriverHandle::of(&addr),
+            devices,
+        })
+    });
+}
