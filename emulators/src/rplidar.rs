@@ -162,10 +162,10 @@ impl RplidarEmulator {
         Self::q6(i as f64 * PER_CAPSULE as f64 * 360.0 / EXPRESS_PER_TURN)
     }
 
-    /// The angle compensation of measurement `k` of capsule `i`, 1/8 degree (-1..=1: small
-    /// next to the 1/2 degree between measurements, as a real sensor's are).
-    fn dtheta(i: u64, k: usize) -> i8 {
-        ((i as usize + k) % 3) as i8 - 1
+    /// The angle compensation of measurement `k` of capsule `i`, 1/8 degree (0..=2: small
+    /// next to the 1/2 degree between measurements, and read alike by every decoder).
+    fn dtheta(i: u64, k: usize) -> u8 {
+        ((i as usize + k) % 3) as u8
     }
 
     fn capsule(&mut self, i: u64) -> Vec<u8> {

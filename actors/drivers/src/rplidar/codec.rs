@@ -325,14 +325,14 @@ impl Node {
     }
 }
 
-/// A cabin: two distances (mm, 14 bits) and their angle compensations (1/8 degree,
-/// signed 6 bits).
+/// A cabin: two distances (mm, 14 bits) and their angle compensations (1/8 degree, 6
+/// bits; read as Slamtec's own SDK reads them, without a sign).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Cabin {
     /// Distances, mm (0 = no return).
     pub distance: [u16; 2],
-    /// Angle compensations dθ, 1/8 degree (-32..=31).
-    pub dtheta_q3: [i8; 2],
+    /// Angle compensations dθ, 1/8 degree (0..=63).
+    pub dtheta_q3: [u8; 2],
 }
 
 /// A legacy express capsule: the sync nibbles `A` and `5` with the checksum's nibbles,
@@ -372,11 +372,7 @@ impl Capsule {
             let d1 = u16::from_le_bytes([b[o], b[o + 1]]);
             let d2 = u16::from_le_bytes([b[o + 2], b[o + 3]]);
             let low = b[o + 4];
-            let theta = |d: u16, nibble: u8| {
-                let six = (((d & 3) as u8) << 4) | (nibble & 0xF);
-                // Sign-extend the 6 bits.
-                ((six << 2) as i8) >> 2
-            };
+            let theta = |d: u16, nibble: u8| (((d & 3) as u8) << 4) | (nibble & 0xF);
             *c = Cabin {
                 distance: [d1 >> 2, d2 >> 2],
                 dtheta_q3: [theta(d1, low), theta(d2, low >> 4)],
@@ -396,7 +392,7 @@ impl Capsule {
         b[2..4].copy_from_slice(&word.to_le_bytes());
         for (i, c) in self.cabins.iter().enumerate() {
             let o = 4 + 5 * i;
-            let six = |k: usize| (c.dtheta_q3[k] as u8) & 0x3F;
+            let six = |k: usize| c.dtheta_q3[k] & 0x3F;
             let d = |k: usize| ((c.distance[k] & 0x3FFF) << 2) | u16::from(six(k) >> 4);
             b[o..o + 2].copy_from_slice(&d(0).to_le_bytes());
             b[o + 2..o + 4].copy_from_slice(&d(1).to_le_bytes());
@@ -792,7 +788,7 @@ mod tests {
         let mut cabins = [Cabin::default(); CABINS];
         for (i, c) in cabins.iter_mut().enumerate() {
             c.distance = [1000 + i as u16, 16383];
-            c.dtheta_q3 = [(i as i8) - 8, -32];
+            c.dtheta_q3 = [i as u8, 63 - i as u8];
         }
         Capsule {
             start_angle_q6: start_q6,
