@@ -4,11 +4,21 @@
 //! p50/p99/max. Run with `cargo bench --bench hardware`. The reading client uses push-new
 //! mode at 1000 Hz, so the table shows the driver and session path rather than the wait
 //! for a 10 Hz round.
+//!
+//! A second table: the setup time of each newer driver, from the client's `d r` to the
+//! server's reply, on its emulator (goal: under 1 s), and the CPU time of the 0.7.4a `l`
+//! view of a 1081-reading full scan (goal: under 10 us). `-- --quick` runs only that
+//! table, with fewer samples (a few seconds).
 
+use player::emulators::create::CreateEmulator;
 use player::emulators::p2os::P2osEmulator;
+use player::emulators::scene::Scene;
 use player::emulators::sick::SickEmulator;
+use player::emulators::urg::{Model, UrgEmulator};
+use player::emulators::TcpEmulator;
 use player::emulators::{EmuWorld, SerialEmulator};
 use player::settings::Settings;
+use player_client::proto::scan::{laser_view, to_urad, Scan};
 use player_client::{device, Client, DataMode};
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -60,7 +70,104 @@ fn stats(mut v: Vec<Duration>) -> (f64, f64, f64, usize) {
     (at(0.5), at(0.99), ms(*v.last().unwrap()), v.len())
 }
 
+/// The time from `d r` to the reply for `spec`, on a fresh server each time.
+fn setup_time(toml: &str, spec: &str) -> Duration {
+    let (addr, stop, thread) = start_server(toml.to_string());
+    let mut c = Client::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let t0 = Instant::now();
+    c.request(spec).unwrap().check().unwrap();
+    let took = t0.elapsed();
+    drop(c);
+    let _ = stop.send(());
+    let _ = thread.join();
+    took
+}
+
+fn driver_toml(driver: &str, devices: &str, params: &str) -> String {
+    let devs: Vec<String> = devices.chars().map(|c| format!("\"{c}\"")).collect();
+    format!(
+        "[[robot]]\n[[robot.driver]]\ndriver = \"{driver}\"\ndevices = [{}]\n[robot.driver.params]\n{params}\n",
+        devs.join(", ")
+    )
+}
+
+/// Setup times and the `l` view's CPU time.
+fn setups_and_view(quick: bool) {
+    let runs = if quick { 3 } else { 10 };
+    let urg =
+        SerialEmulator::start(UrgEmulator::new(Model::urg_04lx(), Scene::room()), None).unwrap();
+    let utm = TcpEmulator::start(UrgEmulator::new(Model::utm_30lx(), Scene::room())).unwrap();
+    let create = SerialEmulator::start(CreateEmulator::open_floor(), None).unwrap();
+    let sick = SerialEmulator::start(SickEmulator::new(EmuWorld::room()), None).unwrap();
+    let cases = [
+        (
+            "urg (URG-04LX, pty)",
+            driver_toml("urg", "lL", &format!("port = \"{}\"", urg.path().display())),
+            "lrLr",
+        ),
+        (
+            "urg (UTM-30LX-EW, TCP)",
+            driver_toml("urg", "lL", &format!("address = \"{}\"", utm.addr())),
+            "lrLr",
+        ),
+        (
+            "create (pty)",
+            driver_toml(
+                "create",
+                "pm",
+                &format!("port = \"{}\"", create.path().display()),
+            ),
+            "pamr",
+        ),
+        (
+            "sicklms200 (pty)",
+            driver_toml(
+                "sicklms200",
+                "l",
+                &format!("port = \"{}\"", sick.path().display()),
+            ),
+            "lr",
+        ),
+    ];
+    println!();
+    println!("setup time, `d r` to reply, {runs} fresh servers per row (goal < 1000 ms)");
+    println!(
+        "{:<44} {:>9} {:>9} {:>6}",
+        "driver", "p50 ms", "max ms", "n"
+    );
+    for (name, toml, spec) in &cases {
+        let v: Vec<Duration> = (0..runs).map(|_| setup_time(toml, spec)).collect();
+        let (p50, _, max, n) = stats(v);
+        println!("{name:<44} {p50:>9.1} {max:>9.1} {n:>6}");
+    }
+    // The l view of a UTM-30LX scan: 1081 readings over 270 degrees.
+    let inc = to_urad(0.25_f64.to_radians());
+    let scan = Scan {
+        angle_min: -540 * inc,
+        angle_increment: inc,
+        ranges: (0..1081).map(|i| 500 + (i * 13 % 5000) as u16).collect(),
+        intensities: None,
+    };
+    let n = if quick { 20_000 } else { 200_000 };
+    let t0 = Instant::now();
+    let mut sum = 0u64;
+    for _ in 0..n {
+        let l = laser_view(std::hint::black_box(&scan), 30_000);
+        sum += u64::from(l.ranges[180]);
+    }
+    let per = t0.elapsed().as_secs_f64() / f64::from(n) * 1e6;
+    std::hint::black_box(sum);
+    println!();
+    println!("l view of a 1081-reading L scan: {per:.2} us per scan over {n} scans (goal < 10 us)");
+}
+
 fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    setups_and_view(quick);
+    if quick {
+        return;
+    }
     let world = EmuWorld::room();
     let base = SerialEmulator::start(P2osEmulator::new(world.clone()), None).unwrap();
     let laser = SerialEmulator::start(SickEmulator::new(world.clone()), None).unwrap();

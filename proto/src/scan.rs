@@ -154,33 +154,36 @@ pub fn laser_view(scan: &Scan, max_range_mm: u32) -> Laser {
         return out;
     }
     let min = f64::from(scan.angle_min);
+    let inv = 1.0 / inc;
+    let count = n as i64;
     let full = n as f64 * inc.abs() >= 2.0 * PI * URAD - inc.abs() * 0.5;
     let turn = 2.0 * PI * URAD;
     let step = PI / 360.0 * URAD;
+    // The index nearest to position `x` (in increments from the first reading), if any;
+    // a cast truncates, so this rounds without a libm call.
+    let nearest = |x: f64| -> Option<i64> {
+        if x < -0.5 {
+            return None;
+        }
+        let k = (x + 0.5) as i64;
+        (k < count).then_some(k)
+    };
     for (i, slot) in out.ranges.iter_mut().enumerate() {
         let a = (i as f64 - 180.0) * step;
-        let mut k = ((a - min) / inc).round();
-        if full {
-            k = k.rem_euclid(n as f64);
-            // rem_euclid of a value just under n rounds to n.
-            if k >= n as f64 {
-                k = 0.0;
-            }
+        let x = (a - min) * inv;
+        let k = if full {
+            // Any angle is a reading's: wrap into one turn.
+            let k = ((x + 0.5).floor() as i64).rem_euclid(count);
+            Some(k)
         } else {
             // A bin may be reached a turn away (a scan from 0 to 2 pi that is not full).
-            if !(0.0..n as f64).contains(&k) {
-                for shift in [turn, -turn] {
-                    let k2 = ((a + shift - min) / inc).round();
-                    if (0.0..n as f64).contains(&k2) {
-                        k = k2;
-                        break;
-                    }
-                }
-            }
-            if !(0.0..n as f64).contains(&k) {
-                continue;
-            }
-        }
+            nearest(x)
+                .or_else(|| nearest((a + turn - min) * inv))
+                .or_else(|| nearest((a - turn - min) * inv))
+        };
+        let Some(k) = k else {
+            continue;
+        };
         let r = scan.ranges[k as usize];
         if r != 0 {
             *slot = r.min(VIEW_CAP);
