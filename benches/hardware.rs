@@ -12,6 +12,7 @@
 
 use player::emulators::create::CreateEmulator;
 use player::emulators::p2os::P2osEmulator;
+use player::emulators::rplidar::RplidarEmulator;
 use player::emulators::scene::Scene;
 use player::emulators::sick::SickEmulator;
 use player::emulators::urg::{Model, UrgEmulator};
@@ -67,6 +68,8 @@ fn setups_and_view(quick: bool) {
     let utm = TcpEmulator::start(UrgEmulator::new(Model::utm_30lx(), Scene::room())).unwrap();
     let create = SerialEmulator::start(CreateEmulator::open_floor(), None).unwrap();
     let sick = SerialEmulator::start(SickEmulator::new(EmuWorld::room()), None).unwrap();
+    let a1 = SerialEmulator::start(RplidarEmulator::a1(Scene::room()), None).unwrap();
+    let c1 = SerialEmulator::start(RplidarEmulator::c1(Scene::room()), None).unwrap();
     let cases = [
         (
             "urg (URG-04LX, pty)",
@@ -86,6 +89,27 @@ fn setups_and_view(quick: bool) {
                 &format!("port = \"{}\"", create.path().display()),
             ),
             "pamr",
+        ),
+        (
+            "rplidar (A1, standard scan, pty)",
+            driver_toml(
+                "rplidar",
+                "lL",
+                &format!("port = \"{}\"", a1.path().display()),
+            ),
+            "lrLr",
+        ),
+        (
+            "rplidar (C1, express scan, 460800 baud, pty)",
+            driver_toml(
+                "rplidar",
+                "lL",
+                &format!(
+                    "port = \"{}\"\nbaud = 460800\nscan = \"express\"",
+                    c1.path().display()
+                ),
+            ),
+            "lrLr",
         ),
         (
             "sicklms200 (pty)",

@@ -23,6 +23,7 @@ pub mod create;
 pub mod p2os;
 pub mod pty;
 pub mod ptz;
+pub mod rplidar;
 pub mod scene;
 pub mod sick;
 pub mod urg;

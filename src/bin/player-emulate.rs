@@ -11,6 +11,8 @@
 //! player-emulate urg [--link PATH] [--utm]     a Hokuyo URG-04LX (--utm: UTM-30LX) on a pty
 //! player-emulate urg --tcp [--port N]          a Hokuyo UTM-30LX-EW on 127.0.0.1:N (10940)
 //! player-emulate create [--link PATH]          an iRobot Create 2 base in the scene's room
+//! player-emulate rplidar [--link PATH] [--c1]  an RPLIDAR A1 (--c1: C1 at 460800 baud) on a pty
+//!     --health-error   its health check reports an error (code 0x8001)
 //!     --faults         every few seconds a fault: a scan with a bad checksum, junk
 //!                      bytes, two seconds of silence, a restart
 //!     --left-running   start the base open and the laser streaming at 38400 baud, as a
@@ -22,13 +24,14 @@ use player_emulators::acts::ActsEmulator;
 use player_emulators::create::CreateEmulator;
 use player_emulators::p2os::P2osEmulator;
 use player_emulators::ptz::PtzEmulator;
+use player_emulators::rplidar::RplidarEmulator;
 use player_emulators::scene::{Scene, LASER_POSE};
 use player_emulators::sick::SickEmulator;
 use player_emulators::urg::{Model, UrgEmulator};
 use player_emulators::{EmuWorld, Faults, SerialDevice, SerialEmulator, TcpEmulator};
 use std::path::{Path, PathBuf};
 
-const USAGE: &str = "usage: player-emulate (all [--dir DIR] [--port N] | p2os|sick|ptz [--link PATH] | acts [--port N] | urg [--link PATH] [--utm] [--tcp [--port N]] | create [--link PATH]) [--left-running] [--faults]";
+const USAGE: &str = "usage: player-emulate (all [--dir DIR] [--port N] | p2os|sick|ptz [--link PATH] | acts [--port N] | urg [--link PATH] [--utm] [--tcp [--port N]] | create [--link PATH] | rplidar [--link PATH] [--c1] [--health-error]) [--left-running] [--faults]";
 
 struct Options {
     what: String,
@@ -38,6 +41,8 @@ struct Options {
     left_running: bool,
     tcp: bool,
     utm: bool,
+    c1: bool,
+    health_error: bool,
     faults: bool,
 }
 
@@ -52,6 +57,8 @@ fn parse() -> Result<Options, String> {
         left_running: false,
         tcp: false,
         utm: false,
+        c1: false,
+        health_error: false,
         faults: false,
     };
     while let Some(a) = args.next() {
@@ -68,6 +75,8 @@ fn parse() -> Result<Options, String> {
             "--left-running" => o.left_running = true,
             "--tcp" => o.tcp = true,
             "--utm" => o.utm = true,
+            "--c1" => o.c1 = true,
+            "--health-error" => o.health_error = true,
             "--faults" => o.faults = true,
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
@@ -235,6 +244,34 @@ fn run(o: Options) -> Result<(), String> {
                     move |x| f.faults(x),
                     move || g.device(|d| d.bad_checksums += 1),
                     move || h.device(UrgEmulator::restart),
+                );
+                println!("running with faults; interrupt to stop");
+                park();
+            }
+            keep.push(Box::new(e));
+        }
+        "rplidar" => {
+            let mut device = if o.c1 {
+                RplidarEmulator::c1(Scene::room())
+            } else {
+                RplidarEmulator::a1(Scene::room())
+            };
+            if o.health_error {
+                device.fail(0x8001);
+            }
+            let e = serial(
+                "rplidar",
+                "port =",
+                device,
+                link("ttyUSB-RPLIDAR").as_deref(),
+            )?;
+            if o.faults {
+                let e = std::sync::Arc::new(e);
+                let (f, g, h) = (e.clone(), e.clone(), e);
+                fault_cycle(
+                    move |x| f.faults(x),
+                    move || g.device(|d| d.bad_checksums += 1),
+                    move || h.device(RplidarEmulator::restart),
                 );
                 println!("running with faults; interrupt to stop");
                 park();

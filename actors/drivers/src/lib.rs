@@ -6,6 +6,7 @@
 //! - [`create`]: an iRobot Create 2 base over its Open Interface (`p m`).
 //! - [`sick`]: a real SICK LMS-200 laser over a serial line (`l`).
 //! - [`urg`]: a Hokuyo URG/UTM laser, SCIP 2.0 over a serial line or TCP (`l`, `L`).
+//! - [`rplidar`]: a Slamtec RPLIDAR A1/A2/C1 laser over a serial line (`l`, `L`).
 //! - [`laser`]: what the laser drivers share (the `l` view and the `L` full scan).
 //! - [`ptz`]: a real Sony EVI-D30 pan-tilt-zoom camera over a serial line (`z`).
 //! - [`acts`]: ACTS colour vision over TCP (`v`).
@@ -29,6 +30,7 @@ pub mod passthrough;
 pub mod program;
 pub mod ptz;
 pub mod replay;
+pub mod rplidar;
 pub mod sick;
 pub mod sim;
 pub mod urg;
@@ -40,6 +42,7 @@ pub fn register_all(catalog: &mut Catalog) {
     create::register(catalog);
     sick::register(catalog);
     urg::register(catalog);
+    rplidar::register(catalog);
     ptz::register(catalog);
     acts::register(catalog);
     replay::register(catalog);
