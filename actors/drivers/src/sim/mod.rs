@@ -271,7 +271,7 @@ impl SimDriver {
             }
         }
         for &d in &ctx.devices {
-            if !device::ALL.contains(&d) {
+            if !device::ALL.contains(&d) && d != device::FULL_SCAN {
                 return Err(DriverError::not_served(format!(
                     "the simulator has no device '{}'",
                     char::from(d)
@@ -409,6 +409,8 @@ impl SimDriver {
                 ranges: sim.laser(i),
             }
             .encode(),
+            // At most 10000 readings (the world file's check), so this encodes.
+            device::FULL_SCAN => sim.scan(i).encode().unwrap_or_default(),
             device::MISC => {
                 let m = sim.misc(i);
                 wire::Misc {
@@ -497,7 +499,7 @@ impl SimDriver {
             let mut groups: Vec<(f64, Vec<u8>)> = Vec::new();
             for (hz, devices) in [
                 (self.params.base_hz, BASE.to_vec()),
-                (self.params.laser_hz, vec![device::LASER]),
+                (self.params.laser_hz, vec![device::LASER, device::FULL_SCAN]),
                 (self.params.ptz_hz, vec![device::PTZ]),
                 (self.params.vision_hz, vec![device::VISION]),
             ] {

@@ -16,6 +16,7 @@ use serde::Deserialize;
 
 use super::geom::{Shape, Vec2};
 use super::noise::Noise;
+use super::robot::LaserSpec;
 
 /// The shipped example world, `config/worlds/room.toml`.
 pub const ROOM_TOML: &str = include_str!("../../../../../config/worlds/room.toml");
@@ -59,6 +60,9 @@ pub struct RobotPlacement {
     pub port: Option<u16>,
     /// The device codes it serves, if the file lists them (default: all seven).
     pub devices: Option<Vec<u8>>,
+    /// Its laser (`laser_fov_deg`, `laser_resolution_deg`, `laser_max_mm`; default the
+    /// Pioneer's SICK LMS-200).
+    pub laser: LaserSpec,
 }
 
 /// A puck's starting place.
@@ -833,6 +837,7 @@ impl WorldMap {
                     channel,
                     port: robot.port,
                     devices,
+                    laser: laser_spec(origin, key, robot)?,
                 },
             )?;
         }
@@ -891,7 +896,7 @@ impl WorldMap {
 }
 
 /// The device codes of the simulated robot.
-const DEVICE_CODES: &[u8] = b"psmglzv";
+const DEVICE_CODES: &[u8] = b"psmglzvL";
 
 /// Top-level sections a world file may have.
 const SECTIONS: [&str; 11] = [
@@ -901,11 +906,13 @@ const SECTIONS: [&str; 11] = [
 
 /// The device sets a world file can name with `kind`: a "simple" robot (wheels and sonar,
 /// the swarm researcher's robot), the full Pioneer, and a base with a laser and bumpers
-/// (the TurtleBot-like robot: a round base, its bumpers and a scanning laser).
-pub const ROBOT_KINDS: [(&str, &[u8]); 3] = [
+/// (the TurtleBot-like robot: a round base, its bumpers and a scanning laser), and the same
+/// with the full scan device `L` too (`turtlebot`, as `config/create-rplidar.toml` serves).
+pub const ROBOT_KINDS: [(&str, &[u8]); 4] = [
     ("simple", b"ps"),
     ("pioneer", b"psmglzv"),
     ("base-laser", b"pml"),
+    ("turtlebot", b"pmlL"),
 ];
 
 /// Most robots one world file may place.
@@ -981,6 +988,54 @@ struct RobotSpec {
     colour: Option<String>,
     kind: Option<String>,
     devices: Option<Vec<String>>,
+    laser_fov_deg: Option<f64>,
+    laser_resolution_deg: Option<f64>,
+    laser_max_mm: Option<f64>,
+}
+
+/// A robot's laser from its `laser_*` keys (each defaulting to the SICK LMS-200's).
+fn laser_spec(origin: &str, key: &str, robot: &RobotSpec) -> Result<LaserSpec, WorldError> {
+    let d = LaserSpec::default();
+    let laser = LaserSpec {
+        fov_deg: robot.laser_fov_deg.unwrap_or(d.fov_deg),
+        resolution_deg: robot.laser_resolution_deg.unwrap_or(d.resolution_deg),
+        max_mm: robot.laser_max_mm.unwrap_or(d.max_mm),
+    };
+    let bad = |k: &str, why: String| WorldError::key(origin, format!("{key}.{k}"), why);
+    if !(laser.fov_deg.is_finite() && laser.fov_deg > 0.0 && laser.fov_deg <= 360.0) {
+        return Err(bad(
+            "laser_fov_deg",
+            format!(
+                "expected degrees above 0, at most 360, got {}",
+                laser.fov_deg
+            ),
+        ));
+    }
+    let r = laser.resolution_deg;
+    if !(r.is_finite() && r > 0.0 && r <= laser.fov_deg) {
+        return Err(bad(
+            "laser_resolution_deg",
+            format!("expected degrees above 0, at most the field of view, got {r}"),
+        ));
+    }
+    if laser.count() > player_proto::scan::MAX_COUNT {
+        return Err(bad(
+            "laser_resolution_deg",
+            format!(
+                "{} readings per scan; the full scan device carries at most {}",
+                laser.count(),
+                player_proto::scan::MAX_COUNT
+            ),
+        ));
+    }
+    let m = laser.max_mm;
+    if !(m.is_finite() && m >= 100.0 && m <= f64::from(u16::MAX)) {
+        return Err(bad(
+            "laser_max_mm",
+            format!("expected mm from 100 to 65535, got {m}"),
+        ));
+    }
+    Ok(laser)
 }
 
 /// `[[swarm]]`: `count` robots placed by a pattern.
@@ -1246,6 +1301,7 @@ impl WorldMap {
                             channel,
                             port: port_of(k)?,
                             devices: devices.clone(),
+                            laser: LaserSpec::default(),
                         },
                     )?;
                     placed = true;
@@ -1338,6 +1394,7 @@ impl WorldMap {
                         channel,
                         port: port_of(k)?,
                         devices: devices.clone(),
+                        laser: LaserSpec::default(),
                     },
                 )?;
                 k += 1;

@@ -34,7 +34,7 @@ pub use map::{
 };
 pub use noise::Noise;
 pub use robot::{
-    Body, GripperReading, MiscReading, PositionReading, RobotParams, SimRobot, Solids,
+    Body, GripperReading, LaserSpec, MiscReading, PositionReading, RobotParams, SimRobot, Solids,
     LASER_MAX_MM, LASER_SAMPLES, SONAR_MAX_MM, SONAR_POSES,
 };
 pub use simworld::{Puck, SimWorld, TruthRecord};

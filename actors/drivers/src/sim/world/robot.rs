@@ -27,6 +27,7 @@ use super::gripper::Gripper;
 use super::map::{WorldMap, ROBOT_RADIUS_MM};
 use super::noise::{self, Noise, NoiseKey};
 use super::rng::Rng;
+use player_proto::scan::{self, Scan};
 
 /// Translational speed limit, mm/s.
 pub const MAX_SPEED_MM_S: f64 = 500.0;
@@ -186,6 +187,54 @@ pub struct RobotParams {
     /// Acceleration of each wheel in direct wheel mode, mm/s^2 (default
     /// [`WHEEL_ACCEL_MM_S2`]; `f64::INFINITY` makes commands take effect at once).
     pub wheel_accel_mm_s2: f64,
+    /// The laser: field of view, resolution, range (default: the Pioneer's SICK LMS-200).
+    pub laser: LaserSpec,
+}
+
+/// A simulated scanning laser, centred on straight ahead.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LaserSpec {
+    /// Field of view, degrees (at most 360; 360 is a full circle, like an RPLIDAR's).
+    pub fov_deg: f64,
+    /// Angle between readings, degrees.
+    pub resolution_deg: f64,
+    /// Maximum range, mm: a ray that hits nothing closer is no return.
+    pub max_mm: f64,
+}
+
+impl Default for LaserSpec {
+    /// The SICK LMS-200 of the Pioneer: 180 degrees at 0.5 degree steps, 8 m.
+    fn default() -> LaserSpec {
+        LaserSpec {
+            fov_deg: 180.0,
+            resolution_deg: 0.5,
+            max_mm: LASER_MAX_MM,
+        }
+    }
+}
+
+impl LaserSpec {
+    /// Whether the readings go all the way round (the last one a step short of the first).
+    pub fn full_circle(&self) -> bool {
+        self.fov_deg >= 360.0 - self.resolution_deg * 0.5
+    }
+
+    /// Number of readings per scan: both ends of the field of view, or one turn's worth
+    /// for a full circle.
+    pub fn count(&self) -> usize {
+        let steps = (self.fov_deg / self.resolution_deg).round() as usize;
+        if self.full_circle() {
+            steps
+        } else {
+            steps + 1
+        }
+    }
+
+    /// Angle of the first reading (the right end of the field of view), degrees, counter-
+    /// clockwise from straight ahead.
+    pub fn first_deg(&self) -> f64 {
+        -self.fov_deg / 2.0
+    }
 }
 
 impl Default for RobotParams {
@@ -196,6 +245,7 @@ impl Default for RobotParams {
             battery_volts: BATTERY_FULL_V,
             laser_x_mm: 0.0,
             wheel_accel_mm_s2: WHEEL_ACCEL_MM_S2,
+            laser: LaserSpec::default(),
         }
     }
 }
@@ -545,36 +595,108 @@ impl SimRobot {
         out
     }
 
-    /// The 361 laser ranges in mm: index 0 at the robot's right, 180 straight ahead, 360 at
-    /// its left, 0.5 degrees apart; 8000 when nothing is hit.
+    /// The 361 laser ranges in mm of the 0.7.4a `l` device: index 0 at the robot's right,
+    /// 180 straight ahead, 360 at its left, 0.5 degrees apart; the laser's maximum range
+    /// when nothing is hit. For the default laser (a SICK LMS-200) these are its own rays;
+    /// for any other ([`SimRobot::set_laser`]) the `l` view of its scan
+    /// ([`player_proto::scan::laser_view`]: bins outside its field of view read its maximum
+    /// range).
     pub fn laser(&self) -> [u16; LASER_SAMPLES] {
         self.laser_among(&[])
     }
 
     /// As [`SimRobot::laser`], with `others` in the world (solid ones reflect).
     pub fn laser_among(&self, others: &[Body]) -> [u16; LASER_SAMPLES] {
+        self.view(self.rays_among(others))
+    }
+
+    /// As [`SimRobot::laser`], with `solids` (other robots and solid bodies) in the world:
+    /// each ray is cast at the map, then at the solids up to what the map gave.
+    pub fn laser_with(&self, solids: &impl Solids) -> [u16; LASER_SAMPLES] {
+        self.view(self.rays_with(solids))
+    }
+
+    /// The full scan (`L`) of this robot's laser: its own rays, counter-clockwise from the
+    /// right end of its field of view, 0 where a ray hits nothing within its range.
+    pub fn scan(&self) -> Scan {
+        self.scan_among(&[])
+    }
+
+    /// As [`SimRobot::scan`], with `others` in the world (solid ones reflect).
+    pub fn scan_among(&self, others: &[Body]) -> Scan {
+        self.scan_of(self.rays_among(others))
+    }
+
+    /// As [`SimRobot::scan`], with `solids` (other robots and solid bodies) in the world.
+    pub fn scan_with(&self, solids: &impl Solids) -> Scan {
+        self.scan_of(self.rays_with(solids))
+    }
+
+    /// The laser this robot carries.
+    pub fn laser_spec(&self) -> LaserSpec {
+        self.params.laser
+    }
+
+    /// Gives this robot another laser (field of view, resolution, range).
+    pub fn set_laser(&mut self, laser: LaserSpec) {
+        self.params.laser = laser;
+    }
+
+    fn scan_of(&self, rays: Vec<u16>) -> Scan {
+        let l = self.params.laser;
+        let far = l.max_mm.round() as u16;
+        Scan {
+            angle_min: scan::to_urad(l.first_deg().to_radians()),
+            angle_increment: scan::to_urad(l.resolution_deg.to_radians()),
+            ranges: rays
+                .into_iter()
+                .map(|r| if r >= far { 0 } else { r })
+                .collect(),
+            intensities: None,
+        }
+    }
+
+    /// The `l` reading of the rays: the rays themselves for the default laser (whose rays
+    /// are the `l` bins), else the `l` view of the scan.
+    fn view(&self, rays: Vec<u16>) -> [u16; LASER_SAMPLES] {
+        if self.params.laser == LaserSpec::default() {
+            let mut out = [0u16; LASER_SAMPLES];
+            out.copy_from_slice(&rays);
+            return out;
+        }
+        let max = self.params.laser.max_mm.round() as u32;
+        self.scan_of(rays).laser_view(max).ranges
+    }
+
+    /// The laser's rays, mm (its maximum range where nothing is hit), with `others`.
+    fn rays_among(&self, others: &[Body]) -> Vec<u16> {
+        let l = self.params.laser;
+        let n = l.count();
         let (x, y, th) = self.pose;
         let origin = self.laser_origin();
-        let near = within(others, Vec2::new(x, y), LASER_MAX_MM + ROBOT_RADIUS_MM);
-        let angle = |i: usize| th + (-90.0 + 0.5 * i as f64).to_radians();
-        let mut ranges = [0.0f64; LASER_SAMPLES];
+        let near = within(others, Vec2::new(x, y), l.max_mm + ROBOT_RADIUS_MM);
+        let first = l.first_deg();
+        let res = l.resolution_deg;
+        let angle = |i: usize| th + (first + res * i as f64).to_radians();
+        let mut ranges = vec![0.0f64; n];
         for (i, r) in ranges.iter_mut().enumerate() {
-            *r = self.map.range(origin, angle(i), LASER_MAX_MM);
+            *r = self.map.range(origin, angle(i), l.max_mm);
         }
-        // Each body only against the rays of the angle it covers.
+        // Each body only against the rays of the angle it covers (a full circle: all rays,
+        // as the window may wrap).
         for b in &near {
             let (lo, hi) = match angular_window(origin, b) {
-                None => (0, LASER_SAMPLES - 1),
-                Some((bearing, width)) => {
+                Some((bearing, width)) if !l.full_circle() => {
                     let rel = normalize_angle(bearing - th).to_degrees();
                     let w = width.to_degrees();
-                    let lo = ((rel - w + 90.0) / 0.5).floor();
-                    let hi = ((rel + w + 90.0) / 0.5).ceil();
-                    if hi < 0.0 || lo > (LASER_SAMPLES - 1) as f64 {
+                    let lo = ((rel - w - first) / res).floor();
+                    let hi = ((rel + w - first) / res).ceil();
+                    if hi < 0.0 || lo > (n - 1) as f64 {
                         continue;
                     }
-                    (lo.max(0.0) as usize, (hi as usize).min(LASER_SAMPLES - 1))
+                    (lo.max(0.0) as usize, (hi as usize).min(n - 1))
                 }
+                _ => (0, n - 1),
             };
             for (i, r) in ranges.iter_mut().enumerate().take(hi + 1).skip(lo) {
                 if let Some(t) = ray_circle(origin, Vec2::from_angle(angle(i)), b.center, b.radius)
@@ -583,50 +705,45 @@ impl SimRobot {
                 }
             }
         }
+        self.finish_rays(ranges)
+    }
+
+    /// The laser's rays, mm (its maximum range where nothing is hit), with `solids`.
+    fn rays_with(&self, solids: &impl Solids) -> Vec<u16> {
+        let l = self.params.laser;
+        let th = self.pose.2;
+        let origin = self.laser_origin();
+        let mut ranges = vec![0.0f64; l.count()];
+        for (i, r) in ranges.iter_mut().enumerate() {
+            let angle = th + (l.first_deg() + l.resolution_deg * i as f64).to_radians();
+            let d = self.map.range(origin, angle, l.max_mm);
+            *r = match solids.first_hit(origin, Vec2::from_angle(angle), d) {
+                Some((t, _)) => t.min(d),
+                None => d,
+            };
+        }
+        self.finish_rays(ranges)
+    }
+
+    /// Noise on the rays that hit something, then whole millimetres.
+    fn finish_rays(&self, mut ranges: Vec<f64>) -> Vec<u16> {
+        let max = self.params.laser.max_mm;
         if self.noise.laser_sigma_mm > 0.0 {
             let mut rng = self.noise_rng(noise::LASER);
-            for r in ranges.iter_mut().filter(|r| **r < LASER_MAX_MM) {
+            for r in ranges.iter_mut().filter(|r| **r < max) {
                 *r += rng.gaussian() * self.noise.laser_sigma_mm;
             }
         }
-        let mut out = [0u16; LASER_SAMPLES];
-        for (o, r) in out.iter_mut().zip(ranges) {
-            *o = r.round().clamp(0.0, LASER_MAX_MM) as u16;
-        }
-        out
+        ranges
+            .into_iter()
+            .map(|r| r.round().clamp(0.0, max) as u16)
+            .collect()
     }
 
     /// Where the laser sits in the world, mm.
     pub fn laser_origin(&self) -> Vec2 {
         let (x, y, th) = self.pose;
         Vec2::new(x, y) + Vec2::from_angle(th) * self.params.laser_x_mm
-    }
-
-    /// As [`SimRobot::laser`], with `solids` (other robots and solid bodies) in the world:
-    /// each ray is cast at the map, then at the solids up to what the map gave.
-    pub fn laser_with(&self, solids: &impl Solids) -> [u16; LASER_SAMPLES] {
-        let th = self.pose.2;
-        let origin = self.laser_origin();
-        let mut ranges = [0.0f64; LASER_SAMPLES];
-        for (i, r) in ranges.iter_mut().enumerate() {
-            let angle = th + (-90.0 + 0.5 * i as f64).to_radians();
-            let d = self.map.range(origin, angle, LASER_MAX_MM);
-            *r = match solids.first_hit(origin, Vec2::from_angle(angle), d) {
-                Some((t, _)) => t.min(d),
-                None => d,
-            };
-        }
-        if self.noise.laser_sigma_mm > 0.0 {
-            let mut rng = self.noise_rng(noise::LASER);
-            for r in ranges.iter_mut().filter(|r| **r < LASER_MAX_MM) {
-                *r += rng.gaussian() * self.noise.laser_sigma_mm;
-            }
-        }
-        let mut out = [0u16; LASER_SAMPLES];
-        for (o, r) in out.iter_mut().zip(ranges) {
-            *o = r.round().clamp(0.0, LASER_MAX_MM) as u16;
-        }
-        out
     }
 
     /// Distance along a ray to the first solid of the map or of `solids`, capped at `max`.

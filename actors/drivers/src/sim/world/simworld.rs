@@ -19,6 +19,7 @@
 //! paddles open and the lift down a puck can enter the mouth; closing paddles grip a puck in
 //! it; the lift then carries it; opening the paddles lets it go.
 
+use player_proto::scan::Scan;
 use std::io::{self, Write};
 use std::sync::Arc;
 
@@ -225,7 +226,8 @@ impl SimWorld {
             world.add_robot("robot0", map.start_pose(), None);
         } else {
             for r in map.robots() {
-                world.add_robot(&r.name, r.pose, r.channel);
+                let i = world.add_robot(&r.name, r.pose, r.channel);
+                world.members[i].robot.set_laser(r.laser);
             }
         }
         world
@@ -565,6 +567,14 @@ impl SimWorld {
         match self.solids_for(i) {
             Ok(others) => self.robot(i).laser_with(&others),
             Err(all) => self.robot(i).laser_among(&all),
+        }
+    }
+
+    /// Robot `i`'s full laser scan (`L`), from the same rays as [`SimWorld::laser`].
+    pub fn scan(&self, i: usize) -> Scan {
+        match self.solids_for(i) {
+            Ok(others) => self.robot(i).scan_with(&others),
+            Err(all) => self.robot(i).scan_among(&all),
         }
     }
 
