@@ -1,7 +1,9 @@
 //! The manual's two sonar obstacle avoiders (Figure 3's "hello world" and Appendix C.4's
 //! Java example, as ported in `player_client::manual`) driving the simulated Pioneer of
-//! every shipped world for 60 s of simulated time: the robot must keep moving, as a real
-//! Pioneer running them does, instead of wiggling or parking in place.
+//! every shipped world whose robot has sonar for 60 s of simulated time: the robot must keep
+//! moving, as a real Pioneer running them does, instead of wiggling or parking in place. Their
+//! laser cousin (a 2000-style client reading only `l`) drives the TurtleBot-like robot of
+//! `config/worlds/turtlebot.toml` the same way.
 //!
 //! The loop is the examples' own, at the server's default 10 Hz: read the sonar, compute
 //! the command, send it, let 100 ms of simulated time pass. The world runs as fast as the
@@ -35,6 +37,15 @@ fn shipped_worlds() -> Vec<PathBuf> {
     worlds.sort();
     assert!(worlds.len() >= 3, "shipped worlds: {worlds:?}");
     worlds
+}
+
+/// Whether the driven robot (robot 0) of `map` has sonar (its devices, when listed, name
+/// `s`).
+fn has_sonar(map: &WorldMap) -> bool {
+    map.robots()
+        .first()
+        .and_then(|r| r.devices.as_deref())
+        .is_none_or(|d| d.contains(&b's'))
 }
 
 /// What one run did: the true positions of the driven robot after every round.
@@ -90,6 +101,10 @@ fn check_keeps_moving(name: &str, step: Step) {
     let mut failures = Vec::new();
     for path in shipped_worlds() {
         let map = WorldMap::from_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        if !has_sonar(&map) {
+            // A robot without sonar (the TurtleBot-like one): the laser avoider's world.
+            continue;
+        }
         let run = Run::drive(SimWorld::new(Arc::new(map)), step);
         let travelled = run.travelled();
         let (worst, at) = run.worst_window();
@@ -133,4 +148,68 @@ fn the_same_seed_gives_the_same_run_and_another_seed_another() {
     let a = run(11);
     assert_eq!(a, run(11), "seed 11 twice");
     assert_ne!(a, run(12), "seeds 11 and 12");
+}
+
+/// The sonar avoiders' laser cousin, written as a 2000 client would write it against the
+/// 0.7.4a `l` device only (361 readings, index i at (i * 0.5 - 90) degrees): when anything
+/// within 30 degrees of ahead (bins 120 to 240) is under 500 mm, stop and turn at 30 deg/s
+/// toward the side (right half or left half of the scan) whose readings sum larger; else
+/// drive forward at 200 mm/s.
+fn laser_avoid_step(l: &[u16; 361]) -> (i16, i16) {
+    if l[120..=240].iter().any(|&r| r < 500) {
+        let right: u32 = l[..180].iter().map(|&r| u32::from(r)).sum();
+        let left: u32 = l[181..].iter().map(|&r| u32::from(r)).sum();
+        (0, if left > right { 30 } else { -30 })
+    } else {
+        (200, 0)
+    }
+}
+
+#[test]
+fn the_laser_avoider_keeps_moving_on_the_simulated_turtlebot() {
+    let world = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/worlds/turtlebot.toml");
+    let map = WorldMap::from_file(&world).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        map.robots()[0].devices.as_deref(),
+        Some(&b"pmlL"[..]),
+        "the TurtleBot-like robot"
+    );
+    let mut world = SimWorld::new(Arc::new(map));
+    let rounds = (RUN_S / ROUND_S).round() as usize;
+    let mut path = Vec::with_capacity(rounds + 1);
+    let (x, y, _) = world.robot(0).true_pose();
+    path.push((x, y));
+    let (mut turns, mut reversals, mut last_turn) = (0, 0, 0i16);
+    for _ in 0..rounds {
+        let (speed, turn) = laser_avoid_step(&world.laser(0));
+        if turn != 0 {
+            turns += 1;
+            if last_turn != 0 && turn.signum() != last_turn.signum() {
+                reversals += 1;
+            }
+            last_turn = turn;
+        }
+        world.robot_mut(0).set_velocity(speed, turn);
+        world.run(ROUND_S);
+        let (x, y, _) = world.robot(0).true_pose();
+        path.push((x, y));
+    }
+    let run = Run { path };
+    let travelled = run.travelled();
+    let (worst, at) = run.worst_window();
+    let per_metre = f64::from(reversals) / (travelled / 1000.0);
+    println!(
+        "laser avoider in turtlebot.toml: travelled {travelled:.0} mm in {RUN_S} s; {turns} \
+         turning rounds, {reversals} turn reversals ({per_metre:.2} per metre); least progress \
+         in a {WINDOW_S} s window {worst:.0} mm (from t = {at:.1} s)"
+    );
+    assert!(travelled >= 5000.0, "travelled only {travelled:.0} mm");
+    assert!(
+        worst >= MIN_WINDOW_MM,
+        "stayed within {worst:.0} mm for {WINDOW_S} s from t = {at:.1} s"
+    );
+    assert!(
+        per_metre <= 1.0,
+        "{reversals} turn reversals in {travelled:.0} mm: dithering"
+    );
 }
