@@ -213,3 +213,30 @@ fn the_laser_avoider_keeps_moving_on_the_simulated_turtlebot() {
         "{reversals} turn reversals in {travelled:.0} mm: dithering"
     );
 }
+
+#[test]
+fn the_simulated_turtlebot_serves_l_as_the_view_of_its_full_scan_over_tcp() {
+    use player_client::{device, DataMode};
+    use player_testkit::hw::{read_new_until, robot_toml, start_server};
+    let world = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/worlds/turtlebot.toml");
+    let server = start_server(&robot_toml(&[(
+        "sim",
+        "pmlL",
+        &format!("world = \"{}\"", world.display()),
+    )]));
+    let mut c = server.client();
+    c.request("lrLr").unwrap().check().unwrap();
+    c.set_data_mode(DataMode::PushNew).unwrap();
+    read_new_until(&mut c, "l and L in one round", |r| {
+        r.is_updated(device::FULL_SCAN) && r.is_updated(device::LASER)
+    });
+    let r = c.round();
+    let (scan, l) = (r.scan.clone().unwrap(), r.laser.clone().unwrap());
+    assert_eq!(scan.ranges.len(), 360, "one reading per degree");
+    assert_eq!(scan.angle_min, -3_141_593, "the first straight behind");
+    assert_eq!(scan.angle_increment, 17453, "counter-clockwise, 1 degree");
+    // The room is 8 m x 6 m: every ray hits a wall within 12 m.
+    assert!(scan.ranges.iter().all(|&v| v > 0 && v < 10000), "{scan:?}");
+    // `l` is the 0.7.4a view of the same rays, taken at the same instant.
+    assert_eq!(l.ranges, scan.laser_view(12000).ranges);
+}

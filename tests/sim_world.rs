@@ -9,8 +9,8 @@ use std::sync::Arc;
 use player::drivers::sim::world::camera::horizontal_fov;
 use player::drivers::sim::world::gripper::{beams, cmd, state};
 use player::drivers::sim::world::{
-    ColouredObject, Noise, ObjectShape, PuckPlacement, RobotPlacement, SimWorld, TruthFormat,
-    WorldMap,
+    ColouredObject, LaserSpec, Noise, ObjectShape, PuckPlacement, RobotPlacement, SimWorld,
+    TruthFormat, WorldMap,
 };
 
 fn placed(name: &str, x: f64, y: f64, heading_deg: f64, channel: Option<u8>) -> RobotPlacement {
@@ -20,6 +20,7 @@ fn placed(name: &str, x: f64, y: f64, heading_deg: f64, channel: Option<u8>) -> 
         channel,
         port: None,
         devices: None,
+        laser: LaserSpec::default(),
     }
 }
 
