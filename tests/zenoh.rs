@@ -425,16 +425,25 @@ fn the_liveliness_token_lives_while_the_server_runs() {
         .expect("the token, as the subscriber starts");
     assert_eq!(first.kind(), SampleKind::Put);
     assert_eq!(first.key_expr().as_str(), "player/pioneer/@alive");
-    let tokens = z
-        .liveliness()
-        .get("player/*/@alive")
-        .timeout(Duration::from_secs(10))
-        .wait()
-        .unwrap();
-    let mut alive = Vec::new();
-    while let Ok(Some(r)) = tokens.recv_timeout(Duration::from_secs(12)) {
-        alive.push(r.result().unwrap().key_expr().as_str().to_string());
-    }
+    // A liveliness query asked at once can come back empty while the client's routing of
+    // the token it was just told of settles (seen about once in ten runs): ask again until
+    // one answers, within a deadline; every answer must be exactly the one token.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let alive = loop {
+        let tokens = z
+            .liveliness()
+            .get("player/*/@alive")
+            .timeout(Duration::from_secs(3))
+            .wait()
+            .unwrap();
+        let mut alive = Vec::new();
+        while let Ok(Some(r)) = tokens.recv_timeout(Duration::from_secs(4)) {
+            alive.push(r.result().unwrap().key_expr().as_str().to_string());
+        }
+        if !alive.is_empty() || Instant::now() >= deadline {
+            break alive;
+        }
+    };
     assert_eq!(alive, ["player/pioneer/@alive"]);
     server.shutdown();
     let deadline = Instant::now() + Duration::from_secs(20);
