@@ -616,6 +616,54 @@ fn record_and_replay_flags_and_keys() {
 }
 
 #[test]
+fn a_full_scan_is_recorded_raw_and_on_the_viewers_scan_channel() {
+    use player::emulators::scene::Scene;
+    use player::emulators::urg::{Model, UrgEmulator};
+    use player::emulators::TcpEmulator;
+    use player_client::proto::scan::Scan;
+    let emu = TcpEmulator::start(UrgEmulator::new(Model::utm_30lx(), Scene::room())).unwrap();
+    let toml = hw::robot_toml(&[("urg", "lL", &format!("address = \"{}\"", emu.addr()))]);
+    let mut settings = player::settings::Settings::from_toml(&toml, "test").unwrap();
+    let file = scratch("full-scan").join("scan.mcap");
+    settings.record.path = file.display().to_string();
+    let server = start_server_with(settings, player::builtin_catalog());
+    let mut c = player_client::Client::connect(server.addr()).unwrap();
+    c.set_read_timeout(Some(TIMEOUT)).unwrap();
+    c.request("Lr").unwrap().check().unwrap();
+    let mut scans = 0;
+    hw::read_until(&mut c, "five full scans", |r| {
+        scans += usize::from(r.scan.is_some());
+        scans >= 5
+    });
+    drop(c);
+    server.shutdown();
+    let bytes = std::fs::read(&file).unwrap();
+    let (mut raw, mut foxglove) = (0, 0);
+    for m in mcap::MessageStream::new(&bytes).unwrap() {
+        let m = m.unwrap();
+        match m.channel.topic.as_str() {
+            "/hw/L" => {
+                assert_eq!(m.channel.message_encoding, RAW_ENCODING);
+                let s = Scan::decode(&m.data).expect("an L payload");
+                assert_eq!(s.ranges.len(), 1081);
+                raw += 1;
+            }
+            "/hw/scan" => {
+                let schema = m.channel.schema.as_ref().expect("a schema");
+                assert_eq!(schema.name, "foxglove.LaserScan");
+                let v: serde_json::Value = serde_json::from_slice(&m.data).unwrap();
+                assert_eq!(v["ranges"].as_array().unwrap().len(), 1081);
+                assert_eq!(v["ranges"][780], 0.9);
+                foxglove += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(raw >= 1, "no raw L messages");
+    assert_eq!(raw, foxglove, "one /hw/scan message per L reading");
+}
+
+#[test]
 fn a_recording_has_message_indexes_a_summary_and_log_times_from_one_clock() {
     let file = record_driven("indexed", 3);
     let bytes = std::fs::read(&file).unwrap();

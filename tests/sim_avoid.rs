@@ -1,9 +1,13 @@
 //! The manual's two sonar obstacle avoiders (Figure 3's "hello world" and Appendix C.4's
-//! Java example, as ported in `player_client::manual`) driving the simulated Pioneer of
-//! every shipped world whose robot has sonar for 60 s of simulated time: the robot must keep
-//! moving, as a real Pioneer running them does, instead of wiggling or parking in place. Their
-//! laser cousin (a 2000-style client reading only `l`) drives the TurtleBot-like robot of
-//! `config/worlds/turtlebot.toml` the same way.
+//! Java example, as ported in `player_client::manual`) and the C++ sonar avoider of 2000
+//! driving the simulated Pioneer of every shipped world whose robot has sonar for 60 s of
+//! simulated time: the robot must keep moving, as a real Pioneer running them does, instead
+//! of wiggling or parking in place. The C++ avoider stops and turns on the spot toward the
+//! more open side whenever something is ahead; were the sonar's noise a fresh coin per
+//! reading, a robot standing still would see the two sides swap order reading by reading and
+//! the avoider would flip its turn for good: it must not dither so. Their laser cousin (a
+//! 2000-style client reading only `l`) drives the TurtleBot-like robot of
+//! `config/worlds/turtlebot.toml` (which has no sonar) the same way.
 //!
 //! The loop is the examples' own, at the server's default 10 Hz: read the sonar, compute
 //! the command, send it, let 100 ms of simulated time pass. The world runs as fast as the
@@ -48,9 +52,11 @@ fn has_sonar(map: &WorldMap) -> bool {
         .is_none_or(|d| d.contains(&b's'))
 }
 
-/// What one run did: the true positions of the driven robot after every round.
+/// What one run did: the true positions of the driven robot after every round, and its
+/// turn commands.
 struct Run {
     path: Vec<(f64, f64)>,
+    turns: Vec<i16>,
 }
 
 impl Run {
@@ -58,16 +64,30 @@ impl Run {
     fn drive(mut world: SimWorld, step: Step) -> Run {
         let rounds = (RUN_S / ROUND_S).round() as usize;
         let mut path = Vec::with_capacity(rounds + 1);
+        let mut turns = Vec::with_capacity(rounds);
         let (x, y, _) = world.robot(0).true_pose();
         path.push((x, y));
         for _ in 0..rounds {
             let (speed, turn) = step(&world.sonar(0));
             world.robot_mut(0).set_velocity(speed, turn);
+            turns.push(turn);
             world.run(ROUND_S);
             let (x, y, _) = world.robot(0).true_pose();
             path.push((x, y));
         }
-        Run { path }
+        Run { path, turns }
+    }
+
+    /// How many times in the last `DITHER_S` seconds the turn command reversed (left to
+    /// right or back from one round to the next), and in how many rounds of them it turned.
+    fn late_reversals(&self) -> (usize, usize) {
+        let n = (DITHER_S / ROUND_S).round() as usize;
+        let late = &self.turns[self.turns.len().saturating_sub(n)..];
+        let reversals = late
+            .windows(2)
+            .filter(|w| i32::from(w[0]) * i32::from(w[1]) < 0)
+            .count();
+        (reversals, late.iter().filter(|&&t| t != 0).count())
     }
 
     /// Path length, mm.
@@ -137,6 +157,60 @@ fn sonar_avoidance_keeps_moving_in_every_shipped_world() {
     check_keeps_moving("C.4 (sonar_avoid)", manual::sonar_avoid_step);
 }
 
+/// The C++ sonar avoider of 2000: when any of sonars 2 to 5 reads under 500 mm it stops
+/// and turns at 30 degrees/s toward the side whose sonars (0 + 1 or 6 + 7) sum larger;
+/// under 300 mm it backs up; otherwise it drives ahead. Its speeds are not in the manual:
+/// 200 mm/s ahead and back.
+fn cpp_avoid_step(sonar: &[u16; 16]) -> (i16, i16) {
+    let nearest = sonar[2..6].iter().copied().min().unwrap_or(5000);
+    let left = u32::from(sonar[0]) + u32::from(sonar[1]);
+    let right = u32::from(sonar[6]) + u32::from(sonar[7]);
+    let turn = if left > right { 30 } else { -30 };
+    match nearest {
+        0..=299 => (-200, 0),
+        300..=499 => (0, turn),
+        _ => (200, 0),
+    }
+}
+
+/// The last stretch of a run in which the C++ avoider's turns are counted, s.
+const DITHER_S: f64 = 20.0;
+
+/// The seeds each world's C++ avoider run is repeated with (its noise, hence its path,
+/// differ).
+const DITHER_SEEDS: u64 = 8;
+
+#[test]
+fn the_2000_cpp_avoider_does_not_dither_for_good_in_any_shipped_world() {
+    let mut failures = Vec::new();
+    for path in shipped_worlds() {
+        let world = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !has_sonar(&WorldMap::from_file(&path).unwrap_or_else(|e| panic!("{e}"))) {
+            continue; // the TurtleBot-like robot: the laser avoider's world
+        }
+        for seed in 0..DITHER_SEEDS {
+            let map = WorldMap::from_file(&path)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .with_seed(seed);
+            let run = Run::drive(SimWorld::new(Arc::new(map)), cpp_avoid_step);
+            let (reversals, turning) = run.late_reversals();
+            println!(
+                "C++ 2000 avoider in {world}, seed {seed}: in the last {DITHER_S} s, {turning} \
+                 rounds turning, {reversals} reversals of the turn"
+            );
+            // Dithering for good: the turn flipping in most rounds of the run's end, as
+            // it does when the two sides' sums swap order reading by reading. Turning one
+            // way, then the other once the view has changed, is a decision.
+            if reversals * 2 > turning && reversals >= 10 {
+                failures.push(format!(
+                    "{world}, seed {seed}: {reversals} reversals in {turning} rounds of turning"
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "dithering:\n{}", failures.join("\n"));
+}
+
 #[test]
 fn the_same_seed_gives_the_same_run_and_another_seed_another() {
     let room = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/worlds/room.toml");
@@ -177,6 +251,7 @@ fn the_laser_avoider_keeps_moving_on_the_simulated_turtlebot() {
     let mut world = SimWorld::new(Arc::new(map));
     let rounds = (RUN_S / ROUND_S).round() as usize;
     let mut path = Vec::with_capacity(rounds + 1);
+    let mut commands = Vec::with_capacity(rounds);
     let (x, y, _) = world.robot(0).true_pose();
     path.push((x, y));
     let (mut turns, mut reversals, mut last_turn) = (0, 0, 0i16);
@@ -190,11 +265,15 @@ fn the_laser_avoider_keeps_moving_on_the_simulated_turtlebot() {
             last_turn = turn;
         }
         world.robot_mut(0).set_velocity(speed, turn);
+        commands.push(turn);
         world.run(ROUND_S);
         let (x, y, _) = world.robot(0).true_pose();
         path.push((x, y));
     }
-    let run = Run { path };
+    let run = Run {
+        path,
+        turns: commands,
+    };
     let travelled = run.travelled();
     let (worst, at) = run.worst_window();
     let per_metre = f64::from(reversals) / (travelled / 1000.0);

@@ -179,6 +179,70 @@ fn a_foxglove_client_gets_laser_scans_with_the_drivers_timestamps() {
     server.shutdown();
 }
 
+/// The next messageData frame's JSON on subscription `sub`, within 20 s.
+async fn next_message<S: AsyncRead + AsyncWrite + Unpin>(
+    ws: &mut WebSocketStream<S>,
+    sub: u32,
+) -> serde_json::Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let m = tokio::time::timeout_at(deadline, ws.next())
+            .await
+            .unwrap_or_else(|_| panic!("no message on subscription {sub} within 20 s"))
+            .expect("open")
+            .expect("ok");
+        if let Message::Binary(b) = m {
+            if b[0] == 1 && u32::from_le_bytes(b[1..5].try_into().unwrap()) == sub {
+                return serde_json::from_slice(&b[13..]).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn a_laser_serving_the_full_scan_gets_a_scan_channel_beside_laser() {
+    use player::emulators::scene::Scene;
+    use player::emulators::urg::{Model, UrgEmulator};
+    use player::emulators::TcpEmulator;
+    let emu = TcpEmulator::start(UrgEmulator::new(Model::utm_30lx(), Scene::room())).unwrap();
+    let toml =
+        player_testkit::hw::robot_toml(&[("urg", "lL", &format!("address = \"{}\"", emu.addr()))]);
+    let mut s = player::settings::Settings::from_toml(&toml, "test").unwrap();
+    let port = free_port();
+    s.robot[0].web_port = Some(port);
+    let server = start_server_with(s, player::builtin_catalog());
+    let rt = rt();
+    rt.block_on(async {
+        let mut ws = connect(port, "foxglove.websocket.v1", "").await.unwrap();
+        let adv = next_op(&mut ws, "advertise").await;
+        let scan_channel = adv["channels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["topic"] == "/scan")
+            .expect("/scan advertised");
+        assert_eq!(scan_channel["schemaName"], "foxglove.LaserScan");
+        let (laser, scan) = (channel_id(&adv, "/laser"), channel_id(&adv, "/scan"));
+        assert_ne!(laser, scan);
+        subscribe(&mut ws, &[(1, laser), (2, scan)]).await;
+        let v = next_message(&mut ws, 2).await;
+        // The UTM-30LX: 1081 readings a quarter degree apart from 135 degrees right.
+        let ranges = v["ranges"].as_array().unwrap();
+        assert_eq!(ranges.len(), 1081);
+        let start = v["start_angle"].as_f64().unwrap().to_degrees();
+        let end = v["end_angle"].as_f64().unwrap().to_degrees();
+        assert!((start + 135.0).abs() < 0.05, "start {start}");
+        assert!((end - 135.0).abs() < 0.05, "end {end}");
+        // Metres: reading 780 (60 degrees left) is the room's 900 mm.
+        assert_eq!(ranges[780], 0.9);
+        let l = next_message(&mut ws, 1).await;
+        assert_eq!(l["ranges"].as_array().unwrap().len(), 361);
+        assert_eq!(v["frame_id"], l["frame_id"]);
+        ws.close(None).await.unwrap();
+    });
+    server.shutdown();
+}
+
 #[test]
 fn a_read_only_web_client_cannot_command_and_a_wrong_key_is_refused() {
     let (server, port) = web_server(|s| {

@@ -16,6 +16,7 @@ const state = {
   position: null,
   trail: [],
   laser: null, // {ranges, start, end}
+  scan: null, // the full scan `L` when the robot has one: {ranges, start, end}
   sonar: null, // triangle points in base_link
   walls: null, // [[x1,y1,x2,y2]] in map
   mapToOdom: null, // {x, y, th}
@@ -131,6 +132,9 @@ const handlers = {
   },
   "/laser": (m) => {
     state.laser = { ranges: m.ranges, start: m.start_angle, end: m.end_angle };
+  },
+  "/scan": (m) => {
+    state.scan = { ranges: m.ranges, start: m.start_angle, end: m.end_angle };
   },
   "/sonar": (m) => {
     state.sonar = m.entities?.[0]?.triangles?.[0]?.points ?? null;
@@ -302,8 +306,10 @@ function draw() {
     }
   }
 
-  if (state.laser) {
-    const { ranges, start, end } = state.laser;
+  // The full scan when there is one (the sensor's own angles), else the 361-reading view.
+  const scan = state.scan ?? state.laser;
+  if (scan) {
+    const { ranges, start, end } = scan;
     const step = (end - start) / Math.max(1, ranges.length - 1);
     g.fillStyle = "rgba(255, 235, 235, 0.6)";
     g.beginPath();

@@ -8,6 +8,7 @@
 use player_kit::driver::{DeviceData, MapOutline, Timestamp};
 use player_proto::data::{self as wire};
 use player_proto::device;
+use player_proto::scan::Scan;
 use serde_json::{json, Value};
 
 /// Where a channel's messages come from.
@@ -116,6 +117,12 @@ pub const CHANNELS: &[Channel] = &[
         topic: "/devices",
         schema_name: "player.Devices",
         source: Source::Devices,
+    },
+    Channel {
+        id: 14,
+        topic: "/scan",
+        schema_name: "foxglove.LaserScan",
+        source: Source::Device(device::FULL_SCAN),
     },
 ];
 
@@ -399,6 +406,17 @@ pub fn encode(channel: &Channel, d: &DeviceData) -> Option<Vec<u8>> {
                 "start_angle": -std::f64::consts::FRAC_PI_2,
                 "end_angle": std::f64::consts::FRAC_PI_2, "ranges": ranges, "intensities": []})
         }
+        14 => {
+            // The full scan `L` as the sensor measured it, in the laser's frame (the `l`
+            // view's): 0 m is no return, as on `/laser`.
+            let s = Scan::decode(&d.data).ok()?;
+            let ranges: Vec<f64> = s.ranges.iter().map(|&r| f64::from(r) / 1000.0).collect();
+            let (start, end) = (s.angle(0), s.angle(ranges.len().saturating_sub(1)));
+            let intensities: Vec<u8> = s.intensities.unwrap_or_default();
+            json!({"timestamp": time(t), "frame_id": "base_link", "pose": identity_pose(),
+                "start_angle": start, "end_angle": end, "ranges": ranges,
+                "intensities": intensities})
+        }
         5 => {
             let s = wire::Sonar::decode(&d.data).ok()?;
             let mut points = Vec::with_capacity(48);
@@ -618,6 +636,39 @@ mod tests {
         assert!(v["start_angle"].as_f64().unwrap() < 0.0);
         assert_eq!(v["timestamp"]["sec"], 1_700_000_000);
         assert_eq!(v["timestamp"]["nsec"], 250_000_000);
+    }
+
+    #[test]
+    fn a_full_scan_keeps_its_angles_ranges_and_intensities() {
+        let s = Scan {
+            angle_min: -2_094_395,
+            angle_increment: 6_136,
+            ranges: vec![1500, 0, 250],
+            intensities: Some(vec![7, 0, 255]),
+        };
+        let v = decode(channel("/scan"), &reading(b'L', s.encode().unwrap()));
+        assert_eq!(v["ranges"], json!([1.5, 0.0, 0.25]));
+        assert_eq!(v["intensities"], json!([7, 0, 255]));
+        assert_eq!(v["start_angle"], -2.094395);
+        assert!((v["end_angle"].as_f64().unwrap() - (-2.094395 + 2.0 * 0.006136)).abs() < 1e-9);
+        assert_eq!(
+            v["frame_id"],
+            decode(
+                channel("/laser"),
+                &reading(b'l', wire::Laser::default().encode())
+            )["frame_id"]
+        );
+        assert_eq!(v["timestamp"]["sec"], 1_700_000_000);
+        let plain = Scan {
+            intensities: None,
+            ..s
+        };
+        let v = decode(channel("/scan"), &reading(b'L', plain.encode().unwrap()));
+        assert_eq!(v["intensities"], json!([]));
+        // A scan whose size disagrees with its count is not sent.
+        let mut short = plain.encode().unwrap();
+        short.pop();
+        assert!(encode(channel("/scan"), &reading(b'L', short)).is_none());
     }
 
     #[test]

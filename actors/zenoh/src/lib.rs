@@ -600,6 +600,8 @@ mod tests {
     #[test]
     fn keys_follow_the_documented_layout() {
         assert_eq!(data_key("pioneer", b'l'), "player/pioneer/l");
+        // Keys are case-sensitive: the full scan `L` is not the laser view `l`.
+        assert_eq!(data_key("pioneer", b'L'), "player/pioneer/L");
         assert_eq!(command_key("pioneer", b'p'), "player/pioneer/p/cmd");
         assert_eq!(alive_key("a"), "player/a/@alive");
         assert_eq!(devices_key("a"), "player/a/@devices");
