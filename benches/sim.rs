@@ -49,6 +49,7 @@ fn arena(n: usize) -> SimWorld {
             channel: Some((i % 8) as u8),
             port: None,
             devices: None,
+            laser: Default::default(),
         });
     }
     // Noisy sensors and odometry, as every world file has by default.
