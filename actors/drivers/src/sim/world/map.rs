@@ -15,8 +15,8 @@ use config::{Config, File, FileFormat, Source, Value};
 use serde::Deserialize;
 
 use super::geom::{Shape, Vec2};
+use super::laser::LaserSpec;
 use super::noise::Noise;
-use super::robot::LaserSpec;
 
 /// The shipped example world, `config/worlds/room.toml`.
 pub const ROOM_TOML: &str = include_str!("../../../../../config/worlds/room.toml");

@@ -20,6 +20,7 @@ pub mod camera;
 pub mod geom;
 pub mod gripper;
 pub mod index;
+pub mod laser;
 pub mod map;
 pub mod noise;
 pub mod render;

@@ -24,6 +24,7 @@ use super::camera::{Blob, CameraView, Ptz, PtzReading};
 pub use super::geom::Body;
 use super::geom::{normalize_angle, ray_circle, Vec2};
 use super::gripper::Gripper;
+pub use super::laser::{LaserSpec, LASER_MAX_MM};
 use super::map::{WorldMap, ROBOT_RADIUS_MM};
 use super::noise::{self, Noise, NoiseKey};
 use super::rng::Rng;
@@ -54,8 +55,6 @@ pub const SONAR_MAX_MM: f64 = 5000.0;
 pub const SONAR_HALF_CONE_DEG: f64 = 15.0;
 /// Rays cast across each sonar cone (evenly spaced, edges included).
 pub const SONAR_RAYS: usize = 7;
-/// Laser maximum range (reported when nothing is hit), mm.
-pub const LASER_MAX_MM: f64 = 8000.0;
 /// Laser samples per scan (180 degrees at 0.5 degree steps).
 pub const LASER_SAMPLES: usize = 361;
 /// Battery voltage at start, volts.
@@ -189,52 +188,6 @@ pub struct RobotParams {
     pub wheel_accel_mm_s2: f64,
     /// The laser: field of view, resolution, range (default: the Pioneer's SICK LMS-200).
     pub laser: LaserSpec,
-}
-
-/// A simulated scanning laser, centred on straight ahead.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LaserSpec {
-    /// Field of view, degrees (at most 360; 360 is a full circle, like an RPLIDAR's).
-    pub fov_deg: f64,
-    /// Angle between readings, degrees.
-    pub resolution_deg: f64,
-    /// Maximum range, mm: a ray that hits nothing closer is no return.
-    pub max_mm: f64,
-}
-
-impl Default for LaserSpec {
-    /// The SICK LMS-200 of the Pioneer: 180 degrees at 0.5 degree steps, 8 m.
-    fn default() -> LaserSpec {
-        LaserSpec {
-            fov_deg: 180.0,
-            resolution_deg: 0.5,
-            max_mm: LASER_MAX_MM,
-        }
-    }
-}
-
-impl LaserSpec {
-    /// Whether the readings go all the way round (the last one a step short of the first).
-    pub fn full_circle(&self) -> bool {
-        self.fov_deg >= 360.0 - self.resolution_deg * 0.5
-    }
-
-    /// Number of readings per scan: both ends of the field of view, or one turn's worth
-    /// for a full circle.
-    pub fn count(&self) -> usize {
-        let steps = (self.fov_deg / self.resolution_deg).round() as usize;
-        if self.full_circle() {
-            steps
-        } else {
-            steps + 1
-        }
-    }
-
-    /// Angle of the first reading (the right end of the field of view), degrees, counter-
-    /// clockwise from straight ahead.
-    pub fn first_deg(&self) -> f64 {
-        -self.fov_deg / 2.0
-    }
 }
 
 impl Default for RobotParams {
