@@ -7,11 +7,9 @@ use crate::msg::{
     Vector3,
 };
 use player_proto::data::{Laser, Misc, Position, PositionCommand, Sonar, SONAR_POSES};
+use player_proto::scan::Scan;
 use std::f64::consts::PI;
 use thiserror::Error;
-
-/// Most readings of an `L` scan.
-pub const MAX_SCAN_COUNT: usize = 10_000;
 
 /// The frames messages are stamped with (each already carrying the robot's prefix).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,9 +37,6 @@ pub enum ConvertError {
     /// A fixed-size reading had another size.
     #[error(transparent)]
     Data(#[from] player_proto::data::DataError),
-    /// An `L` scan's header or sizes are inconsistent.
-    #[error("bad L scan: {0}")]
-    Scan(&'static str),
 }
 
 fn header(stamp: Time, frame: &str) -> Header {
@@ -78,49 +73,32 @@ pub fn scan_from_l(
 
 /// A `LaserScan` from the full-scan extension `L` (big-endian): `i32` first angle and
 /// `i32` increment in microradians (counter-clockwise, 0 straight ahead), `u16` count (at
-/// most [`MAX_SCAN_COUNT`]), `u16` flags (bit 0: intensities follow), the ranges as `u16`
-/// mm (0: no return, published as +inf as REP-117 asks), then one `u8` intensity each if
-/// flagged. Sizes are checked before anything is allocated.
+/// most [`player_proto::scan::MAX_COUNT`]), `u16` flags (bit 0: intensities follow), the
+/// ranges as `u16` mm (0: no return, published as +inf as REP-117 asks), then one `u8`
+/// intensity each if flagged. Sizes are checked before anything is allocated.
 pub fn scan_from_wide_l(
     data: &[u8],
     stamp: Time,
     frame: &str,
     range_max: f32,
 ) -> Result<LaserScan, ConvertError> {
-    if data.len() < 12 {
-        return Err(ConvertError::Scan("shorter than its 12-byte header"));
-    }
-    let i32_at =
-        |at: usize| i32::from_be_bytes([data[at], data[at + 1], data[at + 2], data[at + 3]]);
-    let angle_min = f64::from(i32_at(0)) * 1e-6;
-    let increment = f64::from(i32_at(4)) * 1e-6;
-    let count = usize::from(u16::from_be_bytes([data[8], data[9]]));
-    let flags = u16::from_be_bytes([data[10], data[11]]);
-    if count > MAX_SCAN_COUNT {
-        return Err(ConvertError::Scan("more than 10000 readings"));
-    }
-    let with_intensities = flags & 1 != 0;
-    let expected = 12 + 2 * count + if with_intensities { count } else { 0 };
-    if data.len() != expected {
-        return Err(ConvertError::Scan(
-            "size does not match its count and flags",
-        ));
-    }
-    let ranges = data[12..12 + 2 * count]
-        .chunks_exact(2)
-        .map(|c| match u16::from_be_bytes([c[0], c[1]]) {
+    // Decoded (and bounded) by the protocol crate, as every other reader of `L` does.
+    let scan = Scan::decode(data)?;
+    let angle_min = f64::from(scan.angle_min) * 1e-6;
+    let increment = f64::from(scan.angle_increment) * 1e-6;
+    let count = scan.ranges.len();
+    let ranges = scan
+        .ranges
+        .iter()
+        .map(|&mm| match mm {
             0 => f32::INFINITY,
             mm => f32::from(mm) / 1000.0,
         })
         .collect();
-    let intensities = if with_intensities {
-        data[12 + 2 * count..]
-            .iter()
-            .map(|&i| f32::from(i))
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let intensities = scan
+        .intensities
+        .map(|i| i.iter().map(|&v| f32::from(v)).collect())
+        .unwrap_or_default();
     Ok(LaserScan {
         header: header(stamp, frame),
         angle_min: angle_min as f32,
