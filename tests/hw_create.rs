@@ -290,11 +290,7 @@ fn closing_and_server_exit_stop_the_base_then_the_oi() {
 #[test]
 fn sigterm_of_the_player_binary_leaves_the_base_stopped() {
     let emu = base();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = player_testkit::free_port();
     let dir = scratch_dir("create-sigterm");
     let config = dir.join("create.toml");
     let toml = create_toml(
@@ -302,43 +298,14 @@ fn sigterm_of_the_player_binary_leaves_the_base_stopped() {
         &format!("port = {port}\nbind = \"127.0.0.1\"\ncommand_timeout = 60.0"),
     );
     std::fs::write(&config, toml).unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_player"))
-        .args(["--config", config.to_str().unwrap()])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    let mut c = None;
-    wait_for("the server to listen", || {
-        c = player_client::Client::connect(addr).ok();
-        c.is_some()
-    });
-    let mut c = c.unwrap();
-    c.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let mut player = PlayerProcess::start(env!("CARGO_BIN_EXE_player"), &config, port);
+    let c = &mut player.client;
     c.request("pa").unwrap().check().unwrap();
     c.set_speed(200, 0).unwrap();
     wait_for("the wheels to turn", || {
         emu.device(|d| d.wheels) == (200, 200)
     });
-    // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
-        0
-    );
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("player did not exit on SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(player.terminate(), Some(0));
     wait_for("the OI's STOP", || emu.device(|d| d.mode) == mode::OFF);
     assert_eq!(emu.device(|d| (d.mode, d.wheels)), (mode::OFF, (0, 0)));
     assert_eq!(

@@ -322,11 +322,7 @@ fn the_shipped_create_rplidar_config_runs_and_sigterm_stops_the_laser() {
         None,
     )
     .unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = player_testkit::free_port();
     let shipped = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/config/create-rplidar.toml"
@@ -347,44 +343,15 @@ fn the_shipped_create_rplidar_config_runs_and_sigterm_stops_the_laser() {
     let dir = scratch_dir("create-rplidar");
     let config = dir.join("create-rplidar.toml");
     std::fs::write(&config, toml).unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_player"))
-        .args(["--config", config.to_str().unwrap()])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    let mut c = None;
-    wait_for("the server to listen", || {
-        c = player_client::Client::connect(addr).ok();
-        c.is_some()
-    });
-    let mut c = c.unwrap();
-    c.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let mut player = PlayerProcess::start(env!("CARGO_BIN_EXE_player"), &config, port);
+    let c = &mut player.client;
     c.request("prlrLr").unwrap().check().unwrap();
-    read_until(&mut c, "the laser and the base", |r| {
+    read_until(c, "the laser and the base", |r| {
         r.laser.is_some() && r.scan.is_some() && r.position.is_some()
     });
     let l = c.read().unwrap().laser.clone().unwrap().ranges;
     check_left_is_left(&l);
-    // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
-        0
-    );
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("player did not exit on SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(player.terminate(), Some(0));
     wait_for("the laser's STOP", || laser.device(|d| !d.scanning()));
     assert_eq!(
         laser.device(|d| d.received.last().copied()),

@@ -191,3 +191,60 @@ pub fn assert_silent_port(
     let path = pty.slave_path().to_str().unwrap().to_string();
     assert_unreachable(&toml_for(&path), request, device, &[says, &path]);
 }
+
+/// The `player` binary run as a process on a configuration file, for the tests that end it
+/// with a signal (what a real robot's driver does at SIGTERM). Dropping it kills it.
+pub struct PlayerProcess {
+    child: std::process::Child,
+    /// A client connected to the robot's port, with a generous read timeout.
+    pub client: Client,
+}
+
+impl PlayerProcess {
+    /// Starts `binary` (a test's `env!("CARGO_BIN_EXE_player")`) with `--config config` and
+    /// connects to 127.0.0.1:`port` once it listens.
+    pub fn start(binary: &str, config: &std::path::Path, port: u16) -> PlayerProcess {
+        let child = std::process::Command::new(binary)
+            .args(["--config", config.to_str().expect("a UTF-8 path")])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the player binary starts");
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let mut client = None;
+        wait_for("the server to listen", || {
+            client = Client::connect(addr).ok();
+            client.is_some()
+        });
+        let mut client = client.unwrap();
+        client.set_read_timeout(Some(TIMEOUT)).unwrap();
+        PlayerProcess { child, client }
+    }
+
+    /// Sends SIGTERM and waits (at most 15 s) for the process to exit; its exit code.
+    pub fn terminate(mut self) -> Option<i32> {
+        // SAFETY: kill(2) on our own child's pid.
+        assert_eq!(
+            unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) },
+            0
+        );
+        let mut status = None;
+        wait_until(
+            std::time::Duration::from_secs(15),
+            "player to exit on SIGTERM",
+            || {
+                status = self.child.try_wait().unwrap();
+                status.is_some()
+            },
+        );
+        status.unwrap().code()
+    }
+}
+
+impl Drop for PlayerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
