@@ -163,6 +163,9 @@ pub fn needs_restart(old: &Settings, new: &Settings) -> Vec<String> {
             keys.push(format!("[[robot]] '{}'", b.name));
         }
     }
+    if differs(&old.web, &new.web) {
+        keys.push("[web]".to_string());
+    }
     if differs(&old.record, &new.record) {
         keys.push("[record]".to_string());
     }
