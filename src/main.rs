@@ -198,6 +198,10 @@ CONFIGURATION FILE (TOML; see config/default.toml):
     write_allow = []       # addresses/networks that may command
     max_per_address = 0    # connections per address and robot port (0 = no limit)
 
+    [web]                  # the web viewer's TLS (docs/web-viewer.md); off by default
+    tls_cert = \"\"          # PEM certificate chain; with tls_key: https and wss only
+    tls_key = \"\"           # its PEM private key (both or neither)
+
     [record]               # recording to MCAP (Foxglove opens the files)
     path = \"run.mcap\"     # empty = off; -record <file> sets it
     max_bytes = 0          # start a new file (run.1.mcap, ...) past this size, 0 = never
