@@ -257,11 +257,14 @@ mod tests {
         new.server.max_clients = 3;
         new.robot[0].port = 7000;
         new.record.path = "run.mcap".into();
+        new.web.tls_cert = "robot.crt".into();
+        new.web.tls_key = "robot.key".into();
         assert_eq!(
             needs_restart(&old, &new),
             vec![
                 "[server]".to_string(),
                 "[[robot]] 'pioneer'".to_string(),
+                "[web]".to_string(),
                 "[record]".to_string()
             ]
         );
