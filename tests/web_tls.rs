@@ -259,6 +259,12 @@ fn plain_and_failed_connections_on_the_tls_port_are_refused_without_hurting_a_ws
         let mut silent = tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await
             .unwrap();
+        // And one that starts a handshake and stalls in it.
+        let stalled_since = tokio::time::Instant::now();
+        let mut stalled = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap();
+        stalled.write_all(&[0x16, 3, 1]).await.unwrap();
 
         // ws:// on the TLS port: refused with a 400 that names the right scheme.
         for _ in 0..5 {
@@ -304,6 +310,13 @@ fn plain_and_failed_connections_on_the_tls_port_are_refused_without_hurting_a_ws
             .expect("the server closes a silent connection");
         assert!(matches!(n, Ok(0) | Err(_)), "{n:?}");
         let held = silent_since.elapsed();
+        assert!(held >= Duration::from_secs(9), "closed after {held:?}");
+        // So is the one that stalled in its handshake.
+        let n = tokio::time::timeout(Duration::from_secs(30), stalled.read(&mut buf))
+            .await
+            .expect("the server closes a stalled handshake");
+        assert!(matches!(n, Ok(0) | Err(_)), "{n:?}");
+        let held = stalled_since.elapsed();
         assert!(held >= Duration::from_secs(9), "closed after {held:?}");
         next_scan(&mut ws, 1, Duration::from_secs(5)).await;
         second.close(None).await.unwrap();
@@ -401,4 +414,48 @@ fn an_unusable_certificate_or_key_stops_the_start_and_check_config_names_the_fil
     assert_eq!(code, 1, "{out}{err}");
     assert!(err.contains("  web.tls_cert (line 2): "), "{err}");
     assert!(err.contains("web.tls_key"), "{err}");
+}
+
+#[test]
+fn past_max_handshakes_under_way_a_new_connection_is_closed_until_they_end() {
+    let dir = scratch_dir("web-tls-many");
+    let cert = make_cert(&dir, "robot");
+    let (server, port, log) = tls_server(&cert, |_| {});
+    rt().block_on(async {
+        let connect = || tokio::net::TcpStream::connect(("127.0.0.1", port));
+        let mut silent = Vec::new();
+        for _ in 0..player::web::tls::MAX_HANDSHAKES {
+            silent.push(connect().await.unwrap());
+        }
+        // Each takes its place on its own task: wait until one more finds none (closed at
+        // once, without a byte) rather than guess when they all have.
+        let mut buf = [0u8; 16];
+        let mut refused = false;
+        for _ in 0..50 {
+            let mut extra = connect().await.unwrap();
+            match tokio::time::timeout(Duration::from_secs(1), extra.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => {
+                    refused = true;
+                    break;
+                }
+                Ok(Ok(n)) => panic!("{n} bytes to a silent client"),
+                Err(_) => silent.push(extra),
+            }
+        }
+        assert!(refused, "no connection refused past the limit");
+        // When they go, their places are free again.
+        drop(silent);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        let mut ws = loop {
+            match wss(port, &cert.der, "").await {
+                Ok(ws) => break ws,
+                Err(e) => assert!(tokio::time::Instant::now() < deadline, "{e}"),
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        next_op(&mut ws, "serverInfo").await;
+        ws.close(None).await.unwrap();
+    });
+    log.wait_for("too many handshakes under way");
+    server.shutdown();
 }

@@ -238,8 +238,11 @@ enum Refused {
     Plain,
     /// The TLS handshake failed.
     Failed(io::Error),
-    /// The client took longer than [`HANDSHAKE_TIMEOUT`].
+    /// The client started its handshake but took longer than [`HANDSHAKE_TIMEOUT`].
     TimedOut,
+    /// The client sent nothing within [`HANDSHAKE_TIMEOUT`] (a browser's spare connection,
+    /// a port scan): closed, logged at debug level only.
+    Silent,
     /// The client closed before sending anything.
     Closed,
 }
@@ -272,10 +275,8 @@ impl TlsEndpoint {
             return None;
         }
         let _slot = HandshakeSlot(&self.handshakes);
-        let outcome = tokio::time::timeout(HANDSHAKE_TIMEOUT, self.handshake(stream))
-            .await
-            .unwrap_or(Err(Refused::TimedOut));
-        match outcome {
+        let deadline = tokio::time::Instant::now() + HANDSHAKE_TIMEOUT;
+        match self.handshake(stream, deadline).await {
             Ok(tls) => Some(tls),
             Err(Refused::Plain) => {
                 if let Some(n) = self.plain_log.hit() {
@@ -284,6 +285,10 @@ impl TlsEndpoint {
                 None
             }
             Err(Refused::Closed) => None,
+            Err(Refused::Silent) => {
+                slog::debug!(log, "web connection closed: no TLS handshake started"; "client" => %peer, "within" => ?HANDSHAKE_TIMEOUT);
+                None
+            }
             Err(why) => {
                 if let Some(n) = self.failed_log.hit() {
                     let error = match why {
@@ -297,18 +302,27 @@ impl TlsEndpoint {
         }
     }
 
-    async fn handshake(&self, mut stream: TcpStream) -> Result<TlsStream<TcpStream>, Refused> {
+    /// The handshake (or the refusal of a plain request), all of it by `deadline`.
+    async fn handshake(
+        &self,
+        mut stream: TcpStream,
+        deadline: tokio::time::Instant,
+    ) -> Result<TlsStream<TcpStream>, Refused> {
         let mut first = [0u8; 1];
-        match stream.peek(&mut first).await {
-            Ok(0) => return Err(Refused::Closed),
-            Ok(_) => {}
-            Err(e) => return Err(Refused::Failed(e)),
+        match tokio::time::timeout_at(deadline, stream.peek(&mut first)).await {
+            Err(_) => return Err(Refused::Silent),
+            Ok(Ok(0)) => return Err(Refused::Closed),
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(Refused::Failed(e)),
         }
         if first[0] != TLS_HANDSHAKE_RECORD {
-            refuse_plain(&mut stream).await;
+            let _ = tokio::time::timeout_at(deadline, refuse_plain(&mut stream)).await;
             return Err(Refused::Plain);
         }
-        self.acceptor.accept(stream).await.map_err(Refused::Failed)
+        tokio::time::timeout_at(deadline, self.acceptor.accept(stream))
+            .await
+            .map_err(|_| Refused::TimedOut)?
+            .map_err(Refused::Failed)
     }
 }
 
