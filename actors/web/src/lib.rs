@@ -16,6 +16,8 @@
 #![deny(missing_docs)]
 
 pub mod foxglove;
+pub mod graph;
+pub mod params;
 pub mod schema;
 pub mod session;
 
