@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 /// The longest the server's clock goes unsent while data flows.
-const TIME_EVERY: Duration = Duration::from_millis(20);
+const TIME_EVERY: Duration = Duration::from_millis(100);
 /// At most one report of lost frames per this long.
 const DROP_REPORT_EVERY: Duration = Duration::from_secs(10);
 /// Frames lost since the last report before a report is made (a single replaced frame is
