@@ -77,7 +77,7 @@ pub struct Shared {
     /// The robot's device codes.
     pub devices: Vec<u8>,
     /// The robot's devices (command watchdog as configured) and their drivers, for the
-    /// read-only parameters.
+    /// parameters (`params.rs`).
     pub specs: Vec<(DeviceSpec, String)>,
     /// How long a client may take nothing before it is disconnected (zero: never).
     pub stall_timeout: Duration,

@@ -9,6 +9,9 @@
 //! the socket has not taken yet. A writer task drains the outbox into the socket, so a slow
 //! browser loses rounds, never delays the drivers or anyone else, and never queues a
 //! backlog. A client that takes nothing for `stall_timeout` is disconnected.
+//!
+//! The rest of the protocol (parameters, the connection graph, status conditions, the
+//! server's clock) is in `session/ops.rs`.
 
 use super::foxglove::{self, ClientBinary, ClientOp, Level};
 use super::schema::{self, Channel, Source};
