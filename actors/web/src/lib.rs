@@ -17,6 +17,8 @@
 #![deny(missing_docs)]
 
 pub mod foxglove;
+pub mod graph;
+pub mod params;
 pub mod schema;
 pub mod session;
 pub mod settings;
@@ -81,7 +83,7 @@ pub struct Shared {
     /// The robot's device codes.
     pub devices: Vec<u8>,
     /// The robot's devices (command watchdog as configured) and their drivers, for the
-    /// read-only parameters.
+    /// parameters (`params.rs`).
     pub specs: Vec<(DeviceSpec, String)>,
     /// How long a client may take nothing before it is disconnected (zero: never).
     pub stall_timeout: Duration,

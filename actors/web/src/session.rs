@@ -9,6 +9,9 @@
 //! the socket has not taken yet. A writer task drains the outbox into the socket, so a slow
 //! browser loses rounds, never delays the drivers or anyone else, and never queues a
 //! backlog. A client that takes nothing for `stall_timeout` is disconnected.
+//!
+//! The rest of the protocol (parameters, the connection graph, status conditions, the
+//! server's clock) is in `session/ops.rs`.
 
 use super::foxglove::{self, ClientBinary, ClientOp, Level};
 use super::schema::{self, Channel, Source};
@@ -39,6 +42,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::WebSocketStream;
+
+mod ops;
 
 /// The WebSocket of one connection.
 pub type Socket = WebSocketStream<TokioIo<Upgraded>>;
@@ -115,6 +120,8 @@ struct Outbox {
     progress: Instant,
     /// Frames replaced before the socket took them.
     dropped: u64,
+    /// The server's clock, newest wins; sent after the control messages, before data.
+    time: Option<Bytes>,
 }
 
 impl Outbox {
@@ -236,6 +243,8 @@ pub struct WebSession {
     /// The writer task, ended at the latest 2 s after the session (a client that reads
     /// nothing would hold it forever).
     writer: Option<tokio::task::JoinHandle<()>>,
+    /// Parameters, connection graph, status conditions, clock (`ops.rs`).
+    ops: ops::Ops,
     log: Logger,
 }
 
@@ -273,11 +282,13 @@ impl WebSession {
                 closed: false,
                 progress: Instant::now(),
                 dropped: 0,
+                time: None,
             })),
             wake: Rc::new(Notify::new()),
             sink: Some(sink),
             stream: Some(stream),
             writer: None,
+            ops: ops::Ops::default(),
             log,
         }
     }
@@ -323,10 +334,12 @@ impl WebSession {
     }
 
     fn send_frame(&mut self, sub: u32, frame: Bytes) {
+        self.push_time(false);
         let mut out = self.out.borrow_mut();
         if let Some(slot) = out.data.iter_mut().find(|(s, _)| *s == sub) {
             slot.1 = frame;
             out.dropped += 1;
+            self.ops.note_dropped(sub);
         } else {
             if out.data.is_empty() && out.control.is_empty() {
                 out.progress = Instant::now();
@@ -429,7 +442,11 @@ impl WebSession {
                 frames.push((sub, schema::nanos(d.timestamp), payload));
             }
         }
+        let now = Instant::now();
         for (sub, ns, payload) in frames {
+            if !self.ops.rate_allows(sub, now) {
+                continue;
+            }
             self.send_frame(sub, foxglove::message_data(sub, ns, &payload));
         }
     }
@@ -475,6 +492,7 @@ impl WebSession {
                 for id in ids {
                     if let Some(ch) = self.subs.remove(&id) {
                         self.map_sent.remove(&id);
+                        self.ops.forget(id);
                         self.out.borrow_mut().data.retain(|(s, _)| *s != id);
                         if let Some(Source::Device(code)) = self.channel(ch).map(|c| c.source) {
                             touched.insert(code);
@@ -531,35 +549,12 @@ impl WebSession {
                     }
                 }
             }
-            ClientOp::GetParameters { names, id } => {
-                let all = self.parameters();
-                let picked: Vec<(String, Value)> = all
-                    .into_iter()
-                    .filter(|(n, _)| names.is_empty() || names.contains(n))
-                    .collect();
-                let reply = foxglove::parameter_values(&picked, id.as_deref());
-                self.send_text(reply, ctx);
-            }
-            ClientOp::SetParameters { names, id } => {
-                let shown: Vec<String> = names
-                    .iter()
-                    .take(8)
-                    .map(|n| n.chars().take(40).collect())
-                    .collect();
-                let m = format!(
-                    "parameters are read-only here: {} not set",
-                    shown.join(", ")
-                );
-                self.status(Level::Warning, &m, ctx);
-                if let Some(id) = id {
-                    let current: Vec<(String, Value)> = self
-                        .parameters()
-                        .into_iter()
-                        .filter(|(n, _)| names.contains(n))
-                        .collect();
-                    self.send_text(foxglove::parameter_values(&current, Some(&id)), ctx);
-                }
-            }
+            ClientOp::GetParameters { names, id } => self.get_parameters(names, id, ctx),
+            ClientOp::SetParameters { parameters, id } => self.set_parameters(parameters, id, ctx),
+            ClientOp::SubscribeParameterUpdates(names) => self.subscribe_parameters(names, ctx),
+            ClientOp::UnsubscribeParameterUpdates(names) => self.unsubscribe_parameters(&names),
+            ClientOp::SubscribeConnectionGraph => self.subscribe_graph(ctx),
+            ClientOp::UnsubscribeConnectionGraph => self.unsubscribe_graph(),
             ClientOp::Unsupported(op) => {
                 let m = format!("operation '{op}' is not supported");
                 self.status(Level::Warning, &m, ctx);
@@ -712,42 +707,6 @@ impl WebSession {
                 self.status(Level::Warning, &m, ctx);
             }
         }
-    }
-
-    /// The robot's settings as read-only parameters: its name and devices, each device's
-    /// driver and command watchdog (`<code>.driver`, `<code>.command_timeout` in seconds, 0
-    /// when unwatched), the endpoint's `web.stall_timeout`, `web.max_clients` and
-    /// `web.max_command_hold`.
-    fn parameters(&self) -> Vec<(String, Value)> {
-        use serde_json::json;
-        let sh = &self.shared;
-        let mut v = vec![
-            ("robot".to_string(), json!(sh.robot)),
-            (
-                "devices".to_string(),
-                json!(sh
-                    .specs
-                    .iter()
-                    .map(|(d, _)| char::from(d.code).to_string())
-                    .collect::<Vec<String>>()),
-            ),
-        ];
-        for (spec, driver) in &sh.specs {
-            let c = char::from(spec.code);
-            v.push((format!("{c}.driver"), json!(driver)));
-            let t = spec.command_timeout.map_or(0.0, |t| t.as_secs_f64());
-            v.push((format!("{c}.command_timeout"), json!(t)));
-        }
-        v.push((
-            "web.stall_timeout".into(),
-            json!(sh.stall_timeout.as_secs_f64()),
-        ));
-        v.push(("web.max_clients".into(), json!(sh.max_clients)));
-        v.push((
-            "web.max_command_hold".into(),
-            json!(MAX_COMMAND_HOLD.as_secs_f64()),
-        ));
-        v
     }
 
     /// A service call: the e-stop (anyone latches; releasing takes write rights), motor
@@ -952,6 +911,7 @@ impl WebSession {
         if wants_tf {
             self.fetch_map(false, ctx);
         }
+        self.ops_tick(ctx);
         let stall = self.shared.stall_timeout;
         let out = self.out.borrow();
         if !stall.is_zero() && out.pending() && out.progress.elapsed() > stall {
@@ -972,7 +932,10 @@ async fn write_out(
             let mut o = out.borrow_mut();
             match o.control.pop_front() {
                 Some(m) => Some(m),
-                None => o.data.pop_front().map(|(_, b)| Message::Binary(b)),
+                None => match o.time.take() {
+                    Some(t) => Some(Message::Binary(t)),
+                    None => o.data.pop_front().map(|(_, b)| Message::Binary(b)),
+                },
             }
         };
         match next {
@@ -1011,6 +974,7 @@ impl Actor for WebSession {
         let name = format!("player ({})", self.shared.robot);
         let info = foxglove::server_info(&name, self.id.get(), &self.shared.robot);
         self.send_text(info, ctx);
+        self.ops_started(ctx);
         let channels: Vec<Channel> = self.shared.channels.clone();
         self.send_text(foxglove::advertise(&channels), ctx);
         self.send_text(foxglove::advertise_services(&foxglove::SERVICES), ctx);
@@ -1109,7 +1073,7 @@ impl Handler<Notice> for WebSession {
         if matches!(n.kind, kind::ESTOP | kind::ESTOP_RELEASED) {
             self.fetch_devices(ctx);
         }
-        self.send_text(foxglove::status(level, &text), ctx);
+        self.notice_status(n.kind, n.device, level, &text, ctx);
     }
 }
 

@@ -37,10 +37,14 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 pub use player_kit::driver::{DeviceError, SessionId};
+pub use query::{
+    CommandTimeouts, DeviceHolders, HolderEntry, ListHolders, SetCommandTimeout, MAX_LISTED_HOLDERS,
+};
 pub use table::ServedTwice;
 
 mod guard;
 mod health;
+mod query;
 mod table;
 
 use guard::{Admitted, Guard};
@@ -562,6 +566,7 @@ impl Handler<Subscribe> for Registry {
                 write: msg.write,
                 recipient: msg.recipient.clone(),
                 hold,
+                client: msg.client.clone(),
             },
         );
         if had_write && !msg.write && spec.command_size.is_some() {
