@@ -330,7 +330,10 @@ fn a_replay_pauses_seeks_back_to_the_recorded_readings_and_plays_twice_as_fast()
     );
     let (first, last) = (seen[0], seen[seen.len() - 1]);
     let ratio = (last.1 - first.1) as f64 / 1e9 / (last.0 - first.0).as_secs_f64();
-    eprintln!("speed 2: {} positions, recording time ran {ratio:.2}x the wall clock", seen.len());
+    eprintln!(
+        "speed 2: {} positions, recording time ran {ratio:.2}x the wall clock",
+        seen.len()
+    );
     assert!(
         (1.6..=2.5).contains(&ratio),
         "recording time ran {ratio:.2} times as fast as the wall clock"

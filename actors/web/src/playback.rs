@@ -40,6 +40,10 @@ pub const MAX_REQUEST_ID: usize = 256;
 /// How often a session sends the recording's clock while it plays.
 pub const TIME_PERIOD: Duration = Duration::from_millis(100);
 
+/// The outbox slot of a session's `time` messages (newest wins, like a subscription's):
+/// a subscription id a replaying endpoint refuses to its clients.
+pub const TIME_SLOT: u32 = u32::MAX;
+
 /// The capabilities a replaying endpoint adds to `serverInfo`.
 pub const CAPABILITIES: [&str; 3] = ["playbackControl", "rangedPlayback", "time"];
 

@@ -456,6 +456,11 @@ impl WebSession {
                         self.status(Level::Error, "too many subscriptions", ctx);
                         break;
                     }
+                    if s.id == playback::TIME_SLOT && self.replay.is_some() {
+                        let m = format!("subscription id {} is reserved here", s.id);
+                        self.status(Level::Error, &m, ctx);
+                        continue;
+                    }
                     if self.subs.contains_key(&s.id) {
                         let m = format!("subscription id {} is already in use", s.id);
                         self.status(Level::Error, &m, ctx);
@@ -899,8 +904,8 @@ impl WebSession {
         };
         let (time, state) = r.tick();
         if let Some(t) = time {
-            // Its own slot in the newest-wins outbox (an id no client is given).
-            self.send_frame(u32::MAX, t);
+            // Its own slot in the newest-wins outbox (a subscription id refused to clients).
+            self.send_frame(playback::TIME_SLOT, t);
         }
         if let Some(s) = state {
             self.send_binary_control(s, ctx);
