@@ -2,7 +2,8 @@
 //! again by the `replay` driver with the web endpoint on, and controlled over the Foxglove
 //! WebSocket protocol (binary playback control requests, as Foxglove's timeline sends them)
 //! while a 0.7.4a client reads over TCP: pause stops the data, a seek back brings the
-//! recorded readings of that time to both clients, speed 2 plays twice as fast. Without
+//! recorded readings of that time to both clients, speed 2 plays twice as fast, the end is
+//! announced to every client and nothing follows it. Without
 //! write access (a server with an access key, a client without it) a request is refused.
 
 use futures::{SinkExt, StreamExt};
@@ -181,7 +182,7 @@ fn rt() -> tokio::runtime::Runtime {
 }
 
 #[test]
-fn a_replay_pauses_seeks_back_to_the_recorded_readings_and_plays_twice_as_fast() {
+fn a_replay_pauses_seeks_back_to_the_recorded_readings_plays_twice_as_fast_and_ends() {
     let file = recorded_drive();
     let rec = recording::load(file, None, 1 << 30).unwrap();
     let (start, end) = (rec.readings[0].time, rec.readings.last().unwrap().time);
@@ -353,6 +354,25 @@ fn a_replay_pauses_seeks_back_to_the_recorded_readings_and_plays_twice_as_fast()
         )
         .await
     });
+
+    // A seek to just before the end while playing: the last readings play, then every
+    // client is told playback ended (a state without a request id) and nothing more comes.
+    let ended = rt.block_on(async {
+        ws.send(control(0, 2.0, Some(end - SEC / 5), "near-end"))
+            .await
+            .unwrap();
+        next_frame(&mut ws, "the ended state", |m| match m {
+            Message::Binary(b) if b[0] == 5 && b[15..19] == [0, 0, 0, 0] && b[1] == 3 => {
+                Some(parse_state(b))
+            }
+            _ => None,
+        })
+        .await
+    });
+    assert_eq!((ended.current, ended.did_seek), (end, false));
+    tcp.drain(Duration::from_millis(300)); // the last readings
+                                           // A sleep that proves nothing: after the end no reading comes.
+    tcp.expect_silence(500);
     drop(ws);
     server.shutdown();
 }
