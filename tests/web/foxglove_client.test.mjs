@@ -1,8 +1,12 @@
 // The official Foxglove WebSocket client library against the real server: every advertised
 // channel is subscribed and messages of each are decoded; a Twist published on /cmd_vel
-// moves the robot.
+// moves the robot. A recording made with -record and served with -replay is paused and
+// sought as Foxglove's timeline does it.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import foxglove from "@foxglove/ws-protocol";
 import WebSocket from "ws";
 
@@ -410,6 +414,125 @@ test("parameters are set only with write access and set the real watchdog; the e
     for (const c of tcp) c.close();
     const r = await player.stop();
     fs.rmSync(dir, { recursive: true, force: true });
+// Playback control of a replay as Foxglove's timeline sends it (the @foxglove/ws-protocol
+// client library of this version has no playback messages: the binary request goes on its
+// socket, and the binary playback state is read from it).
+function playbackRequest(command, speed, seekNs, id) {
+  const idBytes = new TextEncoder().encode(id);
+  const b = Buffer.alloc(19 + idBytes.length);
+  b.writeUInt8(3, 0); // opcode: playback control request
+  b.writeUInt8(command, 1); // 0 play, 1 pause
+  b.writeFloatLE(speed, 2);
+  b.writeUInt8(seekNs === undefined ? 0 : 1, 6);
+  b.writeBigUInt64LE(seekNs ?? 0n, 7);
+  b.writeUInt32LE(idBytes.length, 15);
+  Buffer.from(idBytes).copy(b, 19);
+  return b;
+}
+
+function parsePlaybackState(b) {
+  const len = b.readUInt32LE(15);
+  return {
+    status: b.readUInt8(1), // 0 playing, 1 paused, 3 ended
+    currentTime: b.readBigUInt64LE(2),
+    speed: b.readFloatLE(10),
+    didSeek: b.readUInt8(14) === 1,
+    requestId: b.subarray(19, 19 + len).toString("utf8"),
+  };
+}
+
+test("a replay is paused and sought over the WebSocket: no data while paused, the recorded time after a seek", async () => {
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), "player-playback-")), "run.mcap");
+  // Record a few seconds of the simulated robot (until 25 positions came to a client).
+  const recorder = await startPlayer(["-record", file]);
+  try {
+    const client = new FoxgloveClient({ ws: new WebSocket(recorder.ws, [FoxgloveClient.SUPPORTED_SUBPROTOCOL]) });
+    const channels = await within(20_000, "advertise", (done) => client.on("advertise", done));
+    const pos = channels.find((c) => c.topic === "/position");
+    const sub = client.subscribe(pos.id);
+    let n = 0;
+    await within(20_000, "25 positions recorded", (done) =>
+      client.on("message", ({ subscriptionId }) => {
+        if (subscriptionId === sub && ++n === 25) done();
+      }),
+    );
+    client.close();
+  } finally {
+    const r = await recorder.stop();
+    assert.equal(r.code, 0, `recorder exit ${JSON.stringify(r)}\n${recorder.log()}`);
+  }
+
+  const player = await startPlayer(["-replay", file]);
+  try {
+    const ws = new WebSocket(player.ws, [FoxgloveClient.SUPPORTED_SUBPROTOCOL]);
+    const client = new FoxgloveClient({ ws });
+    // The library does not know the playback state's opcode (5) and reports it as an
+    // error; anything else is a real one.
+    const errors = [];
+    client.on("error", (e) => {
+      if (!/opcode in binary message: 5/.test(String(e?.message ?? e))) errors.push(e);
+    });
+    const states = [];
+    ws.on("message", (data, isBinary) => {
+      // The library set binaryType "arraybuffer".
+      const b = Buffer.from(data instanceof ArrayBuffer ? new Uint8Array(data) : data);
+      if (isBinary && b[0] === 5) states.push(parsePlaybackState(b));
+    });
+    const gotInfo = within(20_000, "serverInfo", (done) => client.on("serverInfo", done));
+    const gotChannels = within(20_000, "advertise", (done) => client.on("advertise", done));
+    const info = await gotInfo;
+    assert.ok(info.capabilities.includes("playbackControl"), `capabilities ${info.capabilities}`);
+    assert.ok(info.capabilities.includes("time"));
+    const ns = (t) => BigInt(t.sec) * 1_000_000_000n + BigInt(t.nsec);
+    const [start, end] = [ns(info.dataStartTime), ns(info.dataEndTime)];
+    assert.ok(end - start > 2_000_000_000n, `a recording of over 2 s: ${start}..${end}`);
+    const times = [];
+    client.on("time", ({ timestamp }) => times.push(timestamp));
+    const pos = (await gotChannels).find((c) => c.topic === "/position");
+    const sub = client.subscribe(pos.id);
+    const positions = [];
+    client.on("message", ({ subscriptionId, timestamp }) => {
+      if (subscriptionId === sub) positions.push(timestamp);
+    });
+    const waitFor = async (what, fn) => {
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < deadline && !fn()) await new Promise((r) => setTimeout(r, 50));
+      assert.ok(fn(), what);
+    };
+    await waitFor("positions playing", () => positions.length >= 5);
+    // Message timestamps and the clock are the recording's.
+    for (const t of positions) assert.ok(t >= start && t <= end, `position at ${t} in ${start}..${end}`);
+    await waitFor("a time message", () => times.length > 0);
+    assert.ok(times.every((t) => t >= start && t <= end), `time messages ${times}`);
+
+    const answer = (id) => waitFor(`playback state '${id}'`, () => states.some((s) => s.requestId === id)).then(
+      () => states.find((s) => s.requestId === id),
+    );
+    ws.send(playbackRequest(1, 1.0, undefined, "pause"));
+    const paused = await answer("pause");
+    assert.equal(paused.status, 1, "paused");
+    // A sleep that proves nothing: 0.3 s for what was in flight, then no position for 1 s.
+    await new Promise((r) => setTimeout(r, 300));
+    const count = positions.length;
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(positions.length, count, "no data while paused");
+
+    const seek = start + 500_000_000n;
+    ws.send(playbackRequest(1, 1.0, seek, "seek"));
+    const sought = await answer("seek");
+    assert.deepEqual(
+      { status: sought.status, currentTime: sought.currentTime, didSeek: sought.didSeek },
+      { status: 1, currentTime: seek, didSeek: true },
+    );
+    await waitFor("the position at the sought time", () => positions.slice(count).includes(seek));
+
+    ws.send(playbackRequest(0, 1.0, undefined, "play"));
+    assert.equal((await answer("play")).status, 0, "playing again");
+    await waitFor("positions after the sought time", () => positions.some((t) => t > seek && t < seek + 2_000_000_000n));
+    assert.deepEqual(errors, [], "no client errors");
+    client.close();
+  } finally {
+    const r = await player.stop();
     assert.equal(r.code, 0, `player exit ${JSON.stringify(r)}\n${player.log()}`);
   }
 });

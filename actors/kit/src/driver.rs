@@ -676,6 +676,9 @@ pub struct DriverHandle {
     pub terminate: Recipient<Terminate>,
     /// Where [`MapRequest`] goes, for a driver that has a map (see [`DriverHandle::with_map`]).
     pub map: Option<Recipient<MapRequest>>,
+    /// Where [`Playback`](crate::playback::Playback) goes, for a driver that plays a
+    /// recording back (see [`DriverHandle::with_playback`]).
+    pub playback: Option<Recipient<crate::playback::Playback>>,
 }
 
 impl DriverHandle {
@@ -707,12 +710,20 @@ impl DriverHandle {
             subscribers: addr.clone().recipient(),
             terminate: addr.clone().recipient(),
             map: None,
+            playback: None,
         }
     }
 
     /// The same handle, answering [`MapRequest`]s with `map`.
     pub fn with_map(mut self, map: Recipient<MapRequest>) -> Self {
         self.map = Some(map);
+        self
+    }
+
+    /// The same handle, answering [`Playback`](crate::playback::Playback) requests with
+    /// `playback`.
+    pub fn with_playback(mut self, playback: Recipient<crate::playback::Playback>) -> Self {
+        self.playback = Some(playback);
         self
     }
 }

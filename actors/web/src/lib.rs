@@ -19,6 +19,7 @@
 pub mod foxglove;
 pub mod graph;
 pub mod params;
+pub mod playback;
 pub mod schema;
 pub mod session;
 pub mod settings;
@@ -35,7 +36,9 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use player_core::access::Policy;
 use player_core::frontend::{FrontEnd, FrontEndContext, RobotHandle, SessionIds};
-use player_core::registry::{GetMap, Registry, SessionId};
+use player_core::registry::{
+    ControlPlayback, GetMap, PlaybackClock, PlaybackRequest, Registry, SessionId,
+};
 use player_core::server::listen;
 use player_core::settings::{FlagSpec, FrontEndSyntax, RobotSettings, SettingsError};
 use player_kit::driver::DeviceSpec;
@@ -97,6 +100,9 @@ pub struct Shared {
     pub policy: Arc<Policy>,
     /// Open sessions per client address (`access.max_per_address`).
     pub per_address: Mutex<HashMap<IpAddr, usize>>,
+    /// The clock of the driver that plays the robot back from a recording (`-replay`),
+    /// if one does: its clients control playback (the `playbackControl` capability).
+    pub replay: Option<Arc<PlaybackClock>>,
     /// Logger carrying the robot name.
     pub log: Logger,
     /// TLS, when `[web]` has a certificate: every connection's handshake first.
@@ -347,6 +353,12 @@ impl WebEndpoint {
             .ok()
             .flatten()
             .is_some();
+        let replay = opts
+            .registry
+            .send(ControlPlayback(PlaybackRequest::default()))
+            .await
+            .ok()
+            .flatten();
         let channels: Vec<Channel> = schema::CHANNELS
             .iter()
             .filter(|c| match c.source {
@@ -369,6 +381,7 @@ impl WebEndpoint {
             per_address: Mutex::new(HashMap::new()),
             ids: opts.ids,
             policy: opts.policy,
+            replay,
             log: opts.log,
             tls: opts.tls.as_ref().map(tls::TlsEndpoint::new),
         });

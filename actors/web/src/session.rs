@@ -14,6 +14,7 @@
 //! server's clock) is in `session/ops.rs`.
 
 use super::foxglove::{self, ClientBinary, ClientOp, Level};
+use super::playback::{self, Replay};
 use super::schema::{self, Channel, Source};
 use super::{AddressSlot, Shared};
 use actix::prelude::*;
@@ -25,7 +26,8 @@ use hyper_util::rt::TokioIo;
 use player_core::frontend::{Access, Asked, Change, Holdings};
 use player_core::notice::{kind, Notice};
 use player_core::registry::{
-    CommandHold, EStop, GetMap, ListDevices, RouteConfig, SessionId, Watch, MAX_COMMAND_HOLD,
+    CommandHold, ControlPlayback, EStop, GetMap, ListDevices, RouteConfig, SessionId, Watch,
+    MAX_COMMAND_HOLD,
 };
 use player_kit::driver::{
     Command, DataRecipient, DeviceData, DeviceDataBatch, MapOutline, Timestamp,
@@ -236,6 +238,8 @@ pub struct WebSession {
     /// Map subscriptions already sent the walls.
     map_sent: HashSet<u32>,
     map: Option<Rc<MapOutline>>,
+    /// Playback control, when the robot is a replay (`playback.rs`).
+    replay: Option<Replay>,
     out: Rc<RefCell<Outbox>>,
     wake: Rc<Notify>,
     sink: Option<SplitSink<Socket, Message>>,
@@ -261,7 +265,9 @@ impl WebSession {
     ) -> WebSession {
         let (sink, stream) = socket.split();
         let log = shared.log.new(slog::o!("client" => client.clone()));
+        let replay = shared.replay.clone().map(Replay::new);
         WebSession {
+            replay,
             holdings: Holdings::new(shared.registry.clone(), id, client.clone()),
             _slot: slot,
             id,
@@ -427,6 +433,9 @@ impl WebSession {
         if !self.holdings.take(d) {
             return;
         }
+        // A replay's readings carry the recording's time (Foxglove's timeline).
+        let replayed = self.replay.as_ref().map(|r| r.recorded(d));
+        let d = replayed.as_ref().unwrap_or(d);
         let st = self.devices.entry(d.device).or_default();
         st.last_reading = Some(Instant::now());
         st.count += 1;
@@ -463,6 +472,11 @@ impl WebSession {
                     if self.subs.len() >= foxglove::MAX_SUBSCRIPTIONS {
                         self.status(Level::Error, "too many subscriptions", ctx);
                         break;
+                    }
+                    if s.id == playback::TIME_SLOT && self.replay.is_some() {
+                        let m = format!("subscription id {} is reserved here", s.id);
+                        self.status(Level::Error, &m, ctx);
+                        continue;
                     }
                     if self.subs.contains_key(&s.id) {
                         let m = format!("subscription id {} is already in use", s.id);
@@ -563,6 +577,9 @@ impl WebSession {
     }
 
     fn on_binary(&mut self, b: &[u8], ctx: &mut Context<Self>) {
+        if b.first() == Some(&playback::OP_PLAYBACK_CONTROL_REQUEST) {
+            return self.on_playback_request(b, ctx);
+        }
         let (channel, payload) = match foxglove::parse_binary(b) {
             Ok(ClientBinary::Message { channel, payload }) => (channel, payload),
             Ok(ClientBinary::ServiceCall {
@@ -803,6 +820,57 @@ impl WebSession {
         }));
     }
 
+    /// A playback control request: refused without write access (it changes what every
+    /// client of the robot sees), else passed to the registry and answered with the
+    /// playback state.
+    fn on_playback_request(&mut self, b: &[u8], ctx: &mut Context<Self>) {
+        let Some(replay) = &mut self.replay else {
+            let m = "playback control: this robot is not replaying a recording";
+            return self.status(Level::Warning, m, ctx);
+        };
+        let req = match playback::parse_request(b) {
+            Ok(r) => r,
+            Err(e) => return self.status(Level::Error, &e.to_string(), ctx),
+        };
+        if !self.may_write {
+            let frame = replay.answer(false, &req.request_id);
+            self.send_binary_control(frame, ctx);
+            let m = format!(
+                "playback control refused: this client may not command the robot (access policy{})",
+                if self.shared.policy.has_key() {
+                    "; connect with ?key=KEY"
+                } else {
+                    ""
+                }
+            );
+            return self.status(Level::Warning, &m, ctx);
+        }
+        let fut = self.shared.registry.send(ControlPlayback(req.to_kit()));
+        let did_seek = req.seek.is_some();
+        ctx.spawn(fut.into_actor(self).map(move |_, act, ctx| {
+            if let Some(r) = &mut act.replay {
+                let frame = r.answer(did_seek, &req.request_id);
+                act.send_binary_control(frame, ctx);
+            }
+        }));
+    }
+
+    /// The replay's clock as `time` (newest wins, like a subscription), and its state when
+    /// it changed without this client asking.
+    fn playback_tick(&mut self, ctx: &mut Context<Self>) {
+        let Some(r) = &mut self.replay else {
+            return;
+        };
+        let (time, state) = r.tick();
+        if let Some(t) = time {
+            // Its own slot in the newest-wins outbox (a subscription id refused to clients).
+            self.send_frame(playback::TIME_SLOT, t);
+        }
+        if let Some(s) = state {
+            self.send_binary_control(s, ctx);
+        }
+    }
+
     fn fetch_map(&mut self, walls: bool, ctx: &mut Context<Self>) {
         let fut = self.shared.registry.send(GetMap { walls });
         ctx.spawn(fut.into_actor(self).map(move |r, act, _| {
@@ -972,7 +1040,11 @@ impl Actor for WebSession {
             )));
         }
         let name = format!("player ({})", self.shared.robot);
-        let info = foxglove::server_info(&name, self.id.get(), &self.shared.robot);
+        let mut info = foxglove::server_info(&name, self.id.get(), &self.shared.robot);
+        if let Some(r) = &self.replay {
+            info = playback::server_info(&info, &r.state());
+            ctx.run_interval(playback::TIME_PERIOD, |act, ctx| act.playback_tick(ctx));
+        }
         self.send_text(info, ctx);
         self.ops_started(ctx);
         let channels: Vec<Channel> = self.shared.channels.clone();

@@ -149,7 +149,11 @@ impl WebSession {
 
     /// Puts the server's clock in the outbox's slot: always when `force`, else when it
     /// was last put there [`TIME_EVERY`] ago or more.
+    /// A replay's clock is the recording's and goes out from `playback_tick` instead.
     pub(super) fn push_time(&mut self, force: bool) {
+        if self.replay.is_some() {
+            return;
+        }
         let now = Instant::now();
         if !force
             && self
