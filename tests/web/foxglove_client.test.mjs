@@ -4,9 +4,6 @@
 // sought as Foxglove's timeline does it.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import foxglove from "@foxglove/ws-protocol";
 import WebSocket from "ws";
 
@@ -414,6 +411,10 @@ test("parameters are set only with write access and set the real watchdog; the e
     for (const c of tcp) c.close();
     const r = await player.stop();
     fs.rmSync(dir, { recursive: true, force: true });
+    assert.equal(r.code, 0, `player exit ${JSON.stringify(r)}\n${player.log()}`);
+  }
+});
+
 // Playback control of a replay as Foxglove's timeline sends it (the @foxglove/ws-protocol
 // client library of this version has no playback messages: the binary request goes on its
 // socket, and the binary playback state is read from it).
@@ -442,7 +443,7 @@ function parsePlaybackState(b) {
 }
 
 test("a replay is paused and sought over the WebSocket: no data while paused, the recorded time after a seek", async () => {
-  const file = path.join(mkdtempSync(path.join(os.tmpdir(), "player-playback-")), "run.mcap");
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "player-playback-")), "run.mcap");
   // Record a few seconds of the simulated robot (until 25 positions came to a client).
   const recorder = await startPlayer(["-record", file]);
   try {
