@@ -239,6 +239,10 @@ struct Served {
     /// mean |interval - 100 ms| per client, averaged over clients, microseconds (the
     /// stress bench's `jit`).
     jitter_us: f64,
+    /// Median, 99th percentile and longest interval over all clients, microseconds.
+    p50_us: f64,
+    p99_us: f64,
+    max_us: f64,
     /// Server CPU, share of a core.
     cpu: f64,
 }
@@ -312,12 +316,14 @@ fn served_load(base: u16, n: usize, window: Duration, server: &common::ServerPro
     let due = n as f64 * 10.0 * window.as_secs_f64();
     let delivered: usize = arrivals.iter().map(Vec::len).sum();
     let (mut dev, mut jitter, mut clients) = (0.0, 0.0, 0usize);
+    let mut all: Vec<f64> = Vec::new();
     for a in &arrivals {
         if a.len() >= 2 {
             let iv: Vec<f64> = a
                 .windows(2)
                 .map(|w| w[1].duration_since(w[0]).as_secs_f64() * 1e6)
                 .collect();
+            all.extend(&iv);
             let mean = iv.iter().sum::<f64>() / iv.len() as f64;
             dev += (mean - 100_000.0).abs();
             jitter += iv.iter().map(|v| (v - 100_000.0).abs()).sum::<f64>() / iv.len() as f64;
@@ -325,7 +331,12 @@ fn served_load(base: u16, n: usize, window: Duration, server: &common::ServerPro
         }
     }
     let clients = clients.max(1) as f64;
+    all.sort_by(f64::total_cmp);
+    let at = |q: f64| all.get((q * all.len() as f64) as usize).copied();
     Served {
+        p50_us: at(0.5).unwrap_or(f64::NAN),
+        p99_us: at(0.99).unwrap_or(f64::NAN),
+        max_us: all.last().copied().unwrap_or(f64::NAN),
         delivered: 100.0 * delivered as f64 / due,
         dev_us: dev / clients,
         jitter_us: jitter / clients,
@@ -399,12 +410,16 @@ fn main() {
     println!(
         "served: {n} robots, one client each reading p and s at 10 Hz for {} s (started in \
          {:.2} s): {:.2}% of rounds delivered (goal >= 99.9%), |mean interval - 100 ms| {:.1} us \
-         (goal < 10 us), mean |interval - 100 ms| {:.0} us (jitter), server CPU {:.0}% of a core",
+         (goal < 10 us), mean |interval - 100 ms| {:.0} us (jitter), intervals p50 {:.3} ms, \
+         p99 {:.3} ms, max {:.3} ms, server CPU {:.0}% of a core",
         window.as_secs(),
         took.as_secs_f64(),
         r.delivered,
         r.dev_us,
         r.jitter_us,
+        r.p50_us / 1e3,
+        r.p99_us / 1e3,
+        r.max_us / 1e3,
         r.cpu * 100.0
     );
 }
