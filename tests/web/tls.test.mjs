@@ -8,28 +8,17 @@ import { execFileSync, spawn } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import https from "node:https";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import foxglove from "@foxglove/ws-protocol";
 import { chromium } from "playwright-core";
 import WebSocket from "ws";
-import { playerBin } from "./harness.mjs";
+import { freePorts, playerBin } from "./harness.mjs";
 
 const { FoxgloveClient } = foxglove;
 const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** A self-signed certificate for localhost and 127.0.0.1: its files and PEM text. */
 function makeCert(dir) {
@@ -58,8 +47,7 @@ function httpsGet(url, ca) {
 
 /** Starts player with TLS from `certs`; resolves once its page answers over https. */
 async function startTlsPlayer(dir, certs) {
-  const gp = await freePort();
-  const web = await freePort();
+  const [gp, web] = await freePorts(2);
   const config = path.join(dir, "robot.toml");
   fs.writeFileSync(
     config,
