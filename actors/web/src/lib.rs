@@ -1,4 +1,4 @@
-//! The web endpoint of one robot: HTTP and WebSocket on one port.
+//! The web endpoint of one robot, or of several on one port: HTTP and WebSocket.
 //!
 //! `GET /` serves the built-in viewer page (embedded in the binary: no CDN, works with no
 //! internet on the robot's network). A WebSocket upgrade with the subprotocol
@@ -6,6 +6,10 @@
 //! Foxglove WebSocket protocol, which the page, Foxglove and Lichtblick speak. Each
 //! connection is served on one of the server's session arbiters (round robin), like a TCP
 //! client's session, and is a session of the robot's registry: not a second data path.
+//!
+//! Robots whose web port is the same (and every robot of a large `-stage` world, which
+//! shares the first robot's) are served by one endpoint, each robot's topics under its
+//! name ([`world`] has the rule).
 //!
 //! Built on hyper (HTTP/1.1 with upgrades) and tokio-tungstenite (the WebSocket framing),
 //! both on the actix arbiters' tokio runtimes: no second runtime, no extra threads.
@@ -18,6 +22,7 @@
 pub mod foxglove;
 pub mod schema;
 pub mod session;
+pub mod world;
 
 use actix::prelude::*;
 use bytes::Bytes;
@@ -45,6 +50,7 @@ use std::time::Duration;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
+use world::{Robots, WebRobot};
 
 /// The viewer page.
 pub const INDEX_HTML: &str = include_str!("../page/index.html");
@@ -64,19 +70,10 @@ const MAX_REQUEST_HEAD: usize = 16 * 1024;
 
 /// What every session of one endpoint shares.
 pub struct Shared {
-    /// The robot's name.
-    pub robot: String,
+    /// The robots served (one, or a world's), their channels and topics.
+    pub robots: Robots,
     /// A number unique to this endpoint (keys the per-thread encoding cache).
     pub uid: u64,
-    /// The robot's registry.
-    pub registry: Addr<Registry>,
-    /// The channels advertised to every client.
-    pub channels: Vec<Channel>,
-    /// The robot's device codes.
-    pub devices: Vec<u8>,
-    /// The robot's devices (command watchdog as configured) and their drivers, for the
-    /// read-only parameters.
-    pub specs: Vec<(DeviceSpec, String)>,
     /// How long a client may take nothing before it is disconnected (zero: never).
     pub stall_timeout: Duration,
     /// Most sessions at once.
@@ -133,8 +130,8 @@ impl Drop for AddressSlot {
     }
 }
 
-/// What an endpoint needs to start.
-pub struct WebOptions {
+/// One robot an endpoint is to serve.
+pub struct RobotOptions {
     /// The robot's name.
     pub robot: String,
     /// The robot's registry.
@@ -143,6 +140,12 @@ pub struct WebOptions {
     pub devices: Vec<u8>,
     /// The robot's devices and their drivers.
     pub specs: Vec<(DeviceSpec, String)>,
+}
+
+/// What an endpoint needs to start.
+pub struct WebOptions {
+    /// The robots it serves (at least one), in configuration order.
+    pub robots: Vec<RobotOptions>,
     /// The session arbiters, for connections round robin.
     pub workers: Vec<ArbiterHandle>,
     /// Session ids, shared with the TCP listeners.
@@ -169,13 +172,17 @@ pub const SYNTAX: FrontEndSyntax = FrontEndSyntax {
     }],
 };
 
-/// Applies `-web <value>`: robot `i` gets port `value + i` (0: every viewer off). Run it
-/// after `-stage`, so every robot of a world gets its port.
+/// Applies `-web <value>`: robot `i` gets port `value + i` (0: every viewer off); a robot
+/// served on the first robot's port (a large `-stage` world) stays there. Run it after
+/// `-stage`, so every robot of a world gets its port.
 pub fn apply_flag(robots: &mut [RobotSettings], value: &str) -> Result<(), SettingsError> {
     let base: u16 = value
         .parse()
         .map_err(|_| SettingsError::flag("-web", format!("'{value}' is not a TCP port number")))?;
     for (i, r) in robots.iter_mut().enumerate() {
+        if r.web_shared {
+            continue;
+        }
         r.web_port = Some(if base == 0 {
             0
         } else {
@@ -218,18 +225,20 @@ pub enum WebError {
     },
 }
 
-/// Every robot's web endpoint: the front end [`start`] returns.
+/// Every web endpoint: the front end [`start`] returns.
 pub struct WebViewer {
-    endpoints: Vec<Option<WebEndpoint>>,
+    endpoints: Vec<WebEndpoint>,
+    /// Each robot's endpoint (an index into `endpoints`), in configuration order.
+    of_robot: Vec<Option<usize>>,
 }
 
 impl WebViewer {
     /// Each robot's web viewer address (`None` where it is off or its default port was
-    /// busy), in configuration order.
+    /// busy), in configuration order; robots served together have the same address.
     pub fn addrs(&self) -> Vec<Option<SocketAddr>> {
-        self.endpoints
+        self.of_robot
             .iter()
-            .map(|w| w.as_ref().map(WebEndpoint::local_addr))
+            .map(|e| e.map(|i| self.endpoints[i].local_addr()))
             .collect()
     }
 }
@@ -241,7 +250,7 @@ impl FrontEnd for WebViewer {
 
     fn stop(self: Box<Self>) -> futures::future::LocalBoxFuture<'static, ()> {
         Box::pin(async move {
-            for w in self.endpoints.into_iter().flatten() {
+            for w in self.endpoints {
                 w.stop().await;
             }
         })
@@ -252,24 +261,64 @@ impl FrontEnd for WebViewer {
     }
 }
 
-/// Starts the web viewer of every robot whose port is on ([`port_of`]). A configured port
-/// that cannot be bound is an error; a busy default port is logged and skipped. Must run
-/// on an actix arbiter.
-pub async fn start(ctx: &FrontEndContext) -> Result<WebViewer, WebError> {
-    let mut endpoints = Vec::new();
-    for robot in &ctx.robots {
-        endpoints.push(start_robot(robot, ctx).await?);
+/// The web ports of `robots` and who is served on each: one endpoint per port, with every
+/// robot whose port ([`port_of`]) it is, in configuration order; a robot with
+/// `web_shared` is on the first robot's. Robots whose viewer is off are on none.
+pub fn endpoints_of(robots: &[RobotHandle]) -> Vec<(u16, bool, Vec<usize>)> {
+    let first = robots.first().and_then(|r| port_of(r.index, r.web_port));
+    let mut out: Vec<(u16, bool, Vec<usize>)> = Vec::new();
+    for (i, r) in robots.iter().enumerate() {
+        let target = if r.web_shared {
+            first
+        } else {
+            port_of(r.index, r.web_port)
+        };
+        let Some((port, explicit)) = target else {
+            continue;
+        };
+        match out.iter_mut().find(|(p, _, _)| *p == port) {
+            Some((_, e, list)) => {
+                *e |= explicit;
+                list.push(i);
+            }
+            None => out.push((port, explicit, vec![i])),
+        }
     }
-    Ok(WebViewer { endpoints })
+    out
 }
 
-async fn start_robot(
-    robot: &RobotHandle,
+/// Starts the web viewer: one endpoint per web port ([`endpoints_of`]), serving each robot
+/// whose port it is. A configured port that cannot be bound is an error; a busy default
+/// port is logged and skipped. Must run on an actix arbiter.
+pub async fn start(ctx: &FrontEndContext) -> Result<WebViewer, WebError> {
+    let mut endpoints = Vec::new();
+    let mut of_robot = vec![None; ctx.robots.len()];
+    for (port, explicit, members) in endpoints_of(&ctx.robots) {
+        let robots: Vec<&RobotHandle> = members.iter().map(|&i| &ctx.robots[i]).collect();
+        if let Some(e) = start_endpoint(&robots, port, explicit, ctx).await? {
+            for i in members {
+                of_robot[i] = Some(endpoints.len());
+            }
+            endpoints.push(e);
+        }
+    }
+    Ok(WebViewer {
+        endpoints,
+        of_robot,
+    })
+}
+
+async fn start_endpoint(
+    members: &[&RobotHandle],
+    port: u16,
+    explicit: bool,
     ctx: &FrontEndContext,
 ) -> Result<Option<WebEndpoint>, WebError> {
-    let rlog = ctx.log.new(slog::o!("robot" => robot.name.clone()));
-    let Some((port, explicit)) = port_of(robot.index, robot.web_port) else {
-        return Ok(None);
+    let robot = members[0];
+    let rlog = if members.len() == 1 {
+        ctx.log.new(slog::o!("robot" => robot.name.clone()))
+    } else {
+        ctx.log.new(slog::o!("robots" => members.len()))
     };
     let addr = format!("{}:{port}", robot.bind);
     let listen_error = |source| WebError::Listen {
@@ -286,10 +335,15 @@ async fn start_robot(
         }
     };
     let opts = WebOptions {
-        robot: robot.name.clone(),
-        registry: robot.registry.clone(),
-        devices: robot.codes(),
-        specs: robot.devices.clone(),
+        robots: members
+            .iter()
+            .map(|r| RobotOptions {
+                robot: r.name.clone(),
+                registry: r.registry.clone(),
+                devices: r.codes(),
+                specs: r.devices.clone(),
+            })
+            .collect(),
         workers: ctx.workers.clone(),
         ids: ctx.ids.clone(),
         stall_timeout: Duration::from_secs_f64(ctx.server.stall_timeout),
@@ -317,29 +371,43 @@ impl WebEndpoint {
     pub async fn start(listener: std::net::TcpListener, opts: WebOptions) -> std::io::Result<Self> {
         let addr = listener.local_addr()?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
-        let has_map = opts
-            .registry
-            .send(GetMap { walls: false })
-            .await
-            .ok()
-            .flatten()
-            .is_some();
-        let channels: Vec<Channel> = schema::CHANNELS
-            .iter()
-            .filter(|c| match c.source {
-                Source::Device(d) => opts.devices.contains(&d),
-                Source::Map | Source::MapTransform => has_map,
-                Source::Devices => true,
+        // Whether there is a map: asked of the first robot (the robots of one endpoint are
+        // of one world, or each alone; asking 10 000 registries would slow the start).
+        let has_map = match opts.robots.first() {
+            Some(r) => r
+                .registry
+                .send(GetMap { walls: false })
+                .await
+                .ok()
+                .flatten()
+                .is_some(),
+            None => false,
+        };
+        let robots = opts
+            .robots
+            .into_iter()
+            .map(|r| {
+                let channels: Vec<Channel> = schema::CHANNELS
+                    .iter()
+                    .filter(|c| match c.source {
+                        Source::Device(d) => r.devices.contains(&d),
+                        Source::Map | Source::MapTransform => has_map,
+                        Source::Devices => true,
+                    })
+                    .copied()
+                    .collect();
+                WebRobot {
+                    name: r.robot,
+                    registry: r.registry,
+                    devices: r.devices,
+                    specs: r.specs,
+                    channels,
+                }
             })
-            .copied()
             .collect();
         let shared = Arc::new(Shared {
-            robot: opts.robot,
+            robots: Robots::new(robots),
             uid: UIDS.fetch_add(1, Ordering::Relaxed),
-            registry: opts.registry,
-            channels,
-            devices: opts.devices,
-            specs: opts.specs,
             stall_timeout: opts.stall_timeout,
             max_clients: opts.max_clients,
             sessions: Mutex::new(HashMap::new()),

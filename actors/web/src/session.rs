@@ -9,9 +9,15 @@
 //! the socket has not taken yet. A writer task drains the outbox into the socket, so a slow
 //! browser loses rounds, never delays the drivers or anyone else, and never queues a
 //! backlog. A client that takes nothing for `stall_timeout` is disconnected.
+//!
+//! On an endpoint serving several robots ([`super::world`]) the session keeps what it holds
+//! of each robot apart (a [`RobotState`] per robot it touched: nothing for the others, so
+//! a world of 10 000 robots costs a client nothing until it subscribes), and the readings
+//! and notices of robot `k > 0` come through a [`Tap`] that tags them with `k`.
 
 use super::foxglove::{self, ClientBinary, ClientOp, Level};
 use super::schema::{self, Channel, Source};
+use super::world::{self, Robots};
 use super::{AddressSlot, Shared};
 use actix::prelude::*;
 use bytes::Bytes;
@@ -110,6 +116,10 @@ struct Outbox {
     control: VecDeque<Message>,
     /// The newest frame per subscription, oldest first.
     data: VecDeque<(u32, Bytes)>,
+    /// The robot whose channels the next `advertise` chunk starts with, while an endpoint
+    /// serving several robots has not advertised them all (made when the socket has taken
+    /// the chunk before: see [`super::world`]).
+    adverts: Option<usize>,
     closed: bool,
     /// When the writer last finished a send (or the outbox was last empty).
     progress: Instant,
@@ -119,7 +129,60 @@ struct Outbox {
 
 impl Outbox {
     fn pending(&self) -> bool {
-        !self.control.is_empty() || !self.data.is_empty()
+        !self.control.is_empty() || !self.data.is_empty() || self.adverts.is_some()
+    }
+}
+
+/// What this session holds of one robot of its endpoint.
+struct RobotState {
+    /// The devices this session holds at the robot's registry.
+    holdings: Holdings,
+    /// Whether the robot's emergency stop is latched (from the registry's notices).
+    estop: Option<String>,
+    devices: HashMap<u8, DeviceState>,
+    commands: HashMap<u8, Recipient<Command>>,
+    /// Where the robot's readings and notices go (robot `k > 0`): tagged with `k`.
+    tap: Option<Addr<Tap>>,
+}
+
+/// A reading, readings or a notice of robot `.0` of the endpoint (through its [`Tap`]).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Tagged<T>(usize, T);
+
+/// Forwards one robot's readings and notices to a session, tagged with the robot: the
+/// registry's messages do not say which robot they are from. Runs on the session's
+/// thread; ends when the session and the registry let go of it.
+pub struct Tap {
+    robot: usize,
+    session: Addr<WebSession>,
+}
+
+impl Actor for Tap {
+    type Context = Context<Self>;
+}
+
+impl Handler<DeviceData> for Tap {
+    type Result = ();
+
+    fn handle(&mut self, msg: DeviceData, _ctx: &mut Self::Context) {
+        self.session.do_send(Tagged(self.robot, msg));
+    }
+}
+
+impl Handler<DeviceDataBatch> for Tap {
+    type Result = ();
+
+    fn handle(&mut self, msg: DeviceDataBatch, _ctx: &mut Self::Context) {
+        self.session.do_send(Tagged(self.robot, msg));
+    }
+}
+
+impl Handler<Notice> for Tap {
+    type Result = ();
+
+    fn handle(&mut self, msg: Notice, _ctx: &mut Self::Context) {
+        self.session.do_send(Tagged(self.robot, msg));
     }
 }
 
@@ -191,19 +254,31 @@ thread_local! {
         RefCell::new(HashMap::new());
 }
 
-fn encoded(endpoint: u64, channel: &Channel, d: &DeviceData) -> Option<Bytes> {
+/// Robot `robot`'s reading `d` on `channel`, encoded (frames under the robot's name where
+/// the endpoint serves several robots).
+fn encoded(shared: &Shared, robot: usize, channel: &Channel, d: &DeviceData) -> Option<Bytes> {
     ENCODED.with(|cache| {
         let mut cache = cache.borrow_mut();
-        let key = (endpoint, channel.id);
+        let key = (shared.uid, Robots::channel_id(robot, channel));
         if let Some((seq, ts, bytes)) = cache.get(&key) {
             if *seq == d.seq && *ts == d.timestamp {
                 return bytes.clone();
             }
         }
-        let bytes = schema::encode(channel, d).map(Bytes::from);
+        let bytes = schema::encode(channel, d)
+            .map(|b| framed(shared, robot, b))
+            .map(Bytes::from);
         cache.insert(key, (d.seq, d.timestamp, bytes.clone()));
         bytes
     })
+}
+
+/// `json` with robot `robot`'s frames under its name where the endpoint serves several.
+fn framed(shared: &Shared, robot: usize, json: Vec<u8>) -> Vec<u8> {
+    match shared.robots.get(robot) {
+        Some(r) if shared.robots.several() => world::prefix_frames(&json, &r.name),
+        _ => json,
+    }
 }
 
 /// One Foxglove WebSocket client.
@@ -213,19 +288,15 @@ pub struct WebSession {
     subprotocol: &'static str,
     /// Whether the access policy lets this client command (and release the e-stop).
     may_write: bool,
-    /// Whether the robot's emergency stop is latched (from the registry's notices).
-    estop: Option<String>,
     shared: Arc<Shared>,
-    /// The devices this session holds at the registry.
-    holdings: Holdings,
+    /// What it holds of each robot it touched (robot index in the endpoint).
+    robots: HashMap<usize, RobotState>,
     /// This session's place in the per-address count, given back when it is dropped.
     _slot: AddressSlot,
     /// Subscription id → channel id.
     subs: HashMap<u32, u32>,
-    /// Client channel id → what it commands.
-    pubs: HashMap<u32, Target>,
-    devices: HashMap<u8, DeviceState>,
-    commands: HashMap<u8, Recipient<Command>>,
+    /// Client channel id → the robot and what it commands there.
+    pubs: HashMap<u32, (usize, Target)>,
     /// Map subscriptions already sent the walls.
     map_sent: HashSet<u32>,
     map: Option<Rc<MapOutline>>,
@@ -253,23 +324,21 @@ impl WebSession {
         let (sink, stream) = socket.split();
         let log = shared.log.new(slog::o!("client" => client.clone()));
         WebSession {
-            holdings: Holdings::new(shared.registry.clone(), id, client.clone()),
+            robots: HashMap::new(),
             _slot: slot,
             id,
             client,
             subprotocol,
             may_write,
-            estop: None,
             shared,
             subs: HashMap::new(),
             pubs: HashMap::new(),
-            devices: HashMap::new(),
-            commands: HashMap::new(),
             map_sent: HashSet::new(),
             map: None,
             out: Rc::new(RefCell::new(Outbox {
                 control: VecDeque::new(),
                 data: VecDeque::new(),
+                adverts: None,
                 closed: false,
                 progress: Instant::now(),
                 dropped: 0,
@@ -337,37 +406,82 @@ impl WebSession {
         self.wake.notify_one();
     }
 
-    fn channel(&self, id: u32) -> Option<&'static Channel> {
-        self.shared
-            .channels
-            .iter()
-            .find(|c| c.id == id)
-            .copied()
-            .and_then(|c| schema::CHANNELS.iter().find(|k| k.id == c.id))
+    /// The robot and the channel advertised as `id`.
+    fn channel(&self, id: u32) -> Option<(usize, &'static Channel)> {
+        self.shared.robots.channel(id)
     }
 
-    /// Brings the registry's view of this session's access to `code` in line with its
-    /// subscriptions (read) and advertised command channels (write).
-    fn sync_device(&mut self, code: u8, ctx: &mut Context<Self>) {
+    /// What this session holds of robot `k`, made on first use: its holdings, and the
+    /// registry told where its notices go (`Watch`).
+    fn robot(&mut self, k: usize, ctx: &mut Context<Self>) -> &mut RobotState {
+        let id = self.id;
+        let client = &self.client;
+        let shared = &self.shared;
+        self.robots.entry(k).or_insert_with(|| {
+            let registry = shared
+                .robots
+                .get(k)
+                .map(|r| r.registry.clone())
+                .expect("robot index from the endpoint's own list");
+            let tap = (k > 0).then(|| {
+                Tap {
+                    robot: k,
+                    session: ctx.address(),
+                }
+                .start()
+            });
+            let recipient = match &tap {
+                Some(t) => t.clone().recipient(),
+                None => ctx.address().recipient(),
+            };
+            registry.do_send(Watch {
+                session: id,
+                recipient: Some(recipient),
+            });
+            RobotState {
+                holdings: Holdings::new(registry, id, client.clone()),
+                estop: None,
+                devices: HashMap::new(),
+                commands: HashMap::new(),
+                tap,
+            }
+        })
+    }
+
+    /// Robot `k`'s registry.
+    fn registry(&self, k: usize) -> Option<Addr<player_core::registry::Registry>> {
+        self.shared.robots.get(k).map(|r| r.registry.clone())
+    }
+
+    /// Brings robot `k`'s registry's view of this session's access to `code` in line with
+    /// its subscriptions (read) and advertised command channels (write).
+    fn sync_device(&mut self, k: usize, code: u8, ctx: &mut Context<Self>) {
         let read = self.subs.values().any(|&c| {
             self.channel(c)
-                .is_some_and(|ch| ch.source == Source::Device(code))
+                .is_some_and(|(r, ch)| r == k && ch.source == Source::Device(code))
         });
-        let write = self.pubs.values().any(|t| t.writes() == Some(code));
+        let write = self
+            .pubs
+            .values()
+            .any(|&(r, t)| r == k && t.writes() == Some(code));
         let me = ctx.address();
-        let asked = match self
+        let rs = self.robot(k, ctx);
+        let tap = rs.tap.clone();
+        let asked = match rs
             .holdings
-            .want(code, Access::new(read, write), || DataRecipient::of(&me))
-        {
+            .want(code, Access::new(read, write), || match &tap {
+                Some(t) => DataRecipient::of(t),
+                None => DataRecipient::of(&me),
+            }) {
             Change::Same => return,
             Change::Released => None,
             Change::Asked(a) => Some(*a),
         };
-        let st = self.devices.entry(code).or_default();
+        let st = rs.devices.entry(code).or_default();
         if !write {
-            self.commands.remove(&code);
             st.hold_sent = None;
             st.pacing = Pacing::default();
+            rs.commands.remove(&code);
         }
         let Some(Asked { ticket, reply, .. }) = asked else {
             st.setting_up = false;
@@ -376,15 +490,18 @@ impl WebSession {
         st.setting_up = true;
         st.failed = None;
         ctx.spawn(reply.into_actor(self).map(move |r, act, ctx| {
-            if !act.holdings.settle(ticket, matches!(r, Ok(Ok(_)))) {
+            let Some(rs) = act.robots.get_mut(&k) else {
+                return;
+            };
+            if !rs.holdings.settle(ticket, matches!(r, Ok(Ok(_)))) {
                 return; // superseded by a later change
             }
-            let st = act.devices.entry(code).or_default();
+            let st = rs.devices.entry(code).or_default();
             st.setting_up = false;
             match r {
                 Ok(Ok(grant)) => {
                     if let Some(c) = grant.command {
-                        act.commands.insert(code, c);
+                        rs.commands.insert(code, c);
                     } else if write {
                         let m = format!(
                             "device '{}' ({}) takes no commands",
@@ -410,22 +527,26 @@ impl WebSession {
         }));
     }
 
-    fn on_reading(&mut self, d: &DeviceData) {
-        if !self.holdings.take(d) {
+    /// Robot `k`'s reading `d`, to every subscription of its channels.
+    fn on_reading(&mut self, k: usize, d: &DeviceData) {
+        let Some(rs) = self.robots.get_mut(&k) else {
+            return;
+        };
+        if !rs.holdings.take(d) {
             return;
         }
-        let st = self.devices.entry(d.device).or_default();
+        let st = rs.devices.entry(d.device).or_default();
         st.last_reading = Some(Instant::now());
         st.count += 1;
         let mut frames = Vec::new();
         for (&sub, &ch) in &self.subs {
-            let Some(channel) = self.channel(ch) else {
+            let Some((r, channel)) = self.channel(ch) else {
                 continue;
             };
-            if channel.source != Source::Device(d.device) {
+            if r != k || channel.source != Source::Device(d.device) {
                 continue;
             }
-            if let Some(payload) = encoded(self.shared.uid, channel, d) {
+            if let Some(payload) = encoded(&self.shared, k, channel, d) {
                 frames.push((sub, schema::nanos(d.timestamp), payload));
             }
         }
@@ -452,22 +573,25 @@ impl WebSession {
                         self.status(Level::Error, &m, ctx);
                         continue;
                     }
-                    let Some(channel) = self.channel(s.channel_id) else {
+                    let Some((k, channel)) = self.channel(s.channel_id) else {
                         let m = format!("no channel {}", s.channel_id);
                         self.status(Level::Error, &m, ctx);
                         continue;
                     };
-                    self.subs.insert(s.id, channel.id);
+                    self.subs.insert(s.id, s.channel_id);
                     match channel.source {
                         Source::Device(code) => {
-                            touched.insert(code);
+                            touched.insert((k, code));
                         }
-                        Source::Map | Source::MapTransform => self.fetch_map(true, ctx),
-                        Source::Devices => self.fetch_devices(ctx),
+                        Source::Map | Source::MapTransform => self.fetch_map(k, true, ctx),
+                        Source::Devices => {
+                            self.robot(k, ctx);
+                            self.fetch_devices(k, ctx)
+                        }
                     }
                 }
-                for code in touched {
-                    self.sync_device(code, ctx);
+                for (k, code) in touched {
+                    self.sync_device(k, code, ctx);
                 }
             }
             ClientOp::Unsubscribe(ids) => {
@@ -476,13 +600,15 @@ impl WebSession {
                     if let Some(ch) = self.subs.remove(&id) {
                         self.map_sent.remove(&id);
                         self.out.borrow_mut().data.retain(|(s, _)| *s != id);
-                        if let Some(Source::Device(code)) = self.channel(ch).map(|c| c.source) {
-                            touched.insert(code);
+                        if let Some((k, Source::Device(code))) =
+                            self.channel(ch).map(|(k, c)| (k, c.source))
+                        {
+                            touched.insert((k, code));
                         }
                     }
                 }
-                for code in touched {
-                    self.sync_device(code, ctx);
+                for (k, code) in touched {
+                    self.sync_device(k, code, ctx);
                 }
             }
             ClientOp::Advertise(channels) => {
@@ -491,10 +617,20 @@ impl WebSession {
                         self.status(Level::Error, "too many client channels", ctx);
                         break;
                     }
-                    let Some(target) = Target::of_topic(&c.topic) else {
+                    let found = self
+                        .shared
+                        .robots
+                        .split_topic(&c.topic)
+                        .and_then(|(k, t)| Target::of_topic(t).map(|t| (k, t)));
+                    let Some((k, target)) = found else {
                         let m = format!(
-                            "topic '{}' is not accepted; publish on {PUBLISH_TOPICS}",
-                            c.topic.chars().take(60).collect::<String>()
+                            "topic '{}' is not accepted; publish on {}{PUBLISH_TOPICS}",
+                            c.topic.chars().take(60).collect::<String>(),
+                            if self.shared.robots.several() {
+                                "a robot's name followed by one of "
+                            } else {
+                                ""
+                            }
                         );
                         self.status(Level::Warning, &m, ctx);
                         continue;
@@ -518,16 +654,21 @@ impl WebSession {
                         self.status(Level::Warning, &m, ctx);
                         continue;
                     }
-                    self.pubs.insert(c.id, target);
+                    self.pubs.insert(c.id, (k, target));
+                    self.robot(k, ctx);
                     if let Some(code) = target.writes() {
-                        self.sync_device(code, ctx);
+                        self.sync_device(k, code, ctx);
                     }
                 }
             }
             ClientOp::Unadvertise(ids) => {
                 for id in ids {
-                    if let Some(code) = self.pubs.remove(&id).and_then(Target::writes) {
-                        self.sync_device(code, ctx);
+                    if let Some((k, code)) = self
+                        .pubs
+                        .remove(&id)
+                        .and_then(|(k, t)| t.writes().map(|c| (k, c)))
+                    {
+                        self.sync_device(k, code, ctx);
                     }
                 }
             }
@@ -578,9 +719,12 @@ impl WebSession {
             }) => return self.on_service_call(service, call, encoding, payload, ctx),
             Err(e) => return self.status(Level::Error, &e, ctx),
         };
-        let Some(&target) = self.pubs.get(&channel) else {
+        let Some(&(k, target)) = self.pubs.get(&channel) else {
             let m = format!("client channel {channel} was not advertised");
             return self.status(Level::Warning, &m, ctx);
+        };
+        let Some(registry) = self.registry(k) else {
+            return;
         };
         let v: Value = match serde_json::from_slice(payload) {
             Ok(v) => v,
@@ -625,7 +769,7 @@ impl WebSession {
             }
             Target::MotorPower => {
                 let on = v["on"].as_bool().unwrap_or(false);
-                self.shared.registry.do_send(RouteConfig {
+                registry.do_send(RouteConfig {
                     device: device::POSITION,
                     payload: Bytes::from(vec![codes::MOTOR_POWER, u8::from(on)]),
                     client: self.client.clone(),
@@ -669,22 +813,24 @@ impl WebSession {
                         ctx,
                     );
                 }
-                self.shared.registry.do_send(EStop {
+                registry.do_send(EStop {
                     latch,
                     client: self.client.clone(),
                 });
                 return;
             }
         };
-        match self.commands.get(&code) {
+        let id = self.id;
+        let rs = self.robot(k, ctx);
+        match rs.commands.get(&code) {
             Some(r) => {
-                let st = self.devices.entry(code).or_default();
+                let st = rs.devices.entry(code).or_default();
                 st.pacing.note(Instant::now());
                 let hold = st.pacing.hold();
                 if st.hold_sent != Some(hold) {
                     st.hold_sent = Some(hold);
-                    self.shared.registry.do_send(CommandHold {
-                        session: self.id,
+                    registry.do_send(CommandHold {
+                        session: id,
                         device: code,
                         hold: Some(hold),
                     });
@@ -692,11 +838,11 @@ impl WebSession {
                 r.do_send(Command {
                     device: code,
                     payload: Bytes::from(payload),
-                    session: self.id,
+                    session: id,
                 })
             }
             None => {
-                let st = self.devices.get(&code);
+                let st = rs.devices.get(&code);
                 let why = match st {
                     Some(s) if s.setting_up => "is still being set up",
                     Some(DeviceState {
@@ -717,26 +863,34 @@ impl WebSession {
     /// The robot's settings as read-only parameters: its name and devices, each device's
     /// driver and command watchdog (`<code>.driver`, `<code>.command_timeout` in seconds, 0
     /// when unwatched), the endpoint's `web.stall_timeout`, `web.max_clients` and
-    /// `web.max_command_hold`.
+    /// `web.max_command_hold`. An endpoint serving several robots gives their names
+    /// (`robots`) instead of one robot's settings.
     fn parameters(&self) -> Vec<(String, Value)> {
         use serde_json::json;
         let sh = &self.shared;
-        let mut v = vec![
-            ("robot".to_string(), json!(sh.robot)),
-            (
-                "devices".to_string(),
-                json!(sh
-                    .specs
-                    .iter()
-                    .map(|(d, _)| char::from(d.code).to_string())
-                    .collect::<Vec<String>>()),
-            ),
-        ];
-        for (spec, driver) in &sh.specs {
-            let c = char::from(spec.code);
-            v.push((format!("{c}.driver"), json!(driver)));
-            let t = spec.command_timeout.map_or(0.0, |t| t.as_secs_f64());
-            v.push((format!("{c}.command_timeout"), json!(t)));
+        let mut v = Vec::new();
+        match sh.robots.get(0) {
+            Some(r) if !sh.robots.several() => {
+                v.push(("robot".to_string(), json!(r.name)));
+                v.push((
+                    "devices".to_string(),
+                    json!(r
+                        .specs
+                        .iter()
+                        .map(|(d, _)| char::from(d.code).to_string())
+                        .collect::<Vec<String>>()),
+                ));
+                for (spec, driver) in &r.specs {
+                    let c = char::from(spec.code);
+                    v.push((format!("{c}.driver"), json!(driver)));
+                    let t = spec.command_timeout.map_or(0.0, |t| t.as_secs_f64());
+                    v.push((format!("{c}.command_timeout"), json!(t)));
+                }
+            }
+            _ => {
+                let names: Vec<&str> = sh.robots.iter().map(|r| r.name.as_str()).collect();
+                v.push(("robots".to_string(), json!(names)));
+            }
         }
         v.push((
             "web.stall_timeout".into(),
@@ -780,13 +934,34 @@ impl WebSession {
             act.send_binary_control(frame, ctx);
         };
         let refused = "this client may not command the robot (access policy)";
+        // Several robots on this endpoint: the request names one (`"robot": NAME`).
+        let k = if self.shared.robots.several() {
+            match v["robot"]
+                .as_str()
+                .and_then(|n| self.shared.robots.by_name(n))
+            {
+                Some(k) => k,
+                None => {
+                    return fail(
+                        self,
+                        ctx,
+                        "this endpoint serves several robots: name one with \"robot\"",
+                    )
+                }
+            }
+        } else {
+            0
+        };
+        let Some(registry) = self.registry(k) else {
+            return fail(self, ctx, "no such robot");
+        };
         let config = match svc.name {
             "/estop" => {
                 let latch = v["latch"].as_bool().unwrap_or(true);
                 if !latch && !self.may_write {
                     return fail(self, ctx, refused);
                 }
-                let fut = self.shared.registry.send(EStop {
+                let fut = registry.send(EStop {
                     latch,
                     client: self.client.clone(),
                 });
@@ -832,7 +1007,7 @@ impl WebSession {
         };
         let (dev, bytes) = config;
         info!(self.log, "service config"; "service" => svc.name, "device" => %char::from(dev));
-        let fut = self.shared.registry.send(RouteConfig {
+        let fut = registry.send(RouteConfig {
             device: dev,
             payload: Bytes::from(bytes),
             client: self.client.clone(),
@@ -844,8 +1019,13 @@ impl WebSession {
         }));
     }
 
-    fn fetch_map(&mut self, walls: bool, ctx: &mut Context<Self>) {
-        let fut = self.shared.registry.send(GetMap { walls });
+    /// Asks robot `k`'s registry for the map (`walls`) or only where its odometry lies,
+    /// and sends it to the subscriptions of its map channels.
+    fn fetch_map(&mut self, k: usize, walls: bool, ctx: &mut Context<Self>) {
+        let Some(registry) = self.registry(k) else {
+            return;
+        };
+        let fut = registry.send(GetMap { walls });
         ctx.spawn(fut.into_actor(self).map(move |r, act, _| {
             let Ok(Some(m)) = r else {
                 return;
@@ -854,7 +1034,10 @@ impl WebSession {
             let m = Rc::new(m);
             let subs: Vec<(u32, u32)> = act.subs.iter().map(|(s, c)| (*s, *c)).collect();
             for (sub, ch) in subs {
-                let source = act.channel(ch).map(|c| c.source);
+                let source = act
+                    .channel(ch)
+                    .filter(|(r, _)| *r == k)
+                    .map(|(_, c)| c.source);
                 if walls && source == Some(Source::Map) && act.map_sent.insert(sub) {
                     let payload = schema::encode_map(&m, now);
                     act.send_frame(
@@ -863,7 +1046,7 @@ impl WebSession {
                     );
                 }
                 if source == Some(Source::MapTransform) {
-                    let payload = schema::encode_map_transform(&m, now);
+                    let payload = framed(&act.shared, k, schema::encode_map_transform(&m, now));
                     act.send_frame(
                         sub,
                         foxglove::message_data(sub, schema::nanos(now), &payload),
@@ -876,41 +1059,48 @@ impl WebSession {
         }));
     }
 
-    fn device_subs(&self) -> Vec<u32> {
+    /// The subscriptions of robot `k`'s `/devices`.
+    fn device_subs(&self, k: usize) -> Vec<u32> {
         self.subs
             .iter()
             .filter(|(_, c)| {
                 self.channel(**c)
-                    .is_some_and(|ch| ch.source == Source::Devices)
+                    .is_some_and(|(r, ch)| r == k && ch.source == Source::Devices)
             })
             .map(|(s, _)| *s)
             .collect()
     }
 
-    /// Asks the registry for its device list and sends `/devices`: each device's state,
-    /// publish rate, readers and writers (every front end), and this client's access and
-    /// the rate it received.
-    fn fetch_devices(&mut self, ctx: &mut Context<Self>) {
-        if self.device_subs().is_empty() {
+    /// Asks robot `k`'s registry for its device list and sends `/devices`: each device's
+    /// state, publish rate, readers and writers (every front end), and this client's access
+    /// and the rate it received.
+    fn fetch_devices(&mut self, k: usize, ctx: &mut Context<Self>) {
+        if self.device_subs(k).is_empty() {
             return;
         }
-        let fut = self.shared.registry.send(ListDevices);
-        ctx.spawn(fut.into_actor(self).map(|r, act, _| {
+        let Some(registry) = self.registry(k) else {
+            return;
+        };
+        let fut = registry.send(ListDevices);
+        ctx.spawn(fut.into_actor(self).map(move |r, act, _| {
             if let Ok(list) = r {
-                act.send_devices(&list);
+                act.send_devices(k, &list);
             }
         }));
     }
 
-    fn send_devices(&mut self, list: &[DeviceEntry]) {
-        let subs = self.device_subs();
+    fn send_devices(&mut self, k: usize, list: &[DeviceEntry]) {
+        let subs = self.device_subs(k);
+        let Some(rs) = self.robots.get(&k) else {
+            return;
+        };
         let devices: Vec<Value> = list
             .iter()
             .map(|e| {
                 let code = e.code;
-                let st = self.devices.get(&code);
+                let st = rs.devices.get(&code);
                 let state = e.state_name();
-                let access = match self.holdings.held(code).map(|a| (a.read, a.write)) {
+                let access = match rs.holdings.held(code).map(|a| (a.read, a.write)) {
                     Some((true, true)) => "a",
                     Some((true, false)) => "r",
                     Some((false, true)) => "w",
@@ -925,9 +1115,10 @@ impl WebSession {
             })
             .collect();
         let ts = Timestamp::now();
+        let name = self.shared.robots.get(k).map_or("", |r| r.name.as_str());
         let payload = serde_json::to_vec(&serde_json::json!({
-            "timestamp": schema::time(ts), "robot": self.shared.robot,
-            "estop": self.estop.is_some(), "estop_by": self.estop,
+            "timestamp": schema::time(ts), "robot": name,
+            "estop": rs.estop.is_some(), "estop_by": rs.estop,
             "may_write": self.may_write, "dropped": self.out.borrow().dropped,
             "devices": devices}))
         .unwrap_or_default();
@@ -940,17 +1131,32 @@ impl WebSession {
     }
 
     fn tick(&mut self, ctx: &mut Context<Self>) {
-        for st in self.devices.values_mut() {
-            st.rate = f64::from(st.count) / TICK.as_secs_f64();
-            st.count = 0;
+        for rs in self.robots.values_mut() {
+            for st in rs.devices.values_mut() {
+                st.rate = f64::from(st.count) / TICK.as_secs_f64();
+                st.count = 0;
+            }
         }
-        self.fetch_devices(ctx);
-        let wants_tf = self.subs.values().any(|c| {
-            self.channel(*c)
-                .is_some_and(|ch| ch.source == Source::MapTransform)
-        });
-        if wants_tf {
-            self.fetch_map(false, ctx);
+        // The robots whose `/devices` or `/tf_map` someone here reads (no other robot
+        // costs anything).
+        let mut devices = Vec::new();
+        let mut tf = Vec::new();
+        for c in self.subs.values() {
+            match self.channel(*c) {
+                Some((k, ch)) if ch.source == Source::Devices => devices.push(k),
+                Some((k, ch)) if ch.source == Source::MapTransform => tf.push(k),
+                _ => {}
+            }
+        }
+        devices.sort_unstable();
+        devices.dedup();
+        tf.sort_unstable();
+        tf.dedup();
+        for k in devices {
+            self.fetch_devices(k, ctx);
+        }
+        for k in tf {
+            self.fetch_map(k, false, ctx);
         }
         let stall = self.shared.stall_timeout;
         let out = self.out.borrow();
@@ -966,13 +1172,21 @@ async fn write_out(
     mut sink: SplitSink<Socket, Message>,
     out: Rc<RefCell<Outbox>>,
     wake: Rc<Notify>,
+    shared: Arc<Shared>,
 ) {
     loop {
         let next = {
             let mut o = out.borrow_mut();
             match o.control.pop_front() {
                 Some(m) => Some(m),
-                None => o.data.pop_front().map(|(_, b)| Message::Binary(b)),
+                None => match o.adverts {
+                    Some(k) => {
+                        let (text, next) = shared.robots.advertise_from(k);
+                        o.adverts = next;
+                        Some(Message::Text(text.into()))
+                    }
+                    None => o.data.pop_front().map(|(_, b)| Message::Binary(b)),
+                },
             }
         };
         match next {
@@ -1006,19 +1220,29 @@ impl Actor for WebSession {
                 sink,
                 self.out.clone(),
                 self.wake.clone(),
+                self.shared.clone(),
             )));
         }
-        let name = format!("player ({})", self.shared.robot);
-        let info = foxglove::server_info(&name, self.id.get(), &self.shared.robot);
-        self.send_text(info, ctx);
-        let channels: Vec<Channel> = self.shared.channels.clone();
-        self.send_text(foxglove::advertise(&channels), ctx);
+        let robots = &self.shared.robots;
+        match robots.get(0) {
+            Some(r) if !robots.several() => {
+                let name = format!("player ({})", r.name);
+                let info = foxglove::server_info(&name, self.id.get(), &r.name);
+                let channels: Vec<Channel> = r.channels.clone();
+                self.send_text(info, ctx);
+                self.send_text(foxglove::advertise(&channels), ctx);
+                // Its notices from the start (a world's robots: once a client touches one).
+                self.robot(0, ctx);
+            }
+            _ => {
+                let name = format!("player ({} robots)", robots.len());
+                let info = foxglove::server_info(&name, self.id.get(), "");
+                self.send_text(info, ctx);
+                self.out.borrow_mut().adverts = Some(0);
+            }
+        }
         self.send_text(foxglove::advertise_services(&foxglove::SERVICES), ctx);
         ctx.run_interval(TICK, |act, ctx| act.tick(ctx));
-        self.shared.registry.do_send(Watch {
-            session: self.id,
-            recipient: Some(ctx.address().recipient()),
-        });
         self.shared
             .sessions
             .lock()
@@ -1027,7 +1251,10 @@ impl Actor for WebSession {
     }
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
-        self.holdings.leave();
+        for rs in self.robots.values_mut() {
+            rs.holdings.leave();
+            rs.tap = None;
+        }
         self.out.borrow_mut().closed = true;
         self.wake.notify_one();
         if let Some(w) = self.writer.take() {
@@ -1070,8 +1297,9 @@ impl StreamHandler<Result<Message, WsError>> for WebSession {
 impl Handler<DeviceData> for WebSession {
     type Result = ();
 
+    /// The first robot's reading (its registry sends to the session itself).
     fn handle(&mut self, msg: DeviceData, _ctx: &mut Self::Context) {
-        self.on_reading(&msg);
+        self.on_reading(0, &msg);
     }
 }
 
@@ -1080,7 +1308,25 @@ impl Handler<DeviceDataBatch> for WebSession {
 
     fn handle(&mut self, msg: DeviceDataBatch, _ctx: &mut Self::Context) {
         for d in msg.0.iter() {
-            self.on_reading(d);
+            self.on_reading(0, d);
+        }
+    }
+}
+
+impl Handler<Tagged<DeviceData>> for WebSession {
+    type Result = ();
+
+    fn handle(&mut self, msg: Tagged<DeviceData>, _ctx: &mut Self::Context) {
+        self.on_reading(msg.0, &msg.1);
+    }
+}
+
+impl Handler<Tagged<DeviceDataBatch>> for WebSession {
+    type Result = ();
+
+    fn handle(&mut self, msg: Tagged<DeviceDataBatch>, _ctx: &mut Self::Context) {
+        for d in msg.1 .0.iter() {
+            self.on_reading(msg.0, d);
         }
     }
 }
@@ -1088,26 +1334,49 @@ impl Handler<DeviceDataBatch> for WebSession {
 impl Handler<Notice> for WebSession {
     type Result = ();
 
-    /// The registry's notices become Foxglove status messages; the e-stop's also update
-    /// `/devices` at once.
+    /// The first robot's notice.
     fn handle(&mut self, n: Notice, ctx: &mut Self::Context) {
+        self.on_notice(0, n, ctx);
+    }
+}
+
+impl Handler<Tagged<Notice>> for WebSession {
+    type Result = ();
+
+    fn handle(&mut self, msg: Tagged<Notice>, ctx: &mut Self::Context) {
+        self.on_notice(msg.0, msg.1, ctx);
+    }
+}
+
+impl WebSession {
+    /// Robot `k`'s notices become Foxglove status messages (beginning with the robot's
+    /// name where the endpoint serves several); the e-stop's also update its `/devices` at
+    /// once.
+    fn on_notice(&mut self, k: usize, n: Notice, ctx: &mut Context<Self>) {
         let level = match n.kind {
             kind::UP | kind::ESTOP_RELEASED => Level::Info,
             kind::ESTOP | kind::FAILED => Level::Error,
             _ => Level::Warning,
         };
         let mut text = String::new();
+        if self.shared.robots.several() {
+            if let Some(r) = self.shared.robots.get(k) {
+                text.push_str(&format!("{}: ", r.name));
+            }
+        }
         if n.device != 0 {
             text.push_str(&format!("{}: ", player_kit::log::device(n.device)));
         }
         text.push_str(&n.text);
-        match n.kind {
-            kind::ESTOP => self.estop = Some(n.text.clone()),
-            kind::ESTOP_RELEASED => self.estop = None,
-            _ => {}
+        if let Some(rs) = self.robots.get_mut(&k) {
+            match n.kind {
+                kind::ESTOP => rs.estop = Some(n.text.clone()),
+                kind::ESTOP_RELEASED => rs.estop = None,
+                _ => {}
+            }
         }
         if matches!(n.kind, kind::ESTOP | kind::ESTOP_RELEASED) {
-            self.fetch_devices(ctx);
+            self.fetch_devices(k, ctx);
         }
         self.send_text(foxglove::status(level, &text), ctx);
     }
