@@ -6,7 +6,7 @@
 use futures::{SinkExt, StreamExt};
 use player::settings::{Invocation, Settings};
 use player::zenoh::ZenohSettings;
-use player_testkit::{free_port, start_server_with, Client, TestServer};
+use player_testkit::{start_server_with, Client, TestServer};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -46,18 +46,42 @@ fn world_settings(count: usize, tag: &str) -> (Settings, std::path::PathBuf) {
     (s, dir)
 }
 
+/// A TCP port below the system's ephemeral range (32768 and up on Linux) that is free
+/// now: a world's robots take hundreds of ephemeral ports while it starts, so a port
+/// `free_port` found free may be one of them by the time the web viewer binds.
+fn quiet_port() -> u16 {
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = 20000 + (std::process::id() as u16).wrapping_mul(31).wrapping_add(n) % 12000;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
 /// Starts the world with the first robot's web port at a free port (every robot of the
-/// world is served there) and every robot on a TCP port of its own.
-fn start_world(count: usize, tag: &str, adjust: impl FnOnce(&mut Settings)) -> (TestServer, u16) {
+/// world is served there), every robot on a TCP port of its own, and the Zenoh bridge
+/// listening on a port of its own when `zenoh` (its port is returned).
+fn start_world(count: usize, tag: &str, zenoh: bool) -> (TestServer, u16, u16) {
     let (mut s, dir) = world_settings(count, tag);
     assert_eq!(s.robot.len(), count);
-    let web = free_port();
+    let web = quiet_port();
     s.robot[0].web_port = Some(web);
-    adjust(&mut s);
+    let zport = quiet_port();
+    if zenoh {
+        s.zenoh = ZenohSettings {
+            enabled: true,
+            listen: vec![format!("tcp/127.0.0.1:{zport}")],
+            write: true,
+            ..ZenohSettings::default()
+        };
+    }
     let server = start_server_with(s, player::builtin_catalog());
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(server.addrs().len(), count);
-    (server, web)
+    (server, web, zport)
 }
 
 fn rt() -> tokio::runtime::Runtime {
@@ -67,8 +91,8 @@ fn rt() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-async fn connect(port: u16) -> Ws {
-    let mut req = format!("ws://127.0.0.1:{port}/")
+async fn connect(port: u16, query: &str) -> Ws {
+    let mut req = format!("ws://127.0.0.1:{port}/{query}")
         .into_client_request()
         .unwrap();
     req.headers_mut().insert(
@@ -164,16 +188,16 @@ async fn poses(ws: &mut Ws, within: Duration) -> (HashMap<u32, f64>, HashSet<Str
 }
 
 /// Channels per simple robot: `/tf`, `/pose`, `/position`, `/sonar`, `/tf_map`,
-/// `/devices`; plus the world's `/map` once.
+/// `/devices`; plus the world's `/map` and `/robots` once.
 const SIMPLE_CHANNELS: usize = 6;
 
 #[test]
 fn one_web_port_serves_a_200_robot_world_with_each_robot_under_its_name() {
-    let (server, web) = start_world(200, "web", |_| {});
+    let (server, web, _) = start_world(200, "web", false);
     let rt = rt();
     rt.block_on(async {
-        let mut ws = connect(web).await;
-        let a = advertised(&mut ws, 200 * SIMPLE_CHANNELS + 1).await;
+        let mut ws = connect(web, "").await;
+        let a = advertised(&mut ws, 200 * SIMPLE_CHANNELS + 2).await;
         for k in 0..200 {
             for t in ["tf", "pose", "position", "sonar", "tf_map", "devices"] {
                 let topic = format!("/robot{k}/{t}");
@@ -181,6 +205,7 @@ fn one_web_port_serves_a_200_robot_world_with_each_robot_under_its_name() {
             }
         }
         assert!(a.topics.contains_key("/map"), "the world's walls, once");
+        assert!(a.topics.contains_key("/robots"), "the world's overview");
         assert!(
             !a.topics.contains_key("/pose"),
             "no topic outside a robot's name"
@@ -213,6 +238,55 @@ fn one_web_port_serves_a_200_robot_world_with_each_robot_under_its_name() {
         }
         assert!(moved, "robot {k}'s pose shows it driving");
         drop(tcp);
+
+        // `/robots`: every robot by name, in the map; robot 137 ahead of where robot 136
+        // (its neighbour on the grid row) stands.
+        subscribe(&mut ws, &[(2000, a.topics["/robots"])]).await;
+        let start = Instant::now();
+        let all = loop {
+            let Message::Binary(b) = next(&mut ws).await else {
+                continue;
+            };
+            if u32::from_le_bytes(b[1..5].try_into().unwrap()) != 2000 {
+                continue;
+            }
+            let v: serde_json::Value = serde_json::from_slice(&b[13..]).unwrap();
+            let list = v["robots"].as_array().unwrap().clone();
+            assert_eq!(list.len(), 200);
+            if list.iter().all(|r| r["x"].is_number()) {
+                break list;
+            }
+            assert!(start.elapsed() < WAIT, "every robot's pose in /robots");
+        };
+        assert_eq!(all[137]["name"], "robot137");
+        let dx = all[137]["x"].as_f64().unwrap() - all[136]["x"].as_f64().unwrap();
+        assert!(
+            dx > 1.2 + 0.2,
+            "robot 137 drove on from 1.2 m past robot 136: {dx}"
+        );
+        ws.send(Message::Text(
+            serde_json::json!({"op": "unsubscribe", "subscriptionIds": [2000]})
+                .to_string()
+                .into(),
+        ))
+        .await
+        .unwrap();
+
+        // A client asking for some robots only gets theirs and the world's channels.
+        let mut few = connect(web, "?robots=robot7,robot19*").await;
+        let f = advertised(&mut few, 12 * SIMPLE_CHANNELS + 2).await;
+        let mut names: Vec<&str> = f
+            .topics
+            .keys()
+            .filter_map(|t| t.strip_suffix("/pose"))
+            .collect();
+        names.sort_unstable();
+        assert_eq!(names.len(), 12, "{names:?}");
+        assert!(names
+            .iter()
+            .all(|n| *n == "/robot7" || n.starts_with("/robot19")));
+        assert!(f.topics.contains_key("/map") && f.topics.contains_key("/robots"));
+        drop(few);
 
         // Robot 42 commanded on /robot42/cmd_vel: it moves, robots 41 and 43 do not, and
         // it stops on the watchdog when the commands stop.
@@ -266,7 +340,7 @@ fn one_web_port_serves_a_200_robot_world_with_each_robot_under_its_name() {
 #[test]
 fn a_1000_robot_world_served_a_client_on_the_last_port_drives_it_and_the_one_web_port_lists_all_robots(
 ) {
-    let (server, web) = start_world(1000, "thousand", |_| {});
+    let (server, web, _) = start_world(1000, "thousand", false);
     let last = *server.addrs().last().unwrap();
     let mut c = Client::connect(last);
     assert_eq!(c.request(&[(b'p', b'a')]), b"pa");
@@ -282,8 +356,8 @@ fn a_1000_robot_world_served_a_client_on_the_last_port_drives_it_and_the_one_web
     let rt = rt();
     rt.block_on(async {
         let t = Instant::now();
-        let mut ws = connect(web).await;
-        let a = advertised(&mut ws, 1000 * SIMPLE_CHANNELS + 1).await;
+        let mut ws = connect(web, "").await;
+        let a = advertised(&mut ws, 1000 * SIMPLE_CHANNELS + 2).await;
         let names: HashSet<&str> = a
             .topics
             .keys()
@@ -308,15 +382,7 @@ fn a_1000_robot_world_served_a_client_on_the_last_port_drives_it_and_the_one_web
 
 #[test]
 fn each_robot_of_a_world_has_its_own_zenoh_key() {
-    let port = free_port();
-    let (server, _web) = start_world(200, "zenoh", |s| {
-        s.zenoh = ZenohSettings {
-            enabled: true,
-            listen: vec![format!("tcp/127.0.0.1:{port}")],
-            write: true,
-            ..ZenohSettings::default()
-        };
-    });
+    let (server, _web, port) = start_world(200, "zenoh", true);
     let mut c = zenoh::Config::default();
     c.insert_json5("mode", "\"client\"").unwrap();
     c.insert_json5("connect/endpoints", &format!("[\"tcp/127.0.0.1:{port}\"]"))

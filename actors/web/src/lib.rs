@@ -655,6 +655,16 @@ fn upgrade(
             "too many connections from this address (max_per_address)\n",
         );
     };
+    // `?robots=NAME,...`: the robots whose channels a client of a world wants advertised.
+    let picked = req.uri().query().and_then(|q| {
+        q.split('&')
+            .find_map(|kv| kv.strip_prefix("robots="))
+            .map(|v| {
+                shared
+                    .robots
+                    .select(&String::from_utf8_lossy(&percent_decode(v)))
+            })
+    });
     let on_upgrade = hyper::upgrade::on(req);
     let id = shared.ids.next();
     let subprotocol = protocol.unwrap_or("foxglove.websocket.v1");
@@ -683,6 +693,7 @@ fn upgrade(
             shared,
             slot,
         )
+        .with_robots(picked)
         .start();
     });
     let mut r = Response::new(Full::new(Bytes::new()));

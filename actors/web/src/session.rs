@@ -120,6 +120,8 @@ struct Outbox {
     /// serving several robots has not advertised them all (made when the socket has taken
     /// the chunk before: see [`super::world`]).
     adverts: Option<usize>,
+    /// The robots whose channels are advertised (`?robots=`; `None`: all).
+    picked: Option<Arc<[usize]>>,
     closed: bool,
     /// When the writer last finished a send (or the outbox was last empty).
     progress: Instant,
@@ -299,6 +301,10 @@ pub struct WebSession {
     pubs: HashMap<u32, (usize, Target)>,
     /// Map subscriptions already sent the walls.
     map_sent: HashSet<u32>,
+    /// For the world's `/robots`: each robot's newest odometry pose (x, y m, heading rad,
+    /// speed m/s) and where its odometry lies in the map.
+    overview: HashMap<usize, (f64, f64, f64, f64)>,
+    origins: HashMap<usize, [f64; 3]>,
     map: Option<Rc<MapOutline>>,
     out: Rc<RefCell<Outbox>>,
     wake: Rc<Notify>,
@@ -334,11 +340,14 @@ impl WebSession {
             subs: HashMap::new(),
             pubs: HashMap::new(),
             map_sent: HashSet::new(),
+            overview: HashMap::new(),
+            origins: HashMap::new(),
             map: None,
             out: Rc::new(RefCell::new(Outbox {
                 control: VecDeque::new(),
                 data: VecDeque::new(),
                 adverts: None,
+                picked: None,
                 closed: false,
                 progress: Instant::now(),
                 dropped: 0,
@@ -348,6 +357,76 @@ impl WebSession {
             stream: Some(stream),
             writer: None,
             log,
+        }
+    }
+
+    /// Advertises only the robots a `?robots=` value picks (an endpoint serving several
+    /// robots; see [`super::world`]).
+    pub fn with_robots(self, picked: Option<Vec<usize>>) -> WebSession {
+        self.out.borrow_mut().picked = picked.map(Arc::from);
+        self
+    }
+
+    /// The subscriptions of the world's `/robots`.
+    fn overview_subs(&self) -> Vec<u32> {
+        self.subs
+            .iter()
+            .filter(|(_, c)| **c == world::ROBOTS_CHANNEL && self.shared.robots.several())
+            .map(|(s, _)| *s)
+            .collect()
+    }
+
+    /// Starts (`on`) or ends holding every robot's position for `/robots`; starting also
+    /// asks each robot once where its odometry lies in the map.
+    fn watch_all(&mut self, on: bool, ctx: &mut Context<Self>) {
+        for k in 0..self.shared.robots.len() {
+            if !on && !self.robots.contains_key(&k) {
+                continue;
+            }
+            self.sync_device(k, device::POSITION, ctx);
+            if on && !self.origins.contains_key(&k) {
+                let Some(registry) = self.registry(k) else {
+                    continue;
+                };
+                let fut = registry.send(GetMap { walls: false });
+                ctx.spawn(fut.into_actor(self).map(move |r, act, _| {
+                    if let Ok(Some(m)) = r {
+                        act.origins.insert(k, m.odometry_origin);
+                    }
+                }));
+            }
+        }
+        if !on {
+            self.overview.clear();
+        }
+    }
+
+    /// Sends `/robots`: every robot's name and newest pose in the map.
+    fn send_overview(&mut self) {
+        let subs = self.overview_subs();
+        if subs.is_empty() {
+            return;
+        }
+        let mut list = Vec::with_capacity(self.shared.robots.len());
+        for (k, r) in self.shared.robots.iter().enumerate() {
+            let Some(&(x, y, th, v)) = self.overview.get(&k) else {
+                list.push(serde_json::json!({"name": r.name}));
+                continue;
+            };
+            let [ox, oy, oth] = self.origins.get(&k).copied().unwrap_or([0.0; 3]);
+            let (c, sn) = (oth.cos(), oth.sin());
+            list.push(serde_json::json!({"name": r.name, "x": ox + c * x - sn * y,
+                "y": oy + sn * x + c * y, "heading": oth + th, "speed": v}));
+        }
+        let ts = Timestamp::now();
+        let payload =
+            serde_json::to_vec(&serde_json::json!({"timestamp": schema::time(ts), "robots": list}))
+                .unwrap_or_default();
+        for sub in subs {
+            self.send_frame(
+                sub,
+                foxglove::message_data(sub, schema::nanos(ts), &payload),
+            );
         }
     }
 
@@ -459,7 +538,7 @@ impl WebSession {
         let read = self.subs.values().any(|&c| {
             self.channel(c)
                 .is_some_and(|(r, ch)| r == k && ch.source == Source::Device(code))
-        });
+        }) || (code == device::POSITION && !self.overview_subs().is_empty());
         let write = self
             .pubs
             .values()
@@ -538,6 +617,19 @@ impl WebSession {
         let st = rs.devices.entry(d.device).or_default();
         st.last_reading = Some(Instant::now());
         st.count += 1;
+        if d.device == device::POSITION && self.shared.robots.several() {
+            if let Ok(p) = player_proto::data::Position::decode(&d.data) {
+                let pose = (
+                    f64::from(p.x) / 1000.0,
+                    f64::from(p.y) / 1000.0,
+                    f64::from(p.heading).to_radians(),
+                    f64::from(p.speed) / 1000.0,
+                );
+                if !self.overview_subs().is_empty() {
+                    self.overview.insert(k, pose);
+                }
+            }
+        }
         let mut frames = Vec::new();
         for (&sub, &ch) in &self.subs {
             let Some((r, channel)) = self.channel(ch) else {
@@ -573,6 +665,15 @@ impl WebSession {
                         self.status(Level::Error, &m, ctx);
                         continue;
                     }
+                    if s.channel_id == world::ROBOTS_CHANNEL && self.shared.robots.several() {
+                        let first = self.overview_subs().is_empty();
+                        self.subs.insert(s.id, s.channel_id);
+                        if first {
+                            self.watch_all(true, ctx);
+                        }
+                        self.send_overview();
+                        continue;
+                    }
                     let Some((k, channel)) = self.channel(s.channel_id) else {
                         let m = format!("no channel {}", s.channel_id);
                         self.status(Level::Error, &m, ctx);
@@ -600,6 +701,9 @@ impl WebSession {
                     if let Some(ch) = self.subs.remove(&id) {
                         self.map_sent.remove(&id);
                         self.out.borrow_mut().data.retain(|(s, _)| *s != id);
+                        if ch == world::ROBOTS_CHANNEL && self.overview_subs().is_empty() {
+                            self.watch_all(false, ctx);
+                        }
                         if let Some((k, Source::Device(code))) =
                             self.channel(ch).map(|(k, c)| (k, c.source))
                         {
@@ -1158,6 +1262,7 @@ impl WebSession {
         for k in tf {
             self.fetch_map(k, false, ctx);
         }
+        self.send_overview();
         let stall = self.shared.stall_timeout;
         let out = self.out.borrow();
         if !stall.is_zero() && out.pending() && out.progress.elapsed() > stall {
@@ -1181,7 +1286,8 @@ async fn write_out(
                 Some(m) => Some(m),
                 None => match o.adverts {
                     Some(k) => {
-                        let (text, next) = shared.robots.advertise_from(k);
+                        let picked = o.picked.clone();
+                        let (text, next) = shared.robots.advertise_from(picked.as_deref(), k);
                         o.adverts = next;
                         Some(Message::Text(text.into()))
                     }

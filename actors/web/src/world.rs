@@ -11,6 +11,17 @@
 //! reconnecting client sees the same ids. A client publishes on `/<robot>/cmd_vel` (and
 //! the other command topics under a robot's name) to command that robot.
 //!
+//! The world's own channel `/robots` (id [`ROBOTS_CHANNEL`]) gives, once a second while a
+//! client subscribes to it, every robot's name and pose in the map (x, y metres, heading
+//! radians): the page's view of all robots at once. It holds every robot's position
+//! device for that client, so it costs in proportion to the robots only while someone
+//! watches it.
+//!
+//! A client may ask for some robots' channels only: `?robots=NAME,NAME,...` on the
+//! WebSocket URL (a name ending in `*` takes every robot whose name begins with the rest;
+//! an empty list takes none, leaving the world's `/map` and `/robots`). Without it every
+//! robot's channels are advertised.
+//!
 //! Advertising is in chunks of at most [`ADVERTISE_CHUNK`] channels per message, each
 //! made when the socket has taken the one before, so a client of a 10 000-robot world
 //! never has more than one chunk waiting and the server builds no list of every channel.
@@ -28,6 +39,24 @@ pub const ROBOT_STRIDE: u32 = 64;
 
 /// Most channels in one `advertise` message of an endpoint serving several robots.
 pub const ADVERTISE_CHUNK: usize = 500;
+
+/// The id of the world's `/robots` channel (in robot 0's block, above every channel of
+/// [`schema::CHANNELS`]).
+pub const ROBOTS_CHANNEL: u32 = ROBOT_STRIDE - 1;
+
+/// The `/robots` topic.
+pub const ROBOTS_TOPIC: &str = "/robots";
+
+/// The JSON schema of `/robots` messages.
+pub fn robots_schema() -> String {
+    serde_json::json!({"title": "player.Robots", "type": "object", "properties": {
+        "timestamp": {"type": "object", "properties": {
+            "sec": {"type": "integer"}, "nsec": {"type": "integer"}}},
+        "robots": {"type": "array", "items": {"type": "object", "properties": {
+            "name": {"type": "string"}, "x": {"type": "number"}, "y": {"type": "number"},
+            "heading": {"type": "number"}, "speed": {"type": "number"}}}}}})
+    .to_string()
+}
 
 /// One robot served by an endpoint.
 pub struct WebRobot {
@@ -153,14 +182,55 @@ impl Robots {
         }
     }
 
-    /// The `advertise` message for the channels of robots `from..`, at most
-    /// [`ADVERTISE_CHUNK`] channels (whole robots, at least one), and the robot the next
-    /// chunk starts at (`None`: that was the last).
-    pub fn advertise_from(&self, from: usize) -> (String, Option<usize>) {
+    /// The robots a client's `?robots=` value picks (see the module's documentation), in
+    /// the endpoint's order.
+    pub fn select(&self, value: &str) -> Vec<usize> {
+        let picks: Vec<&str> = value.split(',').filter(|p| !p.is_empty()).collect();
+        (0..self.list.len())
+            .filter(|&k| {
+                let name = self.list[k].name.as_str();
+                picks.iter().any(|p| match p.strip_suffix('*') {
+                    Some(head) => name.starts_with(head),
+                    None => name == *p,
+                })
+            })
+            .collect()
+    }
+
+    /// The `advertise` message for the channels of the robots `picked[from..]` (all robots
+    /// when `picked` is `None`), at most [`ADVERTISE_CHUNK`] channels (whole robots, at
+    /// least one), and where the next chunk starts (`None`: that was the last). The first
+    /// chunk of an endpoint serving several robots also has the world's `/robots`.
+    pub fn advertise_from(&self, picked: Option<&[usize]>, from: usize) -> (String, Option<usize>) {
         let mut out = String::from(r#"{"op":"advertise","channels":["#);
         let mut n = 0;
-        let mut k = from;
-        while k < self.list.len() {
+        if from == 0 && self.several() {
+            let schema = serde_json::Value::from(robots_schema()).to_string();
+            out.push_str(&format!(
+                r#"{{"id":{ROBOTS_CHANNEL},"topic":"{ROBOTS_TOPIC}","encoding":"json","schemaName":"player.Robots","schema":{schema},"schemaEncoding":"jsonschema"}}"#
+            ));
+            n += 1;
+            // The world's walls whoever is picked.
+            if let Some(map) = self.list[0]
+                .channels
+                .iter()
+                .find(|c| c.source == Source::Map)
+            {
+                if picked.is_some_and(|p| !p.contains(&0)) {
+                    out.push_str(&format!(
+                        r#",{{"id":{},"topic":"{}",{}}}"#,
+                        map.id,
+                        map.topic,
+                        schema_fields(map)
+                    ));
+                    n += 1;
+                }
+            }
+        }
+        let len = picked.map_or(self.list.len(), <[usize]>::len);
+        let mut i = from;
+        while i < len {
+            let k = picked.map_or(i, |p| p[i]);
             let r = &self.list[k];
             if n > 0 && n + r.channels.len() > ADVERTISE_CHUNK {
                 break;
@@ -177,10 +247,10 @@ impl Robots {
                 ));
                 n += 1;
             }
-            k += 1;
+            i += 1;
         }
         out.push_str("]}");
-        (out, (k < self.list.len()).then_some(k))
+        (out, (i < len).then_some(i))
     }
 }
 
