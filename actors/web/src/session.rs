@@ -31,7 +31,7 @@ use player_core::registry::{
     CommandHold, EStop, GetMap, ListDevices, RouteConfig, SessionId, Watch, MAX_COMMAND_HOLD,
 };
 use player_kit::driver::{
-    Command, DataRecipient, DeviceData, DeviceDataBatch, MapOutline, Timestamp,
+    Command, DataRecipient, DeviceData, DeviceDataBatch, Inbox, MapOutline, Timestamp,
 };
 use player_proto::ext::DeviceEntry;
 use player_proto::{config as codes, device};
@@ -145,6 +145,9 @@ struct RobotState {
     commands: HashMap<u8, Recipient<Command>>,
     /// Where the robot's readings and notices go (robot `k > 0`): tagged with `k`.
     tap: Option<Addr<Tap>>,
+    /// Where its readings wait, newest per device, while only `/robots` reads it (picked
+    /// up once a second instead of a message per reading).
+    inbox: Arc<Inbox>,
 }
 
 /// A reading, readings or a notice of robot `.0` of the endpoint (through its [`Tap`]).
@@ -401,11 +404,32 @@ impl WebSession {
         }
     }
 
+    /// Picks up robot `k`'s readings waiting in its inbox, and sets whether its readings
+    /// come as messages: yes while a channel of it is subscribed (or `/robots` is not),
+    /// else they wait for the next `/robots`.
+    fn settle_inbox(&mut self, k: usize, ctx: &mut Context<Self>) {
+        let messages = self.overview_subs().is_empty()
+            || self.subs.values().any(|&c| {
+                self.channel(c)
+                    .is_some_and(|(r, ch)| r == k && matches!(ch.source, Source::Device(_)))
+            });
+        let inbox = self.robot(k, ctx).inbox.clone();
+        let mut waiting = Vec::new();
+        inbox.take(messages, &mut waiting);
+        for d in &waiting {
+            self.on_reading(k, d);
+        }
+    }
+
     /// Sends `/robots`: every robot's name and newest pose in the map.
-    fn send_overview(&mut self) {
+    fn send_overview(&mut self, ctx: &mut Context<Self>) {
         let subs = self.overview_subs();
         if subs.is_empty() {
             return;
+        }
+        let touched: Vec<usize> = self.robots.keys().copied().collect();
+        for k in touched {
+            self.settle_inbox(k, ctx);
         }
         let mut list = Vec::with_capacity(self.shared.robots.len());
         for (k, r) in self.shared.robots.iter().enumerate() {
@@ -518,6 +542,7 @@ impl WebSession {
                 recipient: Some(recipient),
             });
             RobotState {
+                inbox: Inbox::new(),
                 holdings: Holdings::new(registry, id, client.clone()),
                 estop: None,
                 devices: HashMap::new(),
@@ -544,13 +569,15 @@ impl WebSession {
             .values()
             .any(|&(r, t)| r == k && t.writes() == Some(code));
         let me = ctx.address();
+        self.settle_inbox(k, ctx);
         let rs = self.robot(k, ctx);
         let tap = rs.tap.clone();
+        let inbox = rs.inbox.clone();
         let asked = match rs
             .holdings
             .want(code, Access::new(read, write), || match &tap {
-                Some(t) => DataRecipient::of(t),
-                None => DataRecipient::of(&me),
+                Some(t) => DataRecipient::with_inbox(t, inbox),
+                None => DataRecipient::with_inbox(&me, inbox),
             }) {
             Change::Same => return,
             Change::Released => None,
@@ -671,7 +698,7 @@ impl WebSession {
                         if first {
                             self.watch_all(true, ctx);
                         }
-                        self.send_overview();
+                        self.send_overview(ctx);
                         continue;
                     }
                     let Some((k, channel)) = self.channel(s.channel_id) else {
@@ -1262,7 +1289,7 @@ impl WebSession {
         for k in tf {
             self.fetch_map(k, false, ctx);
         }
-        self.send_overview();
+        self.send_overview(ctx);
         let stall = self.shared.stall_timeout;
         let out = self.out.borrow();
         if !stall.is_zero() && out.pending() && out.progress.elapsed() > stall {
