@@ -441,3 +441,22 @@ fn each_robot_of_a_world_has_its_own_zenoh_key() {
     drop(z);
     server.shutdown();
 }
+
+#[test]
+fn robots_given_one_web_port_share_it_and_the_check_does_not_call_it_a_clash() {
+    let text = "[[robot]]\nname = \"a\"\nport = 7001\nweb_port = 9100\n\
+                [[robot]]\nname = \"b\"\nport = 7002\nweb_port = 9100\n\
+                [[robot]]\nname = \"c\"\nport = 7003\nweb_port = 7001\n";
+    let s = player::check::check_text(text, "test.toml").expect("parses");
+    let problems = player::check::check_settings(
+        &s,
+        &player::builtin_catalog(),
+        std::path::Path::new("."),
+        player::check::Scope::Reload,
+        Some(text),
+    );
+    let messages: Vec<&str> = problems.iter().map(|p| p.message.as_str()).collect();
+    // a and b share 9100; c's web port is a's TCP port: that one is a clash.
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert!(messages[0].contains("7001"), "{messages:?}");
+}
