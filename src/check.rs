@@ -450,8 +450,15 @@ pub fn check_settings(
                 format!("robot '{}'", robot.name),
             ));
         }
+        // Robots with the same web port share one endpoint (their topics under their
+        // names): only the first of them listens.
+        let web_taken = |p: u16| {
+            ports
+                .iter()
+                .any(|(q, k, _): &(u16, String, String)| *q == p && k.ends_with(".web_port"))
+        };
         if let Some((p, explicit)) = crate::web::port_of(i, robot.web_port) {
-            if explicit {
+            if explicit && !robot.web_shared && !web_taken(p) {
                 ports.push((
                     p,
                     format!("robot[{i}].web_port"),
@@ -650,6 +657,7 @@ pub fn describe(c: &Checked) -> String {
             let _ = writeln!(out, "  driver '{}': {}", d.driver, devices.join(", "));
         }
         let web = match crate::web::port_of(i, r.web_port) {
+            _ if r.web_shared => "the first robot's port, topics under its name".into(),
             Some((p, true)) => format!("port {p}"),
             Some((p, false)) => format!("port {p} (default; skipped if busy)"),
             None => "off".into(),

@@ -145,8 +145,9 @@ FLAGS (the manual's, a flag overrides the configuration file):
                      clients send) to the MCAP file <file>, whether or not clients read.
     -replay <file>   Serve a recording (MCAP, as -record writes) as the robot's devices.
     -web <port>      Web viewer (HTTP page and Foxglove WebSocket) of the first robot on
-                     <port>, robot i of a world on <port> + i; 0 turns it off. Default 8765
-                     (+ i), skipped with a log line when that port is busy. Open
+                     <port>, robot i of a world on <port> + i (a world of more than 64
+                     robots: all on <port>, topics under the robots' names); 0 turns it
+                     off. Default 8765 (+ i), skipped with a log line when busy. Open
                      http://HOST:8765/ in a browser, or point Foxglove or Lichtblick at
                      ws://HOST:8765.
     -debug           Debug logging.

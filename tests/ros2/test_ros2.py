@@ -29,7 +29,9 @@ The server with `[ros2]` on (the simulated Pioneer), seen by a Zenoh client:
   e-stop keeps it still; `estop` (std_msgs/Bool) latches and releases it; `write = false`
   ignores `cmd_vel`;
 - a late subscriber (zenoh-ext's advanced subscriber, as rmw_zenoh's transient-local ones)
-  gets `tf_static`.
+  gets `tf_static`;
+- `-stage` with a world of 100 robots: every robot a node in its own namespace
+  (`/robot<k>`), and `/robot57/cmd_vel` moves robot 57 (its `odom`), not robot 58.
 """
 
 import json
@@ -703,6 +705,96 @@ def test_several_robots_get_a_namespace_and_frame_prefix_each():
         got = Collect(p.session, topics["left/scan"][0][0]).wait(1)
         assert got, "no scan from the second robot"
         assert deserialize_message(got[0][0], LaserScan).header.frame_id == "left/laser"
+    finally:
+        p.stop()
+
+
+class StageWorld(Player):
+    """The player binary on `-stage` with a world of `count` simple robots (wheels and
+    sonar; more than get a web port each), the ROS 2 front end on."""
+
+    def __init__(self, count):
+        self.tcp_port, self.zport = free_port(), free_port()
+        self.dir = tempfile.mkdtemp(prefix="player-ros2-world-")
+        world = os.path.join(self.dir, "world.toml")
+        with open(world, "w") as f:
+            f.write(f'[world]\nwidth = 30000\nheight = 30000\n[[swarm]]\ncount = {count}\n'
+                    'spacing = 1500\nkind = "simple"\n')
+        cfg = os.path.join(self.dir, "player.toml")
+        with open(cfg, "w") as f:
+            f.write(f'[ros2]\nenabled = true\nlisten = ["tcp/127.0.0.1:{self.zport}"]\n'
+                    f'write = true\n[[robot]]\nbind = "127.0.0.1"\nweb_port = 0\n'
+                    '[[robot.driver]]\ndriver = "sim"\ndevices = ["p", "s"]\n')
+        binary = os.environ.get("PLAYER_BIN") or os.path.join(ROOT, "target", "debug", "player")
+        self.proc = subprocess.Popen(
+            [binary, "--config", cfg, "-stage", world, "-gp", "0"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        self.log = []
+        threading.Thread(
+            target=lambda: [self.log.append(l.decode(errors="replace")) for l in self.proc.stderr],
+            daemon=True,
+        ).start()
+        self.session = self.connect()
+
+    def stop(self):
+        try:
+            super().stop()
+        finally:
+            import shutil
+
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def test_every_robot_of_a_stage_world_is_a_node_in_its_own_namespace():
+    from geometry_msgs.msg import Twist
+    from nav_msgs.msg import Odometry
+    from rclpy.serialization import deserialize_message, serialize_message
+
+    p = StageWorld(100)
+    try:
+        # Every robot's node, once the front end has declared them all.
+        want = sorted(f"%robot{k}" for k in range(100))
+        deadline = time.monotonic() + 30
+        while True:
+            tokens = [m for m in map(TOKEN.match, p.tokens(want=100 * 5, within=30)) if m]
+            nodes = sorted(m["ns"] for m in tokens if m["kind"] == "NN")
+            if nodes == want or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert nodes == want, f"{len(nodes)} nodes: {nodes[:5]}"
+        topics = p.topics()
+        assert {"robot0/odom", "robot99/odom", "robot57/cmd_vel"} <= set(topics)
+        # Robot 57 driven on its own cmd_vel: its odom shows it moving, robot 58's not.
+        (key,) = [k for k, _, kind in topics["robot57/cmd_vel"]
+                  if "Twist_" in k and "Stamped" not in k and kind == "MS"]
+        t = Twist()
+        t.linear.x = 0.3
+        pub = p.session.declare_publisher(key)
+        gid = os.urandom(16)
+        seen = {}
+        subs = [
+            p.session.declare_subscriber(
+                topics[f"robot{k}/odom"][0][0],
+                lambda s, k=k: seen.__setitem__(k, deserialize_message(s.payload.to_bytes(), Odometry)),
+            )
+            for k in (57, 58)
+        ]
+        deadline = time.monotonic() + 30
+        seq = 0
+        while time.monotonic() < deadline:
+            seq += 1
+            pub.put(serialize_message(t), attachment=struct.pack("<qqB", seq, time.time_ns(), 16) + gid)
+            time.sleep(0.1)
+            if 57 in seen and 58 in seen and seen[57].twist.twist.linear.x > 0.2:
+                break
+        for s in subs:
+            s.undeclare()
+        pub.undeclare()
+        assert 57 in seen and seen[57].twist.twist.linear.x > 0.2, "robot 57 did not move"
+        assert seen[57].header.frame_id == "robot57/odom"
+        assert seen[58].twist.twist.linear.x == 0.0 and seen[58].pose.pose.position.x == 0.0
     finally:
         p.stop()
 

@@ -565,6 +565,7 @@ impl Server {
                 index,
                 bind: robot.bind.clone(),
                 web_port: robot.web_port,
+                web_shared: robot.web_shared,
                 registry: registry.clone(),
                 devices: served,
             });

@@ -23,8 +23,8 @@ use std::time::Duration;
 pub const DEFAULT_CONFIG: &str = include_str!("../../../config/default.toml");
 
 /// `-stage` gives each robot of a world with at most this many robots a web viewer port
-/// of its own; in a larger world only the first robot has one (a `-web` flag still sets
-/// every robot's).
+/// of its own; a larger world is served on one web viewer port, the first robot's, with
+/// every robot's topics under its name ([`RobotSettings::web_shared`]).
 pub const STAGE_WEB_VIEWERS_MAX: usize = 64;
 
 /// The first robot's web viewer port when none is configured (Foxglove's default port).
@@ -163,6 +163,10 @@ pub struct RobotSettings {
     /// is logged, not fatal (a configured one that cannot be bound is an error).
     #[serde(default)]
     pub web_port: Option<u16>,
+    /// Served on the first robot's web viewer port, whatever this robot's `web_port` (set
+    /// by `-stage` for a world of more than [`STAGE_WEB_VIEWERS_MAX`] robots; not a key).
+    #[serde(skip)]
+    pub web_shared: bool,
     /// Seconds a moving device's command holds without a fresh one before the watchdog
     /// stops it, for every driver of this robot that has no `command_timeout` of its own
     /// (0: no watchdog; unset: the driver's default, 0.5 s for a base).
@@ -482,7 +486,8 @@ impl Settings {
         )
         .map_err(|e| SettingsError::flag("-stage", e.to_string()))?;
         let mut robots = Vec::with_capacity(planned.len() + self.robot.len());
-        // A large world: one web viewer (the first robot's), not a listening port per robot.
+        // A large world: one web viewer port (the first robot's) serving every robot, not a
+        // listening port per robot.
         let web_each = planned.len() <= STAGE_WEB_VIEWERS_MAX;
         for (i, p) in planned.into_iter().enumerate() {
             let mut r = if i == 0 {
@@ -493,7 +498,8 @@ impl Settings {
                     name: String::new(),
                     port: 0,
                     bind: first.bind.clone(),
-                    web_port: if web_each { None } else { Some(0) },
+                    web_port: None,
+                    web_shared: !web_each,
                     driver: Vec::new(),
                 }
             };

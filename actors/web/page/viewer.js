@@ -1,5 +1,10 @@
 // player's built-in viewer: a Foxglove WebSocket client (foxglove.websocket.v1) drawing the
 // robot top-down and driving it. No libraries, nothing fetched from the internet.
+//
+// On a port serving a whole world (topics under the robots' names, and the world's
+// `/robots`), the page shows one robot at a time (`?robot=NAME` in the page's address, or
+// the picker), asks the server for that robot's channels only (`?robots=NAME` on the
+// WebSocket), and with "all robots" draws every robot of the world from `/robots`.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -32,6 +37,11 @@ const state = {
   byteRate: 0,
   frames: 0, // frames drawn
   sent: 0, // commands sent
+  world: false, // the port serves a world: topics under the robots' names
+  names: [], // the world's robots
+  picked: new URLSearchParams(location.search).get("robot") ?? "", // the robot shown
+  all: null, // the world's robots from /robots: [{name, x, y, heading}] in map
+  showAll: false,
 };
 window.viewer = state;
 
@@ -47,7 +57,10 @@ function log(text) {
 }
 
 function connect() {
-  const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/`;
+  // A world's port advertises the picked robot's channels only (a single robot's port
+  // ignores the list).
+  const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/` +
+    `?robots=${encodeURIComponent(state.picked)}`;
   ws = new WebSocket(url, ["foxglove.websocket.v1"]);
   ws.binaryType = "arraybuffer";
   ws.onopen = () => {
@@ -63,12 +76,56 @@ function connect() {
     state.subs.clear();
     clientChannels.clear();
     stopDriving(false);
-    setTimeout(connect, 1000);
+    setTimeout(connect, reconnectNow ? 0 : 1000);
+    reconnectNow = false;
   };
   ws.onmessage = (ev) => {
     if (typeof ev.data === "string") onText(JSON.parse(ev.data));
     else onBinary(ev.data);
   };
+}
+
+let reconnectNow = false;
+
+// Shows robot `name` of the world: a new connection asking for its channels.
+function pick(name) {
+  if (name === state.picked) return;
+  state.picked = name;
+  const q = new URLSearchParams(location.search);
+  q.set("robot", name);
+  history.replaceState(null, "", `?${q}`);
+  for (const k of ["pose", "position", "trail", "laser", "scan", "sonar", "mapToOdom", "misc", "ptz",
+    "gripper", "blobs", "devices"]) state[k] = k === "trail" ? [] : null;
+  reconnectNow = true;
+  ws?.close();
+}
+
+// A world topic `/<robot>/<rest>` of the picked robot as the page's handlers name it.
+function localTopic(topic) {
+  if (!state.world || topic === "/map" || topic === "/robots") return topic;
+  const head = `/${state.picked}/`;
+  return topic.startsWith(head) ? topic.slice(head.length - 1) : null;
+}
+
+// A topic the page publishes on, under the picked robot's name on a world's port.
+function robotTopic(topic) {
+  return state.world ? `/${state.picked}${topic}` : topic;
+}
+
+// Every robot of the world while "all robots" is ticked.
+function watchAll() {
+  const c = [...state.channels.values()].find((ch) => ch.topic === "/robots");
+  if (!c) return;
+  const sub = [...state.subs.entries()].find(([, t]) => t === "/robots")?.[0];
+  if (state.showAll && sub === undefined) {
+    const id = nextSub++;
+    state.subs.set(id, "/robots");
+    send({ op: "subscribe", subscriptions: [{ id, channelId: c.id }] });
+  } else if (!state.showAll && sub !== undefined) {
+    state.subs.delete(sub);
+    send({ op: "unsubscribe", subscriptionIds: [sub] });
+    state.all = null;
+  }
 }
 
 function send(obj) {
@@ -78,19 +135,40 @@ function send(obj) {
 function onText(msg) {
   switch (msg.op) {
     case "serverInfo":
-      state.robot = msg.metadata?.robot ?? msg.name;
+      state.robot = msg.metadata?.robot || msg.name;
       $("title").textContent = `player: ${state.robot}`;
       document.title = `player: ${state.robot}`;
       break;
     case "advertise": {
+      if (!state.world && msg.channels.some((c) => c.topic === "/robots")) {
+        state.world = true;
+        $("robot").hidden = false;
+        $("allwrap").hidden = false;
+        send({ op: "getParameters", parameterNames: ["robots"], id: "robots" });
+      }
       const subscriptions = [];
       for (const c of msg.channels) {
         state.channels.set(c.id, c);
+        const topic = localTopic(c.topic);
+        if (topic === null || topic === "/robots") continue;
         const id = nextSub++;
-        state.subs.set(id, c.topic);
+        state.subs.set(id, topic);
         subscriptions.push({ id, channelId: c.id });
       }
-      send({ op: "subscribe", subscriptions });
+      if (subscriptions.length) send({ op: "subscribe", subscriptions });
+      watchAll();
+      break;
+    }
+    case "parameterValues": {
+      const names = msg.parameters?.find((p) => p.name === "robots")?.value;
+      if (!Array.isArray(names)) break;
+      state.names = names;
+      const sel = $("robot");
+      sel.replaceChildren(...names.map((n) => new Option(n, n)));
+      if (!state.picked || !names.includes(state.picked)) pick(names[0] ?? "");
+      sel.value = state.picked;
+      $("title").textContent = `player: ${state.picked} (${names.length} robots)`;
+      document.title = `player: ${state.picked}`;
       break;
     }
     case "unadvertise":
@@ -172,6 +250,9 @@ const handlers = {
   "/vision/blobs": (m) => {
     state.blobs = m;
     drawCamera();
+  },
+  "/robots": (m) => {
+    state.all = m.robots;
   },
   "/devices": (m) => {
     state.devices = m;
@@ -273,6 +354,22 @@ function draw() {
       g.lineTo(b[0], b[1]);
     }
     g.stroke();
+  }
+
+  // Every robot of the world (map frame -> odom), while "all robots" is ticked.
+  if (state.showAll && state.all && state.mapToOdom) {
+    const t = state.mapToOdom;
+    const c = Math.cos(-t.th);
+    const sn = Math.sin(-t.th);
+    g.fillStyle = "rgba(96, 125, 139, 0.55)";
+    for (const r of state.all) {
+      if (typeof r.x !== "number" || r.name === state.picked) continue;
+      const dx = r.x - t.x;
+      const dy = r.y - t.y;
+      g.beginPath();
+      g.arc(c * dx - sn * dy, sn * dx + c * dy, 0.2, 0, 2 * Math.PI);
+      g.fill();
+    }
   }
 
   // Trail.
@@ -420,7 +517,7 @@ function twist() {
 }
 
 function sendDrive() {
-  publish("/cmd_vel", "geometry_msgs/Twist", twist());
+  publish(robotTopic("/cmd_vel"), "geometry_msgs/Twist", twist());
   state.sent++;
 }
 
@@ -444,7 +541,7 @@ function stopDriving(sendStop) {
   document.querySelectorAll("#pad .held").forEach((b) => b.classList.remove("held"));
   if (driveTimer) clearInterval(driveTimer);
   driveTimer = null;
-  if (sendStop) publish("/cmd_vel", "geometry_msgs/Twist", twist()); // all zero: stop
+  if (sendStop) publish(robotTopic("/cmd_vel"), "geometry_msgs/Twist", twist()); // all zero: stop
 }
 
 const KEYS = { ArrowUp: "ArrowUp", ArrowDown: "ArrowDown", ArrowLeft: "ArrowLeft", ArrowRight: "ArrowRight",
@@ -477,7 +574,7 @@ for (const b of document.querySelectorAll("#pad button")) {
 }
 
 $("motors").addEventListener("change", (e) => {
-  publish("/motor_power", "player.MotorPower", { on: e.target.checked });
+  publish(robotTopic("/motor_power"), "player.MotorPower", { on: e.target.checked });
   log(`motor power ${e.target.checked ? "on" : "off"} asked`);
 });
 
@@ -489,7 +586,7 @@ function setEstop(latched) {
 $("estop").addEventListener("click", () => {
   const latch = !state.estop;
   stopDriving(true);
-  publish("/estop", "player.EStop", { latch });
+  publish(robotTopic("/estop"), "player.EStop", { latch });
   log(latch ? "emergency stop asked" : "e-stop release asked");
 });
 
@@ -499,6 +596,15 @@ canvas.addEventListener("wheel", (e) => {
   e.preventDefault();
   scale = Math.min(400, Math.max(5, scale * (e.deltaY < 0 ? 1.1 : 1 / 1.1)));
 }, { passive: false });
+
+$("robot").addEventListener("change", (e) => {
+  stopDriving(held.size > 0);
+  pick(e.target.value);
+});
+$("all").addEventListener("change", (e) => {
+  state.showAll = e.target.checked;
+  watchAll();
+});
 
 resize();
 requestAnimationFrame(draw);

@@ -116,6 +116,32 @@ pub fn build(devices: &[DeviceHolders], server: &str, services: &[&str]) -> Grap
     g
 }
 
+/// `g` (one robot's graph) merged into `into` with its topics under `/<robot>` and its
+/// drivers named `<robot>: driver ...`, as an endpoint serving several robots shows them;
+/// services are the server's and kept as they are.
+pub fn merge_prefixed(into: &mut Graph, g: Graph, robot: &str) {
+    let id = |i: String| -> String {
+        if i.starts_with("driver ") {
+            format!("{robot}: {i}")
+        } else {
+            i
+        }
+    };
+    for (from, to) in [
+        (g.published, &mut into.published),
+        (g.subscribed, &mut into.subscribed),
+    ] {
+        for (topic, ids) in from {
+            to.entry(format!("/{robot}{topic}"))
+                .or_default()
+                .extend(ids.into_iter().map(id));
+        }
+    }
+    for (name, ids) in g.services {
+        into.services.entry(name).or_default().extend(ids);
+    }
+}
+
 /// The `connectionGraphUpdate` taking a client from `old` (the default graph for a new
 /// subscriber: everything) to `new`; `None` when nothing changed.
 pub fn update(old: &Graph, new: &Graph) -> Option<String> {
@@ -241,6 +267,25 @@ mod tests {
             g.published["/cmd_vel"].contains("ros2 #7"),
             "the same id everywhere"
         );
+    }
+
+    #[test]
+    fn a_world_graph_puts_each_robots_topics_and_drivers_under_its_name() {
+        let mut g = Graph::default();
+        for name in ["r0", "r1"] {
+            let one = build(
+                &robot(vec![holder(3, "web 127.0.0.1:9", false, true)], vec![]),
+                "player (2 robots)",
+                &["/estop"],
+            );
+            merge_prefixed(&mut g, one, name);
+        }
+        let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        assert_eq!(g.published["/r1/laser"], set(&["r1: driver sim"]));
+        assert_eq!(g.published["/r0/cmd_vel"], set(&["web 127.0.0.1:9"]));
+        assert_eq!(g.subscribed["/r0/cmd_vel"], set(&["r0: driver sim"]));
+        assert!(!g.published.contains_key("/laser"));
+        assert_eq!(g.services["/estop"], set(&["player (2 robots)"]));
     }
 
     #[test]

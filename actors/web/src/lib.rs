@@ -1,4 +1,4 @@
-//! The web endpoint of one robot: HTTP and WebSocket on one port.
+//! The web endpoint of one robot, or of several on one port: HTTP and WebSocket.
 //!
 //! `GET /` serves the built-in viewer page (embedded in the binary: no CDN, works with no
 //! internet on the robot's network). A WebSocket upgrade with the subprotocol
@@ -6,6 +6,10 @@
 //! Foxglove WebSocket protocol, which the page, Foxglove and Lichtblick speak. Each
 //! connection is served on one of the server's session arbiters (round robin), like a TCP
 //! client's session, and is a session of the robot's registry: not a second data path.
+//!
+//! Robots whose web port is the same (and every robot of a large `-stage` world, which
+//! shares the first robot's) are served by one endpoint, each robot's topics under its
+//! name ([`world`] has the rule).
 //!
 //! Built on hyper (HTTP/1.1 with upgrades) and tokio-tungstenite (the WebSocket framing),
 //! both on the actix arbiters' tokio runtimes: no second runtime, no extra threads.
@@ -24,6 +28,7 @@ pub mod schema;
 pub mod session;
 pub mod settings;
 pub mod tls;
+pub mod world;
 
 pub use settings::WebSettings;
 
@@ -56,6 +61,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
+use world::{Robots, WebRobot};
 
 /// The viewer page.
 pub const INDEX_HTML: &str = include_str!("../page/index.html");
@@ -75,19 +81,10 @@ const MAX_REQUEST_HEAD: usize = 16 * 1024;
 
 /// What every session of one endpoint shares.
 pub struct Shared {
-    /// The robot's name.
-    pub robot: String,
+    /// The robots served (one, or a world's), their channels and topics.
+    pub robots: Robots,
     /// A number unique to this endpoint (keys the per-thread encoding cache).
     pub uid: u64,
-    /// The robot's registry.
-    pub registry: Addr<Registry>,
-    /// The channels advertised to every client.
-    pub channels: Vec<Channel>,
-    /// The robot's device codes.
-    pub devices: Vec<u8>,
-    /// The robot's devices (command watchdog as configured) and their drivers, for the
-    /// parameters (`params.rs`).
-    pub specs: Vec<(DeviceSpec, String)>,
     /// How long a client may take nothing before it is disconnected (zero: never).
     pub stall_timeout: Duration,
     /// Most sessions at once.
@@ -101,7 +98,8 @@ pub struct Shared {
     /// Open sessions per client address (`access.max_per_address`).
     pub per_address: Mutex<HashMap<IpAddr, usize>>,
     /// The clock of the driver that plays the robot back from a recording (`-replay`),
-    /// if one does: its clients control playback (the `playbackControl` capability).
+    /// if one does and it is the endpoint's only robot: its clients control playback (the
+    /// `playbackControl` capability).
     pub replay: Option<Arc<PlaybackClock>>,
     /// Logger carrying the robot name.
     pub log: Logger,
@@ -149,8 +147,8 @@ impl Drop for AddressSlot {
     }
 }
 
-/// What an endpoint needs to start.
-pub struct WebOptions {
+/// One robot an endpoint is to serve.
+pub struct RobotOptions {
     /// The robot's name.
     pub robot: String,
     /// The robot's registry.
@@ -159,6 +157,12 @@ pub struct WebOptions {
     pub devices: Vec<u8>,
     /// The robot's devices and their drivers.
     pub specs: Vec<(DeviceSpec, String)>,
+}
+
+/// What an endpoint needs to start.
+pub struct WebOptions {
+    /// The robots it serves (at least one), in configuration order.
+    pub robots: Vec<RobotOptions>,
     /// The session arbiters, for connections round robin.
     pub workers: Vec<ArbiterHandle>,
     /// Session ids, shared with the TCP listeners.
@@ -188,13 +192,17 @@ pub const SYNTAX: FrontEndSyntax = FrontEndSyntax {
     }],
 };
 
-/// Applies `-web <value>`: robot `i` gets port `value + i` (0: every viewer off). Run it
-/// after `-stage`, so every robot of a world gets its port.
+/// Applies `-web <value>`: robot `i` gets port `value + i` (0: every viewer off); a robot
+/// served on the first robot's port (a large `-stage` world) stays there. Run it after
+/// `-stage`, so every robot of a world gets its port.
 pub fn apply_flag(robots: &mut [RobotSettings], value: &str) -> Result<(), SettingsError> {
     let base: u16 = value
         .parse()
         .map_err(|_| SettingsError::flag("-web", format!("'{value}' is not a TCP port number")))?;
     for (i, r) in robots.iter_mut().enumerate() {
+        if r.web_shared {
+            continue;
+        }
         r.web_port = Some(if base == 0 {
             0
         } else {
@@ -240,18 +248,20 @@ pub enum WebError {
     Tls(#[from] tls::TlsError),
 }
 
-/// Every robot's web endpoint: the front end [`start`] returns.
+/// Every web endpoint: the front end [`start`] returns.
 pub struct WebViewer {
-    endpoints: Vec<Option<WebEndpoint>>,
+    endpoints: Vec<WebEndpoint>,
+    /// Each robot's endpoint (an index into `endpoints`), in configuration order.
+    of_robot: Vec<Option<usize>>,
 }
 
 impl WebViewer {
     /// Each robot's web viewer address (`None` where it is off or its default port was
-    /// busy), in configuration order.
+    /// busy), in configuration order; robots served together have the same address.
     pub fn addrs(&self) -> Vec<Option<SocketAddr>> {
-        self.endpoints
+        self.of_robot
             .iter()
-            .map(|w| w.as_ref().map(WebEndpoint::local_addr))
+            .map(|e| e.map(|i| self.endpoints[i].local_addr()))
             .collect()
     }
 }
@@ -263,7 +273,7 @@ impl FrontEnd for WebViewer {
 
     fn stop(self: Box<Self>) -> futures::future::LocalBoxFuture<'static, ()> {
         Box::pin(async move {
-            for w in self.endpoints.into_iter().flatten() {
+            for w in self.endpoints {
                 w.stop().await;
             }
         })
@@ -274,30 +284,71 @@ impl FrontEnd for WebViewer {
     }
 }
 
-/// Starts the web viewer of every robot whose port is on ([`port_of`]), with TLS when
-/// `settings` has a certificate (relative files from the configuration's folder). A
-/// configured port that cannot be bound, or a certificate or key that cannot be used, is an
-/// error; a busy default port is logged and skipped. Must run on an actix arbiter.
+/// The web ports of `robots` and who is served on each: one endpoint per port, with every
+/// robot whose port ([`port_of`]) it is, in configuration order; a robot with
+/// `web_shared` is on the first robot's. Robots whose viewer is off are on none.
+pub fn endpoints_of(robots: &[RobotHandle]) -> Vec<(u16, bool, Vec<usize>)> {
+    let first = robots.first().and_then(|r| port_of(r.index, r.web_port));
+    let mut out: Vec<(u16, bool, Vec<usize>)> = Vec::new();
+    for (i, r) in robots.iter().enumerate() {
+        let target = if r.web_shared {
+            first
+        } else {
+            port_of(r.index, r.web_port)
+        };
+        let Some((port, explicit)) = target else {
+            continue;
+        };
+        match out.iter_mut().find(|(p, _, _)| *p == port) {
+            Some((_, e, list)) => {
+                *e |= explicit;
+                list.push(i);
+            }
+            None => out.push((port, explicit, vec![i])),
+        }
+    }
+    out
+}
+
+/// Starts the web viewer: one endpoint per web port ([`endpoints_of`]), serving each robot
+/// whose port it is, with TLS when `settings` has a certificate (relative files from the
+/// configuration's folder; every endpoint alike). A configured port that cannot be bound,
+/// or a certificate or key that cannot be used, is an error; a busy default port is logged
+/// and skipped. Must run on an actix arbiter.
 pub async fn start(settings: &WebSettings, ctx: &FrontEndContext) -> Result<WebViewer, WebError> {
     let tls = match settings.tls_files(&ctx.base_dir) {
         Some(files) => Some(files.load()?),
         None => None,
     };
     let mut endpoints = Vec::new();
-    for robot in &ctx.robots {
-        endpoints.push(start_robot(robot, ctx, tls.clone()).await?);
+    let mut of_robot = vec![None; ctx.robots.len()];
+    for (port, explicit, members) in endpoints_of(&ctx.robots) {
+        let robots: Vec<&RobotHandle> = members.iter().map(|&i| &ctx.robots[i]).collect();
+        if let Some(e) = start_endpoint(&robots, port, explicit, ctx, tls.clone()).await? {
+            for i in members {
+                of_robot[i] = Some(endpoints.len());
+            }
+            endpoints.push(e);
+        }
     }
-    Ok(WebViewer { endpoints })
+    Ok(WebViewer {
+        endpoints,
+        of_robot,
+    })
 }
 
-async fn start_robot(
-    robot: &RobotHandle,
+async fn start_endpoint(
+    members: &[&RobotHandle],
+    port: u16,
+    explicit: bool,
     ctx: &FrontEndContext,
     tls: Option<tls::TlsConfig>,
 ) -> Result<Option<WebEndpoint>, WebError> {
-    let rlog = ctx.log.new(slog::o!("robot" => robot.name.clone()));
-    let Some((port, explicit)) = port_of(robot.index, robot.web_port) else {
-        return Ok(None);
+    let robot = members[0];
+    let rlog = if members.len() == 1 {
+        ctx.log.new(slog::o!("robot" => robot.name.clone()))
+    } else {
+        ctx.log.new(slog::o!("robots" => members.len()))
     };
     let addr = format!("{}:{port}", robot.bind);
     let listen_error = |source| WebError::Listen {
@@ -314,10 +365,15 @@ async fn start_robot(
         }
     };
     let opts = WebOptions {
-        robot: robot.name.clone(),
-        registry: robot.registry.clone(),
-        devices: robot.codes(),
-        specs: robot.devices.clone(),
+        robots: members
+            .iter()
+            .map(|r| RobotOptions {
+                robot: r.name.clone(),
+                registry: r.registry.clone(),
+                devices: r.codes(),
+                specs: r.devices.clone(),
+            })
+            .collect(),
         workers: ctx.workers.clone(),
         ids: ctx.ids.clone(),
         stall_timeout: Duration::from_secs_f64(ctx.server.stall_timeout),
@@ -346,35 +402,53 @@ impl WebEndpoint {
     pub async fn start(listener: std::net::TcpListener, opts: WebOptions) -> std::io::Result<Self> {
         let addr = listener.local_addr()?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
-        let has_map = opts
-            .registry
-            .send(GetMap { walls: false })
-            .await
-            .ok()
-            .flatten()
-            .is_some();
-        let replay = opts
-            .registry
-            .send(ControlPlayback(PlaybackRequest::default()))
-            .await
-            .ok()
-            .flatten();
-        let channels: Vec<Channel> = schema::CHANNELS
-            .iter()
-            .filter(|c| match c.source {
-                Source::Device(d) => opts.devices.contains(&d),
-                Source::Map | Source::MapTransform => has_map,
-                Source::Devices => true,
+        // Whether there is a map: asked of the first robot (the robots of one endpoint are
+        // of one world, or each alone; asking 10 000 registries would slow the start).
+        let has_map = match opts.robots.first() {
+            Some(r) => r
+                .registry
+                .send(GetMap { walls: false })
+                .await
+                .ok()
+                .flatten()
+                .is_some(),
+            None => false,
+        };
+        let robots: Vec<WebRobot> = opts
+            .robots
+            .into_iter()
+            .map(|r| {
+                let channels: Vec<Channel> = schema::CHANNELS
+                    .iter()
+                    .filter(|c| match c.source {
+                        Source::Device(d) => r.devices.contains(&d),
+                        Source::Map | Source::MapTransform => has_map,
+                        Source::Devices => true,
+                    })
+                    .copied()
+                    .collect();
+                WebRobot {
+                    name: r.robot,
+                    registry: r.registry,
+                    devices: r.devices,
+                    specs: r.specs,
+                    channels,
+                }
             })
-            .copied()
             .collect();
+        // Playback control is a single replayed robot's: asked only where one is served.
+        let replay = match robots.as_slice() {
+            [one] => one
+                .registry
+                .send(ControlPlayback(PlaybackRequest::default()))
+                .await
+                .ok()
+                .flatten(),
+            _ => None,
+        };
         let shared = Arc::new(Shared {
-            robot: opts.robot,
+            robots: Robots::new(robots),
             uid: UIDS.fetch_add(1, Ordering::Relaxed),
-            registry: opts.registry,
-            channels,
-            devices: opts.devices,
-            specs: opts.specs,
             stall_timeout: opts.stall_timeout,
             max_clients: opts.max_clients,
             sessions: Mutex::new(HashMap::new()),
@@ -645,6 +719,16 @@ fn upgrade(
             "too many connections from this address (max_per_address)\n",
         );
     };
+    // `?robots=NAME,...`: the robots whose channels a client of a world wants advertised.
+    let picked = req.uri().query().and_then(|q| {
+        q.split('&')
+            .find_map(|kv| kv.strip_prefix("robots="))
+            .map(|v| {
+                shared
+                    .robots
+                    .select(&String::from_utf8_lossy(&percent_decode(v)))
+            })
+    });
     let on_upgrade = hyper::upgrade::on(req);
     let id = shared.ids.next();
     let subprotocol = protocol.unwrap_or("foxglove.websocket.v1");
@@ -673,6 +757,7 @@ fn upgrade(
             shared,
             slot,
         )
+        .with_robots(picked)
         .start();
     });
     let mut r = Response::new(Full::new(Bytes::new()));

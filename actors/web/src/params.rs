@@ -2,7 +2,11 @@
 //! may set (`setParameters`, with write access only). Pure: values in, JSON values out.
 //!
 //! Read-only: `robot`, `devices`, each device's `<code>.driver`, the endpoint's
-//! `web.stall_timeout`, `web.max_clients` and `web.max_command_hold`.
+//! `web.stall_timeout`, `web.max_clients` and `web.max_command_hold`. An endpoint serving
+//! several robots ([`crate::world`]) has `robots` (their names) instead of one robot's
+//! `robot`, `devices` and device parameters ([`world_values`]); its command timeouts are
+//! set on each robot's own endpoint or in the configuration, so only `web.max_rate_hz` is
+//! writable there.
 //!
 //! Writable by a client with write access:
 //! - `<code>.command_timeout` (seconds, [`MIN_COMMAND_TIMEOUT`] to [`MAX_COMMAND_TIMEOUT`];
@@ -113,17 +117,36 @@ pub fn values(s: &Snapshot) -> Vec<(String, Value)> {
             json!(t.map_or(0.0, |t| t.as_secs_f64())),
         ));
     }
-    v.push((
-        "web.stall_timeout".into(),
-        json!(s.stall_timeout.as_secs_f64()),
-    ));
-    v.push(("web.max_clients".into(), json!(s.max_clients)));
-    v.push((
-        "web.max_command_hold".into(),
-        json!(s.max_command_hold.as_secs_f64()),
-    ));
-    v.push((MAX_RATE.into(), json!(s.max_rate_hz)));
+    v.extend(endpoint_values(s));
     v
+}
+
+/// The parameters of an endpoint serving several robots: `robots` (their names, in order)
+/// and the endpoint's own (`s.robot` and `s.specs` are not used).
+pub fn world_values<'n>(
+    robots: impl IntoIterator<Item = &'n str>,
+    s: &Snapshot,
+) -> Vec<(String, Value)> {
+    let names: Vec<&str> = robots.into_iter().collect();
+    let mut v = vec![("robots".to_string(), json!(names))];
+    v.extend(endpoint_values(s));
+    v
+}
+
+/// The endpoint's and this connection's parameters (`web.*`).
+fn endpoint_values(s: &Snapshot) -> Vec<(String, Value)> {
+    vec![
+        (
+            "web.stall_timeout".into(),
+            json!(s.stall_timeout.as_secs_f64()),
+        ),
+        ("web.max_clients".into(), json!(s.max_clients)),
+        (
+            "web.max_command_hold".into(),
+            json!(s.max_command_hold.as_secs_f64()),
+        ),
+        (MAX_RATE.into(), json!(s.max_rate_hz)),
+    ]
 }
 
 /// Checks a `setParameters` entry: `name` must be writable and `value` a number in its
@@ -288,6 +311,37 @@ mod tests {
         assert_eq!(get(&snap(&timeouts), "p.command_timeout"), json!(2.0));
         assert_eq!(get(&snap(&timeouts), MAX_RATE), json!(0.0));
         assert_eq!(get(&snap(&timeouts), "devices"), json!(["p", "l"]));
+    }
+
+    #[test]
+    fn a_world_endpoint_names_its_robots_and_keeps_the_endpoints_own_values() {
+        let s = specs();
+        let timeouts = HashMap::new();
+        let v = world_values(
+            ["r0", "r1"],
+            &Snapshot {
+                robot: "",
+                specs: &s,
+                timeouts: &timeouts,
+                stall_timeout: Duration::from_secs(60),
+                max_clients: 4,
+                max_command_hold: Duration::from_millis(1200),
+                max_rate_hz: 2.0,
+            },
+        );
+        let names: Vec<&str> = v.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "robots",
+                "web.stall_timeout",
+                "web.max_clients",
+                "web.max_command_hold",
+                MAX_RATE
+            ]
+        );
+        assert_eq!(v[0].1, json!(["r0", "r1"]));
+        assert_eq!(v[4].1, json!(2.0));
     }
 
     #[test]

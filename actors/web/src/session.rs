@@ -10,12 +10,19 @@
 //! browser loses rounds, never delays the drivers or anyone else, and never queues a
 //! backlog. A client that takes nothing for `stall_timeout` is disconnected.
 //!
+//! On an endpoint serving several robots ([`super::world`]) the session keeps what it holds
+//! of each robot apart (a [`RobotState`] per robot it touched: nothing for the others, so
+//! a world of 10 000 robots costs a client nothing until it subscribes), and the readings
+//! and notices of robot `k > 0` come through a [`Tap`] that tags them with `k`.
+//!
 //! The rest of the protocol (parameters, the connection graph, status conditions, the
-//! server's clock) is in `session/ops.rs`.
+//! server's clock) is in `session/ops.rs`; playback control of a replayed robot in
+//! [`super::playback`].
 
 use super::foxglove::{self, ClientBinary, ClientOp, Level};
 use super::playback::{self, Replay};
 use super::schema::{self, Channel, Source};
+use super::world::{self, Robots};
 use super::{AddressSlot, Shared};
 use actix::prelude::*;
 use bytes::Bytes;
@@ -30,7 +37,7 @@ use player_core::registry::{
     MAX_COMMAND_HOLD,
 };
 use player_kit::driver::{
-    Command, DataRecipient, DeviceData, DeviceDataBatch, MapOutline, Timestamp,
+    Command, DataRecipient, DeviceData, DeviceDataBatch, Inbox, MapOutline, Timestamp,
 };
 use player_proto::ext::DeviceEntry;
 use player_proto::{config as codes, device};
@@ -117,6 +124,12 @@ struct Outbox {
     control: VecDeque<Message>,
     /// The newest frame per subscription, oldest first.
     data: VecDeque<(u32, Bytes)>,
+    /// The robot whose channels the next `advertise` chunk starts with, while an endpoint
+    /// serving several robots has not advertised them all (made when the socket has taken
+    /// the chunk before: see [`super::world`]).
+    adverts: Option<usize>,
+    /// The robots whose channels are advertised (`?robots=`; `None`: all).
+    picked: Option<Arc<[usize]>>,
     closed: bool,
     /// When the writer last finished a send (or the outbox was last empty).
     progress: Instant,
@@ -128,7 +141,63 @@ struct Outbox {
 
 impl Outbox {
     fn pending(&self) -> bool {
-        !self.control.is_empty() || !self.data.is_empty()
+        !self.control.is_empty() || !self.data.is_empty() || self.adverts.is_some()
+    }
+}
+
+/// What this session holds of one robot of its endpoint.
+struct RobotState {
+    /// The devices this session holds at the robot's registry.
+    holdings: Holdings,
+    /// Whether the robot's emergency stop is latched (from the registry's notices).
+    estop: Option<String>,
+    devices: HashMap<u8, DeviceState>,
+    commands: HashMap<u8, Recipient<Command>>,
+    /// Where the robot's readings and notices go (robot `k > 0`): tagged with `k`.
+    tap: Option<Addr<Tap>>,
+    /// Where its readings wait, newest per device, while only `/robots` reads it (picked
+    /// up once a second instead of a message per reading).
+    inbox: Arc<Inbox>,
+}
+
+/// A reading, readings or a notice of robot `.0` of the endpoint (through its [`Tap`]).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Tagged<T>(usize, T);
+
+/// Forwards one robot's readings and notices to a session, tagged with the robot: the
+/// registry's messages do not say which robot they are from. Runs on the session's
+/// thread; ends when the session and the registry let go of it.
+pub struct Tap {
+    robot: usize,
+    session: Addr<WebSession>,
+}
+
+impl Actor for Tap {
+    type Context = Context<Self>;
+}
+
+impl Handler<DeviceData> for Tap {
+    type Result = ();
+
+    fn handle(&mut self, msg: DeviceData, _ctx: &mut Self::Context) {
+        self.session.do_send(Tagged(self.robot, msg));
+    }
+}
+
+impl Handler<DeviceDataBatch> for Tap {
+    type Result = ();
+
+    fn handle(&mut self, msg: DeviceDataBatch, _ctx: &mut Self::Context) {
+        self.session.do_send(Tagged(self.robot, msg));
+    }
+}
+
+impl Handler<Notice> for Tap {
+    type Result = ();
+
+    fn handle(&mut self, msg: Notice, _ctx: &mut Self::Context) {
+        self.session.do_send(Tagged(self.robot, msg));
     }
 }
 
@@ -200,19 +269,31 @@ thread_local! {
         RefCell::new(HashMap::new());
 }
 
-fn encoded(endpoint: u64, channel: &Channel, d: &DeviceData) -> Option<Bytes> {
+/// Robot `robot`'s reading `d` on `channel`, encoded (frames under the robot's name where
+/// the endpoint serves several robots).
+fn encoded(shared: &Shared, robot: usize, channel: &Channel, d: &DeviceData) -> Option<Bytes> {
     ENCODED.with(|cache| {
         let mut cache = cache.borrow_mut();
-        let key = (endpoint, channel.id);
+        let key = (shared.uid, Robots::channel_id(robot, channel));
         if let Some((seq, ts, bytes)) = cache.get(&key) {
             if *seq == d.seq && *ts == d.timestamp {
                 return bytes.clone();
             }
         }
-        let bytes = schema::encode(channel, d).map(Bytes::from);
+        let bytes = schema::encode(channel, d)
+            .map(|b| framed(shared, robot, b))
+            .map(Bytes::from);
         cache.insert(key, (d.seq, d.timestamp, bytes.clone()));
         bytes
     })
+}
+
+/// `json` with robot `robot`'s frames under its name where the endpoint serves several.
+fn framed(shared: &Shared, robot: usize, json: Vec<u8>) -> Vec<u8> {
+    match shared.robots.get(robot) {
+        Some(r) if shared.robots.several() => world::prefix_frames(&json, &r.name),
+        _ => json,
+    }
 }
 
 /// One Foxglove WebSocket client.
@@ -222,23 +303,23 @@ pub struct WebSession {
     subprotocol: &'static str,
     /// Whether the access policy lets this client command (and release the e-stop).
     may_write: bool,
-    /// Whether the robot's emergency stop is latched (from the registry's notices).
-    estop: Option<String>,
     shared: Arc<Shared>,
-    /// The devices this session holds at the registry.
-    holdings: Holdings,
+    /// What it holds of each robot it touched (robot index in the endpoint).
+    robots: HashMap<usize, RobotState>,
     /// This session's place in the per-address count, given back when it is dropped.
     _slot: AddressSlot,
     /// Subscription id → channel id.
     subs: HashMap<u32, u32>,
-    /// Client channel id → what it commands.
-    pubs: HashMap<u32, Target>,
-    devices: HashMap<u8, DeviceState>,
-    commands: HashMap<u8, Recipient<Command>>,
+    /// Client channel id → the robot and what it commands there.
+    pubs: HashMap<u32, (usize, Target)>,
     /// Map subscriptions already sent the walls.
     map_sent: HashSet<u32>,
+    /// For the world's `/robots`: each robot's newest odometry pose (x, y m, heading rad,
+    /// speed m/s) and where its odometry lies in the map.
+    overview: HashMap<usize, (f64, f64, f64, f64)>,
+    origins: HashMap<usize, [f64; 3]>,
     map: Option<Rc<MapOutline>>,
-    /// Playback control, when the robot is a replay (`playback.rs`).
+    /// Playback control, when the endpoint's one robot is a replay (`playback.rs`).
     replay: Option<Replay>,
     out: Rc<RefCell<Outbox>>,
     wake: Rc<Notify>,
@@ -268,23 +349,24 @@ impl WebSession {
         let replay = shared.replay.clone().map(Replay::new);
         WebSession {
             replay,
-            holdings: Holdings::new(shared.registry.clone(), id, client.clone()),
+            robots: HashMap::new(),
             _slot: slot,
             id,
             client,
             subprotocol,
             may_write,
-            estop: None,
             shared,
             subs: HashMap::new(),
             pubs: HashMap::new(),
-            devices: HashMap::new(),
-            commands: HashMap::new(),
             map_sent: HashSet::new(),
+            overview: HashMap::new(),
+            origins: HashMap::new(),
             map: None,
             out: Rc::new(RefCell::new(Outbox {
                 control: VecDeque::new(),
                 data: VecDeque::new(),
+                adverts: None,
+                picked: None,
                 closed: false,
                 progress: Instant::now(),
                 dropped: 0,
@@ -296,6 +378,97 @@ impl WebSession {
             writer: None,
             ops: ops::Ops::default(),
             log,
+        }
+    }
+
+    /// Advertises only the robots a `?robots=` value picks (an endpoint serving several
+    /// robots; see [`super::world`]).
+    pub fn with_robots(self, picked: Option<Vec<usize>>) -> WebSession {
+        self.out.borrow_mut().picked = picked.map(Arc::from);
+        self
+    }
+
+    /// The subscriptions of the world's `/robots`.
+    fn overview_subs(&self) -> Vec<u32> {
+        self.subs
+            .iter()
+            .filter(|(_, c)| **c == world::ROBOTS_CHANNEL && self.shared.robots.several())
+            .map(|(s, _)| *s)
+            .collect()
+    }
+
+    /// Starts (`on`) or ends holding every robot's position for `/robots`; starting also
+    /// asks each robot once where its odometry lies in the map.
+    fn watch_all(&mut self, on: bool, ctx: &mut Context<Self>) {
+        for k in 0..self.shared.robots.len() {
+            if !on && !self.robots.contains_key(&k) {
+                continue;
+            }
+            self.sync_device(k, device::POSITION, ctx);
+            if on && !self.origins.contains_key(&k) {
+                let Some(registry) = self.registry(k) else {
+                    continue;
+                };
+                let fut = registry.send(GetMap { walls: false });
+                ctx.spawn(fut.into_actor(self).map(move |r, act, _| {
+                    if let Ok(Some(m)) = r {
+                        act.origins.insert(k, m.odometry_origin);
+                    }
+                }));
+            }
+        }
+        if !on {
+            self.overview.clear();
+        }
+    }
+
+    /// Picks up robot `k`'s readings waiting in its inbox, and sets whether its readings
+    /// come as messages: yes while a channel of it is subscribed (or `/robots` is not),
+    /// else they wait for the next `/robots`.
+    fn settle_inbox(&mut self, k: usize, ctx: &mut Context<Self>) {
+        let messages = self.overview_subs().is_empty()
+            || self.subs.values().any(|&c| {
+                self.channel(c)
+                    .is_some_and(|(r, ch)| r == k && matches!(ch.source, Source::Device(_)))
+            });
+        let inbox = self.robot(k, ctx).inbox.clone();
+        let mut waiting = Vec::new();
+        inbox.take(messages, &mut waiting);
+        for d in &waiting {
+            self.on_reading(k, d);
+        }
+    }
+
+    /// Sends `/robots`: every robot's name and newest pose in the map.
+    fn send_overview(&mut self, ctx: &mut Context<Self>) {
+        let subs = self.overview_subs();
+        if subs.is_empty() {
+            return;
+        }
+        let touched: Vec<usize> = self.robots.keys().copied().collect();
+        for k in touched {
+            self.settle_inbox(k, ctx);
+        }
+        let mut list = Vec::with_capacity(self.shared.robots.len());
+        for (k, r) in self.shared.robots.iter().enumerate() {
+            let Some(&(x, y, th, v)) = self.overview.get(&k) else {
+                list.push(serde_json::json!({"name": r.name}));
+                continue;
+            };
+            let [ox, oy, oth] = self.origins.get(&k).copied().unwrap_or([0.0; 3]);
+            let (c, sn) = (oth.cos(), oth.sin());
+            list.push(serde_json::json!({"name": r.name, "x": ox + c * x - sn * y,
+                "y": oy + sn * x + c * y, "heading": oth + th, "speed": v}));
+        }
+        let ts = Timestamp::now();
+        let payload =
+            serde_json::to_vec(&serde_json::json!({"timestamp": schema::time(ts), "robots": list}))
+                .unwrap_or_default();
+        for sub in subs {
+            self.send_frame(
+                sub,
+                foxglove::message_data(sub, schema::nanos(ts), &payload),
+            );
         }
     }
 
@@ -356,37 +529,85 @@ impl WebSession {
         self.wake.notify_one();
     }
 
-    fn channel(&self, id: u32) -> Option<&'static Channel> {
-        self.shared
-            .channels
-            .iter()
-            .find(|c| c.id == id)
-            .copied()
-            .and_then(|c| schema::CHANNELS.iter().find(|k| k.id == c.id))
+    /// The robot and the channel advertised as `id`.
+    fn channel(&self, id: u32) -> Option<(usize, &'static Channel)> {
+        self.shared.robots.channel(id)
     }
 
-    /// Brings the registry's view of this session's access to `code` in line with its
-    /// subscriptions (read) and advertised command channels (write).
-    fn sync_device(&mut self, code: u8, ctx: &mut Context<Self>) {
+    /// What this session holds of robot `k`, made on first use: its holdings, and the
+    /// registry told where its notices go (`Watch`).
+    fn robot(&mut self, k: usize, ctx: &mut Context<Self>) -> &mut RobotState {
+        let id = self.id;
+        let client = &self.client;
+        let shared = &self.shared;
+        self.robots.entry(k).or_insert_with(|| {
+            let registry = shared
+                .robots
+                .get(k)
+                .map(|r| r.registry.clone())
+                .expect("robot index from the endpoint's own list");
+            let tap = (k > 0).then(|| {
+                Tap {
+                    robot: k,
+                    session: ctx.address(),
+                }
+                .start()
+            });
+            let recipient = match &tap {
+                Some(t) => t.clone().recipient(),
+                None => ctx.address().recipient(),
+            };
+            registry.do_send(Watch {
+                session: id,
+                recipient: Some(recipient),
+            });
+            RobotState {
+                inbox: Inbox::new(),
+                holdings: Holdings::new(registry, id, client.clone()),
+                estop: None,
+                devices: HashMap::new(),
+                commands: HashMap::new(),
+                tap,
+            }
+        })
+    }
+
+    /// Robot `k`'s registry.
+    fn registry(&self, k: usize) -> Option<Addr<player_core::registry::Registry>> {
+        self.shared.robots.get(k).map(|r| r.registry.clone())
+    }
+
+    /// Brings robot `k`'s registry's view of this session's access to `code` in line with
+    /// its subscriptions (read) and advertised command channels (write).
+    fn sync_device(&mut self, k: usize, code: u8, ctx: &mut Context<Self>) {
         let read = self.subs.values().any(|&c| {
             self.channel(c)
-                .is_some_and(|ch| ch.source == Source::Device(code))
-        });
-        let write = self.pubs.values().any(|t| t.writes() == Some(code));
+                .is_some_and(|(r, ch)| r == k && ch.source == Source::Device(code))
+        }) || (code == device::POSITION && !self.overview_subs().is_empty());
+        let write = self
+            .pubs
+            .values()
+            .any(|&(r, t)| r == k && t.writes() == Some(code));
         let me = ctx.address();
-        let asked = match self
+        self.settle_inbox(k, ctx);
+        let rs = self.robot(k, ctx);
+        let tap = rs.tap.clone();
+        let inbox = rs.inbox.clone();
+        let asked = match rs
             .holdings
-            .want(code, Access::new(read, write), || DataRecipient::of(&me))
-        {
+            .want(code, Access::new(read, write), || match &tap {
+                Some(t) => DataRecipient::with_inbox(t, inbox),
+                None => DataRecipient::with_inbox(&me, inbox),
+            }) {
             Change::Same => return,
             Change::Released => None,
             Change::Asked(a) => Some(*a),
         };
-        let st = self.devices.entry(code).or_default();
+        let st = rs.devices.entry(code).or_default();
         if !write {
-            self.commands.remove(&code);
             st.hold_sent = None;
             st.pacing = Pacing::default();
+            rs.commands.remove(&code);
         }
         let Some(Asked { ticket, reply, .. }) = asked else {
             st.setting_up = false;
@@ -395,15 +616,18 @@ impl WebSession {
         st.setting_up = true;
         st.failed = None;
         ctx.spawn(reply.into_actor(self).map(move |r, act, ctx| {
-            if !act.holdings.settle(ticket, matches!(r, Ok(Ok(_)))) {
+            let Some(rs) = act.robots.get_mut(&k) else {
+                return;
+            };
+            if !rs.holdings.settle(ticket, matches!(r, Ok(Ok(_)))) {
                 return; // superseded by a later change
             }
-            let st = act.devices.entry(code).or_default();
+            let st = rs.devices.entry(code).or_default();
             st.setting_up = false;
             match r {
                 Ok(Ok(grant)) => {
                     if let Some(c) = grant.command {
-                        act.commands.insert(code, c);
+                        rs.commands.insert(code, c);
                     } else if write {
                         let m = format!(
                             "device '{}' ({}) takes no commands",
@@ -429,25 +653,42 @@ impl WebSession {
         }));
     }
 
-    fn on_reading(&mut self, d: &DeviceData) {
-        if !self.holdings.take(d) {
+    /// Robot `k`'s reading `d`, to every subscription of its channels.
+    fn on_reading(&mut self, k: usize, d: &DeviceData) {
+        let Some(rs) = self.robots.get_mut(&k) else {
+            return;
+        };
+        if !rs.holdings.take(d) {
             return;
         }
         // A replay's readings carry the recording's time (Foxglove's timeline).
         let replayed = self.replay.as_ref().map(|r| r.recorded(d));
         let d = replayed.as_ref().unwrap_or(d);
-        let st = self.devices.entry(d.device).or_default();
+        let st = rs.devices.entry(d.device).or_default();
         st.last_reading = Some(Instant::now());
         st.count += 1;
+        if d.device == device::POSITION && self.shared.robots.several() {
+            if let Ok(p) = player_proto::data::Position::decode(&d.data) {
+                let pose = (
+                    f64::from(p.x) / 1000.0,
+                    f64::from(p.y) / 1000.0,
+                    f64::from(p.heading).to_radians(),
+                    f64::from(p.speed) / 1000.0,
+                );
+                if !self.overview_subs().is_empty() {
+                    self.overview.insert(k, pose);
+                }
+            }
+        }
         let mut frames = Vec::new();
         for (&sub, &ch) in &self.subs {
-            let Some(channel) = self.channel(ch) else {
+            let Some((r, channel)) = self.channel(ch) else {
                 continue;
             };
-            if channel.source != Source::Device(d.device) {
+            if r != k || channel.source != Source::Device(d.device) {
                 continue;
             }
-            if let Some(payload) = encoded(self.shared.uid, channel, d) {
+            if let Some(payload) = encoded(&self.shared, k, channel, d) {
                 frames.push((sub, schema::nanos(d.timestamp), payload));
             }
         }
@@ -483,22 +724,34 @@ impl WebSession {
                         self.status(Level::Error, &m, ctx);
                         continue;
                     }
-                    let Some(channel) = self.channel(s.channel_id) else {
+                    if s.channel_id == world::ROBOTS_CHANNEL && self.shared.robots.several() {
+                        let first = self.overview_subs().is_empty();
+                        self.subs.insert(s.id, s.channel_id);
+                        if first {
+                            self.watch_all(true, ctx);
+                        }
+                        self.send_overview(ctx);
+                        continue;
+                    }
+                    let Some((k, channel)) = self.channel(s.channel_id) else {
                         let m = format!("no channel {}", s.channel_id);
                         self.status(Level::Error, &m, ctx);
                         continue;
                     };
-                    self.subs.insert(s.id, channel.id);
+                    self.subs.insert(s.id, s.channel_id);
                     match channel.source {
                         Source::Device(code) => {
-                            touched.insert(code);
+                            touched.insert((k, code));
                         }
-                        Source::Map | Source::MapTransform => self.fetch_map(true, ctx),
-                        Source::Devices => self.fetch_devices(ctx),
+                        Source::Map | Source::MapTransform => self.fetch_map(k, true, ctx),
+                        Source::Devices => {
+                            self.robot(k, ctx);
+                            self.fetch_devices(k, ctx)
+                        }
                     }
                 }
-                for code in touched {
-                    self.sync_device(code, ctx);
+                for (k, code) in touched {
+                    self.sync_device(k, code, ctx);
                 }
             }
             ClientOp::Unsubscribe(ids) => {
@@ -508,13 +761,18 @@ impl WebSession {
                         self.map_sent.remove(&id);
                         self.ops.forget(id);
                         self.out.borrow_mut().data.retain(|(s, _)| *s != id);
-                        if let Some(Source::Device(code)) = self.channel(ch).map(|c| c.source) {
-                            touched.insert(code);
+                        if ch == world::ROBOTS_CHANNEL && self.overview_subs().is_empty() {
+                            self.watch_all(false, ctx);
+                        }
+                        if let Some((k, Source::Device(code))) =
+                            self.channel(ch).map(|(k, c)| (k, c.source))
+                        {
+                            touched.insert((k, code));
                         }
                     }
                 }
-                for code in touched {
-                    self.sync_device(code, ctx);
+                for (k, code) in touched {
+                    self.sync_device(k, code, ctx);
                 }
             }
             ClientOp::Advertise(channels) => {
@@ -523,10 +781,20 @@ impl WebSession {
                         self.status(Level::Error, "too many client channels", ctx);
                         break;
                     }
-                    let Some(target) = Target::of_topic(&c.topic) else {
+                    let found = self
+                        .shared
+                        .robots
+                        .split_topic(&c.topic)
+                        .and_then(|(k, t)| Target::of_topic(t).map(|t| (k, t)));
+                    let Some((k, target)) = found else {
                         let m = format!(
-                            "topic '{}' is not accepted; publish on {PUBLISH_TOPICS}",
-                            c.topic.chars().take(60).collect::<String>()
+                            "topic '{}' is not accepted; publish on {}{PUBLISH_TOPICS}",
+                            c.topic.chars().take(60).collect::<String>(),
+                            if self.shared.robots.several() {
+                                "a robot's name followed by one of "
+                            } else {
+                                ""
+                            }
                         );
                         self.status(Level::Warning, &m, ctx);
                         continue;
@@ -550,16 +818,21 @@ impl WebSession {
                         self.status(Level::Warning, &m, ctx);
                         continue;
                     }
-                    self.pubs.insert(c.id, target);
+                    self.pubs.insert(c.id, (k, target));
+                    self.robot(k, ctx);
                     if let Some(code) = target.writes() {
-                        self.sync_device(code, ctx);
+                        self.sync_device(k, code, ctx);
                     }
                 }
             }
             ClientOp::Unadvertise(ids) => {
                 for id in ids {
-                    if let Some(code) = self.pubs.remove(&id).and_then(Target::writes) {
-                        self.sync_device(code, ctx);
+                    if let Some((k, code)) = self
+                        .pubs
+                        .remove(&id)
+                        .and_then(|(k, t)| t.writes().map(|c| (k, c)))
+                    {
+                        self.sync_device(k, code, ctx);
                     }
                 }
             }
@@ -590,9 +863,12 @@ impl WebSession {
             }) => return self.on_service_call(service, call, encoding, payload, ctx),
             Err(e) => return self.status(Level::Error, &e, ctx),
         };
-        let Some(&target) = self.pubs.get(&channel) else {
+        let Some(&(k, target)) = self.pubs.get(&channel) else {
             let m = format!("client channel {channel} was not advertised");
             return self.status(Level::Warning, &m, ctx);
+        };
+        let Some(registry) = self.registry(k) else {
+            return;
         };
         let v: Value = match serde_json::from_slice(payload) {
             Ok(v) => v,
@@ -637,7 +913,7 @@ impl WebSession {
             }
             Target::MotorPower => {
                 let on = v["on"].as_bool().unwrap_or(false);
-                self.shared.registry.do_send(RouteConfig {
+                registry.do_send(RouteConfig {
                     device: device::POSITION,
                     payload: Bytes::from(vec![codes::MOTOR_POWER, u8::from(on)]),
                     client: self.client.clone(),
@@ -681,22 +957,24 @@ impl WebSession {
                         ctx,
                     );
                 }
-                self.shared.registry.do_send(EStop {
+                registry.do_send(EStop {
                     latch,
                     client: self.client.clone(),
                 });
                 return;
             }
         };
-        match self.commands.get(&code) {
+        let id = self.id;
+        let rs = self.robot(k, ctx);
+        match rs.commands.get(&code) {
             Some(r) => {
-                let st = self.devices.entry(code).or_default();
+                let st = rs.devices.entry(code).or_default();
                 st.pacing.note(Instant::now());
                 let hold = st.pacing.hold();
                 if st.hold_sent != Some(hold) {
                     st.hold_sent = Some(hold);
-                    self.shared.registry.do_send(CommandHold {
-                        session: self.id,
+                    registry.do_send(CommandHold {
+                        session: id,
                         device: code,
                         hold: Some(hold),
                     });
@@ -704,11 +982,11 @@ impl WebSession {
                 r.do_send(Command {
                     device: code,
                     payload: Bytes::from(payload),
-                    session: self.id,
+                    session: id,
                 })
             }
             None => {
-                let st = self.devices.get(&code);
+                let st = rs.devices.get(&code);
                 let why = match st {
                     Some(s) if s.setting_up => "is still being set up",
                     Some(DeviceState {
@@ -756,13 +1034,34 @@ impl WebSession {
             act.send_binary_control(frame, ctx);
         };
         let refused = "this client may not command the robot (access policy)";
+        // Several robots on this endpoint: the request names one (`"robot": NAME`).
+        let k = if self.shared.robots.several() {
+            match v["robot"]
+                .as_str()
+                .and_then(|n| self.shared.robots.by_name(n))
+            {
+                Some(k) => k,
+                None => {
+                    return fail(
+                        self,
+                        ctx,
+                        "this endpoint serves several robots: name one with \"robot\"",
+                    )
+                }
+            }
+        } else {
+            0
+        };
+        let Some(registry) = self.registry(k) else {
+            return fail(self, ctx, "no such robot");
+        };
         let config = match svc.name {
             "/estop" => {
                 let latch = v["latch"].as_bool().unwrap_or(true);
                 if !latch && !self.may_write {
                     return fail(self, ctx, refused);
                 }
-                let fut = self.shared.registry.send(EStop {
+                let fut = registry.send(EStop {
                     latch,
                     client: self.client.clone(),
                 });
@@ -808,7 +1107,7 @@ impl WebSession {
         };
         let (dev, bytes) = config;
         info!(self.log, "service config"; "service" => svc.name, "device" => %char::from(dev));
-        let fut = self.shared.registry.send(RouteConfig {
+        let fut = registry.send(RouteConfig {
             device: dev,
             payload: Bytes::from(bytes),
             client: self.client.clone(),
@@ -845,7 +1144,11 @@ impl WebSession {
             );
             return self.status(Level::Warning, &m, ctx);
         }
-        let fut = self.shared.registry.send(ControlPlayback(req.to_kit()));
+        // A replay is only ever the endpoint's one robot (`Shared::replay`).
+        let Some(registry) = self.registry(0) else {
+            return;
+        };
+        let fut = registry.send(ControlPlayback(req.to_kit()));
         let did_seek = req.seek.is_some();
         ctx.spawn(fut.into_actor(self).map(move |_, act, ctx| {
             if let Some(r) = &mut act.replay {
@@ -871,8 +1174,13 @@ impl WebSession {
         }
     }
 
-    fn fetch_map(&mut self, walls: bool, ctx: &mut Context<Self>) {
-        let fut = self.shared.registry.send(GetMap { walls });
+    /// Asks robot `k`'s registry for the map (`walls`) or only where its odometry lies,
+    /// and sends it to the subscriptions of its map channels.
+    fn fetch_map(&mut self, k: usize, walls: bool, ctx: &mut Context<Self>) {
+        let Some(registry) = self.registry(k) else {
+            return;
+        };
+        let fut = registry.send(GetMap { walls });
         ctx.spawn(fut.into_actor(self).map(move |r, act, _| {
             let Ok(Some(m)) = r else {
                 return;
@@ -881,7 +1189,10 @@ impl WebSession {
             let m = Rc::new(m);
             let subs: Vec<(u32, u32)> = act.subs.iter().map(|(s, c)| (*s, *c)).collect();
             for (sub, ch) in subs {
-                let source = act.channel(ch).map(|c| c.source);
+                let source = act
+                    .channel(ch)
+                    .filter(|(r, _)| *r == k)
+                    .map(|(_, c)| c.source);
                 if walls && source == Some(Source::Map) && act.map_sent.insert(sub) {
                     let payload = schema::encode_map(&m, now);
                     act.send_frame(
@@ -890,7 +1201,7 @@ impl WebSession {
                     );
                 }
                 if source == Some(Source::MapTransform) {
-                    let payload = schema::encode_map_transform(&m, now);
+                    let payload = framed(&act.shared, k, schema::encode_map_transform(&m, now));
                     act.send_frame(
                         sub,
                         foxglove::message_data(sub, schema::nanos(now), &payload),
@@ -903,41 +1214,48 @@ impl WebSession {
         }));
     }
 
-    fn device_subs(&self) -> Vec<u32> {
+    /// The subscriptions of robot `k`'s `/devices`.
+    fn device_subs(&self, k: usize) -> Vec<u32> {
         self.subs
             .iter()
             .filter(|(_, c)| {
                 self.channel(**c)
-                    .is_some_and(|ch| ch.source == Source::Devices)
+                    .is_some_and(|(r, ch)| r == k && ch.source == Source::Devices)
             })
             .map(|(s, _)| *s)
             .collect()
     }
 
-    /// Asks the registry for its device list and sends `/devices`: each device's state,
-    /// publish rate, readers and writers (every front end), and this client's access and
-    /// the rate it received.
-    fn fetch_devices(&mut self, ctx: &mut Context<Self>) {
-        if self.device_subs().is_empty() {
+    /// Asks robot `k`'s registry for its device list and sends `/devices`: each device's
+    /// state, publish rate, readers and writers (every front end), and this client's access
+    /// and the rate it received.
+    fn fetch_devices(&mut self, k: usize, ctx: &mut Context<Self>) {
+        if self.device_subs(k).is_empty() {
             return;
         }
-        let fut = self.shared.registry.send(ListDevices);
-        ctx.spawn(fut.into_actor(self).map(|r, act, _| {
+        let Some(registry) = self.registry(k) else {
+            return;
+        };
+        let fut = registry.send(ListDevices);
+        ctx.spawn(fut.into_actor(self).map(move |r, act, _| {
             if let Ok(list) = r {
-                act.send_devices(&list);
+                act.send_devices(k, &list);
             }
         }));
     }
 
-    fn send_devices(&mut self, list: &[DeviceEntry]) {
-        let subs = self.device_subs();
+    fn send_devices(&mut self, k: usize, list: &[DeviceEntry]) {
+        let subs = self.device_subs(k);
+        let Some(rs) = self.robots.get(&k) else {
+            return;
+        };
         let devices: Vec<Value> = list
             .iter()
             .map(|e| {
                 let code = e.code;
-                let st = self.devices.get(&code);
+                let st = rs.devices.get(&code);
                 let state = e.state_name();
-                let access = match self.holdings.held(code).map(|a| (a.read, a.write)) {
+                let access = match rs.holdings.held(code).map(|a| (a.read, a.write)) {
                     Some((true, true)) => "a",
                     Some((true, false)) => "r",
                     Some((false, true)) => "w",
@@ -952,9 +1270,10 @@ impl WebSession {
             })
             .collect();
         let ts = Timestamp::now();
+        let name = self.shared.robots.get(k).map_or("", |r| r.name.as_str());
         let payload = serde_json::to_vec(&serde_json::json!({
-            "timestamp": schema::time(ts), "robot": self.shared.robot,
-            "estop": self.estop.is_some(), "estop_by": self.estop,
+            "timestamp": schema::time(ts), "robot": name,
+            "estop": rs.estop.is_some(), "estop_by": rs.estop,
             "may_write": self.may_write, "dropped": self.out.borrow().dropped,
             "devices": devices}))
         .unwrap_or_default();
@@ -967,18 +1286,34 @@ impl WebSession {
     }
 
     fn tick(&mut self, ctx: &mut Context<Self>) {
-        for st in self.devices.values_mut() {
-            st.rate = f64::from(st.count) / TICK.as_secs_f64();
-            st.count = 0;
+        for rs in self.robots.values_mut() {
+            for st in rs.devices.values_mut() {
+                st.rate = f64::from(st.count) / TICK.as_secs_f64();
+                st.count = 0;
+            }
         }
-        self.fetch_devices(ctx);
-        let wants_tf = self.subs.values().any(|c| {
-            self.channel(*c)
-                .is_some_and(|ch| ch.source == Source::MapTransform)
-        });
-        if wants_tf {
-            self.fetch_map(false, ctx);
+        // The robots whose `/devices` or `/tf_map` someone here reads (no other robot
+        // costs anything).
+        let mut devices = Vec::new();
+        let mut tf = Vec::new();
+        for c in self.subs.values() {
+            match self.channel(*c) {
+                Some((k, ch)) if ch.source == Source::Devices => devices.push(k),
+                Some((k, ch)) if ch.source == Source::MapTransform => tf.push(k),
+                _ => {}
+            }
         }
+        devices.sort_unstable();
+        devices.dedup();
+        tf.sort_unstable();
+        tf.dedup();
+        for k in devices {
+            self.fetch_devices(k, ctx);
+        }
+        for k in tf {
+            self.fetch_map(k, false, ctx);
+        }
+        self.send_overview(ctx);
         self.ops_tick(ctx);
         let stall = self.shared.stall_timeout;
         let out = self.out.borrow();
@@ -994,15 +1329,24 @@ async fn write_out(
     mut sink: SplitSink<Socket, Message>,
     out: Rc<RefCell<Outbox>>,
     wake: Rc<Notify>,
+    shared: Arc<Shared>,
 ) {
     loop {
         let next = {
             let mut o = out.borrow_mut();
             match o.control.pop_front() {
                 Some(m) => Some(m),
-                None => match o.time.take() {
-                    Some(t) => Some(Message::Binary(t)),
-                    None => o.data.pop_front().map(|(_, b)| Message::Binary(b)),
+                None => match o.adverts {
+                    Some(k) => {
+                        let picked = o.picked.clone();
+                        let (text, next) = shared.robots.advertise_from(picked.as_deref(), k);
+                        o.adverts = next;
+                        Some(Message::Text(text.into()))
+                    }
+                    None => match o.time.take() {
+                        Some(t) => Some(Message::Binary(t)),
+                        None => o.data.pop_front().map(|(_, b)| Message::Binary(b)),
+                    },
                 },
             }
         };
@@ -1037,24 +1381,35 @@ impl Actor for WebSession {
                 sink,
                 self.out.clone(),
                 self.wake.clone(),
+                self.shared.clone(),
             )));
         }
-        let name = format!("player ({})", self.shared.robot);
-        let mut info = foxglove::server_info(&name, self.id.get(), &self.shared.robot);
-        if let Some(r) = &self.replay {
-            info = playback::server_info(&info, &r.state());
-            ctx.run_interval(playback::TIME_PERIOD, |act, ctx| act.playback_tick(ctx));
+        let robots = &self.shared.robots;
+        match robots.get(0) {
+            Some(r) if !robots.several() => {
+                let name = format!("player ({})", r.name);
+                let mut info = foxglove::server_info(&name, self.id.get(), &r.name);
+                if let Some(rp) = &self.replay {
+                    info = playback::server_info(&info, &rp.state());
+                    ctx.run_interval(playback::TIME_PERIOD, |act, ctx| act.playback_tick(ctx));
+                }
+                let channels: Vec<Channel> = r.channels.clone();
+                self.send_text(info, ctx);
+                self.ops_started(ctx);
+                self.send_text(foxglove::advertise(&channels), ctx);
+                // Its notices from the start (a world's robots: once a client touches one).
+                self.robot(0, ctx);
+            }
+            _ => {
+                let name = format!("player ({} robots)", robots.len());
+                let info = foxglove::server_info(&name, self.id.get(), "");
+                self.send_text(info, ctx);
+                self.ops_started(ctx);
+                self.out.borrow_mut().adverts = Some(0);
+            }
         }
-        self.send_text(info, ctx);
-        self.ops_started(ctx);
-        let channels: Vec<Channel> = self.shared.channels.clone();
-        self.send_text(foxglove::advertise(&channels), ctx);
         self.send_text(foxglove::advertise_services(&foxglove::SERVICES), ctx);
         ctx.run_interval(TICK, |act, ctx| act.tick(ctx));
-        self.shared.registry.do_send(Watch {
-            session: self.id,
-            recipient: Some(ctx.address().recipient()),
-        });
         self.shared
             .sessions
             .lock()
@@ -1063,7 +1418,10 @@ impl Actor for WebSession {
     }
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
-        self.holdings.leave();
+        for rs in self.robots.values_mut() {
+            rs.holdings.leave();
+            rs.tap = None;
+        }
         self.out.borrow_mut().closed = true;
         self.wake.notify_one();
         if let Some(w) = self.writer.take() {
@@ -1106,8 +1464,9 @@ impl StreamHandler<Result<Message, WsError>> for WebSession {
 impl Handler<DeviceData> for WebSession {
     type Result = ();
 
+    /// The first robot's reading (its registry sends to the session itself).
     fn handle(&mut self, msg: DeviceData, _ctx: &mut Self::Context) {
-        self.on_reading(&msg);
+        self.on_reading(0, &msg);
     }
 }
 
@@ -1116,7 +1475,25 @@ impl Handler<DeviceDataBatch> for WebSession {
 
     fn handle(&mut self, msg: DeviceDataBatch, _ctx: &mut Self::Context) {
         for d in msg.0.iter() {
-            self.on_reading(d);
+            self.on_reading(0, d);
+        }
+    }
+}
+
+impl Handler<Tagged<DeviceData>> for WebSession {
+    type Result = ();
+
+    fn handle(&mut self, msg: Tagged<DeviceData>, _ctx: &mut Self::Context) {
+        self.on_reading(msg.0, &msg.1);
+    }
+}
+
+impl Handler<Tagged<DeviceDataBatch>> for WebSession {
+    type Result = ();
+
+    fn handle(&mut self, msg: Tagged<DeviceDataBatch>, _ctx: &mut Self::Context) {
+        for d in msg.1 .0.iter() {
+            self.on_reading(msg.0, d);
         }
     }
 }
@@ -1124,28 +1501,51 @@ impl Handler<DeviceDataBatch> for WebSession {
 impl Handler<Notice> for WebSession {
     type Result = ();
 
-    /// The registry's notices become Foxglove status messages; the e-stop's also update
-    /// `/devices` at once.
+    /// The first robot's notice.
     fn handle(&mut self, n: Notice, ctx: &mut Self::Context) {
+        self.on_notice(0, n, ctx);
+    }
+}
+
+impl Handler<Tagged<Notice>> for WebSession {
+    type Result = ();
+
+    fn handle(&mut self, msg: Tagged<Notice>, ctx: &mut Self::Context) {
+        self.on_notice(msg.0, msg.1, ctx);
+    }
+}
+
+impl WebSession {
+    /// Robot `k`'s notices become Foxglove status messages (beginning with the robot's
+    /// name where the endpoint serves several); the e-stop's also update its `/devices` at
+    /// once.
+    fn on_notice(&mut self, k: usize, n: Notice, ctx: &mut Context<Self>) {
         let level = match n.kind {
             kind::UP | kind::ESTOP_RELEASED => Level::Info,
             kind::ESTOP | kind::FAILED => Level::Error,
             _ => Level::Warning,
         };
         let mut text = String::new();
+        if self.shared.robots.several() {
+            if let Some(r) = self.shared.robots.get(k) {
+                text.push_str(&format!("{}: ", r.name));
+            }
+        }
         if n.device != 0 {
             text.push_str(&format!("{}: ", player_kit::log::device(n.device)));
         }
         text.push_str(&n.text);
-        match n.kind {
-            kind::ESTOP => self.estop = Some(n.text.clone()),
-            kind::ESTOP_RELEASED => self.estop = None,
-            _ => {}
+        if let Some(rs) = self.robots.get_mut(&k) {
+            match n.kind {
+                kind::ESTOP => rs.estop = Some(n.text.clone()),
+                kind::ESTOP_RELEASED => rs.estop = None,
+                _ => {}
+            }
         }
         if matches!(n.kind, kind::ESTOP | kind::ESTOP_RELEASED) {
-            self.fetch_devices(ctx);
+            self.fetch_devices(k, ctx);
         }
-        self.notice_status(n.kind, n.device, level, &text, ctx);
+        self.notice_status(k, n.kind, n.device, level, &text, ctx);
     }
 }
 

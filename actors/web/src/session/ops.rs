@@ -12,6 +12,13 @@
 //!   it has parameter subscriptions, so a change made elsewhere reaches them too.
 //! - Connection graph ([`crate::graph`]): the whole graph on `subscribeConnectionGraph`,
 //!   then once a second what changed (the registry's [`ListHolders`], diffed).
+//!
+//! On an endpoint serving several robots ([`crate::world`]): the parameters are `robots`
+//! and the endpoint's own, and only `web.max_rate_hz` is writable (a robot's command
+//! timeouts are set on its own endpoint or in the configuration); the graph is that of
+//! the robots this session reads or commands, at most [`GRAPH_ROBOTS`] of them (the
+//! first by index), their topics under their names; a device's status id is
+//! `<robot>/device/<code>` and the e-stop's `<robot>/estop`.
 //! - Time: the wall clock, in a newest-wins slot the socket writer sends before any data
 //!   queued after it: once a second, and before data at most every [`TIME_EVERY`], so a
 //!   client that stamps messages with the server's clock (Foxglove does, with the `time`
@@ -21,9 +28,11 @@ use super::{WebSession, TICK};
 use crate::foxglove::{self, Level};
 use crate::graph::{self, Graph};
 use crate::params::{self, Setting, Snapshot};
+use crate::world;
 use actix::prelude::*;
 use player_core::notice::kind;
 use player_core::registry::{CommandTimeouts, ListHolders, SetCommandTimeout, MAX_COMMAND_HOLD};
+use player_kit::driver::DeviceSpec;
 use player_kit::driver::Timestamp;
 use serde_json::Value;
 use slog::info;
@@ -43,6 +52,9 @@ const DROPPED_ID: &str = "dropped";
 const ESTOP_ID: &str = "estop";
 /// Most entries of one `setParameters` looked at.
 const MAX_SET: usize = 64;
+/// Most robots of an endpoint serving several whose holders one session's connection
+/// graph shows (a registry asked per robot per second).
+pub(super) const GRAPH_ROBOTS: usize = 32;
 
 /// Endpoint's sessions → session: a parameter changed; send its new value to this
 /// session's subscribers.
@@ -222,16 +234,20 @@ impl WebSession {
                     .map_or(TICK, |w| now.saturating_duration_since(w))
                     .max(TICK);
                 // Per topic, most first.
-                let mut by_topic: BTreeMap<&str, u64> = BTreeMap::new();
+                let mut by_topic: BTreeMap<String, u64> = BTreeMap::new();
                 for (sub, n) in &self.ops.dropped {
-                    let topic = self
-                        .subs
-                        .get(sub)
-                        .and_then(|c| self.channel(*c))
-                        .map_or("?", |c| c.topic);
+                    let topic = match self.subs.get(sub) {
+                        Some(&c) if c == world::ROBOTS_CHANNEL && self.shared.robots.several() => {
+                            world::ROBOTS_TOPIC.to_string()
+                        }
+                        Some(&c) => self
+                            .channel(c)
+                            .map_or("?".into(), |(k, ch)| self.shared.robots.topic(k, ch)),
+                        None => "?".into(),
+                    };
                     *by_topic.entry(topic).or_default() += n;
                 }
-                let mut list: Vec<(&str, u64)> = by_topic.into_iter().collect();
+                let mut list: Vec<(String, u64)> = by_topic.into_iter().collect();
                 list.sort_by_key(|e| std::cmp::Reverse(e.1));
                 let shown: Vec<String> = list
                     .iter()
@@ -256,23 +272,30 @@ impl WebSession {
         }
     }
 
-    /// A registry notice as a status: the e-stop and a failed device are conditions with
-    /// an id, cleared by `removeStatus` when released or up again.
+    /// A registry notice of robot `k` as a status: the e-stop and a failed device are
+    /// conditions with an id, cleared by `removeStatus` when released or up again (ids
+    /// under the robot's name where the endpoint serves several).
     pub(super) fn notice_status(
         &mut self,
+        k: usize,
         notice_kind: u8,
         device: u8,
         level: Level,
         text: &str,
         ctx: &mut Context<Self>,
     ) {
-        let device_id = format!("device/{}", char::from(device));
+        let prefix = match self.shared.robots.get(k) {
+            Some(r) if self.shared.robots.several() => format!("{}/", r.name),
+            _ => String::new(),
+        };
+        let device_id = format!("{prefix}device/{}", char::from(device));
+        let estop_id = format!("{prefix}{ESTOP_ID}");
         match notice_kind {
             kind::ESTOP => {
-                self.send_text(foxglove::status_with_id(level, text, ESTOP_ID), ctx);
+                self.send_text(foxglove::status_with_id(level, text, &estop_id), ctx);
             }
             kind::ESTOP_RELEASED => {
-                self.send_text(foxglove::remove_status(&[ESTOP_ID]), ctx);
+                self.send_text(foxglove::remove_status(&[&estop_id]), ctx);
                 self.send_text(foxglove::status(level, text), ctx);
             }
             kind::FAILED if device != 0 => {
@@ -288,26 +311,47 @@ impl WebSession {
 
     // ----- parameters --------------------------------------------------------------------
 
+    /// The devices of the endpoint's one robot (none where it serves several: their
+    /// parameters are not offered there).
+    fn single_specs(&self) -> &[(DeviceSpec, String)] {
+        let robots = &self.shared.robots;
+        match robots.get(0) {
+            Some(r) if !robots.several() => &r.specs,
+            _ => &[],
+        }
+    }
+
     /// Every parameter's value as this session knows it.
     fn parameter_values(&self) -> Vec<(String, Value)> {
-        params::values(&Snapshot {
-            robot: &self.shared.robot,
-            specs: &self.shared.specs,
+        let robots = &self.shared.robots;
+        let snapshot = Snapshot {
+            robot: robots.get(0).map_or("", |r| r.name.as_str()),
+            specs: self.single_specs(),
             timeouts: &self.ops.timeouts,
             stall_timeout: self.shared.stall_timeout,
             max_clients: self.shared.max_clients,
             max_command_hold: MAX_COMMAND_HOLD,
             max_rate_hz: self.ops.max_rate_hz,
-        })
+        };
+        if robots.several() {
+            params::world_values(robots.iter().map(|r| r.name.as_str()), &snapshot)
+        } else {
+            params::values(&snapshot)
+        }
     }
 
-    /// Fetches the registry's command timeouts, then runs `then`.
+    /// Fetches the registry's command timeouts (the endpoint's one robot's; none where it
+    /// serves several), then runs `then`.
     fn with_timeouts(
         &mut self,
         ctx: &mut Context<Self>,
         then: impl FnOnce(&mut Self, &mut Context<Self>) + 'static,
     ) {
-        let fut = self.shared.registry.send(CommandTimeouts);
+        let registry = match self.shared.robots.get(0) {
+            Some(r) if !self.shared.robots.several() => r.registry.clone(),
+            _ => return then(self, ctx),
+        };
+        let fut = registry.send(CommandTimeouts);
         ctx.spawn(fut.into_actor(self).map(move |r, act, ctx| {
             if let Ok(list) = r {
                 act.ops.timeouts = list.into_iter().collect();
@@ -382,8 +426,17 @@ impl WebSession {
         let mut refused = Vec::new();
         let mut timeouts = Vec::new();
         let mut local_change = false;
+        let several = self.shared.robots.several();
         for (name, value) in parameters.iter().take(MAX_SET) {
-            match params::parse_setting(name, value, &self.shared.specs) {
+            if several && name.ends_with(".command_timeout") {
+                refused.push(format!(
+                    "{}: command timeouts are set on a robot's own endpoint (this one serves {} robots)",
+                    name.chars().take(40).collect::<String>(),
+                    self.shared.robots.len()
+                ));
+                continue;
+            }
+            match params::parse_setting(name, value, self.single_specs()) {
                 Ok(Setting::MaxRate(hz)) => {
                     info!(self.log, "web rate cap set"; "max_rate_hz" => hz);
                     self.ops.max_rate_hz = hz;
@@ -391,7 +444,10 @@ impl WebSession {
                     local_change = true;
                 }
                 Ok(Setting::CommandTimeout { device, timeout }) => {
-                    timeouts.push(self.shared.registry.send(SetCommandTimeout {
+                    let Some(registry) = self.registry(0) else {
+                        continue;
+                    };
+                    timeouts.push(registry.send(SetCommandTimeout {
                         device,
                         timeout,
                         client: self.client.clone(),
@@ -493,18 +549,63 @@ impl WebSession {
         self.ops.graph = None;
     }
 
+    /// The robots whose holders the graph shows: the one robot, or (several robots) those
+    /// this session reads or commands, at most [`GRAPH_ROBOTS`], in order.
+    fn graph_robots(&self) -> Vec<usize> {
+        if !self.shared.robots.several() {
+            return vec![0];
+        }
+        let mut ks: Vec<usize> = self
+            .subs
+            .values()
+            .filter_map(|&c| self.channel(c).map(|(k, _)| k))
+            .chain(self.pubs.values().map(|&(k, _)| k))
+            .collect::<HashSet<usize>>()
+            .into_iter()
+            .collect();
+        ks.sort_unstable();
+        ks.truncate(GRAPH_ROBOTS);
+        ks
+    }
+
     fn refresh_graph(&mut self, ctx: &mut Context<Self>) {
-        let fut = self.shared.registry.send(ListHolders);
-        ctx.spawn(fut.into_actor(self).map(|r, act, ctx| {
-            let Ok(list) = r else {
-                return;
-            };
+        let asks: Vec<_> = self
+            .graph_robots()
+            .into_iter()
+            .filter_map(|k| self.registry(k).map(|r| (k, r)))
+            .map(|(k, r)| async move { (k, r.send(ListHolders).await) })
+            .collect();
+        let all = futures::future::join_all(asks);
+        ctx.spawn(all.into_actor(self).map(|lists, act, ctx| {
             let Some(old) = act.ops.graph.as_ref() else {
                 return; // unsubscribed meanwhile
             };
-            let server = format!("player ({})", act.shared.robot);
+            let robots = &act.shared.robots;
+            let server = match robots.get(0) {
+                Some(r) if !robots.several() => format!("player ({})", r.name),
+                _ => format!("player ({} robots)", robots.len()),
+            };
             let services: Vec<&str> = foxglove::SERVICES.iter().map(|s| s.name).collect();
-            let new = graph::build(&list, &server, &services);
+            if !robots.several() && lists.iter().any(|(_, r)| r.is_err()) {
+                return;
+            }
+            let mut new = graph::Graph::default();
+            for (k, r) in lists {
+                let Ok(list) = r else {
+                    continue;
+                };
+                let one = graph::build(&list, &server, &services);
+                match robots.get(k) {
+                    Some(robot) if robots.several() => {
+                        graph::merge_prefixed(&mut new, one, &robot.name)
+                    }
+                    _ => new = one,
+                }
+            }
+            if robots.several() && new.services.is_empty() {
+                // No robot read yet: the server's services all the same.
+                new = graph::build(&[], &server, &services);
+            }
             if let Some(m) = graph::update(old, &new) {
                 act.send_text(m, ctx);
             }
