@@ -462,3 +462,134 @@ fn robots_given_one_web_port_share_it_and_the_check_does_not_call_it_a_clash() {
     assert_eq!(messages.len(), 1, "{messages:?}");
     assert!(messages[0].contains("7001"), "{messages:?}");
 }
+
+/// The next text message for which `pick` is true, within [`WAIT`].
+async fn text_until(ws: &mut Ws, pick: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+    let end = tokio::time::Instant::now() + WAIT;
+    loop {
+        let m = tokio::time::timeout_at(end, ws.next())
+            .await
+            .expect("the message in time")
+            .expect("open")
+            .expect("ok");
+        if let Message::Text(t) = m {
+            let v: serde_json::Value = serde_json::from_str(t.as_str()).unwrap();
+            if pick(&v) {
+                return v;
+            }
+        }
+    }
+}
+
+async fn send_json(ws: &mut Ws, v: serde_json::Value) {
+    ws.send(Message::Text(v.to_string().into())).await.unwrap();
+}
+
+#[test]
+fn a_world_port_names_its_robots_in_parameters_and_graph_and_its_status_ids_by_robot() {
+    let (_server, web, _) = start_world(70, "ops", false);
+    let rt = rt();
+    rt.block_on(async {
+        let mut ws = connect(web, "?robots=robot3").await;
+        let a = advertised(&mut ws, SIMPLE_CHANNELS + 2).await;
+
+        // Parameters: the robots' names and the endpoint's own; no one robot's settings.
+        send_json(
+            &mut ws,
+            serde_json::json!({"op": "getParameters", "parameterNames": [], "id": "all"}),
+        )
+        .await;
+        let v = text_until(&mut ws, |v| {
+            v["op"] == "parameterValues" && v["id"] == "all"
+        })
+        .await;
+        let p: HashMap<String, serde_json::Value> = v["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p["name"].as_str().unwrap().to_string(), p["value"].clone()))
+            .collect();
+        assert_eq!(p["robots"].as_array().unwrap().len(), 70);
+        assert_eq!(p["robots"][3], "robot3");
+        assert!(p.contains_key("web.max_rate_hz") && !p.contains_key("robot"));
+        assert!(!p.keys().any(|n| n.ends_with(".command_timeout")));
+
+        // Only the connection's rate cap is writable here; a command timeout is refused
+        // with the reason, the rest of the request still set.
+        send_json(
+            &mut ws,
+            serde_json::json!({"op": "setParameters", "id": "set", "parameters": [
+                {"name": "p.command_timeout", "value": 2},
+                {"name": "web.max_rate_hz", "value": 5}]}),
+        )
+        .await;
+        let warn = text_until(&mut ws, |v| v["op"] == "status").await;
+        let m = warn["message"].as_str().unwrap();
+        assert!(
+            m.contains("p.command_timeout") && m.contains("own endpoint"),
+            "{m}"
+        );
+        let v = text_until(&mut ws, |v| {
+            v["op"] == "parameterValues" && v["id"] == "set"
+        })
+        .await;
+        assert_eq!(v["parameters"][0]["name"], "web.max_rate_hz");
+        assert_eq!(v["parameters"][0]["value"], 5.0);
+
+        // The graph: the robot this client reads, under its name, and no other robot.
+        subscribe(&mut ws, &[(1, a.topics["/robot3/pose"])]).await;
+        send_json(
+            &mut ws,
+            serde_json::json!({"op": "subscribeConnectionGraph"}),
+        )
+        .await;
+        let start = Instant::now();
+        loop {
+            let g = text_until(&mut ws, |v| v["op"] == "connectionGraphUpdate").await;
+            let topics: Vec<&str> = g["publishedTopics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .chain(g["subscribedTopics"].as_array().unwrap())
+                .map(|t| t["name"].as_str().unwrap())
+                .collect();
+            assert!(
+                topics.iter().all(|t| t.starts_with("/robot3/")),
+                "{topics:?}"
+            );
+            let readers = g["subscribedTopics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["name"] == "/robot3/position")
+                .map(|t| t["subscriberIds"].to_string());
+            if readers.is_some_and(|r| r.contains("web 127.0.0.1")) {
+                let drivers = g["publishedTopics"].to_string();
+                assert!(drivers.contains("robot3: driver"), "{drivers}");
+                break;
+            }
+            assert!(start.elapsed() < WAIT, "this client in robot3's graph");
+        }
+
+        // The e-stop of robot 3, latched and released on its topic: a condition with the
+        // robot's own id, taken back by that id.
+        send_json(
+            &mut ws,
+            serde_json::json!({"op": "advertise", "channels": [{"id": 7,
+                "topic": "/robot3/estop", "encoding": "json", "schemaName": "player.EStop"}]}),
+        )
+        .await;
+        let publish = |latch: bool| {
+            let mut b = vec![1u8];
+            b.extend_from_slice(&7u32.to_le_bytes());
+            b.extend_from_slice(serde_json::json!({ "latch": latch }).to_string().as_bytes());
+            Message::Binary(b.into())
+        };
+        ws.send(publish(true)).await.unwrap();
+        let s = text_until(&mut ws, |v| v["op"] == "status" && v["id"].is_string()).await;
+        assert_eq!(s["id"], "robot3/estop", "{s}");
+        ws.send(publish(false)).await.unwrap();
+        let r = text_until(&mut ws, |v| v["op"] == "removeStatus").await;
+        assert_eq!(r["statusIds"], serde_json::json!(["robot3/estop"]));
+    });
+}
