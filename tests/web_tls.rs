@@ -2,8 +2,8 @@
 //! test time, the server started with it, and real TLS clients over real TCP trusting that
 //! certificate: `wss://` speaking `foxglove.websocket.v1` and the page over `https://`; the
 //! access key still applies; plain `ws://` and `http://` on the TLS port are refused without
-//! hurting a TLS client; a certificate or key that cannot be used stops the start and is
-//! named by `--check-config`.
+//! hurting a TLS client; two robots sharing one web port are served over TLS alike; a
+//! certificate or key that cannot be used stops the start and is named by `--check-config`.
 
 use futures::{SinkExt, StreamExt};
 use player::settings::Settings;
@@ -457,5 +457,78 @@ fn past_max_handshakes_under_way_a_new_connection_is_closed_until_they_end() {
         ws.close(None).await.unwrap();
     });
     log.wait_for("too many handshakes under way");
+    server.shutdown();
+}
+
+#[test]
+fn two_robots_sharing_one_tls_port_are_served_over_wss_each_under_its_name() {
+    let dir = scratch_dir("web-tls-world");
+    let cert = make_cert(&dir, "robot");
+    // A world of two simple robots (wheels, sonar), both given one web port.
+    let world = dir.join("world.toml");
+    std::fs::write(
+        &world,
+        "[world]\nwidth = 20000\nheight = 20000\n\
+         [[swarm]]\ncount = 2\nspacing = 1200\nkind = \"simple\"\n",
+    )
+    .unwrap();
+    let args = vec!["-stage".to_string(), world.display().to_string()];
+    let mut s = match player::parse_args(&args) {
+        Ok(player::settings::Invocation::Run { settings, .. }) => *settings,
+        other => panic!("{other:?}"),
+    };
+    let port = free_port();
+    for r in &mut s.robot {
+        r.web_port = Some(port);
+    }
+    s.web.tls_cert = cert.cert.display().to_string();
+    s.web.tls_key = cert.key.display().to_string();
+    let log = LogCapture::default();
+    let server = start_server_logged(s, player::builtin_catalog(), log.logger());
+    log.wait_for_all(&[
+        "web viewer listening",
+        &format!("https://127.0.0.1:{port}/"),
+    ]);
+    rt().block_on(async {
+        // A plain WebSocket on the shared port is refused as on any TLS port.
+        let plain = format!("ws://127.0.0.1:{port}/")
+            .into_client_request()
+            .unwrap();
+        assert!(tokio_tungstenite::connect_async(plain).await.is_err());
+
+        let mut ws = wss(port, &cert.der, "").await.unwrap();
+        let info = next_op(&mut ws, "serverInfo").await;
+        assert_eq!(info["name"], "player (2 robots)", "{info}");
+        // The second robot's pose, advertised under its name with its block of ids.
+        let mut pose = None;
+        while pose.is_none() {
+            let adv = next_op(&mut ws, "advertise").await;
+            pose = adv["channels"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["topic"] == "/robot1/pose")
+                .map(|c| c["id"].as_u64().unwrap());
+        }
+        let pose = pose.unwrap();
+        assert!(pose > 64, "robot 1's block of ids: {pose}");
+        let m = serde_json::json!({"op": "subscribe",
+            "subscriptions": [{"id": 9, "channelId": pose}]});
+        ws.send(Message::Text(m.to_string().into())).await.unwrap();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        let v: serde_json::Value = loop {
+            let m = tokio::time::timeout_at(deadline, ws.next())
+                .await
+                .expect("a pose within 20 s")
+                .expect("open")
+                .expect("ok");
+            if let Message::Binary(b) = m {
+                if b[0] == 1 && u32::from_le_bytes(b[1..5].try_into().unwrap()) == 9 {
+                    break serde_json::from_slice(&b[13..]).unwrap();
+                }
+            }
+        };
+        assert_eq!(v["frame_id"], "robot1/odom", "{v}");
+    });
     server.shutdown();
 }
