@@ -32,6 +32,7 @@ fn main() -> ExitCode {
     };
     let (log, level) =
         player::logging::stderr(settings.server.debug, player::logging::Output::detect());
+    daemon::raise_open_files(&log);
     let system = actix_rt::System::new();
     let result = system.block_on(async {
         // Install the handlers before anything can block, so no signal is lost.
