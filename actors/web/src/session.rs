@@ -11,6 +11,7 @@
 //! backlog. A client that takes nothing for `stall_timeout` is disconnected.
 
 use super::foxglove::{self, ClientBinary, ClientOp, Level};
+use super::protobuf::Encoding;
 use super::schema::{self, Channel, Source};
 use super::{AddressSlot, Shared};
 use actix::prelude::*;
@@ -185,22 +186,23 @@ impl Pacing {
 type Encoded = (u64, Timestamp, Option<Bytes>);
 
 thread_local! {
-    /// Encoded payloads by (endpoint, channel): the newest reading's, so the sessions on
-    /// one thread encode each reading once.
-    static ENCODED: RefCell<HashMap<(u64, u32), Encoded>> =
+    /// Encoded payloads by (endpoint, channel, encoding): the newest reading's, so the
+    /// sessions on one thread encode each reading once per encoding.
+    static ENCODED: RefCell<HashMap<(u64, u32, Encoding), Encoded>> =
         RefCell::new(HashMap::new());
 }
 
-fn encoded(endpoint: u64, channel: &Channel, d: &DeviceData) -> Option<Bytes> {
+fn encoded(endpoint: u64, channel: &Channel, encoding: Encoding, d: &DeviceData) -> Option<Bytes> {
+    let encoding = encoding.for_channel(channel);
     ENCODED.with(|cache| {
         let mut cache = cache.borrow_mut();
-        let key = (endpoint, channel.id);
+        let key = (endpoint, channel.id, encoding);
         if let Some((seq, ts, bytes)) = cache.get(&key) {
             if *seq == d.seq && *ts == d.timestamp {
                 return bytes.clone();
             }
         }
-        let bytes = schema::encode(channel, d).map(Bytes::from);
+        let bytes = encoding.encode(channel, d).map(Bytes::from);
         cache.insert(key, (d.seq, d.timestamp, bytes.clone()));
         bytes
     })
@@ -213,6 +215,8 @@ pub struct WebSession {
     subprotocol: &'static str,
     /// Whether the access policy lets this client command (and release the e-stop).
     may_write: bool,
+    /// The encoding the client asked for (`?encoding=`).
+    encoding: Encoding,
     /// Whether the robot's emergency stop is latched (from the registry's notices).
     estop: Option<String>,
     shared: Arc<Shared>,
@@ -247,6 +251,7 @@ impl WebSession {
         client: String,
         subprotocol: &'static str,
         may_write: bool,
+        encoding: Encoding,
         shared: Arc<Shared>,
         slot: AddressSlot,
     ) -> WebSession {
@@ -259,6 +264,7 @@ impl WebSession {
             client,
             subprotocol,
             may_write,
+            encoding,
             estop: None,
             shared,
             subs: HashMap::new(),
@@ -425,7 +431,7 @@ impl WebSession {
             if channel.source != Source::Device(d.device) {
                 continue;
             }
-            if let Some(payload) = encoded(self.shared.uid, channel, d) {
+            if let Some(payload) = encoded(self.shared.uid, channel, self.encoding, d) {
                 frames.push((sub, schema::nanos(d.timestamp), payload));
             }
         }
@@ -856,14 +862,14 @@ impl WebSession {
             for (sub, ch) in subs {
                 let source = act.channel(ch).map(|c| c.source);
                 if walls && source == Some(Source::Map) && act.map_sent.insert(sub) {
-                    let payload = schema::encode_map(&m, now);
+                    let payload = act.encoding.encode_map(&m, now);
                     act.send_frame(
                         sub,
                         foxglove::message_data(sub, schema::nanos(now), &payload),
                     );
                 }
                 if source == Some(Source::MapTransform) {
-                    let payload = schema::encode_map_transform(&m, now);
+                    let payload = act.encoding.encode_map_transform(&m, now);
                     act.send_frame(
                         sub,
                         foxglove::message_data(sub, schema::nanos(now), &payload),
@@ -1012,7 +1018,7 @@ impl Actor for WebSession {
         let info = foxglove::server_info(&name, self.id.get(), &self.shared.robot);
         self.send_text(info, ctx);
         let channels: Vec<Channel> = self.shared.channels.clone();
-        self.send_text(foxglove::advertise(&channels), ctx);
+        self.send_text(foxglove::advertise(&channels, self.encoding), ctx);
         self.send_text(foxglove::advertise_services(&foxglove::SERVICES), ctx);
         ctx.run_interval(TICK, |act, ctx| act.tick(ctx));
         self.shared.registry.do_send(Watch {
