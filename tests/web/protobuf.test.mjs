@@ -32,7 +32,12 @@ function channelDecoder(c) {
   const set = descriptor.FileDescriptorSet.decode(Buffer.from(c.schema, "base64"));
   const root = protobuf.Root.fromDescriptor(set);
   const type = root.lookupType(c.schemaName);
-  return (data) => type.toObject(type.decode(data), { longs: Number, defaults: true });
+  // The client library hands a DataView over the frame; protobufjs reads a Uint8Array.
+  return (data) =>
+    type.toObject(type.decode(new Uint8Array(data.buffer, data.byteOffset, data.byteLength)), {
+      longs: Number,
+      defaults: true,
+    });
 }
 
 async function connect(url) {
