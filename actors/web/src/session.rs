@@ -970,42 +970,22 @@ impl WebSession {
     }
 }
 
-/// Most bytes the writer hands the socket before it flushes: what is waiting in the outbox
-/// goes out in one write (a tick's readings arrive together, and a write per message cost
-/// more than the message), until this much is handed over, so a slow client's socket
-/// buffer holds at most one batch (and one message) beyond what the outbox keeps.
-const MAX_BATCH_BYTES: usize = 256 * 1024;
-
 async fn write_out(
     mut sink: SplitSink<Socket, Message>,
     out: Rc<RefCell<Outbox>>,
     wake: Rc<Notify>,
 ) {
-    let next = |out: &Rc<RefCell<Outbox>>| {
-        let mut o = out.borrow_mut();
-        match o.control.pop_front() {
-            Some(m) => Some(m),
-            None => o.data.pop_front().map(|(_, b)| Message::Binary(b)),
-        }
-    };
-    'writing: loop {
-        match next(&out) {
-            Some(mut m) => {
-                let mut batch = 0;
-                loop {
-                    batch += m.len();
-                    if sink.feed(m).await.is_err() {
-                        break 'writing;
-                    }
-                    if batch >= MAX_BATCH_BYTES {
-                        break;
-                    }
-                    match next(&out) {
-                        Some(more) => m = more,
-                        None => break,
-                    }
-                }
-                if sink.flush().await.is_err() {
+    loop {
+        let next = {
+            let mut o = out.borrow_mut();
+            match o.control.pop_front() {
+                Some(m) => Some(m),
+                None => o.data.pop_front().map(|(_, b)| Message::Binary(b)),
+            }
+        };
+        match next {
+            Some(m) => {
+                if sink.send(m).await.is_err() {
                     break;
                 }
                 out.borrow_mut().progress = Instant::now();
