@@ -106,7 +106,10 @@ enum Load {
 
 fn run(load: Load, measure: Duration) -> Point {
     let gp = free_port();
-    let wp = free_port();
+    // Two distinct ports (the system may hand the same free one out twice).
+    let wp = std::iter::repeat_with(free_port)
+        .find(|&p| p != gp)
+        .expect("a free port");
     let args = vec![
         "-gp".to_string(),
         gp.to_string(),
@@ -258,11 +261,11 @@ fn main() {
     let per_tcp_client = tcp_us / TCP_CLIENTS as f64 / secs;
     println!();
     println!(
-        "{:<22} | {:>16} | {:>13} | {:>11}",
+        "{:<24} | {:>14} | {:>10} | {:>6}",
         "one client costs", "CPU us/s each", "us/message", "vs TCP"
     );
     println!(
-        "{:<22} | {:>16.0} | {:>13.1} | {:>11}",
+        "{:<24} | {:>14.0} | {:>10.1} | {:>6}",
         "TCP (a round of 3)",
         per_tcp_client,
         tcp_us / tcp.tcp_rounds.max(1) as f64,
@@ -272,7 +275,7 @@ fn main() {
         let web_us = (cpu_us(p) - cpu_us(tcp)).max(0.0);
         let per_client = web_us / WEB_CLIENTS as f64 / secs;
         println!(
-            "{:<22} | {:>16.0} | {:>13.1} | {:>10.2}x",
+            "{:<24} | {:>14.0} | {:>10.1} | {:>5.2}x",
             format!(
                 "{name} ({:.0} msg/s)",
                 p.web_msgs as f64 / secs / WEB_CLIENTS as f64
