@@ -209,7 +209,8 @@ CONFIGURATION FILE (TOML; see config/default.toml):
     max_seconds = 0.0      # start a new file after this long, 0 = never
     chunk_bytes = 262144   # chunk size; a killed server loses at most the open chunk
     chunk_seconds = 1.0    # close a chunk at least this often
-    foxglove = true        # also write the web viewer's Foxglove JSON channels
+    foxglove = true        # also write the web viewer's Foxglove channels
+    foxglove_encoding = \"protobuf\" # as the viewer serves them; or \"json\"
     retry_seconds = 5.0    # retry a device that could not be opened
 
     [zenoh]                # the Zenoh bridge (README, \"Fleets\"); off by default

@@ -47,7 +47,8 @@ function log(text) {
 }
 
 function connect() {
-  const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/`;
+  // JSON: the page decodes every channel with JSON.parse (see protobuf.rs).
+  const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/?encoding=json`;
   ws = new WebSocket(url, ["foxglove.websocket.v1"]);
   ws.binaryType = "arraybuffer";
   ws.onopen = () => {

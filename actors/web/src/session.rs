@@ -15,6 +15,7 @@
 
 use super::foxglove::{self, ClientBinary, ClientOp, Level};
 use super::playback::{self, Replay};
+use super::protobuf::Encoding;
 use super::schema::{self, Channel, Source};
 use super::{AddressSlot, Shared};
 use actix::prelude::*;
@@ -194,22 +195,23 @@ impl Pacing {
 type Encoded = (u64, Timestamp, Option<Bytes>);
 
 thread_local! {
-    /// Encoded payloads by (endpoint, channel): the newest reading's, so the sessions on
-    /// one thread encode each reading once.
-    static ENCODED: RefCell<HashMap<(u64, u32), Encoded>> =
+    /// Encoded payloads by (endpoint, channel, encoding): the newest reading's, so the
+    /// sessions on one thread encode each reading once per encoding.
+    static ENCODED: RefCell<HashMap<(u64, u32, Encoding), Encoded>> =
         RefCell::new(HashMap::new());
 }
 
-fn encoded(endpoint: u64, channel: &Channel, d: &DeviceData) -> Option<Bytes> {
+fn encoded(endpoint: u64, channel: &Channel, encoding: Encoding, d: &DeviceData) -> Option<Bytes> {
+    let encoding = encoding.for_channel(channel);
     ENCODED.with(|cache| {
         let mut cache = cache.borrow_mut();
-        let key = (endpoint, channel.id);
+        let key = (endpoint, channel.id, encoding);
         if let Some((seq, ts, bytes)) = cache.get(&key) {
             if *seq == d.seq && *ts == d.timestamp {
                 return bytes.clone();
             }
         }
-        let bytes = schema::encode(channel, d).map(Bytes::from);
+        let bytes = encoding.encode(channel, d).map(Bytes::from);
         cache.insert(key, (d.seq, d.timestamp, bytes.clone()));
         bytes
     })
@@ -222,6 +224,8 @@ pub struct WebSession {
     subprotocol: &'static str,
     /// Whether the access policy lets this client command (and release the e-stop).
     may_write: bool,
+    /// The encoding the client asked for (`?encoding=`).
+    encoding: Encoding,
     /// Whether the robot's emergency stop is latched (from the registry's notices).
     estop: Option<String>,
     shared: Arc<Shared>,
@@ -253,13 +257,16 @@ pub struct WebSession {
 }
 
 impl WebSession {
-    /// A session for an upgraded connection from `client` (its address, for logs).
+    /// A session for an upgraded connection from `client` (its address, for logs), with
+    /// what the upgrade decided: the subprotocol, the client's rights and its encoding.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         id: SessionId,
         socket: Socket,
         client: String,
         subprotocol: &'static str,
         may_write: bool,
+        encoding: Encoding,
         shared: Arc<Shared>,
         slot: AddressSlot,
     ) -> WebSession {
@@ -274,6 +281,7 @@ impl WebSession {
             client,
             subprotocol,
             may_write,
+            encoding,
             estop: None,
             shared,
             subs: HashMap::new(),
@@ -447,7 +455,7 @@ impl WebSession {
             if channel.source != Source::Device(d.device) {
                 continue;
             }
-            if let Some(payload) = encoded(self.shared.uid, channel, d) {
+            if let Some(payload) = encoded(self.shared.uid, channel, self.encoding, d) {
                 frames.push((sub, schema::nanos(d.timestamp), payload));
             }
         }
@@ -883,14 +891,14 @@ impl WebSession {
             for (sub, ch) in subs {
                 let source = act.channel(ch).map(|c| c.source);
                 if walls && source == Some(Source::Map) && act.map_sent.insert(sub) {
-                    let payload = schema::encode_map(&m, now);
+                    let payload = act.encoding.encode_map(&m, now);
                     act.send_frame(
                         sub,
                         foxglove::message_data(sub, schema::nanos(now), &payload),
                     );
                 }
                 if source == Some(Source::MapTransform) {
-                    let payload = schema::encode_map_transform(&m, now);
+                    let payload = act.encoding.encode_map_transform(&m, now);
                     act.send_frame(
                         sub,
                         foxglove::message_data(sub, schema::nanos(now), &payload),
@@ -1048,7 +1056,7 @@ impl Actor for WebSession {
         self.send_text(info, ctx);
         self.ops_started(ctx);
         let channels: Vec<Channel> = self.shared.channels.clone();
-        self.send_text(foxglove::advertise(&channels), ctx);
+        self.send_text(foxglove::advertise(&channels, self.encoding), ctx);
         self.send_text(foxglove::advertise_services(&foxglove::SERVICES), ctx);
         ctx.run_interval(TICK, |act, ctx| act.tick(ctx));
         self.shared.registry.do_send(Watch {
