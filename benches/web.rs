@@ -1,16 +1,21 @@
 //! Browser-protocol clients next to TCP clients: does the web viewer slow the TCP clients,
-//! and what does it cost?
+//! and what does a browser client cost in JSON and in protobuf?
 //!
-//! Against one `player` process (the simulated robot) we run two points, each with 50 TCP
-//! clients reading laser + sonar + position at 10 Hz (the stress bench's "large" round):
-//! first alone, then with 50 Foxglove WebSocket clients (`foxglove.websocket.v1`) each
-//! subscribed to `/laser`, `/sonar`, `/position` and `/tf`. Per point: the TCP clients' mean
-//! interval, deviation (|mean interval - 100 ms| per client, averaged: the paper's figure),
-//! jitter and p99; the web messages received per second; and the server's CPU per 1000
-//! TCP rounds and per 1000 messages of any kind. The load generator runs in this process on
-//! the same two cores.
+//! Against one `player` process (the simulated robot) per point: no client at all (the
+//! server's own CPU); 50 TCP clients reading laser + sonar + position at 10 Hz (the stress
+//! bench's "large" round) alone; then with 50 Foxglove WebSocket clients
+//! (`foxglove.websocket.v1`) each subscribed to `/laser`, `/sonar`, `/position` and `/tf`,
+//! once with `?encoding=json` and once with the default (protobuf for the `foxglove.*`
+//! channels). Per point: the TCP clients' mean interval, deviation (|mean interval - 100
+//! ms| per client, averaged: the paper's figure), jitter and p99; the web messages
+//! received per second; the server's CPU per 1000 TCP rounds and its peak RSS. Then the
+//! costs side by side: the CPU one TCP client adds (over the idle server) per second and per
+//! round, and the CPU one browser client adds (over the TCP-only point) per second and per
+//! message, in JSON and in protobuf. The load generator runs in this process on the same
+//! two cores.
 //!
-//! `cargo bench --bench web` (about a minute); `-- --quick` measures 4 s per point.
+//! `cargo bench --bench web` (about a minute and a half); quick mode, 2 s per point and
+//! about 25 s in all: `WEB_BENCH_QUICK=1` or `-- --quick`.
 
 mod common;
 
@@ -86,11 +91,26 @@ struct Point {
     tcp_rounds: u64,
     web_msgs: u64,
     cpu: Duration,
+    rss: u64,
 }
 
-fn run(web: bool, measure: Duration) -> Point {
+/// Which clients a point runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Load {
+    /// None: the server's own CPU.
+    Idle,
+    /// The TCP clients alone.
+    Tcp,
+    /// The TCP clients and the web clients, with this `?encoding=`.
+    TcpAndWeb(&'static str),
+}
+
+fn run(load: Load, measure: Duration) -> Point {
     let gp = free_port();
-    let wp = free_port();
+    // Two distinct ports (the system may hand the same free one out twice).
+    let wp = std::iter::repeat_with(free_port)
+        .find(|&p| p != gp)
+        .expect("a free port");
     let args = vec![
         "-gp".to_string(),
         gp.to_string(),
@@ -106,9 +126,10 @@ fn run(web: bool, measure: Duration) -> Point {
     let ramp = Duration::from_millis(500);
     let w0 = t0 + ramp + Duration::from_millis(2000);
     let w1 = w0 + measure;
-    let (arrivals, web_msgs, cpu) = rt.block_on(async {
+    let (arrivals, web_msgs, cpu, rss) = rt.block_on(async {
         let mut tcp = Vec::new();
-        for i in 0..TCP_CLIENTS {
+        let tcp_clients = if load == Load::Idle { 0 } else { TCP_CLIENTS };
+        for i in 0..tcp_clients {
             let start = t0 + ramp * (i as u32) / TCP_CLIENTS as u32;
             let addr = server.addr;
             tcp.push(tokio::spawn(async move {
@@ -119,16 +140,21 @@ fn run(web: bool, measure: Duration) -> Point {
             }));
         }
         let mut webs = Vec::new();
-        if web {
+        if let Load::TcpAndWeb(encoding) = load {
             for i in 0..WEB_CLIENTS {
                 let start = t0 + ramp * (i as u32) / WEB_CLIENTS as u32;
-                let url = format!("ws://127.0.0.1:{wp}/");
+                let url = format!("ws://127.0.0.1:{wp}/?encoding={encoding}");
                 webs.push(tokio::spawn(web_client(url, start, (w0, w1))));
             }
         }
         tokio::time::sleep_until(w0.into()).await;
         let c0 = server.cpu();
-        tokio::time::sleep_until(w1.into()).await;
+        let mut rss = server.rss();
+        while Instant::now() < w1 {
+            let next = (Instant::now() + Duration::from_millis(250)).min(w1);
+            tokio::time::sleep_until(next.into()).await;
+            rss = rss.max(server.rss());
+        }
         let c1 = server.cpu();
         let mut arrivals = Vec::new();
         for t in tcp {
@@ -138,7 +164,7 @@ fn run(web: bool, measure: Duration) -> Point {
         for w in webs {
             msgs += w.await.unwrap_or_default();
         }
-        (arrivals, msgs, c1.saturating_sub(c0))
+        (arrivals, msgs, c1.saturating_sub(c0), rss)
     });
     let target = 1e6 / f64::from(RATE);
     let (mut sum_mean, mut sum_dev, mut sum_jit, mut n) = (0.0, 0.0, 0.0, 0usize);
@@ -176,19 +202,23 @@ fn run(web: bool, measure: Duration) -> Point {
         tcp_rounds: rounds,
         web_msgs,
         cpu,
+        rss,
     }
 }
 
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
-    let measure = Duration::from_secs(if quick { 4 } else { 15 });
+    let quick = std::env::args().any(|a| a == "--quick")
+        || std::env::var("WEB_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
+    let measure = Duration::from_secs(if quick { 2 } else { 15 });
+    let secs = measure.as_secs_f64();
     println!(
-        "{TCP_CLIENTS} TCP clients (laser + sonar + position) at {RATE} Hz, with and without \
-         {WEB_CLIENTS} Foxglove WebSocket clients (/laser /sonar /position /tf); {} s per point",
+        "{TCP_CLIENTS} TCP clients (laser + sonar + position) at {RATE} Hz, alone and with \
+         {WEB_CLIENTS} Foxglove WebSocket clients (/laser /sonar /position /tf) in JSON or \
+         protobuf; {} s per point",
         measure.as_secs()
     );
     println!(
-        "{:<10} | {:>6} {:>8} {:>7} {:>7} {:>7} | {:>9} | {:>10} {:>10}",
+        "{:<16} | {:>6} {:>8} {:>7} {:>7} {:>7} | {:>9} | {:>9} {:>10} {:>7}",
         "point",
         "served",
         "mean ms",
@@ -196,38 +226,64 @@ fn main() {
         "jit us",
         "p99 ms",
         "web msg/s",
+        "cpu ms/s",
         "cpu/1k tcp",
-        "cpu/1k all"
+        "rss MiB"
     );
-    let mut base = None;
-    for web in [false, true] {
-        let p = run(web, measure);
-        let secs = measure.as_secs_f64();
+    let loads = [
+        ("idle", Load::Idle),
+        ("tcp only", Load::Tcp),
+        ("tcp + web json", Load::TcpAndWeb("json")),
+        ("tcp + web proto", Load::TcpAndWeb("protobuf")),
+    ];
+    let mut points = Vec::new();
+    for (name, load) in loads {
+        let p = run(load, measure);
         let cpu_ms = p.cpu.as_secs_f64() * 1000.0;
         let per_tcp = cpu_ms / (p.tcp_rounds.max(1) as f64 / 1000.0);
-        let per_all = cpu_ms / ((p.tcp_rounds + p.web_msgs).max(1) as f64 / 1000.0);
         println!(
-            "{:<10} | {:>6} {:>8.3} {:>7.1} {:>7.1} {:>7.2} | {:>9.0} | {:>10.1} {:>10.1}",
-            if web { "tcp + web" } else { "tcp only" },
+            "{:<16} | {:>6} {:>8.3} {:>7.1} {:>7.1} {:>7.2} | {:>9.0} | {:>9.0} {:>10.1} {:>7.1}",
+            name,
             p.served,
             p.mean_ms,
             p.dev_us,
             p.jitter_us,
             p.p99_ms,
             p.web_msgs as f64 / secs,
-            per_tcp,
-            per_all
+            cpu_ms / secs,
+            if load == Load::Idle { 0.0 } else { per_tcp },
+            p.rss as f64 / (1024.0 * 1024.0)
         );
-        match base {
-            None => base = Some((per_tcp, cpu_ms / secs)),
-            Some((b, bcpu)) => println!(
-                "web clients cost: server CPU {:.0} ms/s against {:.0} ms/s TCP-only ({:.2}x); \
-                 CPU per TCP round {:.2}x",
-                cpu_ms / secs,
-                bcpu,
-                (cpu_ms / secs) / bcpu.max(1e-9),
-                per_tcp / b.max(1e-9)
+        points.push(p);
+    }
+    let cpu_us = |p: &Point| p.cpu.as_secs_f64() * 1e6;
+    let (idle, tcp) = (&points[0], &points[1]);
+    let tcp_us = (cpu_us(tcp) - cpu_us(idle)).max(0.0);
+    let per_tcp_client = tcp_us / TCP_CLIENTS as f64 / secs;
+    println!();
+    println!(
+        "{:<24} | {:>14} | {:>10} | {:>6}",
+        "one client costs", "CPU us/s each", "us/message", "vs TCP"
+    );
+    println!(
+        "{:<24} | {:>14.0} | {:>10.1} | {:>6}",
+        "TCP (a round of 3)",
+        per_tcp_client,
+        tcp_us / tcp.tcp_rounds.max(1) as f64,
+        "1.00x"
+    );
+    for (name, p) in [("web JSON", &points[2]), ("web protobuf", &points[3])] {
+        let web_us = (cpu_us(p) - cpu_us(tcp)).max(0.0);
+        let per_client = web_us / WEB_CLIENTS as f64 / secs;
+        println!(
+            "{:<24} | {:>14.0} | {:>10.1} | {:>5.2}x",
+            format!(
+                "{name} ({:.0} msg/s)",
+                p.web_msgs as f64 / secs / WEB_CLIENTS as f64
             ),
-        }
+            per_client,
+            web_us / p.web_msgs.max(1) as f64,
+            per_client / per_tcp_client.max(1e-9)
+        );
     }
 }

@@ -32,6 +32,7 @@ fn main() -> ExitCode {
     };
     let (log, level) =
         player::logging::stderr(settings.server.debug, player::logging::Output::detect());
+    daemon::raise_open_files(&log);
     let system = actix_rt::System::new();
     let result = system.block_on(async {
         // Install the handlers before anything can block, so no signal is lost.
@@ -209,7 +210,8 @@ CONFIGURATION FILE (TOML; see config/default.toml):
     max_seconds = 0.0      # start a new file after this long, 0 = never
     chunk_bytes = 262144   # chunk size; a killed server loses at most the open chunk
     chunk_seconds = 1.0    # close a chunk at least this often
-    foxglove = true        # also write the web viewer's Foxglove JSON channels
+    foxglove = true        # also write the web viewer's Foxglove channels
+    foxglove_encoding = \"protobuf\" # as the viewer serves them; or \"json\"
     retry_seconds = 5.0    # retry a device that could not be opened
 
     [zenoh]                # the Zenoh bridge (README, \"Fleets\"); off by default

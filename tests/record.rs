@@ -1,7 +1,8 @@
 //! Recording to MCAP and replaying a recording.
 //!
 //! The files the server writes are read back by a reader no one here wrote: the Python
-//! `mcap` package from PyPI, installed in this test's own virtual environment (under
+//! `mcap` package from PyPI (and Google's `protobuf`, which decodes the Foxglove channels by
+//! the descriptors the files carry), installed in this test's own virtual environment (under
 //! Cargo's target tmp directory, made once and reused), running `tests/mcap/check.py`.
 //! Those tests are skipped, with a message, only when `python3` is absent.
 //!
@@ -55,7 +56,10 @@ fn python() -> Option<PathBuf> {
     let py = venv.join("bin").join("python");
     let has_mcap = |py: &Path| {
         Command::new(py)
-            .args(["-c", "import mcap.reader, mcap.stream_reader"])
+            .args([
+                "-c",
+                "import mcap.reader, mcap.stream_reader, google.protobuf.message_factory",
+            ])
             .status()
             .is_ok_and(|s| s.success())
     };
@@ -67,13 +71,20 @@ fn python() -> Option<PathBuf> {
             .expect("run python3 -m venv");
         assert!(st.success(), "python3 -m venv {} failed", venv.display());
         let st = Command::new(&py)
-            .args(["-m", "pip", "install", "--quiet", "mcap>=1.1,<2"])
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "mcap>=1.1,<2",
+                "protobuf>=4.21,<7",
+            ])
             .status()
             .expect("run pip");
-        assert!(st.success(), "pip install mcap failed");
+        assert!(st.success(), "pip install mcap protobuf failed");
         assert!(
             has_mcap(&py),
-            "the mcap package does not import after pip install"
+            "the mcap and protobuf packages do not import after pip install"
         );
     }
     *slot = Some(Some(py.clone()));
@@ -649,11 +660,15 @@ fn a_full_scan_is_recorded_raw_and_on_the_viewers_scan_channel() {
                 raw += 1;
             }
             "/hw/scan" => {
+                use prost::Message;
+                // As the viewer serves it by default: protobuf, with its descriptor.
                 let schema = m.channel.schema.as_ref().expect("a schema");
                 assert_eq!(schema.name, "foxglove.LaserScan");
-                let v: serde_json::Value = serde_json::from_slice(&m.data).unwrap();
-                assert_eq!(v["ranges"].as_array().unwrap().len(), 1081);
-                assert_eq!(v["ranges"][780], 0.9);
+                assert_eq!(schema.encoding, "protobuf");
+                assert_eq!(m.channel.message_encoding, "protobuf");
+                let s = foxglove::messages::LaserScan::decode(&m.data[..]).unwrap();
+                assert_eq!(s.ranges.len(), 1081);
+                assert_eq!(s.ranges[780], 0.9);
                 foxglove += 1;
             }
             _ => {}

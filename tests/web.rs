@@ -130,12 +130,35 @@ fn a_foxglove_client_gets_laser_scans_with_the_drivers_timestamps() {
     let (server, port) = web_server(|_| {});
     let rt = rt();
     rt.block_on(async {
-        for protocol in ["foxglove.websocket.v1", "foxglove.sdk.v1"] {
-            let mut ws = connect(port, protocol, "").await.unwrap();
+        // Protobuf by default, JSON when the URL asks for it; the same channel ids.
+        for (protocol, query) in [
+            ("foxglove.websocket.v1", ""),
+            ("foxglove.sdk.v1", "?encoding=json"),
+        ] {
+            let mut ws = connect(port, protocol, query).await.unwrap();
             let info = next_op(&mut ws, "serverInfo").await;
             assert_eq!(info["capabilities"][0], "clientPublish");
             let adv = next_op(&mut ws, "advertise").await;
             let laser = channel_id(&adv, "/laser");
+            let advertised = |topic: &str| {
+                adv["channels"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|c| c["topic"] == topic)
+                    .unwrap()
+                    .clone()
+            };
+            let json = !query.is_empty();
+            let want = if json { "json" } else { "protobuf" };
+            assert_eq!(advertised("/laser")["encoding"], want);
+            assert_eq!(
+                advertised("/laser")["schemaEncoding"],
+                if json { "jsonschema" } else { "protobuf" }
+            );
+            assert_eq!(advertised("/sonar")["encoding"], want);
+            // Our own schemas are JSON either way.
+            assert_eq!(advertised("/position")["encoding"], "json");
             subscribe(&mut ws, &[(42, laser)]).await;
             let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
             let frame = loop {
@@ -162,9 +185,17 @@ fn a_foxglove_client_gets_laser_scans_with_the_drivers_timestamps() {
                 ns <= now && now - ns < 30_000_000_000,
                 "driver time {ns}, now {now}"
             );
-            let v: serde_json::Value = serde_json::from_slice(&frame[13..]).unwrap();
-            assert_eq!(v["ranges"].as_array().unwrap().len(), 361);
-            let sec = v["timestamp"]["sec"].as_u64().unwrap();
+            let sec = if json {
+                let v: serde_json::Value = serde_json::from_slice(&frame[13..]).unwrap();
+                assert_eq!(v["ranges"].as_array().unwrap().len(), 361);
+                v["timestamp"]["sec"].as_u64().unwrap()
+            } else {
+                use prost::Message;
+                let s = foxglove::messages::LaserScan::decode(&frame[13..]).unwrap();
+                assert_eq!(s.ranges.len(), 361);
+                assert_eq!(s.frame_id, "base_link");
+                u64::from(s.timestamp.expect("a timestamp").sec())
+            };
             assert_eq!(
                 sec,
                 ns / 1_000_000_000,
@@ -178,6 +209,11 @@ fn a_foxglove_client_gets_laser_scans_with_the_drivers_timestamps() {
             assert!(st["message"].as_str().unwrap().contains("fly"));
             ws.close(None).await.unwrap();
         }
+        // An encoding we do not know is refused at the upgrade.
+        let e = connect(port, "foxglove.websocket.v1", "?encoding=cbor")
+            .await
+            .unwrap_err();
+        assert!(e.contains("400"), "{e}");
     });
     server.shutdown();
 }
@@ -216,7 +252,9 @@ fn a_laser_serving_the_full_scan_gets_a_scan_channel_beside_laser() {
     let server = start_server_with(s, player::builtin_catalog());
     let rt = rt();
     rt.block_on(async {
-        let mut ws = connect(port, "foxglove.websocket.v1", "").await.unwrap();
+        let mut ws = connect(port, "foxglove.websocket.v1", "?encoding=json")
+            .await
+            .unwrap();
         let adv = next_op(&mut ws, "advertise").await;
         let scan_channel = adv["channels"]
             .as_array()

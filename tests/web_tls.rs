@@ -91,7 +91,8 @@ async fn tls_connect(port: u16, trusted: &[&CertificateDer<'static>]) -> std::io
     connector(trusted).connect(name, tcp).await
 }
 
-/// A `wss://` Foxglove client trusting `cert`; the error's text when refused.
+/// A `wss://` Foxglove client trusting `cert` (`query` asks `?encoding=json`
+/// where [`next_scan`] reads the scan); the error's text when refused.
 async fn wss(
     port: u16,
     cert: &CertificateDer<'static>,
@@ -201,7 +202,7 @@ fn a_wss_client_trusting_the_certificate_gets_server_info_laser_scans_and_the_pa
         &format!("https://127.0.0.1:{port}/"),
     ]);
     rt().block_on(async {
-        let mut ws = wss(port, &cert.der, "").await.unwrap();
+        let mut ws = wss(port, &cert.der, "?encoding=json").await.unwrap();
         let info = next_op(&mut ws, "serverInfo").await;
         assert!(info["name"].is_string(), "{info}");
         subscribe_laser(&mut ws, 7).await;
@@ -250,7 +251,7 @@ fn plain_and_failed_connections_on_the_tls_port_are_refused_without_hurting_a_ws
     let other = make_cert(&dir, "other");
     let (server, port, log) = tls_server(&cert, |_| {});
     rt().block_on(async {
-        let mut ws = wss(port, &cert.der, "").await.unwrap();
+        let mut ws = wss(port, &cert.der, "?encoding=json").await.unwrap();
         subscribe_laser(&mut ws, 1).await;
         next_scan(&mut ws, 1, Duration::from_secs(20)).await;
 
@@ -301,7 +302,7 @@ fn plain_and_failed_connections_on_the_tls_port_are_refused_without_hurting_a_ws
 
         // Meanwhile the wss client is served on, and a new one connects.
         next_scan(&mut ws, 1, Duration::from_secs(5)).await;
-        let mut second = wss(port, &cert.der, "").await.unwrap();
+        let mut second = wss(port, &cert.der, "?encoding=json").await.unwrap();
         next_op(&mut second, "serverInfo").await;
         next_scan(&mut ws, 1, Duration::from_secs(5)).await;
         // The silent one is closed once its handshake's time is up (10 s), not before.

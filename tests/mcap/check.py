@@ -11,8 +11,8 @@ Checks, for each of the seven 0.7.4a devices of robot NAME: a raw channel
 every payload of the size Table 7 gives, sequence numbers increasing, log times not
 decreasing, and a message count near HZ x the recorded time span, which must be at
 least S seconds. With Foxglove channels on (the default), /NAME/laser and /NAME/tf
-must hold one JSON message per reading, as must /NAME/pose and /NAME/sonar (the web
-viewer's Foxglove channels). A complete file is read through its summary
+must hold one message per reading, as must /NAME/pose and /NAME/sonar (the web
+viewer's Foxglove channels, JSON or protobuf, decoded by the schema they carry). A complete file is read through its summary
 (counts must match the statistics record); a --truncated one (its writer was killed)
 is read front to back until it ends. Prints one line per channel and exits non-zero,
 naming the problem, on the first failed check.
@@ -31,6 +31,22 @@ from mcap.stream_reader import StreamReader
 SIZES = {"l": 722, "s": 32, "p": 21, "m": 3, "g": 2, "z": 6}
 NAMES = {"l": "laser", "s": "sonar", "p": "position", "m": "misc", "g": "gripper",
          "z": "ptz", "v": "vision"}
+
+
+def decoder(schema):
+    """A function from message bytes to a dict, for a JSON schema or a protobuf one (its
+    FileDescriptorSet, decoded by Google's protobuf package)."""
+    if schema.encoding == "jsonschema":
+        json.loads(schema.data)
+        return json.loads
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    from google.protobuf.json_format import MessageToDict
+    files = descriptor_pb2.FileDescriptorSet.FromString(schema.data)
+    pool = descriptor_pool.DescriptorPool()
+    for f in files.file:
+        pool.Add(f)
+    cls = message_factory.GetMessageClass(pool.FindMessageTypeByName(schema.name))
+    return lambda data: MessageToDict(cls.FromString(data), preserving_proto_field_name=True)
 
 
 def fail(why):
@@ -137,23 +153,24 @@ def main():
                                         ("s", "sonar", "foxglove.SceneUpdate")]:
             topic = f"/{a.robot}/{name}"
             ch = by_topic.get(topic)
-            if ch is None or ch.message_encoding != "json":
-                fail(f"no JSON channel {topic}")
+            if ch is None or ch.message_encoding not in ("json", "protobuf"):
+                fail(f"no JSON or protobuf channel {topic}")
             schema = schemas.get(ch.schema_id)
-            if schema is None or schema.name != schema_name or schema.encoding != "jsonschema":
+            want = {"json": "jsonschema", "protobuf": "protobuf"}[ch.message_encoding]
+            if schema is None or schema.name != schema_name or schema.encoding != want:
                 fail(f"{topic}: schema {schema and schema.name!r}")
-            json.loads(schema.data)
+            decode = decoder(schema)
             ms = per_channel.get(ch.id, [])
             raw = readings[code]
             if abs(len(ms) - len(raw)) > 1:
                 fail(f"{topic}: {len(ms)} messages for {len(raw)} readings")
             for m in ms:
-                j = json.loads(m.data)
+                j = decode(m.data)
                 if code == "l" and len(j["ranges"]) != 361:
                     fail(f"{topic}: {len(j['ranges'])} ranges")
                 if name == "tf" and not {"translation", "rotation"} <= j.keys():
                     fail(f"{topic}: {sorted(j)}")
-            print(f"{topic}: {len(ms)} {schema_name} messages")
+            print(f"{topic}: {len(ms)} {schema_name} {ch.message_encoding} messages")
 
     for suffix, want, size in [("cmd", a.commands, 4), ("cfg", a.configs, None)]:
         if want == 0:

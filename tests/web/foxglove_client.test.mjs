@@ -29,7 +29,8 @@ function within(ms, what, fn) {
 test("the Foxglove client library subscribes to every channel, decodes each, calls the services and reads the parameters", async () => {
   const player = await startPlayer();
   try {
-    const ws = new WebSocket(player.ws, [FoxgloveClient.SUPPORTED_SUBPROTOCOL]);
+    // JSON throughout (the default is protobuf for the foxglove.* channels: protobuf.test.mjs).
+    const ws = new WebSocket(`${player.ws}/?encoding=json`, [FoxgloveClient.SUPPORTED_SUBPROTOCOL]);
     const client = new FoxgloveClient({ ws });
     // Both listeners first: the server sends serverInfo and advertise back to back.
     const gotInfo = within(20_000, "serverInfo", (done) => client.on("serverInfo", done));

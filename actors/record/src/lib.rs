@@ -12,8 +12,10 @@
 //!   byte, with the recorder's clock as log time (one clock for every channel), the
 //!   driver's timestamp as publish time and the driver's reading
 //!   number as sequence; its schema names the device's Table 7 layout;
-//! - the web viewer's Foxglove JSON channels of each device, converted as the live endpoint
-//!   converts them ([`player_web::schema`]), under `/<robot>` (`/<robot>/tf` as
+//! - the web viewer's Foxglove channels of each device, converted as the live endpoint
+//!   converts them by default ([`player_web::protobuf`]: the `foxglove.*` schemas in
+//!   protobuf, ours in JSON; `foxglove_encoding = "json"` for JSON throughout), under
+//!   `/<robot>` (`/<robot>/tf` as
 //!   `foxglove.FrameTransform`, `/<robot>/laser` as `foxglove.LaserScan`, sonar cones as a
 //!   `foxglove.SceneUpdate`, ...), so Foxglove shows a recording as it shows the robot;
 //! - the commands and configs clients send, on `/<robot>/<code>/cmd` and `/<robot>/<code>/cfg`
@@ -42,6 +44,7 @@ pub use player_core::registry::{Sent, Tapped};
 use player_core::settings::{check_seconds, FlagSpec, FrontEndSyntax, Settings, SettingsError};
 use player_kit::driver::{DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, Timestamp};
 use player_proto::device;
+use player_web::protobuf::Encoding;
 use player_web::schema::{self as foxglove, Source};
 use serde::Deserialize;
 use slog::{error, info, warn, Logger};
@@ -69,8 +72,11 @@ pub struct RecordSettings {
     /// Close a chunk at least this often, in seconds: at most this much is lost when the
     /// server is killed.
     pub chunk_seconds: f64,
-    /// Also write the web viewer's Foxglove JSON channels of each device.
+    /// Also write the web viewer's Foxglove channels of each device.
     pub foxglove: bool,
+    /// Their encoding, as the viewer's `?encoding=`: `protobuf` (the default, what the viewer
+    /// serves by default: the `foxglove.*` channels in protobuf, ours in JSON) or `json`.
+    pub foxglove_encoding: Encoding,
     /// Seconds between tries to open a device whose setup failed.
     pub retry_seconds: f64,
 }
@@ -84,6 +90,7 @@ impl Default for RecordSettings {
             chunk_bytes: 256 * 1024,
             chunk_seconds: 1.0,
             foxglove: true,
+            foxglove_encoding: Encoding::default(),
             retry_seconds: 5.0,
         }
     }
@@ -383,18 +390,19 @@ impl Output {
                     channels.insert((ri, code, Stream::Data), id);
                     if settings.foxglove {
                         for f in foxglove_channels(code) {
+                            let e = settings.foxglove_encoding.for_channel(f);
                             let schema = writer
                                 .add_schema(
                                     f.schema_name,
-                                    "jsonschema",
-                                    foxglove::schema(f.schema_name).as_bytes(),
+                                    e.schema_encoding(),
+                                    &e.schema_data(f.schema_name),
                                 )
                                 .map_err(what)?;
                             let id = writer
                                 .add_channel(
                                     schema,
                                     &format!("/{}{}", src.robot, f.topic),
-                                    "json",
+                                    e.name(),
                                     &meta,
                                 )
                                 .map_err(what)?;
@@ -593,12 +601,12 @@ impl Recorder {
         self.stats.readings += 1;
         if self.settings.foxglove {
             for f in foxglove_channels(d.device) {
-                if let Some(json) = foxglove::encode(f, d) {
+                if let Some(bytes) = self.settings.foxglove_encoding.encode(f, d) {
                     self.write(
                         (robot, d.device, Stream::Foxglove(f.id)),
                         d.timestamp,
                         d.seq as u32,
-                        &json,
+                        &bytes,
                     );
                 }
             }

@@ -58,9 +58,10 @@ function log(text) {
 
 function connect() {
   // A world's port advertises the picked robot's channels only (a single robot's port
-  // ignores the list).
+  // ignores the list). JSON: the page decodes every channel with JSON.parse (see
+  // protobuf.rs).
   const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/` +
-    `?robots=${encodeURIComponent(state.picked)}`;
+    `?robots=${encodeURIComponent(state.picked)}&encoding=json`;
   ws = new WebSocket(url, ["foxglove.websocket.v1"]);
   ws.binaryType = "arraybuffer";
   ws.onopen = () => {

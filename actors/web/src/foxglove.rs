@@ -15,7 +15,8 @@
 //! length, encoding, payload) and gets a binary service call response (opcode 3, the same
 //! layout) or a `serviceCallFailure` (text).
 
-use super::schema::{self, Channel};
+use super::protobuf::Encoding;
+use super::schema::Channel;
 use bytes::{BufMut, Bytes, BytesMut};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -112,14 +113,16 @@ pub fn time(timestamp_ns: u64) -> Bytes {
     b.freeze()
 }
 
-/// `advertise` of `channels`.
-pub fn advertise(channels: &[Channel]) -> String {
+/// `advertise` of `channels` for a client that prefers `encoding` (each channel in
+/// [`Encoding::for_channel`]).
+pub fn advertise(channels: &[Channel], encoding: Encoding) -> String {
     let list: Vec<Value> = channels
         .iter()
         .map(|c| {
-            json!({"id": c.id, "topic": c.topic, "encoding": "json",
-                "schemaName": c.schema_name, "schema": schema::schema(c.schema_name),
-                "schemaEncoding": "jsonschema"})
+            let e = encoding.for_channel(c);
+            json!({"id": c.id, "topic": c.topic, "encoding": e.name(),
+                "schemaName": c.schema_name, "schema": e.schema_text(c.schema_name),
+                "schemaEncoding": e.schema_encoding()})
         })
         .collect();
     json!({"op": "advertise", "channels": list}).to_string()

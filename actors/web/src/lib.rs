@@ -24,6 +24,7 @@ pub mod foxglove;
 pub mod graph;
 pub mod params;
 pub mod playback;
+pub mod protobuf;
 pub mod schema;
 pub mod session;
 pub mod settings;
@@ -703,6 +704,17 @@ fn upgrade(
         }
         _ => rights.write,
     };
+    // The channels' encoding: `?encoding=json` or `protobuf` (the default; see `protobuf`).
+    let encoding = req
+        .uri()
+        .query()
+        .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("encoding=")))
+        .map(|e| protobuf::Encoding::parse(&String::from_utf8_lossy(&percent_decode(e))))
+        .unwrap_or(Ok(protobuf::Encoding::default()));
+    let encoding = match encoding {
+        Ok(e) => e,
+        Err(e) => return plain(StatusCode::BAD_REQUEST, &format!("{e}\n")),
+    };
     let open = shared
         .sessions
         .lock()
@@ -754,6 +766,7 @@ fn upgrade(
             format!("web {peer}"),
             subprotocol,
             may_write,
+            encoding,
             shared,
             slot,
         )

@@ -419,17 +419,10 @@ pub fn encode(channel: &Channel, d: &DeviceData) -> Option<Vec<u8>> {
         }
         5 => {
             let s = wire::Sonar::decode(&d.data).ok()?;
-            let mut points = Vec::with_capacity(48);
-            for (r, &(sx, sy, sh)) in s.ranges.iter().zip(SONAR_POSES.iter()) {
-                let r = f64::from(*r);
-                let (sx, sy) = (sx / 1000.0, sy / 1000.0);
-                points.push(json!({"x": sx, "y": sy, "z": 0.0}));
-                for side in [-1.0, 1.0] {
-                    let a = (sh + side * SONAR_HALF_CONE_DEG).to_radians();
-                    let (ex, ey) = (sx + r / 1000.0 * a.cos(), sy + r / 1000.0 * a.sin());
-                    points.push(json!({"x": ex, "y": ey, "z": 0.0}));
-                }
-            }
+            let points: Vec<Value> = sonar_cones(&s.ranges)
+                .into_iter()
+                .map(|[x, y]| json!({"x": x, "y": y, "z": 0.0}))
+                .collect();
             let ranges: Vec<String> = s.ranges.iter().map(u16::to_string).collect();
             let mut e = scene_entity(t, "base_link", "sonar");
             e.insert(
@@ -503,8 +496,24 @@ pub fn encode(channel: &Channel, d: &DeviceData) -> Option<Vec<u8>> {
     serde_json::to_vec(&v).ok()
 }
 
-/// A colour for ACTS channel `c` (the same on the built-in page).
-pub fn channel_colour(c: usize) -> Value {
+/// The sonar cones as triangles: per sonar (in [`SONAR_POSES`] order) its position and the
+/// two far corners of its cone, `[x, y]` in metres in `base_link`.
+pub fn sonar_cones(ranges: &[u16]) -> Vec<[f64; 2]> {
+    let mut points = Vec::with_capacity(3 * ranges.len());
+    for (r, &(sx, sy, sh)) in ranges.iter().zip(SONAR_POSES.iter()) {
+        let r = f64::from(*r) / 1000.0;
+        let (sx, sy) = (sx / 1000.0, sy / 1000.0);
+        points.push([sx, sy]);
+        for side in [-1.0, 1.0] {
+            let a = (sh + side * SONAR_HALF_CONE_DEG).to_radians();
+            points.push([sx + r * a.cos(), sy + r * a.sin()]);
+        }
+    }
+    points
+}
+
+/// The colour (red, green, blue) of ACTS channel `c` (the same on the built-in page).
+pub fn channel_rgb(c: usize) -> (f64, f64, f64) {
     const COLOURS: [(f64, f64, f64); 6] = [
         (1.0, 0.2, 0.2),
         (0.2, 0.8, 0.2),
@@ -513,7 +522,12 @@ pub fn channel_colour(c: usize) -> Value {
         (0.9, 0.3, 0.9),
         (0.1, 0.8, 0.8),
     ];
-    let (r, g, b) = COLOURS[c % COLOURS.len()];
+    COLOURS[c % COLOURS.len()]
+}
+
+/// A colour for ACTS channel `c` (the same on the built-in page).
+pub fn channel_colour(c: usize) -> Value {
+    let (r, g, b) = channel_rgb(c);
     rgba(r, g, b, 1.0)
 }
 

@@ -21,6 +21,7 @@
 
 use super::foxglove::{self, ClientBinary, ClientOp, Level};
 use super::playback::{self, Replay};
+use super::protobuf::Encoding;
 use super::schema::{self, Channel, Source};
 use super::world::{self, Robots};
 use super::{AddressSlot, Shared};
@@ -263,36 +264,43 @@ impl Pacing {
 type Encoded = (u64, Timestamp, Option<Bytes>);
 
 thread_local! {
-    /// Encoded payloads by (endpoint, channel): the newest reading's, so the sessions on
-    /// one thread encode each reading once.
-    static ENCODED: RefCell<HashMap<(u64, u32), Encoded>> =
+    /// Encoded payloads by (endpoint, channel, encoding): the newest reading's, so the
+    /// sessions on one thread encode each reading once per encoding.
+    static ENCODED: RefCell<HashMap<(u64, u32, Encoding), Encoded>> =
         RefCell::new(HashMap::new());
 }
 
-/// Robot `robot`'s reading `d` on `channel`, encoded (frames under the robot's name where
-/// the endpoint serves several robots).
-fn encoded(shared: &Shared, robot: usize, channel: &Channel, d: &DeviceData) -> Option<Bytes> {
+/// Robot `robot`'s reading `d` on `channel` in `encoding`, encoded (frames under the
+/// robot's name where the endpoint serves several robots).
+fn encoded(
+    shared: &Shared,
+    robot: usize,
+    channel: &Channel,
+    encoding: Encoding,
+    d: &DeviceData,
+) -> Option<Bytes> {
+    let encoding = encoding.for_channel(channel);
     ENCODED.with(|cache| {
         let mut cache = cache.borrow_mut();
-        let key = (shared.uid, Robots::channel_id(robot, channel));
+        let key = (shared.uid, Robots::channel_id(robot, channel), encoding);
         if let Some((seq, ts, bytes)) = cache.get(&key) {
             if *seq == d.seq && *ts == d.timestamp {
                 return bytes.clone();
             }
         }
-        let bytes = schema::encode(channel, d)
-            .map(|b| framed(shared, robot, b))
+        let bytes = encoding
+            .encode_in(channel, d, frame_prefix(shared, robot))
             .map(Bytes::from);
         cache.insert(key, (d.seq, d.timestamp, bytes.clone()));
         bytes
     })
 }
 
-/// `json` with robot `robot`'s frames under its name where the endpoint serves several.
-fn framed(shared: &Shared, robot: usize, json: Vec<u8>) -> Vec<u8> {
+/// The prefix of robot `robot`'s frames (its name) where the endpoint serves several robots.
+fn frame_prefix(shared: &Shared, robot: usize) -> Option<&str> {
     match shared.robots.get(robot) {
-        Some(r) if shared.robots.several() => world::prefix_frames(&json, &r.name),
-        _ => json,
+        Some(r) if shared.robots.several() => Some(&r.name),
+        _ => None,
     }
 }
 
@@ -303,6 +311,8 @@ pub struct WebSession {
     subprotocol: &'static str,
     /// Whether the access policy lets this client command (and release the e-stop).
     may_write: bool,
+    /// The encoding the client asked for (`?encoding=`).
+    encoding: Encoding,
     shared: Arc<Shared>,
     /// What it holds of each robot it touched (robot index in the endpoint).
     robots: HashMap<usize, RobotState>,
@@ -334,13 +344,16 @@ pub struct WebSession {
 }
 
 impl WebSession {
-    /// A session for an upgraded connection from `client` (its address, for logs).
+    /// A session for an upgraded connection from `client` (its address, for logs), with
+    /// what the upgrade decided: the subprotocol, the client's rights and its encoding.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         id: SessionId,
         socket: Socket,
         client: String,
         subprotocol: &'static str,
         may_write: bool,
+        encoding: Encoding,
         shared: Arc<Shared>,
         slot: AddressSlot,
     ) -> WebSession {
@@ -355,6 +368,7 @@ impl WebSession {
             client,
             subprotocol,
             may_write,
+            encoding,
             shared,
             subs: HashMap::new(),
             pubs: HashMap::new(),
@@ -688,7 +702,7 @@ impl WebSession {
             if r != k || channel.source != Source::Device(d.device) {
                 continue;
             }
-            if let Some(payload) = encoded(&self.shared, k, channel, d) {
+            if let Some(payload) = encoded(&self.shared, k, channel, self.encoding, d) {
                 frames.push((sub, schema::nanos(d.timestamp), payload));
             }
         }
@@ -1194,14 +1208,16 @@ impl WebSession {
                     .filter(|(r, _)| *r == k)
                     .map(|(_, c)| c.source);
                 if walls && source == Some(Source::Map) && act.map_sent.insert(sub) {
-                    let payload = schema::encode_map(&m, now);
+                    let payload = act.encoding.encode_map(&m, now);
                     act.send_frame(
                         sub,
                         foxglove::message_data(sub, schema::nanos(now), &payload),
                     );
                 }
                 if source == Some(Source::MapTransform) {
-                    let payload = framed(&act.shared, k, schema::encode_map_transform(&m, now));
+                    let payload =
+                        act.encoding
+                            .encode_map_transform(&m, now, frame_prefix(&act.shared, k));
                     act.send_frame(
                         sub,
                         foxglove::message_data(sub, schema::nanos(now), &payload),
@@ -1330,6 +1346,7 @@ async fn write_out(
     out: Rc<RefCell<Outbox>>,
     wake: Rc<Notify>,
     shared: Arc<Shared>,
+    encoding: Encoding,
 ) {
     loop {
         let next = {
@@ -1339,7 +1356,8 @@ async fn write_out(
                 None => match o.adverts {
                     Some(k) => {
                         let picked = o.picked.clone();
-                        let (text, next) = shared.robots.advertise_from(picked.as_deref(), k);
+                        let (text, next) =
+                            shared.robots.advertise_from(picked.as_deref(), k, encoding);
                         o.adverts = next;
                         Some(Message::Text(text.into()))
                     }
@@ -1382,6 +1400,7 @@ impl Actor for WebSession {
                 self.out.clone(),
                 self.wake.clone(),
                 self.shared.clone(),
+                self.encoding,
             )));
         }
         let robots = &self.shared.robots;
@@ -1396,7 +1415,7 @@ impl Actor for WebSession {
                 let channels: Vec<Channel> = r.channels.clone();
                 self.send_text(info, ctx);
                 self.ops_started(ctx);
-                self.send_text(foxglove::advertise(&channels), ctx);
+                self.send_text(foxglove::advertise(&channels, self.encoding), ctx);
                 // Its notices from the start (a world's robots: once a client touches one).
                 self.robot(0, ctx);
             }

@@ -26,6 +26,7 @@
 //! made when the socket has taken the one before, so a client of a 10 000-robot world
 //! never has more than one chunk waiting and the server builds no list of every channel.
 
+use super::protobuf::Encoding;
 use super::schema::{self, Channel, Source};
 use actix::Addr;
 use player_core::registry::Registry;
@@ -200,8 +201,14 @@ impl Robots {
     /// The `advertise` message for the channels of the robots `picked[from..]` (all robots
     /// when `picked` is `None`), at most [`ADVERTISE_CHUNK`] channels (whole robots, at
     /// least one), and where the next chunk starts (`None`: that was the last). The first
-    /// chunk of an endpoint serving several robots also has the world's `/robots`.
-    pub fn advertise_from(&self, picked: Option<&[usize]>, from: usize) -> (String, Option<usize>) {
+    /// chunk of an endpoint serving several robots also has the world's `/robots`. Each
+    /// channel is advertised in `encoding` where it has it ([`Encoding::for_channel`]).
+    pub fn advertise_from(
+        &self,
+        picked: Option<&[usize]>,
+        from: usize,
+        encoding: Encoding,
+    ) -> (String, Option<usize>) {
         let mut out = String::from(r#"{"op":"advertise","channels":["#);
         let mut n = 0;
         if from == 0 && self.several() {
@@ -221,7 +228,7 @@ impl Robots {
                         r#",{{"id":{},"topic":"{}",{}}}"#,
                         map.id,
                         map.topic,
-                        schema_fields(map)
+                        schema_fields(map, encoding)
                     ));
                     n += 1;
                 }
@@ -243,7 +250,7 @@ impl Robots {
                 out.push_str(&format!(
                     r#"{{"id":{},"topic":{topic},{}}}"#,
                     Self::channel_id(k, c),
-                    schema_fields(c)
+                    schema_fields(c, encoding)
                 ));
                 n += 1;
             }
@@ -254,24 +261,28 @@ impl Robots {
     }
 }
 
-/// The encoding and schema fields of a channel's advertisement (made once per schema).
-fn schema_fields(c: &Channel) -> &'static str {
-    static FIELDS: OnceLock<Vec<(u32, String)>> = OnceLock::new();
+/// The encoding and schema fields of a channel's advertisement in `encoding` (made once
+/// per schema and encoding).
+fn schema_fields(c: &Channel, encoding: Encoding) -> &'static str {
+    static FIELDS: OnceLock<Vec<(u32, Encoding, String)>> = OnceLock::new();
     let all = FIELDS.get_or_init(|| {
-        schema::CHANNELS
-            .iter()
-            .map(|c| {
-                let v = serde_json::json!({"encoding": "json", "schemaName": c.schema_name,
-                    "schema": schema::schema(c.schema_name), "schemaEncoding": "jsonschema"});
+        let mut all = Vec::new();
+        for c in schema::CHANNELS.iter() {
+            for asked in [Encoding::Json, Encoding::Protobuf] {
+                let e = asked.for_channel(c);
+                let v = serde_json::json!({"encoding": e.name(), "schemaName": c.schema_name,
+                    "schema": e.schema_text(c.schema_name),
+                    "schemaEncoding": e.schema_encoding()});
                 let s = v.to_string();
                 // The object's fields without its braces, to follow "id" and "topic".
-                (c.id, s[1..s.len() - 1].to_string())
-            })
-            .collect()
+                all.push((c.id, asked, s[1..s.len() - 1].to_string()));
+            }
+        }
+        all
     });
     all.iter()
-        .find(|(id, _)| *id == c.id)
-        .map_or("", |(_, s)| s.as_str())
+        .find(|(id, e, _)| *id == c.id && *e == encoding)
+        .map_or("", |(_, _, s)| s.as_str())
 }
 
 /// A message encoded for one robot with its frames renamed for a world endpoint: every
@@ -328,9 +339,18 @@ mod tests {
     fn schema_fields_are_a_json_object_s_inside() {
         for c in schema::CHANNELS {
             let v: serde_json::Value =
-                serde_json::from_str(&format!("{{{}}}", schema_fields(c))).unwrap();
+                serde_json::from_str(&format!("{{{}}}", schema_fields(c, Encoding::Json))).unwrap();
             assert_eq!(v["schemaName"], c.schema_name);
+            assert_eq!(v["encoding"], "json");
             assert!(v["schema"].as_str().is_some_and(|s| s.starts_with('{')));
+            // Protobuf where the channel has it: the descriptor set in base64.
+            let v: serde_json::Value =
+                serde_json::from_str(&format!("{{{}}}", schema_fields(c, Encoding::Protobuf)))
+                    .unwrap();
+            let e = Encoding::Protobuf.for_channel(c);
+            assert_eq!(v["encoding"], e.name());
+            assert_eq!(v["schemaEncoding"], e.schema_encoding());
+            assert_eq!(v["schema"], e.schema_text(c.schema_name));
         }
     }
 }
