@@ -164,8 +164,8 @@ async fn subscribe(ws: &mut Ws, subs: &[(u64, u64)]) {
     ws.send(Message::Text(m.to_string().into())).await.unwrap();
 }
 
-/// Reads `/pose` messages for `within`, returning the last x (m) per subscription id and
-/// every frame id seen.
+/// Reads `/pose` messages (protobuf, the default encoding) for `within`, returning the last
+/// x (m) per subscription id and every frame id seen.
 async fn poses(ws: &mut Ws, within: Duration) -> (HashMap<u32, f64>, HashSet<String>) {
     let mut last = HashMap::new();
     let mut frames = HashSet::new();
@@ -178,10 +178,12 @@ async fn poses(ws: &mut Ws, within: Duration) -> (HashMap<u32, f64>, HashSet<Str
             continue;
         }
         let sub = u32::from_le_bytes(b[1..5].try_into().unwrap());
-        let v: serde_json::Value = serde_json::from_slice(&b[13..]).unwrap();
-        if let Some(x) = v["pose"]["position"]["x"].as_f64() {
+        // The default encoding: foxglove.PoseInFrame in protobuf.
+        use prost::Message as _;
+        let p = foxglove::messages::PoseInFrame::decode(&b[13..]).expect("a PoseInFrame");
+        if let Some(x) = p.pose.and_then(|p| p.position).map(|v| v.x) {
             last.insert(sub, x);
-            frames.insert(v["frame_id"].as_str().unwrap_or("").to_string());
+            frames.insert(p.frame_id);
         }
     }
     (last, frames)
