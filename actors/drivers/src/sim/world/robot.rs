@@ -25,7 +25,7 @@ pub use super::geom::Body;
 use super::geom::{normalize_angle, ray_circle, Vec2};
 use super::gripper::Gripper;
 pub use super::laser::{LaserSpec, LASER_MAX_MM};
-use super::map::{WorldMap, ROBOT_RADIUS_MM};
+use super::map::{NearSolids, WorldMap, ROBOT_RADIUS_MM};
 use super::noise::{self, Noise, NoiseKey};
 use super::rng::Rng;
 use player_proto::scan::{self, Scan};
@@ -504,6 +504,9 @@ impl SimRobot {
         let (sin_th, cos_th) = th.sin_cos();
         let turn = |v: Vec2| Vec2::new(cos_th * v.x - sin_th * v.y, sin_th * v.x + cos_th * v.y);
         let mut cone: Vec<Body> = Vec::new();
+        // The map's solids within a sonar's reach (transducers sit within a robot radius of
+        // the centre): one lookup for all 112 rays.
+        let walls = self.map.solids_near(centre, SONAR_MAX_MM + ROBOT_RADIUS_MM);
         for (k, (reading, &(sx, sy, sh))) in out.iter_mut().zip(SONAR_POSES.iter()).enumerate() {
             let origin = centre + turn(Vec2::new(sx, sy));
             let axis = turn(Vec2::from_angle(sh.to_radians()));
@@ -514,9 +517,9 @@ impl SimRobot {
             for ray in 0..SONAR_RAYS {
                 let dir = turn(sonar_ray(k, ray));
                 let echo = if narrowed {
-                    self.echo_with(origin, dir, SONAR_MAX_MM, &cone.as_slice())
+                    echo_with(&walls, origin, dir, SONAR_MAX_MM, &cone.as_slice())
                 } else {
-                    self.echo_with(origin, dir, SONAR_MAX_MM, solids)
+                    echo_with(&walls, origin, dir, SONAR_MAX_MM, solids)
                 };
                 let Some((d, cos_incidence)) = echo else {
                     continue;
@@ -631,9 +634,10 @@ impl SimRobot {
         let first = l.first_deg();
         let res = l.resolution_deg;
         let angle = |i: usize| th + (first + res * i as f64).to_radians();
+        let walls = self.map.solids_near(origin, l.max_mm);
         let mut ranges = vec![0.0f64; n];
         for (i, r) in ranges.iter_mut().enumerate() {
-            *r = self.map.range(origin, angle(i), l.max_mm);
+            *r = walls.range(origin, Vec2::from_angle(angle(i)), l.max_mm);
         }
         // Each body only against the rays of the angle it covers (a full circle: all rays,
         // as the window may wrap).
@@ -666,11 +670,13 @@ impl SimRobot {
         let l = self.params.laser;
         let th = self.pose.2;
         let origin = self.laser_origin();
+        let walls = self.map.solids_near(origin, l.max_mm);
         let mut ranges = vec![0.0f64; l.count()];
         for (i, r) in ranges.iter_mut().enumerate() {
             let angle = th + (l.first_deg() + l.resolution_deg * i as f64).to_radians();
-            let d = self.map.range(origin, angle, l.max_mm);
-            *r = match solids.first_hit(origin, Vec2::from_angle(angle), d) {
+            let dir = Vec2::from_angle(angle);
+            let d = walls.range(origin, dir, l.max_mm);
+            *r = match solids.first_hit(origin, dir, d) {
                 Some((t, _)) => t.min(d),
                 None => d,
             };
@@ -701,41 +707,11 @@ impl SimRobot {
 
     /// Distance along a ray to the first solid of the map or of `solids`, capped at `max`.
     fn range_with(&self, origin: Vec2, angle: f64, max: f64, solids: &impl Solids) -> f64 {
-        let d = self.map.range(origin, angle, max);
-        match solids.first_hit(origin, Vec2::from_angle(angle), d) {
+        let dir = Vec2::from_angle(angle);
+        let d = self.map.solids_near(origin, max).range(origin, dir, max);
+        match solids.first_hit(origin, dir, d) {
             Some((t, _)) => t.min(d),
             None => d,
-        }
-    }
-
-    /// Distance along a ray to the first solid of the map or of `solids` within `max`, and
-    /// the cosine of the angle between the ray and that surface's normal; `None` if nothing
-    /// is that close.
-    fn echo_with(
-        &self,
-        origin: Vec2,
-        dir: Vec2,
-        max: f64,
-        solids: &impl Solids,
-    ) -> Option<(f64, f64)> {
-        let best = self
-            .map
-            .cast_ray_along(origin, dir)
-            .filter(|h| h.distance < max)
-            .map(|h| (h.distance, h.normal.dot(dir).abs()));
-        let limit = best.map_or(max, |(d, _)| d);
-        match solids.first_hit(origin, dir, limit) {
-            Some((t, center)) if t < limit => {
-                let n = origin + dir * t - center;
-                let len = n.length();
-                let cos = if len > 0.0 {
-                    n.dot(dir).abs() / len
-                } else {
-                    1.0
-                };
-                Some((t, cos))
-            }
-            _ => best,
         }
     }
 
@@ -814,7 +790,12 @@ impl SimRobot {
     /// Clearance between the robot's disc at `p` and the nearest solid of the map or of
     /// `others` (negative when they overlap), and the nearest point of it.
     fn clearance_among(&self, p: Vec2, others: &[Body]) -> (f64, Option<Vec2>) {
-        let (mut best, what) = self.map.clearance(p, ROBOT_RADIUS_MM);
+        // Exact whenever the map's solids touch the disc (all the caller needs: whether it
+        // is clear, and where it touches).
+        let (mut best, what) = self
+            .map
+            .solids_near(p, ROBOT_RADIUS_MM)
+            .clearance(p, ROBOT_RADIUS_MM);
         let mut point = what.map(|(q, _)| q);
         for b in others.iter().filter(|b| b.solid) {
             let d = p - b.center;
@@ -921,6 +902,36 @@ impl SimRobot {
         self.stalled = false;
         self.front_bumpers = 0;
         self.rear_bumpers = 0;
+    }
+}
+
+/// Distance along a ray to the first solid of the map (of `walls`, those near the ray's
+/// origin) or of `solids` within `max`, and the cosine of the angle between the ray and that
+/// surface's normal; `None` if nothing is that close.
+fn echo_with(
+    walls: &NearSolids<'_>,
+    origin: Vec2,
+    dir: Vec2,
+    max: f64,
+    solids: &impl Solids,
+) -> Option<(f64, f64)> {
+    let best = walls
+        .cast_ray_along(origin, dir)
+        .filter(|h| h.distance < max)
+        .map(|h| (h.distance, h.normal.dot(dir).abs()));
+    let limit = best.map_or(max, |(d, _)| d);
+    match solids.first_hit(origin, dir, limit) {
+        Some((t, center)) if t < limit => {
+            let n = origin + dir * t - center;
+            let len = n.length();
+            let cos = if len > 0.0 {
+                n.dot(dir).abs() / len
+            } else {
+                1.0
+            };
+            Some((t, cos))
+        }
+        _ => best,
     }
 }
 
