@@ -364,6 +364,12 @@ impl NearSolids<'_> {
     /// asked for: the same hit whenever it is within that range of where they were asked
     /// for (farther hits may be missed).
     pub fn cast_ray_along(&self, origin: Vec2, dir: Vec2) -> Option<RayHit> {
+        self.cast_ray_within(origin, dir, f64::INFINITY)
+    }
+
+    /// [`NearSolids::cast_ray_along`]'s hit if it is closer than `max` (the surface's normal
+    /// is worked out only then).
+    pub fn cast_ray_within(&self, origin: Vec2, dir: Vec2, max: f64) -> Option<RayHit> {
         let mut best: Option<(f64, usize)> = None;
         self.each(|i, shape| {
             if let Some(t) = shape.ray_hit(origin, dir) {
@@ -372,7 +378,8 @@ impl NearSolids<'_> {
                 }
             }
         });
-        best.map(|(distance, i)| self.map.hit(origin, dir, distance, i))
+        best.filter(|&(distance, _)| distance < max)
+            .map(|(distance, i)| self.map.hit(origin, dir, distance, i))
     }
 
     /// As [`WorldMap::range`] (along the unit `dir`), for a ray from where these solids were

@@ -635,10 +635,11 @@ impl SimRobot {
         let res = l.resolution_deg;
         let angle = |i: usize| th + (first + res * i as f64).to_radians();
         let walls = self.map.solids_near(origin, l.max_mm);
-        let mut ranges = vec![0.0f64; n];
-        for (i, r) in ranges.iter_mut().enumerate() {
-            *r = walls.range(origin, Vec2::from_angle(angle(i)), l.max_mm);
-        }
+        let dirs: Vec<Vec2> = (0..n).map(|i| Vec2::from_angle(angle(i))).collect();
+        let mut ranges: Vec<f64> = dirs
+            .iter()
+            .map(|&dir| walls.range(origin, dir, l.max_mm))
+            .collect();
         // Each body only against the rays of the angle it covers (a full circle: all rays,
         // as the window may wrap).
         for b in &near {
@@ -655,9 +656,8 @@ impl SimRobot {
                 }
                 _ => (0, n - 1),
             };
-            for (i, r) in ranges.iter_mut().enumerate().take(hi + 1).skip(lo) {
-                if let Some(t) = ray_circle(origin, Vec2::from_angle(angle(i)), b.center, b.radius)
-                {
+            for (r, &dir) in ranges[lo..=hi].iter_mut().zip(&dirs[lo..=hi]) {
+                if let Some(t) = ray_circle(origin, dir, b.center, b.radius) {
                     *r = r.min(t);
                 }
             }
@@ -916,8 +916,7 @@ fn echo_with(
     solids: &impl Solids,
 ) -> Option<(f64, f64)> {
     let best = walls
-        .cast_ray_along(origin, dir)
-        .filter(|h| h.distance < max)
+        .cast_ray_within(origin, dir, max)
         .map(|h| (h.distance, h.normal.dot(dir).abs()));
     let limit = best.map_or(max, |(d, _)| d);
     match solids.first_hit(origin, dir, limit) {

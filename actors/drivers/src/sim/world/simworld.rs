@@ -30,7 +30,7 @@ use super::map::{PuckPlacement, TruthFormat, WorldMap, ROBOT_RADIUS_MM};
 use super::noise::Noise;
 use super::robot::{
     Body, GripperReading, MiscReading, PositionReading, RobotParams, SimRobot, Solids,
-    LASER_SAMPLES, MAX_SPEED_MM_S, ROBOT_HEIGHT_MM, SONAR_MAX_MM,
+    LASER_SAMPLES, MAX_SPEED_MM_S, ROBOT_HEIGHT_MM, SONAR_HALF_CONE_DEG, SONAR_MAX_MM, SONAR_POSES,
 };
 use super::{Blob, PtzReading};
 use std::collections::HashMap;
@@ -203,6 +203,79 @@ impl Solids for Others<'_> {
             .first_hit(origin, dir, max, self.except)
             .map(|(t, j)| (t, self.index.center(j)))
     }
+}
+
+/// The robots around one robot as its sonar ring sees them: each with its direction from
+/// the robot's centre and the cosine of the widest angle off a sonar's axis at which it can
+/// still meet that sonar's cone, worked out once per reading, so that sorting out each
+/// sonar's few is a dot product per robot.
+struct Ring {
+    bodies: Vec<Body>,
+    /// Per body: the unit vector from the centre to it (zero when it overlaps the centre's
+    /// neighbourhood: in every cone), and the cosine limit.
+    seen: Vec<(Vec2, f64)>,
+    half: f64,
+}
+
+impl Ring {
+    /// The ring of a robot at `centre` among `bodies`, for cones of `half` radians from
+    /// transducers within `offset` of the centre.
+    fn new(centre: Vec2, bodies: Vec<Body>, half: f64, offset: f64) -> Ring {
+        let (sin_half, cos_half) = half.sin_cos();
+        let seen = bodies
+            .iter()
+            .map(|b| {
+                // A cone from a transducer is the cone from the centre moved by at most
+                // `offset`: a disc it meets, widened by `offset`, meets the centre's cone.
+                let d = b.center - centre;
+                let dist = d.length();
+                let r = b.radius + offset;
+                if dist <= r {
+                    return (Vec2::new(0.0, 0.0), f64::NEG_INFINITY);
+                }
+                let (sin_b, cos_b) = (r / dist, (1.0 - (r / dist) * (r / dist)).sqrt());
+                // cos(half + b), or -1 when half + b reaches round to the back.
+                let limit = if half + sin_b.asin() >= std::f64::consts::PI {
+                    -1.0
+                } else {
+                    cos_half * cos_b - sin_half * sin_b
+                };
+                (d * (1.0 / dist), limit - 1e-9)
+            })
+            .collect();
+        Ring { bodies, seen, half }
+    }
+}
+
+impl Solids for Ring {
+    fn first_hit(&self, origin: Vec2, dir: Vec2, max: f64) -> Option<(f64, Vec2)> {
+        self.bodies.as_slice().first_hit(origin, dir, max)
+    }
+
+    fn cone(&self, origin: Vec2, axis: Vec2, half: f64, out: &mut Vec<Body>) -> bool {
+        if half != self.half {
+            return self.bodies.as_slice().cone(origin, axis, half, out);
+        }
+        // A superset of the bodies the cone can meet, in their order: the rays then find
+        // the same first hits as among every body.
+        out.clear();
+        out.extend(
+            self.bodies
+                .iter()
+                .zip(&self.seen)
+                .filter(|(_, &(u, limit))| u.dot(axis) >= limit)
+                .map(|(b, _)| *b),
+        );
+        true
+    }
+}
+
+/// How far the farthest sonar transducer sits from the robot's centre, mm.
+fn sonar_offset() -> f64 {
+    SONAR_POSES
+        .iter()
+        .map(|&(x, y, _)| Vec2::new(x, y).length())
+        .fold(0.0, f64::max)
 }
 
 impl SimWorld {
@@ -556,26 +629,45 @@ impl SimWorld {
                             near.push(robot_body(others.index.center(j), None));
                         }
                     });
-                self.robot(i).sonar_with(&near.as_slice())
+                let ring = Ring::new(
+                    p,
+                    near,
+                    SONAR_HALF_CONE_DEG.to_radians(),
+                    sonar_offset() + 1.0,
+                );
+                self.robot(i).sonar_with(&ring)
             }
             Err(all) => self.robot(i).sonar_among(&all),
         }
     }
 
+    /// The robots within reach of robot `i`'s laser, as solid discs (from the index when
+    /// it is fresh, else every robot): each then meets only the rays of the angle it covers.
+    fn laser_targets(&self, i: usize) -> Vec<Body> {
+        match self.solids_for(i) {
+            Ok(others) => {
+                let robot = self.robot(i);
+                let reach = robot.laser_spec().max_mm + 2.0 * ROBOT_RADIUS_MM;
+                let mut near = Vec::new();
+                others.index.near(others.index.center(i), reach, |j| {
+                    if j != i {
+                        near.push(robot_body(others.index.center(j), None));
+                    }
+                });
+                near
+            }
+            Err(all) => all,
+        }
+    }
+
     /// Robot `i`'s laser scan, mm (other robots reflect).
     pub fn laser(&self, i: usize) -> [u16; LASER_SAMPLES] {
-        match self.solids_for(i) {
-            Ok(others) => self.robot(i).laser_with(&others),
-            Err(all) => self.robot(i).laser_among(&all),
-        }
+        self.robot(i).laser_among(&self.laser_targets(i))
     }
 
     /// Robot `i`'s full laser scan (`L`), from the same rays as [`SimWorld::laser`].
     pub fn scan(&self, i: usize) -> Scan {
-        match self.solids_for(i) {
-            Ok(others) => self.robot(i).scan_with(&others),
-            Err(all) => self.robot(i).scan_among(&all),
-        }
+        self.robot(i).scan_among(&self.laser_targets(i))
     }
 
     /// Files the robots where they are now, after poses were set from outside
