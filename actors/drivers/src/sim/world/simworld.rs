@@ -444,14 +444,13 @@ impl SimWorld {
             m.robot.step_among(STEP_S, bodies);
             before
         };
-        let mut saved: Vec<Option<SimRobot>> = Vec::new();
+        // The robots that kept their state from before, in index order.
+        let mut saved: Vec<(usize, SimRobot)> = Vec::new();
         if threads <= 1 {
             let mut bodies = Vec::new();
             for (i, m) in self.members.iter_mut().enumerate() {
-                let before = move_one(i, m, &mut bodies);
-                if before.is_some() {
-                    saved.resize(i, None);
-                    saved.push(before);
+                if let Some(before) = move_one(i, m, &mut bodies) {
+                    saved.push((i, before));
                 }
             }
         } else {
@@ -481,21 +480,16 @@ impl SimWorld {
                     .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
                     .collect()
             });
-            for (i, before) in parts.into_iter().flatten() {
-                saved.resize(i, None);
-                saved.push(Some(before));
-            }
+            saved.extend(parts.into_iter().flatten());
         }
         // 2. Two that now overlap (they moved into the same gap) move again, one after the
         //    other, against the others as they are by then.
         let mut now = std::mem::take(&mut self.scratch);
         now.clear();
         now.extend(self.members.iter().map(|m| center_of(&m.robot)));
+        // Robots (by index) that clash, in index order.
         let mut clash: Vec<usize> = Vec::new();
-        for (i, before) in saved.iter().enumerate() {
-            if before.is_none() {
-                continue;
-            }
+        for (k, &(i, _)) in saved.iter().enumerate() {
             let p = now[i];
             let mut hit = false;
             index.near(p, 2.0 * ROBOT_RADIUS_MM + 4.0 * MAX_MOVE_MM, |j| {
@@ -506,16 +500,16 @@ impl SimWorld {
                 }
             });
             if hit {
-                clash.push(i);
+                clash.push(k);
             }
         }
         if !clash.is_empty() {
             // Every clashing robot back where it was, then each moves again in turn.
-            for &i in &clash {
-                if let Some(before) = saved[i].take() {
-                    self.members[i].robot = before;
-                    now[i] = center_of(&self.members[i].robot);
-                }
+            for k in clash.iter_mut() {
+                let (i, before) = &mut saved[*k];
+                std::mem::swap(&mut self.members[*i].robot, before);
+                now[*i] = center_of(&self.members[*i].robot);
+                *k = *i;
             }
             let mut bodies = Vec::new();
             for &i in &clash {
