@@ -2,7 +2,8 @@
 //! Java example, as ported in `player_client::manual`) and the C++ sonar avoider of 2000
 //! driving the simulated Pioneer of every shipped world whose robot has sonar for 60 s of
 //! simulated time: the robot must keep moving, as a real Pioneer running them does, instead
-//! of wiggling or parking in place. The C++ avoider stops and turns on the spot toward the
+//! of wiggling or parking in place (bar C.4's own set point: met head-on, a wall 300 mm
+//! ahead stops it, as its arithmetic says). The C++ avoider stops and turns on the spot toward the
 //! more open side whenever something is ahead; were the sonar's noise a fresh coin per
 //! reading, a robot standing still would see the two sides swap order reading by reading and
 //! the avoider would flip its turn for good: it must not dither so. Their laser cousin (a
@@ -57,6 +58,10 @@ fn has_sonar(map: &WorldMap) -> bool {
 struct Run {
     path: Vec<(f64, f64)>,
     turns: Vec<i16>,
+    /// The command of every round, `(speed, turn)`.
+    commands: Vec<(i16, i16)>,
+    /// The sonar readings every round's command was computed from.
+    seen: Vec<[u16; 16]>,
 }
 
 impl Run {
@@ -65,17 +70,27 @@ impl Run {
         let rounds = (RUN_S / ROUND_S).round() as usize;
         let mut path = Vec::with_capacity(rounds + 1);
         let mut turns = Vec::with_capacity(rounds);
+        let mut commands = Vec::with_capacity(rounds);
+        let mut seen = Vec::with_capacity(rounds);
         let (x, y, _) = world.robot(0).true_pose();
         path.push((x, y));
         for _ in 0..rounds {
-            let (speed, turn) = step(&world.sonar(0));
+            let sonar = world.sonar(0);
+            let (speed, turn) = step(&sonar);
             world.robot_mut(0).set_velocity(speed, turn);
             turns.push(turn);
+            commands.push((speed, turn));
+            seen.push(sonar);
             world.run(ROUND_S);
             let (x, y, _) = world.robot(0).true_pose();
             path.push((x, y));
         }
-        Run { path, turns }
+        Run {
+            path,
+            turns,
+            commands,
+            seen,
+        }
     }
 
     /// How many times in the last `DITHER_S` seconds the turn command reversed (left to
@@ -101,9 +116,14 @@ impl Run {
     /// The least, over every `WINDOW_S` window, of how far the robot got from where the
     /// window started (mm), and the window's start time (s).
     fn worst_window(&self) -> (f64, f64) {
+        self.worst_window_ending_by(self.path.len() - 1)
+    }
+
+    /// [`Run::worst_window`] over the windows that end by position `last` of the path.
+    fn worst_window_ending_by(&self, last: usize) -> (f64, f64) {
         let n = (WINDOW_S / ROUND_S).round() as usize;
         let mut worst = (f64::INFINITY, 0.0);
-        for start in 0..self.path.len().saturating_sub(n) {
+        for start in 0..(last + 1).saturating_sub(n) {
             let (x0, y0) = self.path[start];
             let reach = self.path[start..=start + n]
                 .iter()
@@ -114,6 +134,16 @@ impl Run {
             }
         }
         worst
+    }
+
+    /// The first round from which to the end of the run `parked` holds of what the robot
+    /// saw and commanded; the number of rounds when it never parked so.
+    fn parked_from(&self, parked: fn(&[u16; 16], (i16, i16)) -> bool) -> usize {
+        let mut from = self.commands.len();
+        while from > 0 && parked(&self.seen[from - 1], self.commands[from - 1]) {
+            from -= 1;
+        }
+        from
     }
 }
 
@@ -152,9 +182,76 @@ fn hello_world_keeps_moving_in_every_shipped_world() {
     check_keeps_moving("figure 3 (hello)", manual::hello_step);
 }
 
+/// Whether Appendix C.4's avoider is at its own set point: the nearest of sonars 1 to 3 and
+/// of sonars 4 to 6 both within a few millimetres of 300 mm (295..=305), where its Java
+/// arithmetic (`(100 * min) / 300 - 100` per wheel) commands speed and turn of at most 3
+/// either way, and it commanded no more.
+fn at_c4_set_point(sonar: &[u16; 16], (speed, turn): (i16, i16)) -> bool {
+    let left = sonar[1..4].iter().min().copied().unwrap_or(0);
+    let right = sonar[4..7].iter().min().copied().unwrap_or(0);
+    let near = |d: u16| (295..=305).contains(&d);
+    near(left) && near(right) && speed.abs() <= 3 && turn.abs() <= 3
+}
+
+/// Appendix C.4's avoider is a Braitenberg vehicle: its speed and turn are proportional to
+/// how far its left and right front readings are past 300 mm. Met head-on (within a couple
+/// of degrees), a wall brings both to 300-302 mm at once and the robot parks facing it,
+/// 300 mm away, for good: that is the example's arithmetic, and a real Pioneer whose sonars
+/// read the same while it stands still (as a Polaroid ranger does, bar a millimetre's
+/// jitter that makes it command a few mm/s and deg/s either way) parks there too. So in
+/// every shipped world, with several seeds, the robot must travel, never stay put anywhere
+/// else for `WINDOW_S`, and if it comes to rest, only at that set point to the end of the
+/// run ([`at_c4_set_point`]). The old sonar model (a fresh coin per reading, 10 mm at rest)
+/// random-walked it out of that point; resting there is no longer counted as stuck.
 #[test]
-fn sonar_avoidance_keeps_moving_in_every_shipped_world() {
-    check_keeps_moving("C.4 (sonar_avoid)", manual::sonar_avoid_step);
+fn sonar_avoidance_keeps_moving_or_parks_at_its_set_point_in_every_shipped_world() {
+    let mut failures = Vec::new();
+    let mut parked = 0;
+    let mut runs = 0;
+    for path in shipped_worlds() {
+        let world = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !has_sonar(&WorldMap::from_file(&path).unwrap_or_else(|e| panic!("{e}"))) {
+            continue; // the TurtleBot-like robot: the laser avoider's world
+        }
+        for seed in 0..DITHER_SEEDS {
+            let map = WorldMap::from_file(&path)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .with_seed(seed);
+            let run = Run::drive(SimWorld::new(Arc::new(map)), manual::sonar_avoid_step);
+            runs += 1;
+            let travelled = run.travelled();
+            let from = run.parked_from(at_c4_set_point);
+            // Windows that end before it parked (the creep towards the set point is the
+            // last thing before it rests).
+            let (worst, at) = run.worst_window_ending_by(from);
+            let rest = if from < run.commands.len() {
+                parked += 1;
+                format!(
+                    "parked at its set point from t = {:.1} s",
+                    from as f64 * ROUND_S
+                )
+            } else {
+                "never parked".into()
+            };
+            println!(
+                "C.4 (sonar_avoid) in {world}, seed {seed}: travelled {travelled:.0} mm in \
+                 {RUN_S} s, {rest}; least progress in a {WINDOW_S} s window before that \
+                 {worst:.0} mm (from t = {at:.1} s)"
+            );
+            if travelled < 2000.0 || worst < MIN_WINDOW_MM {
+                failures.push(format!(
+                    "{world}, seed {seed}: travelled {travelled:.0} mm, {rest}, stayed \
+                     within {worst:.0} mm for {WINDOW_S} s from t = {at:.1} s"
+                ));
+            }
+        }
+    }
+    println!("C.4 parked at its set point in {parked} of {runs} runs");
+    assert!(
+        failures.is_empty(),
+        "C.4 (sonar_avoid) got stuck:\n{}",
+        failures.join("\n")
+    );
 }
 
 /// The C++ sonar avoider of 2000: when any of sonars 2 to 5 reads under 500 mm it stops
@@ -273,6 +370,8 @@ fn the_laser_avoider_keeps_moving_on_the_simulated_turtlebot() {
     let run = Run {
         path,
         turns: commands,
+        commands: Vec::new(),
+        seen: Vec::new(),
     };
     let travelled = run.travelled();
     let (worst, at) = run.worst_window();

@@ -7,9 +7,17 @@
 //! millimetres; its odometry drifts. [`Noise`] holds those magnitudes; [`Noise::PIONEER`] is
 //! the default of every world, [`Noise::NONE`] the exact sensors of a geometry test.
 //!
-//! Sensor noise is a pure function of the seed, the physics sub-step the reading is taken
-//! in and the sensor's own index ([`NoiseKey`]): reading a sensor twice in the same instant
-//! gives the same value, and how many clients read it, or how often, never changes a run.
+//! Sensor noise is a pure function of the seed, the sensor's own index and either the
+//! physics sub-step the reading is taken in or the spot of the world it sees ([`NoiseKey`]):
+//! reading a sensor twice in the same instant gives the same value, and how many clients
+//! read it, or how often, never changes a run.
+//!
+//! The laser's jitter is fresh at every instant, as a SICK's is. A sonar's error is not: a
+//! Polaroid ranger standing still reads almost the same every time. Its misses (an echo
+//! reflected away from a surface met at a grazing angle, an echo lost) and most of its range
+//! error follow where the echo comes from: they are keyed on the spot of the surface and
+//! change as the robot moves (the range error smoothly, over [`RANGE_CELL_MM`]); only a
+//! small share ([`SONAR_JITTER_SHARE`]) is fresh at every reading.
 
 use super::rng::Rng;
 
@@ -135,6 +143,31 @@ pub struct NoiseKey {
 pub const SONAR: u64 = 1 << 32;
 /// Draws of the laser ([`NoiseKey::draw`] base).
 pub const LASER: u64 = 2 << 32;
+/// Draws of the sonar keyed on the spot of the world an echo comes from ([`NoiseKey::draw`]
+/// base, plus [`RANGE`], [`DROPOUT`] or [`SPECULAR`]; the key's `step` is then the spot's
+/// cell).
+pub const SONAR_SPOT: u64 = 3 << 32;
+/// The sonar's range error at a spot (added to [`SONAR_SPOT`]).
+pub const RANGE: u64 = 0;
+/// Whether the sonar's echo from a spot is lost (added to [`SONAR_SPOT`]).
+pub const DROPOUT: u64 = 1;
+/// The critical angle of a stretch of surface (added to [`SONAR_SPOT`]).
+pub const SPECULAR: u64 = 2;
+
+/// The spacing of the points between which a sonar's range error varies smoothly, mm.
+pub const RANGE_CELL_MM: f64 = 100.0;
+/// The size of a spot of surface whose echo is lost or not as a whole, mm.
+pub const DROPOUT_CELL_MM: f64 = 20.0;
+/// The size of a stretch of surface with one critical angle for sonar echoes (met at a
+/// more grazing angle than it, an echo reflects away), mm.
+pub const SPECULAR_CELL_MM: f64 = 500.0;
+/// The share (in standard deviations) of the sonar's range error that is fresh at every
+/// reading: a robot standing still sees its readings jitter by this much of
+/// [`Noise::sonar_sigma`].
+pub const SONAR_JITTER_SHARE: f64 = 0.1;
+/// The share of the sonar's range error that follows the spot (the two shares' squares add
+/// up to one, so the error's standard deviation over many spots is [`Noise::sonar_sigma`]).
+pub const SONAR_SPOT_SHARE: f64 = 0.994_987_437_106_62;
 
 impl NoiseKey {
     /// A generator for this key: the key's bits mixed so that neighbouring keys give

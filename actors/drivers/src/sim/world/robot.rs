@@ -325,6 +325,50 @@ impl SimRobot {
         .rng()
     }
 
+    /// A uniform draw in [0, 1) of sonar `k` for the spot `at` of the world: the same for the
+    /// same seed, sonar, `what` and cell of `cell_mm` whenever the reading is taken.
+    fn spot_uniform(&self, k: usize, what: u64, at: Vec2, cell_mm: f64) -> f64 {
+        let cell = (
+            (at.x / cell_mm).floor() as i64,
+            (at.y / cell_mm).floor() as i64,
+        );
+        self.spot_rng(k, what, cell).uniform()
+    }
+
+    /// A standard normal draw of sonar `k` for the spot `at` of the world that varies
+    /// smoothly with `at`: normal draws at the corners of cells of
+    /// [`noise::RANGE_CELL_MM`], interpolated (and scaled back to a unit variance), so a
+    /// robot moving a little reads a little differently.
+    fn spot_gaussian(&self, k: usize, at: Vec2) -> f64 {
+        let (fx, fy) = (at.x / noise::RANGE_CELL_MM, at.y / noise::RANGE_CELL_MM);
+        let (cx, cy) = (fx.floor(), fy.floor());
+        let (tx, ty) = (fx - cx, fy - cy);
+        let (cx, cy) = (cx as i64, cy as i64);
+        let mut sum = 0.0;
+        let mut weights = 0.0;
+        for (dx, wx) in [(0, 1.0 - tx), (1, tx)] {
+            for (dy, wy) in [(0, 1.0 - ty), (1, ty)] {
+                let w = wx * wy;
+                sum += w * self
+                    .spot_rng(k, noise::RANGE, (cx + dx, cy + dy))
+                    .gaussian();
+                weights += w * w;
+            }
+        }
+        sum / weights.sqrt()
+    }
+
+    /// The draws of sonar `k` for the world's cell `cell` (of whatever size `what` uses).
+    fn spot_rng(&self, k: usize, what: u64, cell: (i64, i64)) -> Rng {
+        NoiseKey {
+            seed: self.seed,
+            step: (cell.0 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                ^ (cell.1 as u64).rotate_left(32),
+            draw: noise::SONAR_SPOT + what + ((k as u64) << 8),
+        }
+        .rng()
+    }
+
     /// Turns odometry noise on (`Some((translation, rotation))` standard deviations: fractions
     /// of the distance driven per metre and of the angle turned per full turn; the heading also
     /// drifts by `rotation` radians per square-root metre) with the random sequence of `seed`,
@@ -482,7 +526,9 @@ impl SimRobot {
 
     /// The 16 sonar ranges in mm, nearest obstacle in each +-15 degree cone, 5000 for nothing.
     /// With noise (see [`SimRobot::set_noise`]), rays meeting a surface at a grazing angle may
-    /// get no echo, a reading may be lost (5000), and ranges jitter.
+    /// get no echo, a reading may be lost (5000), and ranges err: whether and by how much
+    /// follow the spot of the surface the echo comes from (a robot standing still reads
+    /// the same bar a millimetre's jitter a metre), see [`Noise`].
     pub fn sonar(&self) -> [u16; 16] {
         self.sonar_among(&[])
     }
@@ -512,8 +558,9 @@ impl SimRobot {
             let axis = turn(Vec2::from_angle(sh.to_radians()));
             // Only the solids that can be in this cone (when they are known as a list).
             let narrowed = solids.cone(origin, axis, half, &mut cone);
-            let mut rng = noisy.then(|| self.noise_rng(noise::SONAR + k as u64));
             let mut nearest = SONAR_MAX_MM;
+            // Where the nearest echo came from (its noise follows that spot).
+            let mut echo_at = None;
             for ray in 0..SONAR_RAYS {
                 let dir = turn(sonar_ray(k, ray));
                 let echo = if narrowed {
@@ -524,26 +571,39 @@ impl SimRobot {
                 let Some((d, cos_incidence)) = echo else {
                     continue;
                 };
-                if let Some(rng) = rng.as_mut() {
-                    // A ray meeting the surface far from its normal reflects away (always
-                    // one draw per ray, so the sequence does not depend on the geometry).
-                    let u = rng.uniform();
-                    if cos_incidence < self.noise.specular_cos() {
-                        let incidence = cos_incidence.clamp(0.0, 1.0).acos().to_degrees();
-                        if u < self.noise.specular_miss(incidence) {
-                            continue;
-                        }
+                let at = origin + dir * d;
+                if noisy && cos_incidence < self.noise.specular_cos() {
+                    // A ray meeting the surface far from its normal reflects away. Whether
+                    // it does is the surface's and the angle's doing, not chance at each
+                    // ping: each stretch of surface has its own critical angle within the
+                    // ramp, and a ray met beyond it never echoes.
+                    let incidence = cos_incidence.clamp(0.0, 1.0).acos().to_degrees();
+                    let critical =
+                        self.spot_uniform(k, noise::SPECULAR, at, noise::SPECULAR_CELL_MM);
+                    if critical < self.noise.specular_miss(incidence) {
+                        continue;
                     }
                 }
-                nearest = nearest.min(d);
+                if d < nearest {
+                    nearest = d;
+                    echo_at = Some(at);
+                }
             }
-            if let Some(rng) = rng.as_mut() {
-                if rng.uniform() < self.noise.sonar_dropout {
+            if let (true, Some(at)) = (noisy, echo_at) {
+                // Whether the echo is lost and most of its range error follow the spot it
+                // came from: a robot standing still reads the same, bar a fresh jitter of
+                // SONAR_JITTER_SHARE of the error; as the robot moves they change.
+                if self.spot_uniform(k, noise::DROPOUT, at, noise::DROPOUT_CELL_MM)
+                    < self.noise.sonar_dropout
+                {
                     nearest = SONAR_MAX_MM;
-                } else if nearest < SONAR_MAX_MM {
+                } else {
                     let sigma =
                         self.noise.sonar_sigma * nearest.max(noise::SONAR_SIGMA_FLOOR_RANGE_MM);
-                    nearest += rng.gaussian() * sigma;
+                    let spot = self.spot_gaussian(k, at);
+                    let fresh = self.noise_rng(noise::SONAR + k as u64).gaussian();
+                    nearest += sigma
+                        * (spot * noise::SONAR_SPOT_SHARE + fresh * noise::SONAR_JITTER_SHARE);
                 }
             }
             *reading = nearest.round().clamp(0.0, SONAR_MAX_MM) as u16;

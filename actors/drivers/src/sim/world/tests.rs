@@ -770,8 +770,12 @@ fn noisy_sonar_and_laser_jitter_about_the_truth_and_lose_a_few_echoes() {
     let mut r = noisy(robot_in(map(), 5000.0, 15000.0, 0.0), 5);
     let (mut sonar, mut laser, mut lost) = (Vec::new(), Vec::new(), 0);
     let n = 4000;
-    for _ in 0..n {
-        r.step(0.01); // standing still: only the noise changes
+    for k in 0..n {
+        // Along the wall, 7 mm further at each reading: the sonar's error follows the spot
+        // of the wall its echo comes from (a robot standing still reads the same, see
+        // below), the laser's is fresh at every instant.
+        r.set_true_pose(5000.0, 1000.0 + 7.0 * f64::from(k), 0.0);
+        r.step(0.01);
         match r.sonar()[3] {
             5000 => lost += 1,
             s => sonar.push(f64::from(s)),
@@ -788,6 +792,68 @@ fn noisy_sonar_and_laser_jitter_about_the_truth_and_lose_a_few_echoes() {
     assert!((sd - 5.0).abs() < 0.6, "laser sd {sd}");
     // Rays that hit nothing still read the maximum.
     assert_eq!(r.laser()[0], LASER_MAX_MM as u16);
+}
+
+#[test]
+fn a_sonar_standing_still_reads_almost_the_same_every_time() {
+    // Facing a box corner-on, where some rays of each cone reflect away and sides' ranges
+    // are close: at rest the readings must not flicker.
+    let map = || WorldMap::new("t", 10000.0, 10000.0).with_box((6000.0, 4000.0), (7000.0, 6000.0));
+    for seed in 0..20 {
+        let mut r = noisy(robot_in(map(), 5000.0, 4300.0, 20.0), seed);
+        let mut rounds = Vec::new();
+        for _ in 0..50 {
+            r.step(0.1);
+            rounds.push(r.sonar());
+        }
+        for k in 0..16 {
+            let xs: Vec<f64> = rounds.iter().map(|s| f64::from(s[k])).collect();
+            let (mean, sd) = moments(&xs);
+            // No echo is lost or found at rest (that would be thousands of mm); the fresh
+            // share of the error is 0.1 of the 1% (1 mm a metre, at least 1 mm). A fresh
+            // 1% error at every reading would give 10 mm a metre.
+            let bound = 3.0 * mean.max(1000.0) / 1000.0;
+            assert!(
+                sd <= bound,
+                "seed {seed} sonar {k}: sd {sd:.1} mm about {mean:.0}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_robot_standing_still_sees_its_left_and_right_sums_in_the_same_order() {
+    // The C++ avoider of 2000 turns toward the side whose sonars 0 + 1 or 6 + 7 sum larger:
+    // near a corner of a room, with the two sums a few cm apart, their order must hold
+    // reading after reading while the robot stands. (With a fresh 1% error per reading the
+    // difference of the sums would jitter by 20 mm and swap every few readings.)
+    let order = |s: [u16; 16]| {
+        let left = i64::from(s[0]) + i64::from(s[1]);
+        let right = i64::from(s[6]) + i64::from(s[7]);
+        left - right
+    };
+    let mut tested = 0;
+    for (seed, h) in (0..90).zip(0..90) {
+        let heading = 180.0 + f64::from(h);
+        let room = || WorldMap::new("t", 5000.0, 5000.0);
+        let truth = order(robot_in(room(), 800.0, 900.0, heading).sonar());
+        // Only poses whose sums are 2 cm to 30 cm apart: close, but an order to keep.
+        if !(20..=300).contains(&truth.abs()) {
+            continue;
+        }
+        tested += 1;
+        let mut r = noisy(robot_in(room(), 800.0, 900.0, heading), seed);
+        let mut seen = Vec::new();
+        for _ in 0..50 {
+            r.step(0.1);
+            seen.push(order(r.sonar()).signum());
+        }
+        assert!(
+            seen.iter().all(|&o| o == seen[0]),
+            "seed {seed}, heading {heading}: left - right exactly {truth}, signs {seen:?}"
+        );
+    }
+    assert!(tested >= 5, "only {tested} poses with close sums");
 }
 
 #[test]
