@@ -455,30 +455,34 @@ impl SimWorld {
             }
         } else {
             let chunk = n.div_ceil(threads);
+            let move_chunk = |c: usize, members: &mut [Member]| {
+                let mut bodies = Vec::new();
+                let mut kept = Vec::new();
+                for (k, m) in members.iter_mut().enumerate() {
+                    let i = c * chunk + k;
+                    if let Some(before) = move_one(i, m, &mut bodies) {
+                        kept.push((i, before));
+                    }
+                }
+                kept
+            };
+            // The first chunk on this thread, the others on threads of their own.
             let parts: Vec<Vec<(usize, SimRobot)>> = std::thread::scope(|scope| {
-                let handles: Vec<_> = self
-                    .members
-                    .chunks_mut(chunk)
-                    .enumerate()
+                let mut chunks = self.members.chunks_mut(chunk).enumerate();
+                let first = chunks.next();
+                let handles: Vec<_> = chunks
                     .map(|(c, members)| {
-                        let move_one = &move_one;
-                        scope.spawn(move || {
-                            let mut bodies = Vec::new();
-                            let mut kept = Vec::new();
-                            for (k, m) in members.iter_mut().enumerate() {
-                                let i = c * chunk + k;
-                                if let Some(before) = move_one(i, m, &mut bodies) {
-                                    kept.push((i, before));
-                                }
-                            }
-                            kept
-                        })
+                        let move_chunk = &move_chunk;
+                        scope.spawn(move || move_chunk(c, members))
                     })
                     .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                    .collect()
+                let mut parts: Vec<_> = first.map(|(c, m)| move_chunk(c, m)).into_iter().collect();
+                parts.extend(
+                    handles
+                        .into_iter()
+                        .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))),
+                );
+                parts
             });
             saved.extend(parts.into_iter().flatten());
         }
@@ -697,14 +701,21 @@ impl SimWorld {
         }
         let mut out = vec![blank; robots.len()];
         let chunk = robots.len().div_ceil(threads);
+        let read_chunk = |ids: &[usize], outs: &mut [T]| {
+            for (&i, o) in ids.iter().zip(outs.iter_mut()) {
+                *o = read(self, i);
+            }
+        };
+        // The first chunk on this thread, the others on threads of their own.
         std::thread::scope(|scope| {
-            for (ids, outs) in robots.chunks(chunk).zip(out.chunks_mut(chunk)) {
-                let read = &read;
-                scope.spawn(move || {
-                    for (&i, o) in ids.iter().zip(outs.iter_mut()) {
-                        *o = read(self, i);
-                    }
-                });
+            let mut chunks = robots.chunks(chunk).zip(out.chunks_mut(chunk));
+            let first = chunks.next();
+            for (ids, outs) in chunks {
+                let read_chunk = &read_chunk;
+                scope.spawn(move || read_chunk(ids, outs));
+            }
+            if let Some((ids, outs)) = first {
+                read_chunk(ids, outs);
             }
         });
         out
