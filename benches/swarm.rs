@@ -364,8 +364,12 @@ fn goals(rows: &[(usize, Set, Row)], cores: usize) {
         (100, Set::Full, 2.0),
     ] {
         if let Some(r) = row(n, set) {
+            // What the CPU time of the one-thread run gives on one core of its own: on a
+            // loaded machine the wall-clock figure is the share of a core the run got.
+            let own_core = 1e6 / (r.cpu_us_per_robot_s * n as f64);
             println!(
-                "- {n} {} robots at >= {goal}x real time: {:.1}x, {}",
+                "- {n} {} robots at >= {goal}x real time: {:.1}x, {} ({own_core:.1}x on one \
+                 core of its own, from the CPU time)",
                 set.name(),
                 best(r),
                 verdict(best(r) >= goal)
