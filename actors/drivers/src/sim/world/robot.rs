@@ -911,8 +911,13 @@ impl SimRobot {
         }
         let here = Vec2::new(x, y);
         let there = arc_end(here, th, v, w, h);
-        let (clear_here, _) = self.clearance_among(here, others);
         let (clear_there, contact) = self.clearance_among(there, others);
+        // Where the robot is now matters only when where it would go is not clear.
+        let clear_here = if clear_there >= 0.0 {
+            f64::INFINITY
+        } else {
+            self.clearance_among(here, others).0
+        };
         if clear_there >= 0.0 || clear_there > clear_here {
             self.pose = (there.x, there.y, new_th);
             self.actual = (v, w_deg);
