@@ -81,6 +81,8 @@ fn the_same_seed_gives_the_same_poses_and_readings_on_one_thread_or_two() {
     let run = |threads: usize| {
         let mut w = SimWorld::new(map.clone());
         w.set_threads(threads);
+        // Ticks of these 260 robots in parallel too (by default only from 2048).
+        w.set_tick_chunk(64);
         let sonars = run_wandering(&mut w);
         let poses = (0..w.len())
             .map(|i| w.robot(i).true_pose())
@@ -183,6 +185,9 @@ fn a_thousand_robots_in_a_crowd_never_pass_through_each_other_or_the_walls() {
     ));
     let mut w = SimWorld::new(map);
     assert_eq!(w.len(), 1000);
+    // Moved on two threads (500 robots each), as a larger world would be.
+    w.set_threads(2);
+    w.set_tick_chunk(128);
     let rounds = (RUN_S / ROUND_S).round() as usize;
     let mut rng = 0x1234_5678_u64;
     let mut blocked = 0;

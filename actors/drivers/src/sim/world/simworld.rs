@@ -181,12 +181,20 @@ pub struct SimWorld {
     /// The index is out of date (a pose was set from outside).
     stale: bool,
     threads: usize,
+    /// The fewest robots each thread of a parallel tick moves.
+    tick_chunk: usize,
     scratch: Vec<Vec2>,
 }
 
-/// Worlds with fewer robots than this step on the caller's thread only: below it, starting
-/// threads costs more than it saves.
-pub const PARALLEL_MIN_ROBOTS: usize = 256;
+/// The fewest robots each thread of a parallel tick moves (by default): a tick of a robot
+/// costs about a third of a microsecond, and each thread costs its start and a wake-up,
+/// which on a loaded machine can be a scheduler's time slice; so a tick goes parallel only
+/// when every thread has a few hundred microseconds of work.
+pub const PARALLEL_MIN_ROBOTS: usize = 1024;
+
+/// The fewest robots each thread of a parallel batch of readings reads (a sonar reading
+/// costs a few microseconds, a laser scan tens).
+pub const PARALLEL_MIN_READINGS: usize = 64;
 
 /// How far a robot's centre can move in one tick, mm (with a margin).
 const MAX_MOVE_MM: f64 = MAX_SPEED_MM_S * STEP_S * 1.5 + 1.0;
@@ -293,6 +301,7 @@ impl SimWorld {
             index: RobotIndex::default(),
             stale: true,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            tick_chunk: PARALLEL_MIN_ROBOTS,
             scratch: Vec::new(),
         };
         if map.robots().is_empty() {
@@ -378,6 +387,13 @@ impl SimWorld {
         self.threads
     }
 
+    /// The fewest robots each thread of a parallel tick moves (at least 1; default
+    /// [`PARALLEL_MIN_ROBOTS`]): a tick of fewer than twice this many robots runs on the
+    /// calling thread. The outcome of a tick is the same whatever this is.
+    pub fn set_tick_chunk(&mut self, robots: usize) {
+        self.tick_chunk = robots.max(1);
+    }
+
     /// Robot `i`'s colour channel.
     pub fn channel(&self, i: usize) -> Option<u8> {
         self.members[i].channel
@@ -424,11 +440,7 @@ impl SimWorld {
     pub fn tick(&mut self) {
         self.refresh();
         let n = self.members.len();
-        let threads = if n >= PARALLEL_MIN_ROBOTS {
-            self.threads.min(n / (PARALLEL_MIN_ROBOTS / 2)).max(1)
-        } else {
-            1
-        };
+        let threads = self.threads.min(n / self.tick_chunk).max(1);
         // 1. Everyone moves against where the others were at the start of the tick; a robot
         //    with a neighbour close enough to meet keeps its state from before, in case.
         let index = &self.index;
@@ -695,7 +707,10 @@ impl SimWorld {
         blank: T,
         read: impl Fn(&SimWorld, usize) -> T + Sync,
     ) -> Vec<T> {
-        let threads = self.threads.min(robots.len() / 64).max(1);
+        let threads = self
+            .threads
+            .min(robots.len() / PARALLEL_MIN_READINGS)
+            .max(1);
         if threads <= 1 {
             return robots.iter().map(|&i| read(self, i)).collect();
         }
