@@ -26,7 +26,8 @@
 //! `SWARM_QUICK=1` (or `-- --quick`) runs shorter windows and leaves out the 10 000-robot
 //! full row: under a minute. `SWARM_SECS` sets the simulated seconds of the 1000-robot
 //! rows (every row runs as many robot-seconds: 1 robot a thousand times longer). `-- --only N`
-//! runs only the rows of N robots and no served row (for a profile of one population).
+//! runs only the rows of N robots and no served row (for a profile of one population;
+//! `-- --set simple` or `full` only that device set).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::net::SocketAddr;
@@ -417,6 +418,11 @@ fn main() {
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1))
         .and_then(|v| v.parse().ok());
+    let only_set: Option<String> = args
+        .iter()
+        .position(|a| a == "--set")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
     println!(
         "swarm: robots x device set, wander-and-avoid on sonar at 10 Hz, physics at 100 Hz \
          ({cores} cores; {secs} simulated s per 1000-robot row, as many robot-seconds in every row{}; load average {} at the start)",
@@ -428,6 +434,9 @@ fn main() {
     println!("|-------:|:--------|--------------------:|------------:|---------------------:|-----------:|-----------------:|-----------:|");
     let mut rows: Vec<(usize, Set, Row)> = Vec::new();
     for set in [Set::Simple, Set::Full] {
+        if only_set.as_deref().is_some_and(|o| o != set.name()) {
+            continue;
+        }
         let mut one = f64::NAN;
         for n in [1usize, 10, 100, 1000, 10_000] {
             if (quick && set == Set::Full && n == 10_000) || only.is_some_and(|o| o != n && n != 1)

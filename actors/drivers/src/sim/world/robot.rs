@@ -558,6 +558,11 @@ impl SimRobot {
             let axis = turn(Vec2::from_angle(sh.to_radians()));
             // Only the solids that can be in this cone (when they are known as a list).
             let narrowed = solids.cone(origin, axis, half, &mut cone);
+            if narrowed && cone.is_empty() && walls.is_empty() {
+                // Nothing within reach of this cone: no ray can echo.
+                *reading = SONAR_MAX_MM as u16;
+                continue;
+            }
             let mut nearest = SONAR_MAX_MM;
             // Where the nearest echo came from (its noise follows that spot).
             let mut echo_at = None;
