@@ -61,7 +61,8 @@ async fn web_client(url: String, start: Instant, window: (Instant, Instant)) -> 
                         }
                     }
                 }
-                Some(Ok(Message::Binary(_))) => {
+                // messageData (opcode 1); the server's clock (`time`) is not a message.
+                Some(Ok(Message::Binary(b))) if b.first() == Some(&1) => {
                     let now = Instant::now();
                     if now >= window.0 && now < window.1 {
                         count += 1;

@@ -7,7 +7,8 @@
 //! depend on each other). A part that fails alone is named by its key; a failure seen only
 //! whole is named as the file's. Then what the server checks only when it starts: drivers
 //! missing from the catalog, device codes served twice, ports two robots or viewers would
-//! both take, serial ports and files that do not exist ([`Scope::Start`]).
+//! both take, serial ports and files that do not exist, the web viewer's TLS certificate and
+//! key unreadable or not a pair ([`Scope::Start`]).
 //!
 //! A reload (SIGHUP) runs the same checks on the file but not the ones about the machine
 //! ([`Scope::Reload`]: a serial adapter unplugged for a moment does not block a new key).
@@ -459,6 +460,17 @@ pub fn check_settings(
             }
         }
     }
+    // The web viewer's certificate and key, read and paired as the server would at start.
+    if scope == Scope::Start {
+        if let Some(Err(e)) = settings.web.tls_files(base_dir).map(|f| f.load()) {
+            let field = e.key().trim_start_matches("web.");
+            problems.push(Problem {
+                key: e.key().to_string(),
+                line: loc.key("[web]", 0, field),
+                message: e.to_string(),
+            });
+        }
+    }
     for (n, (port, key, who)) in ports.iter().enumerate() {
         if let Some((_, _, first)) = ports[..n].iter().find(|(p, _, _)| p == port) {
             let (section, field) = key.split_once('.').unwrap_or((key, ""));
@@ -644,6 +656,15 @@ pub fn describe(c: &Checked) -> String {
         };
         let _ = writeln!(out, "  web viewer: {web}");
     }
+    let web_tls = match s.web.tls_files(&c.base_dir) {
+        Some(f) => format!(
+            "https and wss only, certificate {}, key {}",
+            f.cert.display(),
+            f.key.display()
+        ),
+        None => "off (http and ws)".into(),
+    };
+    let _ = writeln!(out, "web viewer TLS: {web_tls}");
     let record = if s.record.enabled() {
         let p = Path::new(&s.record.path);
         let p = if p.is_absolute() {

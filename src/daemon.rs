@@ -163,6 +163,9 @@ pub fn needs_restart(old: &Settings, new: &Settings) -> Vec<String> {
             keys.push(format!("[[robot]] '{}'", b.name));
         }
     }
+    if differs(&old.web, &new.web) {
+        keys.push("[web]".to_string());
+    }
     if differs(&old.record, &new.record) {
         keys.push("[record]".to_string());
     }
@@ -254,13 +257,41 @@ mod tests {
         new.server.max_clients = 3;
         new.robot[0].port = 7000;
         new.record.path = "run.mcap".into();
+        new.web.tls_cert = "robot.crt".into();
+        new.web.tls_key = "robot.key".into();
         assert_eq!(
             needs_restart(&old, &new),
             vec![
                 "[server]".to_string(),
                 "[[robot]] 'pioneer'".to_string(),
+                "[web]".to_string(),
                 "[record]".to_string()
             ]
         );
     }
+}
+
+/// Raises the process's soft limit on open descriptors to its hard limit, as servers do:
+/// each robot holds a listening socket and each client a connection, so a world of 10 000
+/// robots needs more than the usual soft limit of 1024. Returns the limit now in force
+/// (`None` if it cannot be read).
+pub fn raise_open_files(log: &Logger) -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return None;
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        let was = lim.rlim_cur;
+        lim.rlim_cur = lim.rlim_max;
+        // SAFETY: as above.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
+            warn!(log, "cannot raise the open-descriptor limit"; "soft" => was, "hard" => lim.rlim_max);
+            return Some(was);
+        }
+    }
+    Some(lim.rlim_cur)
 }

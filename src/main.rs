@@ -32,6 +32,7 @@ fn main() -> ExitCode {
     };
     let (log, level) =
         player::logging::stderr(settings.server.debug, player::logging::Output::detect());
+    daemon::raise_open_files(&log);
     let system = actix_rt::System::new();
     let result = system.block_on(async {
         // Install the handlers before anything can block, so no signal is lost.
@@ -197,6 +198,10 @@ CONFIGURATION FILE (TOML; see config/default.toml):
     read_allow = []        # addresses/networks that may connect, e.g. [\"10.0.0.0/8\"]
     write_allow = []       # addresses/networks that may command
     max_per_address = 0    # connections per address and robot port (0 = no limit)
+
+    [web]                  # the web viewer's TLS (docs/web-viewer.md); off by default
+    tls_cert = \"\"          # PEM certificate chain; with tls_key: https and wss only
+    tls_key = \"\"           # its PEM private key (both or neither)
 
     [record]               # recording to MCAP (Foxglove opens the files)
     path = \"run.mcap\"     # empty = off; -record <file> sets it

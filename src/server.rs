@@ -9,7 +9,8 @@ use slog::Logger;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-/// Starts every robot of `settings` with drivers from `catalog`, then the web viewer, the
+/// Starts every robot of `settings` with drivers from `catalog`, then the web viewer (TLS
+/// with `[web] tls_cert`/`tls_key`), the
 /// recorder (with `[record] path` set), the Zenoh bridge (`[zenoh] enabled`) and the ROS 2
 /// front end (`[ros2] enabled`). A front
 /// end that cannot start stops what was started and is the error. Must run inside an
@@ -32,7 +33,7 @@ pub async fn start(
 
 async fn attach_front_ends(server: &mut Server, settings: &Settings) -> Result<(), StartError> {
     let ctx = server.context().clone();
-    let web = player_web::start(&ctx)
+    let web = player_web::start(&settings.web, &ctx)
         .await
         .map_err(|e| StartError::front_end("web", e))?;
     server.attach(Box::new(web));

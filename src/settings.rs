@@ -1,10 +1,12 @@
 //! The whole configuration: the core's sections (`[server]`, `[access]`, `[[robot]]`) and
-//! every front end's (`[record]`, `[zenoh]`, `[ros2]`; the web viewer's `web_port` is a robot key),
+//! every front end's (`[web]`, `[record]`, `[zenoh]`, `[ros2]`; the web viewer's `web_port`
+//! is a robot key),
 //! and all their flags, composed.
 //!
 //! The file schema is one: an unknown section or key, in the core's sections or a front
 //! end's, is an error naming it. The core reads its own sections and hands the front ends'
-//! back raw; each front-end crate reads its own ([`RecordSettings::from_settings`],
+//! back raw; each front-end crate reads its own ([`WebSettings::from_settings`],
+//! [`RecordSettings::from_settings`],
 //! [`ZenohSettings::from_settings`], [`Ros2Settings::from_section`]) and applies its own
 //! flags.
 
@@ -15,12 +17,13 @@ pub use player_core::settings::{
 use player_kit::catalog::Catalog;
 pub use player_record::RecordSettings;
 pub use player_ros2::Ros2Settings;
-pub use player_web::DEFAULT_WEB_PORT;
+pub use player_web::{WebSettings, DEFAULT_WEB_PORT};
 pub use player_zenoh::ZenohSettings;
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 
-const SECTIONS: [&str; 3] = [
+const SECTIONS: [&str; 4] = [
+    player_web::SYNTAX.sections[0],
     player_record::SYNTAX.sections[0],
     player_zenoh::SYNTAX.sections[0],
     player_ros2::SYNTAX.sections[0],
@@ -45,6 +48,8 @@ pub const FRONT_ENDS: FrontEndSyntax = FrontEndSyntax {
 pub struct Settings {
     /// `[server]`, `[access]`, `[[robot]]` (with each robot's `web_port`).
     pub core: CoreSettings,
+    /// The web viewer's TLS (`[web]`).
+    pub web: WebSettings,
     /// Recording to MCAP (`[record]`, `-record FILE`).
     pub record: RecordSettings,
     /// The Zenoh bridge (`[zenoh]`, `--zenoh`).
@@ -70,6 +75,7 @@ impl DerefMut for Settings {
 impl Settings {
     /// The front ends' sections of `core` read and checked.
     pub fn compose(core: CoreSettings) -> Result<Settings, SettingsError> {
+        let web = WebSettings::from_settings(&core)?;
         let record = RecordSettings::from_settings(&core)?;
         let zenoh = ZenohSettings::from_settings(&core)?;
         let ros2 = Ros2Settings::from_section(
@@ -80,6 +86,7 @@ impl Settings {
         )?;
         Ok(Settings {
             core,
+            web,
             record,
             zenoh,
             ros2,
@@ -210,10 +217,32 @@ mod tests {
             matches!(&e, SettingsError::Value { key, why, .. } if key == "zenoh" && why.contains("modez")),
             "{e}"
         );
+        let e = Settings::from_toml("[web]\ntls_certz = \"c\"\n[[robot]]\n", "t.toml").unwrap_err();
+        assert!(
+            matches!(&e, SettingsError::Value { key, why, .. } if key == "web" && why.contains("tls_certz")),
+            "{e}"
+        );
         let e =
             Settings::from_toml("[server]\nmax_clientz = 3\n[[robot]]\n", "t.toml").unwrap_err();
         assert!(matches!(&e, SettingsError::Parse { .. }), "{e}");
         assert!(e.to_string().contains("max_clientz"), "{e}");
+    }
+
+    #[test]
+    fn the_web_section_takes_a_tls_certificate_and_key_together() {
+        let s = Settings::from_toml(
+            "[web]\ntls_cert = \"c.pem\"\ntls_key = \"k.pem\"\n[[robot]]\n",
+            "t.toml",
+        )
+        .unwrap();
+        assert!(s.web.tls());
+        assert!(!run(&[]).unwrap().web.tls());
+        let e =
+            Settings::from_toml("[web]\ntls_key = \"k.pem\"\n[[robot]]\n", "t.toml").unwrap_err();
+        assert!(
+            matches!(&e, SettingsError::Value { key, .. } if key == "web.tls_key"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -383,7 +383,7 @@ fn start_errors_name_the_busy_port_the_device_served_twice_and_the_front_end() {
                     assert_eq!(robot, "r");
                     assert_eq!(source.kind(), std::io::ErrorKind::AddrInUse);
                 }
-                None => panic!("expected the web viewer's error, got: {source}"),
+                other => panic!("expected the web viewer's Listen error, got: {other:?}"),
             }
         }
         other => panic!("expected the web viewer to refuse, got: {other}"),

@@ -144,8 +144,11 @@ fn a_foxglove_client_gets_laser_scans_with_the_drivers_timestamps() {
                     .expect("a laser message")
                     .unwrap()
                     .unwrap();
+                // messageData (opcode 1); the server's clock (`time`, opcode 2) is not one.
                 if let Message::Binary(b) = m {
-                    break b;
+                    if b[0] == 1 {
+                        break b;
+                    }
                 }
             };
             assert_eq!(frame[0], 1, "messageData");
@@ -350,6 +353,9 @@ fn a_web_client_that_stops_reading_does_not_slow_a_tcp_client() {
                 .unwrap()
                 .unwrap();
             if let Message::Binary(b) = m {
+                if b[0] != 1 {
+                    continue; // the server's clock (`time`), not a reading
+                }
                 n += 1;
                 let ns = u64::from_le_bytes(b[5..13].try_into().unwrap());
                 let now = std::time::SystemTime::now()

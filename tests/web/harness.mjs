@@ -12,23 +12,32 @@ export const playerBin =
   process.env.PLAYER_BIN ??
   path.join(process.env.CARGO_TARGET_DIR ?? path.join(repo, "target"), "debug", "player");
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
+/**
+ * `n` distinct free loopback ports: all are held open until the last is found, so the
+ * system cannot hand the same one out twice (closing one before asking for the next can).
+ */
+export async function freePorts(n) {
+  const servers = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const s = net.createServer();
+      await new Promise((resolve, reject) => {
+        s.once("error", reject);
+        s.listen(0, "127.0.0.1", resolve);
+      });
+      servers.push(s);
+    }
+    return servers.map((s) => s.address().port);
+  } finally {
+    await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  }
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Starts player with `extra` flags; resolves when its web endpoint answers. */
 export async function startPlayer(extra = []) {
-  const gp = await freePort();
-  const web = await freePort();
+  const [gp, web] = await freePorts(2);
   const args = ["-gp", String(gp), "-web", String(web), ...extra];
   const child = spawn(playerBin, args, { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
   let log = "";

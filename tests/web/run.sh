@@ -14,6 +14,11 @@ if ! command -v node >/dev/null 2>&1; then
   apt-get update -q
   apt-get install -y -q --no-install-recommends nodejs npm
 fi
+# tls.test.mjs makes its self-signed certificate with the openssl command.
+if ! command -v openssl >/dev/null 2>&1; then
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends openssl
+fi
 npm ci --no-audit --no-fund --loglevel=error
 (cd ../.. && cargo build --bin player)
 export CHROMIUM="${CHROMIUM:-$(command -v chromium)}"

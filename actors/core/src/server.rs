@@ -188,29 +188,43 @@ pub struct Listener {
     log: Logger,
 }
 
+/// The process's one reserve descriptor (a handle on `/dev/null`), given up by whichever
+/// listener first finds the process out of descriptors. One for every listener, not one
+/// each: a world of 10 000 robots has 10 000 listeners.
+static SPARE: std::sync::Mutex<Option<std::fs::File>> = std::sync::Mutex::new(None);
+
+/// Opens the reserve descriptor if it is not held.
+fn hold_spare() {
+    let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+    if spare.is_none() {
+        *spare = std::fs::File::open("/dev/null").ok();
+    }
+}
+
 /// Accepts connections one after another. When the process is out of descriptors, the
-/// reserve descriptor is given up to take the waiting connection and close it (the
-/// client sees the connection closed instead of waiting unserved), then taken back.
+/// reserve descriptor ([`SPARE`]) is given up to take the waiting connection and close it
+/// (the client sees the connection closed instead of waiting unserved), then taken back.
 fn accept_stream(
     listener: TcpListener,
 ) -> impl futures::Stream<Item = std::io::Result<(TcpStream, SocketAddr)>> {
-    let spare = std::fs::File::open("/dev/null").ok();
-    futures::stream::unfold((listener, spare), |(l, mut spare)| async move {
+    hold_spare();
+    futures::stream::unfold(listener, |l| async move {
         let r = l.accept().await;
         if let Err(e) = &r {
             if matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)) {
-                drop(spare.take());
+                let had = SPARE.lock().unwrap_or_else(|e| e.into_inner()).take();
+                drop(had);
                 if let Some(Ok((s, _))) = l.accept().now_or_never() {
                     drop(s);
                 }
-                spare = std::fs::File::open("/dev/null").ok();
-                if spare.is_none() {
+                hold_spare();
+                if SPARE.lock().unwrap_or_else(|e| e.into_inner()).is_none() {
                     // No reserve to be had: do not spin on the full queue.
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             }
         }
-        Some((r, (l, spare)))
+        Some((r, l))
     })
 }
 

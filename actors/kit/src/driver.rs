@@ -68,12 +68,16 @@ pub struct DeviceDataBatch(pub Arc<[DeviceData]>);
 
 /// Where one session's data goes: single readings and batches, and optionally an
 /// [`Inbox`] that takes readings without a message while the session does not need one.
+///
+/// Cloning one is cheap and allocates nothing: a session subscribes to each of its devices
+/// with clones of one recipient, which the registry and each driver keep (an actix
+/// recipient's own clone allocates a sender of its own, several per device per session).
 #[derive(Clone)]
 pub struct DataRecipient {
     /// For [`DeviceData`].
-    pub single: Recipient<DeviceData>,
+    pub single: Arc<Recipient<DeviceData>>,
     /// For [`DeviceDataBatch`].
-    pub batch: Recipient<DeviceDataBatch>,
+    pub batch: Arc<Recipient<DeviceDataBatch>>,
     /// When set, readings are left here instead of sent while the session says it needs no
     /// message (see [`Inbox`]).
     pub inbox: Option<Arc<Inbox>>,
@@ -159,8 +163,8 @@ impl DataRecipient {
             actix::dev::ToEnvelope<A, DeviceData> + actix::dev::ToEnvelope<A, DeviceDataBatch>,
     {
         DataRecipient {
-            single: addr.clone().recipient(),
-            batch: addr.clone().recipient(),
+            single: Arc::new(addr.clone().recipient()),
+            batch: Arc::new(addr.clone().recipient()),
             inbox: None,
         }
     }
@@ -676,6 +680,9 @@ pub struct DriverHandle {
     pub terminate: Recipient<Terminate>,
     /// Where [`MapRequest`] goes, for a driver that has a map (see [`DriverHandle::with_map`]).
     pub map: Option<Recipient<MapRequest>>,
+    /// Where [`Playback`](crate::playback::Playback) goes, for a driver that plays a
+    /// recording back (see [`DriverHandle::with_playback`]).
+    pub playback: Option<Recipient<crate::playback::Playback>>,
 }
 
 impl DriverHandle {
@@ -707,12 +714,20 @@ impl DriverHandle {
             subscribers: addr.clone().recipient(),
             terminate: addr.clone().recipient(),
             map: None,
+            playback: None,
         }
     }
 
     /// The same handle, answering [`MapRequest`]s with `map`.
     pub fn with_map(mut self, map: Recipient<MapRequest>) -> Self {
         self.map = Some(map);
+        self
+    }
+
+    /// The same handle, answering [`Playback`](crate::playback::Playback) requests with
+    /// `playback`.
+    pub fn with_playback(mut self, playback: Recipient<crate::playback::Playback>) -> Self {
+        self.playback = Some(playback);
         self
     }
 }

@@ -12,6 +12,7 @@
 //! - [`link`]: links to hardware (serial ports, sockets): supervision, one reconnect loop
 //!   with backoff, and the message handlers every such driver shares.
 //! - [`log`]: bytes from outside, escaped for log lines.
+//! - [`playback`]: play, pause, speed and seek for a driver that plays a recording back.
 //! - [`program`]: driver programs written in Rust: the framed protocol a program speaks
 //!   with the server over its standard input and output, and a small blocking runtime.
 //!
@@ -31,6 +32,8 @@ pub mod driver;
 #[cfg(feature = "actors")]
 pub mod link;
 pub mod log;
+#[cfg(feature = "actors")]
+pub mod playback;
 pub mod program;
 
 /// actix, for the handlers [`link_driver_handlers!`] writes in a driver's crate.

@@ -2,10 +2,13 @@
 //! `foxglove.sdk.v1`): the server's JSON and binary messages, and the parsing of the
 //! client's. Pure: no sockets, no actors.
 //!
-//! Server → client: `serverInfo`, `status`, `advertise` (text, JSON) and `messageData`
-//! (binary: opcode 1, u32 subscription id, u64 timestamp in ns, payload; little-endian).
+//! Server → client: `serverInfo`, `status`, `removeStatus`, `advertise`,
+//! `parameterValues`, `connectionGraphUpdate` (text, JSON), `messageData` (binary: opcode
+//! 1, u32 subscription id, u64 timestamp in ns, payload; little-endian) and `time` (binary:
+//! opcode 2, u64 ns).
 //! Client → server: `subscribe`, `unsubscribe`, `advertise`, `unadvertise` (text) and
-//! client message data (binary: opcode 1, u32 client channel id, payload).
+//! client message data (binary: opcode 1, u32 client channel id, payload); `getParameters`,
+//! `setParameters`, `(un)subscribeParameterUpdates`, `(un)subscribeConnectionGraph`.
 //!
 //! Services: the server sends `advertiseServices` ([`SERVICES`]); a client calls one with a
 //! binary service call request (opcode 2: u32 service id, u32 call id, u32 encoding
@@ -22,6 +25,9 @@ pub const SUBPROTOCOLS: [&str; 2] = ["foxglove.sdk.v1", "foxglove.websocket.v1"]
 
 /// Binary opcode of server `messageData` and of client message data.
 pub const OP_MESSAGE_DATA: u8 = 1;
+
+/// Binary opcode of the server's `time` (its clock, u64 ns).
+pub const OP_TIME: u8 = 2;
 
 /// Binary opcode of a client's service call request.
 pub const OP_SERVICE_CALL_REQUEST: u8 = 2;
@@ -64,9 +70,20 @@ pub fn choose_subprotocol(header: Option<&str>) -> Result<Option<&'static str>, 
     ))
 }
 
+/// What the server offers (`clientPublish` first): publishing, services, parameters and
+/// their updates, the connection graph, its clock.
+pub const CAPABILITIES: [&str; 6] = [
+    "clientPublish",
+    "services",
+    "parameters",
+    "parametersSubscribe",
+    "connectionGraph",
+    "time",
+];
+
 /// `serverInfo`.
 pub fn server_info(name: &str, session: u64, robot: &str) -> String {
-    json!({"op": "serverInfo", "name": name, "capabilities": ["clientPublish", "services", "parameters"],
+    json!({"op": "serverInfo", "name": name, "capabilities": CAPABILITIES,
         "supportedEncodings": ["json"], "metadata": {"robot": robot},
         "sessionId": session.to_string()})
     .to_string()
@@ -75,6 +92,24 @@ pub fn server_info(name: &str, session: u64, robot: &str) -> String {
 /// `status`.
 pub fn status(level: Level, message: &str) -> String {
     json!({"op": "status", "level": level as u8, "message": message}).to_string()
+}
+
+/// `status` with an id, for a condition a later [`remove_status`] clears.
+pub fn status_with_id(level: Level, message: &str, id: &str) -> String {
+    json!({"op": "status", "level": level as u8, "message": message, "id": id}).to_string()
+}
+
+/// `removeStatus`: the conditions of these status ids are over.
+pub fn remove_status(ids: &[&str]) -> String {
+    json!({"op": "removeStatus", "statusIds": ids}).to_string()
+}
+
+/// A binary `time` frame: the server's clock in ns.
+pub fn time(timestamp_ns: u64) -> Bytes {
+    let mut b = BytesMut::with_capacity(9);
+    b.put_u8(OP_TIME);
+    b.put_u64_le(timestamp_ns);
+    b.freeze()
 }
 
 /// `advertise` of `channels`.
@@ -251,13 +286,21 @@ pub enum ClientOp {
         /// The request id to answer with.
         id: Option<String>,
     },
-    /// `setParameters`: the names the client tries to set.
+    /// `setParameters`: the names and values the client tries to set.
     SetParameters {
-        /// The names.
-        names: Vec<String>,
+        /// The names and values.
+        parameters: Vec<(String, Value)>,
         /// The request id to answer with.
         id: Option<String>,
     },
+    /// `subscribeParameterUpdates`: send `parameterValues` when these change.
+    SubscribeParameterUpdates(Vec<String>),
+    /// `unsubscribeParameterUpdates`.
+    UnsubscribeParameterUpdates(Vec<String>),
+    /// `subscribeConnectionGraph`: send `connectionGraphUpdate`s.
+    SubscribeConnectionGraph,
+    /// `unsubscribeConnectionGraph`.
+    UnsubscribeConnectionGraph,
     /// An operation we do not support (named, for the status reply).
     Unsupported(String),
 }
@@ -284,6 +327,8 @@ struct Envelope {
 #[derive(Deserialize)]
 struct NamedParameter {
     name: String,
+    #[serde(default)]
+    value: Value,
 }
 
 /// Parses a client text message. The error says what is wrong with it.
@@ -300,9 +345,17 @@ pub fn parse_text(text: &str) -> Result<ClientOp, String> {
             id: e.id,
         },
         "setParameters" => ClientOp::SetParameters {
-            names: e.parameters.into_iter().map(|p| p.name).collect(),
+            parameters: e
+                .parameters
+                .into_iter()
+                .map(|p| (p.name, p.value))
+                .collect(),
             id: e.id,
         },
+        "subscribeParameterUpdates" => ClientOp::SubscribeParameterUpdates(e.parameter_names),
+        "unsubscribeParameterUpdates" => ClientOp::UnsubscribeParameterUpdates(e.parameter_names),
+        "subscribeConnectionGraph" => ClientOp::SubscribeConnectionGraph,
+        "unsubscribeConnectionGraph" => ClientOp::UnsubscribeConnectionGraph,
         other => ClientOp::Unsupported(other.chars().take(40).collect()),
     })
 }
@@ -396,7 +449,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(
-            parse_text(r#"{"op":"subscribeConnectionGraph"}"#).unwrap(),
+            parse_text(r#"{"op":"fetchAsset","uri":"x","requestId":1}"#).unwrap(),
             ClientOp::Unsupported(_)
         ));
         assert!(parse_text("{").is_err());
@@ -470,9 +523,18 @@ mod tests {
         assert_eq!(
             s.unwrap(),
             ClientOp::SetParameters {
-                names: vec!["x".into()],
+                parameters: vec![("x".into(), json!(1))],
                 id: None
             }
+        );
+        let s = r#"{"op":"subscribeParameterUpdates","parameterNames":["p.command_timeout"]}"#;
+        assert_eq!(
+            parse_text(s).unwrap(),
+            ClientOp::SubscribeParameterUpdates(vec!["p.command_timeout".into()])
+        );
+        assert_eq!(
+            parse_text(r#"{"op":"unsubscribeConnectionGraph"}"#).unwrap(),
+            ClientOp::UnsubscribeConnectionGraph
         );
         let v: Value = serde_json::from_str(&parameter_values(
             &[("robot".into(), json!("r"))],
@@ -481,5 +543,25 @@ mod tests {
         .unwrap();
         assert_eq!(v["id"], "a");
         assert_eq!(v["parameters"][0]["value"], "r");
+    }
+
+    #[test]
+    fn time_frames_and_status_ids_follow_the_protocol() {
+        let t = time(1_700_000_000_123_456_789);
+        assert_eq!(t.len(), 9);
+        assert_eq!(t[0], OP_TIME);
+        assert_eq!(
+            u64::from_le_bytes(t[1..9].try_into().unwrap()),
+            1_700_000_000_123_456_789
+        );
+        let s: Value = serde_json::from_str(&status_with_id(Level::Error, "m", "estop")).unwrap();
+        assert_eq!(
+            s,
+            json!({"op": "status", "level": 2, "message": "m", "id": "estop"})
+        );
+        let r: Value = serde_json::from_str(&remove_status(&["estop"])).unwrap();
+        assert_eq!(r, json!({"op": "removeStatus", "statusIds": ["estop"]}));
+        let info: Value = serde_json::from_str(&server_info("n", 1, "r")).unwrap();
+        assert_eq!(info["capabilities"][0], "clientPublish");
     }
 }

@@ -12,12 +12,20 @@
 //!
 //! A front end of the server ([`player_core::frontend`]): [`start`] serves every robot
 //! whose web port is on ([`port_of`]; the `-web` flag, [`apply_flag`], sets them) and
-//! returns the [`WebViewer`] the server attaches.
+//! returns the [`WebViewer`] the server attaches. With `[web] tls_cert` and `tls_key`
+//! ([`WebSettings`]) every endpoint speaks `https://` and `wss://` only ([`tls`]).
 #![deny(missing_docs)]
 
 pub mod foxglove;
+pub mod graph;
+pub mod params;
+pub mod playback;
 pub mod schema;
 pub mod session;
+pub mod settings;
+pub mod tls;
+
+pub use settings::WebSettings;
 
 use actix::prelude::*;
 use bytes::Bytes;
@@ -28,7 +36,9 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use player_core::access::Policy;
 use player_core::frontend::{FrontEnd, FrontEndContext, RobotHandle, SessionIds};
-use player_core::registry::{GetMap, Registry, SessionId};
+use player_core::registry::{
+    ControlPlayback, GetMap, PlaybackClock, PlaybackRequest, Registry, SessionId,
+};
 use player_core::server::listen;
 use player_core::settings::{FlagSpec, FrontEndSyntax, RobotSettings, SettingsError};
 use player_kit::driver::DeviceSpec;
@@ -42,6 +52,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
@@ -75,7 +86,7 @@ pub struct Shared {
     /// The robot's device codes.
     pub devices: Vec<u8>,
     /// The robot's devices (command watchdog as configured) and their drivers, for the
-    /// read-only parameters.
+    /// parameters (`params.rs`).
     pub specs: Vec<(DeviceSpec, String)>,
     /// How long a client may take nothing before it is disconnected (zero: never).
     pub stall_timeout: Duration,
@@ -89,8 +100,13 @@ pub struct Shared {
     pub policy: Arc<Policy>,
     /// Open sessions per client address (`access.max_per_address`).
     pub per_address: Mutex<HashMap<IpAddr, usize>>,
+    /// The clock of the driver that plays the robot back from a recording (`-replay`),
+    /// if one does: its clients control playback (the `playbackControl` capability).
+    pub replay: Option<Arc<PlaybackClock>>,
     /// Logger carrying the robot name.
     pub log: Logger,
+    /// TLS, when `[web]` has a certificate: every connection's handshake first.
+    pub tls: Option<tls::TlsEndpoint>,
 }
 
 /// One session's place in the per-address count; given back when dropped (when the
@@ -155,14 +171,17 @@ pub struct WebOptions {
     pub policy: Arc<Policy>,
     /// Logger.
     pub log: Logger,
+    /// The certificate and key when the endpoint speaks TLS ([`WebSettings`]).
+    pub tls: Option<tls::TlsConfig>,
 }
 
 /// The first robot's web viewer port when none is configured (Foxglove's default port).
 pub const DEFAULT_WEB_PORT: u16 = 8765;
 
-/// The web viewer's flag: `-web PORT` (robot `i` on `PORT + i`, 0 turns them off).
+/// The web viewer's section and flag: `[web]` ([`WebSettings`]) and `-web PORT` (robot `i`
+/// on `PORT + i`, 0 turns them off).
 pub const SYNTAX: FrontEndSyntax = FrontEndSyntax {
-    sections: &[],
+    sections: &["web"],
     flags: &[FlagSpec {
         flag: "-web",
         takes_value: true,
@@ -216,6 +235,9 @@ pub enum WebError {
         /// Why.
         source: std::io::Error,
     },
+    /// The TLS certificate or key cannot be used.
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
 }
 
 /// Every robot's web endpoint: the front end [`start`] returns.
@@ -252,13 +274,18 @@ impl FrontEnd for WebViewer {
     }
 }
 
-/// Starts the web viewer of every robot whose port is on ([`port_of`]). A configured port
-/// that cannot be bound is an error; a busy default port is logged and skipped. Must run
-/// on an actix arbiter.
-pub async fn start(ctx: &FrontEndContext) -> Result<WebViewer, WebError> {
+/// Starts the web viewer of every robot whose port is on ([`port_of`]), with TLS when
+/// `settings` has a certificate (relative files from the configuration's folder). A
+/// configured port that cannot be bound, or a certificate or key that cannot be used, is an
+/// error; a busy default port is logged and skipped. Must run on an actix arbiter.
+pub async fn start(settings: &WebSettings, ctx: &FrontEndContext) -> Result<WebViewer, WebError> {
+    let tls = match settings.tls_files(&ctx.base_dir) {
+        Some(files) => Some(files.load()?),
+        None => None,
+    };
     let mut endpoints = Vec::new();
     for robot in &ctx.robots {
-        endpoints.push(start_robot(robot, ctx).await?);
+        endpoints.push(start_robot(robot, ctx, tls.clone()).await?);
     }
     Ok(WebViewer { endpoints })
 }
@@ -266,6 +293,7 @@ pub async fn start(ctx: &FrontEndContext) -> Result<WebViewer, WebError> {
 async fn start_robot(
     robot: &RobotHandle,
     ctx: &FrontEndContext,
+    tls: Option<tls::TlsConfig>,
 ) -> Result<Option<WebEndpoint>, WebError> {
     let rlog = ctx.log.new(slog::o!("robot" => robot.name.clone()));
     let Some((port, explicit)) = port_of(robot.index, robot.web_port) else {
@@ -296,6 +324,7 @@ async fn start_robot(
         max_clients: ctx.server.max_clients,
         policy: ctx.policy.clone(),
         log: rlog,
+        tls,
     };
     WebEndpoint::start(listener, opts)
         .await
@@ -324,6 +353,12 @@ impl WebEndpoint {
             .ok()
             .flatten()
             .is_some();
+        let replay = opts
+            .registry
+            .send(ControlPlayback(PlaybackRequest::default()))
+            .await
+            .ok()
+            .flatten();
         let channels: Vec<Channel> = schema::CHANNELS
             .iter()
             .filter(|c| match c.source {
@@ -346,9 +381,16 @@ impl WebEndpoint {
             per_address: Mutex::new(HashMap::new()),
             ids: opts.ids,
             policy: opts.policy,
+            replay,
             log: opts.log,
+            tls: opts.tls.as_ref().map(tls::TlsEndpoint::new),
         });
-        info!(shared.log, "web viewer listening"; "url" => format!("http://{addr}/"));
+        let scheme = if shared.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        info!(shared.log, "web viewer listening"; "url" => format!("{scheme}://{addr}/"));
         let s = shared.clone();
         let workers = opts.workers;
         let accept = actix_rt::spawn(async move {
@@ -420,6 +462,22 @@ async fn serve_connection(std_stream: std::net::TcpStream, peer: SocketAddr, sha
         return;
     };
     let _ = socket2::SockRef::from(&stream).set_send_buffer_size(SEND_BUFFER);
+    match &shared.tls {
+        // The handshake on this connection's own task, bounded in time (tls.rs).
+        Some(tls) => {
+            if let Some(stream) = tls.accept(stream, peer, &shared.log).await {
+                serve_http(stream, peer, shared).await;
+            }
+        }
+        None => serve_http(stream, peer, shared).await,
+    }
+}
+
+/// HTTP/1.1 (the page, WebSocket upgrades) on one connection, plain or TLS.
+async fn serve_http<S>(stream: S, peer: SocketAddr, shared: Arc<Shared>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let s = shared.clone();
     let service = hyper::service::service_fn(move |req| {
         let s = s.clone();

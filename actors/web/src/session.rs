@@ -9,8 +9,12 @@
 //! the socket has not taken yet. A writer task drains the outbox into the socket, so a slow
 //! browser loses rounds, never delays the drivers or anyone else, and never queues a
 //! backlog. A client that takes nothing for `stall_timeout` is disconnected.
+//!
+//! The rest of the protocol (parameters, the connection graph, status conditions, the
+//! server's clock) is in `session/ops.rs`.
 
 use super::foxglove::{self, ClientBinary, ClientOp, Level};
+use super::playback::{self, Replay};
 use super::schema::{self, Channel, Source};
 use super::{AddressSlot, Shared};
 use actix::prelude::*;
@@ -22,7 +26,8 @@ use hyper_util::rt::TokioIo;
 use player_core::frontend::{Access, Asked, Change, Holdings};
 use player_core::notice::{kind, Notice};
 use player_core::registry::{
-    CommandHold, EStop, GetMap, ListDevices, RouteConfig, SessionId, Watch, MAX_COMMAND_HOLD,
+    CommandHold, ControlPlayback, EStop, GetMap, ListDevices, RouteConfig, SessionId, Watch,
+    MAX_COMMAND_HOLD,
 };
 use player_kit::driver::{
     Command, DataRecipient, DeviceData, DeviceDataBatch, MapOutline, Timestamp,
@@ -39,6 +44,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::WebSocketStream;
+
+mod ops;
 
 /// The WebSocket of one connection.
 pub type Socket = WebSocketStream<TokioIo<Upgraded>>;
@@ -115,6 +122,8 @@ struct Outbox {
     progress: Instant,
     /// Frames replaced before the socket took them.
     dropped: u64,
+    /// The server's clock, newest wins; sent after the control messages, before data.
+    time: Option<Bytes>,
 }
 
 impl Outbox {
@@ -229,6 +238,8 @@ pub struct WebSession {
     /// Map subscriptions already sent the walls.
     map_sent: HashSet<u32>,
     map: Option<Rc<MapOutline>>,
+    /// Playback control, when the robot is a replay (`playback.rs`).
+    replay: Option<Replay>,
     out: Rc<RefCell<Outbox>>,
     wake: Rc<Notify>,
     sink: Option<SplitSink<Socket, Message>>,
@@ -236,6 +247,8 @@ pub struct WebSession {
     /// The writer task, ended at the latest 2 s after the session (a client that reads
     /// nothing would hold it forever).
     writer: Option<tokio::task::JoinHandle<()>>,
+    /// Parameters, connection graph, status conditions, clock (`ops.rs`).
+    ops: ops::Ops,
     log: Logger,
 }
 
@@ -252,7 +265,9 @@ impl WebSession {
     ) -> WebSession {
         let (sink, stream) = socket.split();
         let log = shared.log.new(slog::o!("client" => client.clone()));
+        let replay = shared.replay.clone().map(Replay::new);
         WebSession {
+            replay,
             holdings: Holdings::new(shared.registry.clone(), id, client.clone()),
             _slot: slot,
             id,
@@ -273,11 +288,13 @@ impl WebSession {
                 closed: false,
                 progress: Instant::now(),
                 dropped: 0,
+                time: None,
             })),
             wake: Rc::new(Notify::new()),
             sink: Some(sink),
             stream: Some(stream),
             writer: None,
+            ops: ops::Ops::default(),
             log,
         }
     }
@@ -323,10 +340,12 @@ impl WebSession {
     }
 
     fn send_frame(&mut self, sub: u32, frame: Bytes) {
+        self.push_time(false);
         let mut out = self.out.borrow_mut();
         if let Some(slot) = out.data.iter_mut().find(|(s, _)| *s == sub) {
             slot.1 = frame;
             out.dropped += 1;
+            self.ops.note_dropped(sub);
         } else {
             if out.data.is_empty() && out.control.is_empty() {
                 out.progress = Instant::now();
@@ -414,6 +433,9 @@ impl WebSession {
         if !self.holdings.take(d) {
             return;
         }
+        // A replay's readings carry the recording's time (Foxglove's timeline).
+        let replayed = self.replay.as_ref().map(|r| r.recorded(d));
+        let d = replayed.as_ref().unwrap_or(d);
         let st = self.devices.entry(d.device).or_default();
         st.last_reading = Some(Instant::now());
         st.count += 1;
@@ -429,7 +451,11 @@ impl WebSession {
                 frames.push((sub, schema::nanos(d.timestamp), payload));
             }
         }
+        let now = Instant::now();
         for (sub, ns, payload) in frames {
+            if !self.ops.rate_allows(sub, now) {
+                continue;
+            }
             self.send_frame(sub, foxglove::message_data(sub, ns, &payload));
         }
     }
@@ -446,6 +472,11 @@ impl WebSession {
                     if self.subs.len() >= foxglove::MAX_SUBSCRIPTIONS {
                         self.status(Level::Error, "too many subscriptions", ctx);
                         break;
+                    }
+                    if s.id == playback::TIME_SLOT && self.replay.is_some() {
+                        let m = format!("subscription id {} is reserved here", s.id);
+                        self.status(Level::Error, &m, ctx);
+                        continue;
                     }
                     if self.subs.contains_key(&s.id) {
                         let m = format!("subscription id {} is already in use", s.id);
@@ -475,6 +506,7 @@ impl WebSession {
                 for id in ids {
                     if let Some(ch) = self.subs.remove(&id) {
                         self.map_sent.remove(&id);
+                        self.ops.forget(id);
                         self.out.borrow_mut().data.retain(|(s, _)| *s != id);
                         if let Some(Source::Device(code)) = self.channel(ch).map(|c| c.source) {
                             touched.insert(code);
@@ -531,35 +563,12 @@ impl WebSession {
                     }
                 }
             }
-            ClientOp::GetParameters { names, id } => {
-                let all = self.parameters();
-                let picked: Vec<(String, Value)> = all
-                    .into_iter()
-                    .filter(|(n, _)| names.is_empty() || names.contains(n))
-                    .collect();
-                let reply = foxglove::parameter_values(&picked, id.as_deref());
-                self.send_text(reply, ctx);
-            }
-            ClientOp::SetParameters { names, id } => {
-                let shown: Vec<String> = names
-                    .iter()
-                    .take(8)
-                    .map(|n| n.chars().take(40).collect())
-                    .collect();
-                let m = format!(
-                    "parameters are read-only here: {} not set",
-                    shown.join(", ")
-                );
-                self.status(Level::Warning, &m, ctx);
-                if let Some(id) = id {
-                    let current: Vec<(String, Value)> = self
-                        .parameters()
-                        .into_iter()
-                        .filter(|(n, _)| names.contains(n))
-                        .collect();
-                    self.send_text(foxglove::parameter_values(&current, Some(&id)), ctx);
-                }
-            }
+            ClientOp::GetParameters { names, id } => self.get_parameters(names, id, ctx),
+            ClientOp::SetParameters { parameters, id } => self.set_parameters(parameters, id, ctx),
+            ClientOp::SubscribeParameterUpdates(names) => self.subscribe_parameters(names, ctx),
+            ClientOp::UnsubscribeParameterUpdates(names) => self.unsubscribe_parameters(&names),
+            ClientOp::SubscribeConnectionGraph => self.subscribe_graph(ctx),
+            ClientOp::UnsubscribeConnectionGraph => self.unsubscribe_graph(),
             ClientOp::Unsupported(op) => {
                 let m = format!("operation '{op}' is not supported");
                 self.status(Level::Warning, &m, ctx);
@@ -568,6 +577,9 @@ impl WebSession {
     }
 
     fn on_binary(&mut self, b: &[u8], ctx: &mut Context<Self>) {
+        if b.first() == Some(&playback::OP_PLAYBACK_CONTROL_REQUEST) {
+            return self.on_playback_request(b, ctx);
+        }
         let (channel, payload) = match foxglove::parse_binary(b) {
             Ok(ClientBinary::Message { channel, payload }) => (channel, payload),
             Ok(ClientBinary::ServiceCall {
@@ -714,42 +726,6 @@ impl WebSession {
         }
     }
 
-    /// The robot's settings as read-only parameters: its name and devices, each device's
-    /// driver and command watchdog (`<code>.driver`, `<code>.command_timeout` in seconds, 0
-    /// when unwatched), the endpoint's `web.stall_timeout`, `web.max_clients` and
-    /// `web.max_command_hold`.
-    fn parameters(&self) -> Vec<(String, Value)> {
-        use serde_json::json;
-        let sh = &self.shared;
-        let mut v = vec![
-            ("robot".to_string(), json!(sh.robot)),
-            (
-                "devices".to_string(),
-                json!(sh
-                    .specs
-                    .iter()
-                    .map(|(d, _)| char::from(d.code).to_string())
-                    .collect::<Vec<String>>()),
-            ),
-        ];
-        for (spec, driver) in &sh.specs {
-            let c = char::from(spec.code);
-            v.push((format!("{c}.driver"), json!(driver)));
-            let t = spec.command_timeout.map_or(0.0, |t| t.as_secs_f64());
-            v.push((format!("{c}.command_timeout"), json!(t)));
-        }
-        v.push((
-            "web.stall_timeout".into(),
-            json!(sh.stall_timeout.as_secs_f64()),
-        ));
-        v.push(("web.max_clients".into(), json!(sh.max_clients)));
-        v.push((
-            "web.max_command_hold".into(),
-            json!(MAX_COMMAND_HOLD.as_secs_f64()),
-        ));
-        v
-    }
-
     /// A service call: the e-stop (anyone latches; releasing takes write rights), motor
     /// power, odometry reset, or any device config (write rights), answered with a JSON
     /// response or a `serviceCallFailure`.
@@ -842,6 +818,57 @@ impl WebSession {
             Ok(Err(e)) => fail(act, ctx, &e.to_string()),
             Err(e) => fail(act, ctx, &e.to_string()),
         }));
+    }
+
+    /// A playback control request: refused without write access (it changes what every
+    /// client of the robot sees), else passed to the registry and answered with the
+    /// playback state.
+    fn on_playback_request(&mut self, b: &[u8], ctx: &mut Context<Self>) {
+        let Some(replay) = &mut self.replay else {
+            let m = "playback control: this robot is not replaying a recording";
+            return self.status(Level::Warning, m, ctx);
+        };
+        let req = match playback::parse_request(b) {
+            Ok(r) => r,
+            Err(e) => return self.status(Level::Error, &e.to_string(), ctx),
+        };
+        if !self.may_write {
+            let frame = replay.answer(false, &req.request_id);
+            self.send_binary_control(frame, ctx);
+            let m = format!(
+                "playback control refused: this client may not command the robot (access policy{})",
+                if self.shared.policy.has_key() {
+                    "; connect with ?key=KEY"
+                } else {
+                    ""
+                }
+            );
+            return self.status(Level::Warning, &m, ctx);
+        }
+        let fut = self.shared.registry.send(ControlPlayback(req.to_kit()));
+        let did_seek = req.seek.is_some();
+        ctx.spawn(fut.into_actor(self).map(move |_, act, ctx| {
+            if let Some(r) = &mut act.replay {
+                let frame = r.answer(did_seek, &req.request_id);
+                act.send_binary_control(frame, ctx);
+            }
+        }));
+    }
+
+    /// The replay's clock as `time` (newest wins, like a subscription), and its state when
+    /// it changed without this client asking.
+    fn playback_tick(&mut self, ctx: &mut Context<Self>) {
+        let Some(r) = &mut self.replay else {
+            return;
+        };
+        let (time, state) = r.tick();
+        if let Some(t) = time {
+            // Its own slot in the newest-wins outbox (a subscription id refused to clients).
+            self.send_frame(playback::TIME_SLOT, t);
+        }
+        if let Some(s) = state {
+            self.send_binary_control(s, ctx);
+        }
     }
 
     fn fetch_map(&mut self, walls: bool, ctx: &mut Context<Self>) {
@@ -952,6 +979,7 @@ impl WebSession {
         if wants_tf {
             self.fetch_map(false, ctx);
         }
+        self.ops_tick(ctx);
         let stall = self.shared.stall_timeout;
         let out = self.out.borrow();
         if !stall.is_zero() && out.pending() && out.progress.elapsed() > stall {
@@ -972,7 +1000,10 @@ async fn write_out(
             let mut o = out.borrow_mut();
             match o.control.pop_front() {
                 Some(m) => Some(m),
-                None => o.data.pop_front().map(|(_, b)| Message::Binary(b)),
+                None => match o.time.take() {
+                    Some(t) => Some(Message::Binary(t)),
+                    None => o.data.pop_front().map(|(_, b)| Message::Binary(b)),
+                },
             }
         };
         match next {
@@ -1009,8 +1040,13 @@ impl Actor for WebSession {
             )));
         }
         let name = format!("player ({})", self.shared.robot);
-        let info = foxglove::server_info(&name, self.id.get(), &self.shared.robot);
+        let mut info = foxglove::server_info(&name, self.id.get(), &self.shared.robot);
+        if let Some(r) = &self.replay {
+            info = playback::server_info(&info, &r.state());
+            ctx.run_interval(playback::TIME_PERIOD, |act, ctx| act.playback_tick(ctx));
+        }
         self.send_text(info, ctx);
+        self.ops_started(ctx);
         let channels: Vec<Channel> = self.shared.channels.clone();
         self.send_text(foxglove::advertise(&channels), ctx);
         self.send_text(foxglove::advertise_services(&foxglove::SERVICES), ctx);
@@ -1109,7 +1145,7 @@ impl Handler<Notice> for WebSession {
         if matches!(n.kind, kind::ESTOP | kind::ESTOP_RELEASED) {
             self.fetch_devices(ctx);
         }
-        self.send_text(foxglove::status(level, &text), ctx);
+        self.notice_status(n.kind, n.device, level, &text, ctx);
     }
 }
 

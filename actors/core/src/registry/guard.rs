@@ -39,8 +39,20 @@ struct Watchdog {
     last: Option<Instant>,
     /// How long the last command holds: `timeout`, or its writer's own hold.
     hold: Duration,
+    /// The hold the last command's writer asked for (`None`: the timeout), kept so a
+    /// changed timeout re-bounds it.
+    asked: Option<Duration>,
     /// It stopped the device and no command has arrived since.
     tripped: bool,
+}
+
+/// How long a command holds: the writer's own `asked` hold within the device's `timeout`
+/// (never shorter) and [`MAX_COMMAND_HOLD`] (never longer, unless the timeout is);
+/// without one, the timeout.
+fn bounded_hold(asked: Option<Duration>, timeout: Duration) -> Duration {
+    asked.map_or(timeout, |h| {
+        h.min(MAX_COMMAND_HOLD.max(timeout)).max(timeout)
+    })
 }
 
 /// The e-stop latch and the command watchdogs of one robot.
@@ -61,10 +73,38 @@ impl Guard {
                     timeout,
                     last: None,
                     hold: timeout,
+                    asked: None,
                     tripped: false,
                 },
             );
         }
+    }
+
+    /// Changes `device`'s command timeout at run time (a front end's setting): a device
+    /// without a watchdog gets one. A command already holding is judged by the new
+    /// timeout (its writer's own hold re-bounded by it). Returns the timeout before, if
+    /// any. A zero `timeout` is ignored (turning the watchdog off is the configuration's).
+    pub fn set_timeout(&mut self, device: u8, timeout: Duration) -> Option<Duration> {
+        if timeout.is_zero() {
+            return self.timeout(device);
+        }
+        match self.watchdogs.get_mut(&device) {
+            Some(w) => {
+                let before = w.timeout;
+                w.timeout = timeout;
+                w.hold = bounded_hold(w.asked, timeout);
+                Some(before)
+            }
+            None => {
+                self.watch(device, Some(timeout));
+                None
+            }
+        }
+    }
+
+    /// `device`'s command timeout, if it is watched.
+    pub fn timeout(&self, device: u8) -> Option<Duration> {
+        self.watchdogs.get(&device).map(|w| w.timeout)
     }
 
     /// Whether `device` has a command watchdog.
@@ -96,9 +136,8 @@ impl Guard {
             return Ok(Admitted::Pass);
         };
         w.last = Some(now);
-        w.hold = hold.map_or(w.timeout, |h| {
-            h.min(MAX_COMMAND_HOLD.max(w.timeout)).max(w.timeout)
-        });
+        w.asked = hold;
+        w.hold = bounded_hold(hold, w.timeout);
         if std::mem::take(&mut w.tripped) {
             Ok(Admitted::Resumed)
         } else {
@@ -292,6 +331,32 @@ mod tests {
             Refusal::NoWriteAccess.to_string(),
             "command ignored: no write access"
         );
+    }
+
+    #[test]
+    fn a_changed_timeout_judges_the_command_already_holding_and_the_next() {
+        let mut g = guard();
+        let t0 = Instant::now();
+        g.admit(WHEELS, writer(), true, t0, None).unwrap();
+        assert_eq!(g.set_timeout(WHEELS, ms(2000)), Some(ms(500)));
+        assert_eq!(g.timeout(WHEELS), Some(ms(2000)));
+        assert!(g.expire(t0 + ms(1999)).is_empty(), "not at the old 0.5 s");
+        assert_eq!(g.expire(t0 + ms(2000)), vec![(WHEELS, ms(2000))]);
+        // Shorter again: the next command holds for it.
+        g.set_timeout(WHEELS, ms(300));
+        let t1 = t0 + ms(5000);
+        g.admit(WHEELS, writer(), true, t1, None).unwrap();
+        assert_eq!(g.next_deadline(), Some(t1 + ms(300)));
+        // A writer's own hold is re-bounded by the new timeout.
+        g.admit(WHEELS, writer(), true, t1, Some(ms(1000))).unwrap();
+        assert_eq!(g.next_deadline(), Some(t1 + ms(1000)));
+        g.set_timeout(WHEELS, ms(1500));
+        assert_eq!(g.next_deadline(), Some(t1 + ms(1500)));
+        // Zero is not a setting here; an unwatched device gets a watchdog.
+        assert_eq!(g.set_timeout(WHEELS, Duration::ZERO), Some(ms(1500)));
+        assert!(g.watches(WHEELS));
+        assert_eq!(g.set_timeout(GRIPPER, ms(800)), None);
+        assert_eq!(g.timeout(GRIPPER), Some(ms(800)));
     }
 
     #[test]

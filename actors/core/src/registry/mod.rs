@@ -31,16 +31,23 @@ use player_kit::driver::{
     DeviceStatus, DriverHandle, MapOutline, MapRequest, ReadDevice, Setup, Shutdown, Stop,
     StopReason, Subscribers, Terminate,
 };
+use player_kit::playback::Playback;
+pub use player_kit::playback::{PlaybackClock, PlaybackRequest};
 use player_proto::ext::DeviceEntry;
 use slog::{info, warn, Logger};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use player_kit::driver::{DeviceError, SessionId};
+pub use query::{
+    CommandTimeouts, DeviceHolders, HolderEntry, ListHolders, SetCommandTimeout, MAX_LISTED_HOLDERS,
+};
 pub use table::ServedTwice;
 
 mod guard;
 mod health;
+mod query;
 mod table;
 
 use guard::{Admitted, Guard};
@@ -200,6 +207,14 @@ pub struct GetMap {
     /// Whether to include the walls (false: only where odometry lies in the map).
     pub walls: bool,
 }
+
+/// Any front end → registry: change (or read) the playback of the robot's first driver
+/// that plays a recording back (its handle built `with_playback`), which replies with its
+/// shared clock; `None` when no driver plays back. The registry only routes: who may ask
+/// is the front end's decision (the web session asks for write access).
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "Option<Arc<PlaybackClock>>")]
+pub struct ControlPlayback(pub PlaybackRequest);
 
 /// Server → registry: the server is exiting. Shut every open device down and terminate
 /// every driver; the reply comes when all have finished.
@@ -562,6 +577,7 @@ impl Handler<Subscribe> for Registry {
                 write: msg.write,
                 recipient: msg.recipient.clone(),
                 hold,
+                client: msg.client.clone(),
             },
         );
         if had_write && !msg.write && spec.command_size.is_some() {
@@ -913,6 +929,26 @@ impl Handler<GetMap> for Registry {
                 }
             }
             None
+        })
+    }
+}
+
+impl Handler<ControlPlayback> for Registry {
+    type Result = ResponseFuture<Option<Arc<PlaybackClock>>>;
+
+    fn handle(&mut self, msg: ControlPlayback, _ctx: &mut Self::Context) -> Self::Result {
+        let driver = self
+            .table
+            .devices
+            .values()
+            .find_map(|d| d.driver.playback.clone());
+        Box::pin(async move {
+            let driver = driver?;
+            driver
+                .send(Playback(msg.0))
+                .timeout(Duration::from_secs(5))
+                .await
+                .ok()
         })
     }
 }

@@ -35,6 +35,9 @@ pub(super) struct Holder {
     pub recipient: DataRecipient,
     /// How long this writer's commands hold (`CommandHold`); `None`: `command_timeout`.
     pub hold: Option<std::time::Duration>,
+    /// Who holds it, as its front end names it (a TCP client's address, `web ...`,
+    /// `zenoh`, `ros2`, `recorder`), for the connection graph.
+    pub client: String,
 }
 
 /// Where a device's setup is.

@@ -123,7 +123,13 @@ impl DeviceList {
 
     /// The reading of `dev` that came before its grant, if any (and forgets it).
     pub(super) fn take_early(&mut self, dev: u8) -> Option<DeviceData> {
-        self.early.remove(&dev)
+        let d = self.early.remove(&dev);
+        if self.early.is_empty() && self.early.capacity() > 0 {
+            // Early readings come only while grants are applied: the map's room is not
+            // kept for the session's life (a few hundred bytes per client).
+            self.early = HashMap::new();
+        }
+        d
     }
 
     /// Takes one reading. `Some(first)`: it is now its device's newest (`first`: the

@@ -21,8 +21,6 @@ pub(super) struct Writer {
     flushing: bool,
     /// What may be left unsent or in flight (`pace`).
     pace: pace::Pacer,
-    /// Where a round is laid out before its one write (kept for its capacity).
-    round_buf: Vec<u8>,
     /// Since when due rounds have been skipped because the client is not reading.
     stalled_since: Option<Instant>,
     skipped: u64,
@@ -39,7 +37,6 @@ impl Writer {
             out: BytesMut::new(),
             flushing: false,
             pace: pace::Pacer::default(),
-            round_buf: Vec::new(),
             stalled_since: None,
             skipped: 0,
             drained: None,
@@ -98,7 +95,7 @@ impl Writer {
     /// buffer, marking what it sends as sent; the buffer is empty when nothing is to go.
     fn lay_out(&mut self, slots: &mut [Slot], only_new: bool) -> Vec<u8> {
         let ts = if self.timestamps { TIMESTAMP_SIZE } else { 0 };
-        let mut buf = std::mem::take(&mut self.round_buf);
+        let mut buf = ROUND_BUF.take();
         buf.clear();
         for slot in slots.iter_mut() {
             if !slot.reads() || (only_new && !slot.is_new()) {
@@ -116,12 +113,20 @@ impl Writer {
         buf
     }
 
-    /// Keeps the round buffer for the next round unless an unusually large round grew it.
+    /// Keeps the round buffer for the thread's next round unless an unusually large round
+    /// grew it.
     fn keep(&mut self, buf: Vec<u8>) {
         if buf.capacity() <= 64 * 1024 {
-            self.round_buf = buf;
+            ROUND_BUF.set(buf);
         }
     }
+}
+
+thread_local! {
+    /// Where a round is laid out before its one write: one buffer per session thread,
+    /// shared by its sessions (a round is laid out and written in one go, so no two
+    /// sessions need it at once), instead of one per session (a kilobyte per client).
+    static ROUND_BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 impl Session {

@@ -15,8 +15,17 @@
 //! timestamps are the recorded ones shifted to now: the first played reading gets the time
 //! playback started, the others keep their recorded spacing divided by `speed`. Playback
 //! starts when the first device is set up and stops after the last one is shut down (the
-//! next setup starts again from `offset`). Commands and configs are accepted, logged and
-//! ignored: a replayed base does not move.
+//! next setup starts again from `offset`, playing, at `speed`). Commands and configs are
+//! accepted, logged and ignored: a replayed base does not move.
+//!
+//! Front ends control playback through the registry with the kit's
+//! [`Playback`](player_kit::playback::Playback): play, pause, speed (clamped to the kit's
+//! range) and seek. The recording is in memory, sorted by time, with each device's
+//! readings indexed: a seek is a binary search, and publishes each device's latest reading
+//! at or before the new time at once (so every client, TCP or web, sees the robot as it
+//! was then). While paused nothing is published. Each change starts a new stretch of
+//! timestamps after every one already published, and the driver's
+//! [`PlaybackClock`] maps a timestamp back to recording time (for Foxglove's timeline).
 
 pub mod recording;
 
@@ -27,10 +36,14 @@ use player_kit::driver::{
     Command, Config, DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, Stop,
     Subscribers, Terminate, Timestamp,
 };
+use player_kit::playback::{
+    clamp_speed, Playback, PlaybackClock, PlaybackRequest, PlaybackStatus, Segment,
+};
 use recording::Recording;
 use serde::Deserialize;
 use slog::{debug, info, warn, Logger};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 fn one() -> f64 {
@@ -58,16 +71,6 @@ struct Params {
     max_bytes: u64,
 }
 
-/// Where playback is.
-struct Playing {
-    /// When the reading at `first` was (re)played.
-    started: Instant,
-    /// Its timestamp: `started` on the wall clock, in nanoseconds since the epoch.
-    started_wall: u64,
-    /// The next reading to play.
-    next: usize,
-}
-
 /// Commands one device was sent, for rate-limited log lines.
 #[derive(Default)]
 struct Ignored {
@@ -78,14 +81,31 @@ struct Ignored {
 /// The replay driver actor.
 pub struct ReplayDriver {
     rec: Recording,
+    /// Per device, the positions of its readings in `rec.readings` (in time order): the
+    /// index a seek searches.
+    by_device: BTreeMap<u8, Vec<usize>>,
+    /// The speed now, and the configured one (back after the last device is shut down).
     speed: f64,
+    config_speed: f64,
     looping: bool,
     /// The first reading at or after `offset`.
     first: usize,
     /// The gap put between the last reading and the first when looping.
     loop_gap: u64,
     up: HashSet<u8>,
-    playing: Option<Playing>,
+    /// The next reading to play.
+    pos: usize,
+    /// The recording time playback is at while it does not run.
+    held: u64,
+    /// A client paused playback.
+    paused: bool,
+    /// The last reading was played (not looping).
+    ended: bool,
+    /// The stretch being played, while playback runs.
+    run: Option<Segment>,
+    /// The timestamp (ns) of the last reading published: a new stretch starts after it.
+    last_ts: u64,
+    clock: Arc<PlaybackClock>,
     timer: Option<SpawnHandle>,
     publisher: Publisher,
     ignored: HashMap<u8, Ignored>,
@@ -98,6 +118,7 @@ fn wall_nanos() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
+/// `nanos` as a reading's timestamp (whole microseconds, as the protocol carries them).
 fn timestamp(nanos: u64) -> Timestamp {
     Timestamp {
         sec: (nanos / 1_000_000_000) as u32,
@@ -151,6 +172,7 @@ impl ReplayDriver {
         let mut rec = rec;
         rec.readings.retain(|r| served.contains(&r.device));
         let t0 = rec.readings.first().map_or(0, |r| r.time);
+        let t_end = rec.readings.last().map_or(0, |r| r.time);
         let offset_ns = (p.offset * 1e9) as u64;
         let first = rec
             .readings
@@ -159,7 +181,7 @@ impl ReplayDriver {
             return Err(DriverError::params(format!(
                 "driver 'replay': offset {} s is past the end of the recording ({:.1} s)",
                 p.offset,
-                (rec.readings.last().map_or(0, |r| r.time) - t0) as f64 / 1e9
+                (t_end - t0) as f64 / 1e9
             )));
         }
         // Loop with the gap between the first device's first two readings (its period).
@@ -168,19 +190,35 @@ impl ReplayDriver {
             .iter()
             .filter(|r| r.device == d0)
             .nth(1)
-            .map_or(100_000_000, |r| r.time - rec.readings[first].time);
+            .map_or(100_000_000, |r| r.time - rec.readings[first].time)
+            .max(1_000_000);
+        let mut by_device: BTreeMap<u8, Vec<usize>> = BTreeMap::new();
+        for (i, r) in rec.readings.iter().enumerate() {
+            by_device.entry(r.device).or_default().push(i);
+        }
         info!(log, "replaying"; "file" => %path.display(), "robot" => &rec.robot, "readings" => rec.readings.len() - first,
             "devices" => String::from_utf8_lossy(&specs.iter().map(|s| s.code).collect::<Vec<u8>>()).into_owned(),
             "speed" => p.speed, "loop" => p.looping, "offset_s" => p.offset);
+        let held = rec.readings[first].time;
+        let clock = Arc::new(PlaybackClock::new(t0, t_end, p.speed));
+        clock.hold(PlaybackStatus::Paused, held, p.speed);
         Ok((
             ReplayDriver {
                 rec,
+                by_device,
                 speed: p.speed,
+                config_speed: p.speed,
                 looping: p.looping,
                 first,
                 loop_gap,
                 up: HashSet::new(),
-                playing: None,
+                pos: first,
+                held,
+                paused: false,
+                ended: false,
+                run: None,
+                last_ts: 0,
+                clock,
                 timer: None,
                 publisher: Publisher::new(),
                 ignored: HashMap::new(),
@@ -190,81 +228,173 @@ impl ReplayDriver {
         ))
     }
 
-    /// Recording time of reading `i`, relative to the first played reading, in wall-clock
-    /// nanoseconds at this speed.
-    fn due(&self, i: usize) -> u64 {
-        let dt = self.rec.readings[i].time - self.rec.readings[self.first].time;
-        (dt as f64 / self.speed) as u64
+    fn start_time(&self) -> u64 {
+        self.rec.readings.first().map_or(0, |r| r.time)
     }
 
-    fn start(&mut self, ctx: &mut Context<Self>) {
-        self.playing = Some(Playing {
-            started: Instant::now(),
-            started_wall: wall_nanos(),
-            next: self.first,
-        });
-        self.step(ctx);
+    fn end_time(&self) -> u64 {
+        self.rec.readings.last().map_or(0, |r| r.time)
     }
 
-    fn stop(&mut self, ctx: &mut Context<Self>) {
-        self.playing = None;
+    /// A timestamp for a new stretch: now, in whole microseconds, and after every reading
+    /// already published (so the stretches' timestamps never overlap).
+    fn fresh_wall(&self) -> u64 {
+        let now = wall_nanos().div_ceil(1000) * 1000;
+        now.max(self.last_ts + 1000)
+    }
+
+    /// The recording time playback is at.
+    fn current(&self) -> u64 {
+        match &self.run {
+            Some(s) => {
+                let dt = s.at.elapsed().as_nanos() as f64 * s.speed;
+                s.rec.saturating_add(dt as u64).min(self.end_time())
+            }
+            None => self.held,
+        }
+    }
+
+    fn cancel_timer(&mut self, ctx: &mut Context<Self>) {
         if let Some(h) = self.timer.take() {
             ctx.cancel_future(h);
         }
+    }
+
+    /// Starts playing from `held` if a device is up and nobody paused (nor did it end).
+    fn resume(&mut self, ctx: &mut Context<Self>) {
+        if self.run.is_some() || self.up.is_empty() || self.paused || self.ended {
+            return;
+        }
+        let seg = Segment {
+            wall: self.fresh_wall(),
+            at: Instant::now(),
+            rec: self.held,
+            speed: self.speed,
+        };
+        self.clock.anchor(seg, true);
+        self.run = Some(seg);
+        self.step(ctx);
+    }
+
+    /// Stops playing where playback is now; the clock says `status`.
+    fn halt(&mut self, status: PlaybackStatus, ctx: &mut Context<Self>) {
+        if self.run.is_some() {
+            self.held = self.current();
+            self.run = None;
+        }
+        self.cancel_timer(ctx);
+        self.clock.hold(status, self.held, self.speed);
+    }
+
+    fn status(&self) -> PlaybackStatus {
+        if self.run.is_some() {
+            PlaybackStatus::Playing
+        } else if self.ended {
+            PlaybackStatus::Ended
+        } else {
+            PlaybackStatus::Paused
+        }
+    }
+
+    /// Publishes `batch` (readings of one instant) with timestamp `ts` (ns).
+    fn publish(&mut self, mut batch: Vec<(u8, Bytes)>, ts: u64) {
+        let stamp = timestamp(ts);
+        self.last_ts = self.last_ts.max(ts / 1000 * 1000);
+        if batch.len() == 1 {
+            let (d, data) = batch.pop().expect("one reading");
+            self.publisher.publish_at(d, data, stamp);
+        } else if !batch.is_empty() {
+            self.publisher.publish_batch(batch, stamp);
+        }
+    }
+
+    /// Goes to recording time `t` (clamped to the recording): the next reading is the
+    /// first after it, and each device's latest reading at or before it is published at
+    /// once. Two binary searches per device: bounded however long the recording.
+    fn seek(&mut self, t: u64, ctx: &mut Context<Self>) {
+        let t = t.clamp(self.start_time(), self.end_time());
+        let running = self.run.is_some();
+        self.run = None;
+        self.cancel_timer(ctx);
+        self.pos = self.rec.readings.partition_point(|r| r.time <= t);
+        self.held = t;
+        self.ended = false;
+        self.clock.jumped();
+        self.clock.hold(PlaybackStatus::Paused, t, self.speed);
+        if !self.up.is_empty() {
+            let batch: Vec<(u8, Bytes)> = self
+                .by_device
+                .iter()
+                .filter_map(|(&d, idx)| {
+                    let k = idx.partition_point(|&i| self.rec.readings[i].time <= t);
+                    let r = &self.rec.readings[*idx.get(k.checked_sub(1)?)?];
+                    Some((d, r.data.clone()))
+                })
+                .collect();
+            let seg = Segment {
+                wall: self.fresh_wall(),
+                at: Instant::now(),
+                rec: t,
+                speed: self.speed,
+            };
+            self.clock.anchor(seg, false);
+            self.publish(batch, seg.wall);
+        }
+        debug!(self.log, "replay: seek"; "to_s" => (t - self.start_time()) as f64 / 1e9, "playing" => running && !self.paused);
+        self.resume(ctx);
     }
 
     /// Publishes every reading that is due, then sleeps until the next one.
     fn step(&mut self, ctx: &mut Context<Self>) {
         self.timer = None;
         loop {
-            let Some(p) = &self.playing else {
+            let Some(seg) = self.run else {
                 return;
             };
-            let (started, started_wall, mut next) = (p.started, p.started_wall, p.next);
-            let now = started.elapsed().as_nanos() as u64;
-            if next >= self.rec.readings.len() {
+            if self.pos >= self.rec.readings.len() {
                 if !self.looping {
                     info!(
                         self.log,
                         "replay finished: the devices keep their last readings"
                     );
+                    self.run = None;
+                    self.ended = true;
+                    self.held = self.end_time();
+                    self.clock
+                        .hold(PlaybackStatus::Ended, self.held, self.speed);
                     return;
                 }
-                let last = self.due(self.rec.readings.len() - 1);
-                let gap = (self.loop_gap as f64 / self.speed) as u64;
-                let shift = Duration::from_nanos(last + gap);
-                self.playing = Some(Playing {
-                    started: started + shift,
-                    started_wall: started_wall + last + gap,
-                    next: self.first,
-                });
+                let first_time = self.rec.readings[self.first].time;
+                let shift = seg.delay(self.end_time()) + (self.loop_gap as f64 / seg.speed) as u64;
+                let next = Segment {
+                    wall: (seg.wall + shift).max(self.last_ts + 1000),
+                    at: seg.at + Duration::from_nanos(shift),
+                    rec: first_time,
+                    speed: seg.speed,
+                };
+                self.pos = self.first;
+                self.clock.jumped();
+                self.clock.anchor(next, true);
+                self.run = Some(next);
                 debug!(self.log, "replay looping");
                 continue;
             }
-            let due = self.due(next);
+            let t = self.rec.readings[self.pos].time;
+            let due = seg.delay(t);
+            let now = seg.at.elapsed().as_nanos() as u64;
             if due > now {
                 let wait = Duration::from_nanos(due - now);
                 self.timer = Some(ctx.run_later(wait, |act, ctx| act.step(ctx)));
                 return;
             }
             // The readings of one recorded instant go out as one batch.
-            let t = self.rec.readings[next].time;
             let mut batch: Vec<(u8, Bytes)> = Vec::new();
-            while next < self.rec.readings.len() && self.rec.readings[next].time == t {
-                let r = &self.rec.readings[next];
+            while self.pos < self.rec.readings.len() && self.rec.readings[self.pos].time == t {
+                let r = &self.rec.readings[self.pos];
                 batch.push((r.device, r.data.clone()));
-                next += 1;
+                self.pos += 1;
             }
-            let ts = timestamp(started_wall + due);
-            if batch.len() == 1 {
-                let (d, data) = batch.pop().expect("one reading");
-                self.publisher.publish_at(d, data, ts);
-            } else {
-                self.publisher.publish_batch(batch, ts);
-            }
-            if let Some(p) = &mut self.playing {
-                p.next = next;
-            }
+            self.publish(batch, seg.wall + due);
         }
     }
 
@@ -289,9 +419,7 @@ impl Handler<Setup> for ReplayDriver {
 
     fn handle(&mut self, msg: Setup, ctx: &mut Self::Context) -> Self::Result {
         self.up.insert(msg.device);
-        if self.playing.is_none() {
-            self.start(ctx);
-        }
+        self.resume(ctx);
         Ok(())
     }
 }
@@ -302,11 +430,66 @@ impl Handler<Shutdown> for ReplayDriver {
     fn handle(&mut self, msg: Shutdown, ctx: &mut Self::Context) {
         self.up.remove(&msg.device);
         if self.up.is_empty() {
-            self.stop(ctx);
+            // The next setup plays again from the offset, at the configured speed.
+            self.run = None;
+            self.cancel_timer(ctx);
+            self.pos = self.first;
+            self.held = self.rec.readings[self.first].time;
+            self.paused = false;
+            self.ended = false;
+            self.speed = self.config_speed;
+            self.clock.jumped();
+            self.clock
+                .hold(PlaybackStatus::Paused, self.held, self.speed);
             for &d in self.rec.devices.keys() {
                 self.publisher.clear(d);
             }
         }
+    }
+}
+
+impl Handler<Playback> for ReplayDriver {
+    type Result = Arc<PlaybackClock>;
+
+    /// A seek first, then the speed, then play or pause (see [`PlaybackRequest`]).
+    fn handle(&mut self, msg: Playback, ctx: &mut Self::Context) -> Self::Result {
+        let PlaybackRequest { play, speed, seek } = msg.0;
+        if let Some(t) = seek {
+            self.seek(t, ctx);
+        }
+        if let Some(s) = speed.and_then(clamp_speed) {
+            if s != self.speed {
+                // A new stretch from where playback is, at the new speed.
+                if self.run.take().is_some() {
+                    self.held = self.current();
+                }
+                self.cancel_timer(ctx);
+                self.speed = s;
+                self.clock.hold(self.status(), self.held, s);
+                self.resume(ctx);
+            }
+        }
+        match play {
+            Some(true) if self.paused => {
+                self.paused = false;
+                self.resume(ctx);
+            }
+            Some(false) if !self.paused => {
+                self.paused = true;
+                let status = if self.ended {
+                    PlaybackStatus::Ended
+                } else {
+                    PlaybackStatus::Paused
+                };
+                self.halt(status, ctx);
+            }
+            _ => {}
+        }
+        if play.is_some() || speed.is_some() || seek.is_some() {
+            let st = self.clock.state();
+            debug!(self.log, "replay: playback asked"; "status" => ?st.status, "at_s" => (st.current - st.start) as f64 / 1e9, "speed" => st.speed);
+        }
+        self.clock.clone()
     }
 }
 
@@ -346,7 +529,8 @@ impl Handler<Terminate> for ReplayDriver {
     type Result = ();
 
     fn handle(&mut self, _msg: Terminate, ctx: &mut Self::Context) {
-        self.stop(ctx);
+        self.run = None;
+        self.cancel_timer(ctx);
         ctx.stop();
     }
 }
@@ -364,7 +548,7 @@ pub fn register(catalog: &mut Catalog) {
         let (driver, devices) = ReplayDriver::new(&ctx)?;
         let addr = driver.start();
         Ok(StartedDriver {
-            handle: DriverHandle::of(&addr),
+            handle: DriverHandle::of(&addr).with_playback(addr.clone().recipient()),
             devices,
         })
     });

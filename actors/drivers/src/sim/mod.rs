@@ -712,7 +712,15 @@ impl Handler<Terminate> for SimDriver {
     type Result = ();
 
     fn handle(&mut self, _msg: Terminate, ctx: &mut Self::Context) {
-        self.with_robot(|r| r.stop());
+        // Stopped where the world last got to, without advancing it first: at shutdown
+        // every robot of a world is terminated one after another, and advancing a world
+        // of 10 000 robots by the time the previous termination took, each time, made a
+        // shutdown take as long as the world's physics per robot.
+        self.world
+            .borrow_mut()
+            .world_mut()
+            .controls(self.index)
+            .stop();
         self.up.clear();
         info!(self.log, "simulator stopped");
         ctx.stop();

@@ -1,0 +1,177 @@
+// The web endpoint over TLS in real clients: a self-signed certificate made at test time
+// (the openssl command), `player` started with it in [web]; the official Foxglove client
+// library over wss:// trusting that certificate, and the built-in page in chromium over
+// https:// (trusting that certificate's key only), which connects back over wss://.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync, spawn } from "node:child_process";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import https from "node:https";
+import os from "node:os";
+import path from "node:path";
+import foxglove from "@foxglove/ws-protocol";
+import { chromium } from "playwright-core";
+import WebSocket from "ws";
+import { freePorts, playerBin } from "./harness.mjs";
+
+const { FoxgloveClient } = foxglove;
+const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+
+/** A self-signed certificate for localhost and 127.0.0.1: its files and PEM text. */
+function makeCert(dir) {
+  const cert = path.join(dir, "robot.crt");
+  const key = path.join(dir, "robot.key");
+  execFileSync("openssl", [
+    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-noenc",
+    "-days", "2", "-keyout", key, "-out", cert, "-subj", "/CN=localhost",
+    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+  ], { stdio: "ignore" });
+  return { cert, key, pem: fs.readFileSync(cert) };
+}
+
+/** GET over https trusting `ca`: [status, body]. */
+function httpsGet(url, ca) {
+  return new Promise((resolve, reject) => {
+    https
+      .get(url, { ca }, (res) => {
+        let body = "";
+        res.on("data", (d) => (body += d));
+        res.on("end", () => resolve([res.statusCode, body]));
+      })
+      .on("error", reject);
+  });
+}
+
+/** Starts player with TLS from `certs`; resolves once its page answers over https. */
+async function startTlsPlayer(dir, certs) {
+  const [gp, web] = await freePorts(2);
+  const config = path.join(dir, "robot.toml");
+  fs.writeFileSync(
+    config,
+    `[web]\ntls_cert = "robot.crt"\ntls_key = "robot.key"\n` +
+      `[[robot]]\nname = "pioneer"\n[[robot.driver]]\ndriver = "sim"\ndevices = ["p", "s", "l"]\n`,
+  );
+  const args = ["--config", config, "-gp", String(gp), "-web", String(web), "-bind", "127.0.0.1"];
+  const child = spawn(playerBin, args, { stdio: ["ignore", "pipe", "pipe"] });
+  let log = "";
+  child.stdout.on("data", (d) => (log += d));
+  child.stderr.on("data", (d) => (log += d));
+  const exited = new Promise((r) => child.once("exit", (code, signal) => r({ code, signal })));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`player exited early:\n${log}`);
+    try {
+      const [status] = await httpsGet(`https://localhost:${web}/`, certs.pem);
+      if (status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`player's https page did not answer within 60 s:\n${log}`);
+    }
+    await sleep(100);
+  }
+  return {
+    web,
+    log: () => log,
+    async stop() {
+      child.kill("SIGTERM");
+      const t = setTimeout(() => child.kill("SIGKILL"), 15_000);
+      const r = await exited;
+      clearTimeout(t);
+      return r;
+    },
+  };
+}
+
+function within(ms, what, fn) {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
+    fn((v) => {
+      clearTimeout(t);
+      resolve(v);
+    });
+  });
+}
+
+test("over TLS the Foxglove client library and the page in chromium connect with wss:// to a trusted self-signed certificate", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "player-tls-"));
+  const certs = makeCert(dir);
+  const player = await startTlsPlayer(dir, certs);
+  try {
+    // A plain ws:// client is refused on the TLS port.
+    const plain = new WebSocket(`ws://127.0.0.1:${player.web}`, [FoxgloveClient.SUPPORTED_SUBPROTOCOL]);
+    const refusal = await within(20_000, "ws:// refused", (done) => {
+      plain.on("unexpected-response", (_req, res) => done(res.statusCode));
+      plain.on("error", (e) => done(String(e)));
+    });
+    assert.equal(refusal, 400);
+
+    // The Foxglove client library over wss://, trusting the certificate (ws passes `ca`
+    // to node's TLS).
+    const ws = new WebSocket(`wss://localhost:${player.web}`, [FoxgloveClient.SUPPORTED_SUBPROTOCOL], {
+      ca: certs.pem,
+    });
+    const client = new FoxgloveClient({ ws });
+    const gotInfo = within(20_000, "serverInfo", (done) => client.on("serverInfo", done));
+    const gotChannels = within(20_000, "advertise", (done) => client.on("advertise", done));
+    const info = await gotInfo;
+    assert.ok(info.capabilities.includes("clientPublish"));
+    const laser = (await gotChannels).find((c) => c.topic === "/laser");
+    assert.ok(laser, "/laser advertised");
+    const sub = client.subscribe(laser.id);
+    const scan = await within(20_000, "a laser scan", (done) =>
+      client.on("message", ({ subscriptionId, data }) => {
+        if (subscriptionId === sub) done(JSON.parse(new TextDecoder().decode(data)));
+      }),
+    );
+    assert.equal(scan.ranges.length, 361);
+    client.close();
+
+    // The page over https in chromium, trusting this certificate's key only.
+    const spki = crypto
+      .createHash("sha256")
+      .update(new crypto.X509Certificate(certs.pem).publicKey.export({ type: "spki", format: "der" }))
+      .digest("base64");
+    const profile = fs.mkdtempSync(path.join(os.tmpdir(), "player-chromium-"));
+    const browser = await chromium.launchPersistentContext(profile, {
+      executablePath: chromiumPath,
+      headless: true,
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        `--ignore-certificate-errors-spki-list=${spki}`,
+      ],
+    });
+    try {
+      const page = browser.pages()[0] ?? (await browser.newPage());
+      const sockets = [];
+      page.on("websocket", (w) => sockets.push(w.url()));
+      await page.goto(`https://localhost:${player.web}/`);
+      const deadline = Date.now() + 30_000;
+      while (!(await page.evaluate(() => viewer.connected && viewer.laser !== null))) {
+        if (Date.now() > deadline) throw new Error(`the page did not connect:\n${player.log()}`);
+        await sleep(100);
+      }
+      assert.ok(sockets.length > 0 && sockets.every((u) => u.startsWith("wss://")), `sockets ${sockets}`);
+    } finally {
+      await browser.close();
+      fs.rmSync(profile, { recursive: true, force: true });
+    }
+    assert.match(player.log(), /plain connection on the TLS web port refused/);
+  } finally {
+    const r = await player.stop();
+    assert.equal(r.code, 0, player.log());
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
