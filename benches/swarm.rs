@@ -17,8 +17,17 @@
 //! |mean interval - 100 ms| and mean |interval - 100 ms| (per client, then averaged: the
 //! stress bench's `dev` and `jit`). `-- --served` runs only the 1000-robot served row.
 //!
+//! The machine is often shared: the header prints `/proc/loadavg` before and after, and the
+//! column "vs 1 robot" gives each row's CPU per robot-second over the one-robot row's of the
+//! same run (how the cost grows with the population, which a loaded machine disturbs less
+//! than the absolute figures). Under the table, the issue's goals, each with the figure
+//! measured and whether it was met.
+//!
 //! `SWARM_QUICK=1` (or `-- --quick`) runs shorter windows and leaves out the 10 000-robot
-//! full row: under a minute. `SWARM_SECS` sets the simulated seconds per row.
+//! full row: under a minute. `SWARM_SECS` sets the simulated seconds of the 1000-robot
+//! rows (every row runs as many robot-seconds: 1 robot a thousand times longer). `-- --only N`
+//! runs only the rows of N robots and no served row (for a profile of one population;
+//! `-- --set simple` or `full` only that device set).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::net::SocketAddr;
@@ -110,6 +119,16 @@ fn cpu_now() -> Duration {
     common::process_cpu(std::process::id())
 }
 
+/// CPU time of the calling thread so far, to the nanosecond (the scheduler's own account,
+/// `/proc/thread-self/schedstat`), or the process's when that cannot be read: the one-thread
+/// runs of the small worlds take milliseconds, below the process counters' 10 ms ticks.
+fn thread_cpu_now() -> Duration {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .map_or_else(cpu_now, Duration::from_nanos)
+}
+
 struct Row {
     rtf_one: f64,
     rtf_all: f64,
@@ -117,12 +136,18 @@ struct Row {
     bytes_per_robot: f64,
 }
 
-/// Runs `n` robots of `set` for `secs` simulated seconds on `threads` threads: (wall, cpu).
+/// Runs `n` robots of `set` for `secs` simulated seconds on `threads` threads: (wall, cpu;
+/// on one thread the calling thread's CPU time, else the process's).
 fn run(map: &Arc<WorldMap>, set: Set, threads: usize, secs: f64) -> (Duration, Duration) {
     let mut w = SimWorld::new(map.clone());
     w.set_threads(threads);
     let all: Vec<usize> = (0..w.len()).collect();
     let rounds = (secs * 10.0).round() as usize;
+    let cpu_now = if threads == 1 {
+        thread_cpu_now
+    } else {
+        cpu_now
+    };
     let (t0, c0) = (Instant::now(), cpu_now());
     for _ in 0..rounds {
         let sonars = w.sonar_many(&all);
@@ -161,9 +186,9 @@ fn bytes_per_robot(map: &Arc<WorldMap>, set: Set, rounds: usize) -> f64 {
 
 fn measure(n: usize, set: Set, secs: f64, cores: usize, quick: bool) -> Row {
     let map = Arc::new(world(n));
-    // Shorter windows for the big worlds: the same robot-seconds per row, roughly.
-    let secs = (secs * (1000.0 / n as f64).clamp(0.05, 1.0)).max(if quick { 0.2 } else { 0.5 });
-    let secs = if n <= 10 { secs * 10.0 } else { secs };
+    // The same robot-seconds per row (longer windows for the small worlds, shorter for the
+    // big ones), at least a few rounds.
+    let secs = (secs * 1000.0 / n as f64).max(if quick { 0.2 } else { 0.5 });
     let (wall1, cpu1) = run(&map, set, 1, secs);
     let (wall_all, _) = if cores > 1 {
         run(&map, set, cores, secs)
@@ -176,6 +201,13 @@ fn measure(n: usize, set: Set, secs: f64, cores: usize, quick: bool) -> Row {
         cpu_us_per_robot_s: cpu1.as_secs_f64() * 1e6 / (n as f64 * secs),
         bytes_per_robot: bytes_per_robot(&map, set, if quick { 3 } else { 10 }),
     }
+}
+
+/// The system's load averages (1, 5, 15 minutes), as `/proc/loadavg` gives them.
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".to_string())
 }
 
 fn stage_2008(n: usize, set: Set) -> &'static str {
@@ -344,6 +376,57 @@ fn served_load(base: u16, n: usize, window: Duration, server: &common::ServerPro
     }
 }
 
+/// The issue's goals for the simulator, judged on the table's rows.
+fn goals(rows: &[(usize, Set, Row)], cores: usize) {
+    let row = |n: usize, set: Set| rows.iter().find(|r| r.0 == n && r.1 == set).map(|r| &r.2);
+    let best = |r: &Row| r.rtf_one.max(r.rtf_all);
+    let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
+    println!("goals ({cores} cores; real-time factors the better of 1 and {cores} threads):");
+    for (n, set, goal) in [
+        (1000, Set::Simple, 10.0),
+        (10_000, Set::Simple, 1.0),
+        (100, Set::Full, 2.0),
+    ] {
+        if let Some(r) = row(n, set) {
+            // What the CPU time of the one-thread run gives on one core of its own: on a
+            // loaded machine the wall-clock figure is the share of a core the run got.
+            let own_core = 1e6 / (r.cpu_us_per_robot_s * n as f64);
+            println!(
+                "- {n} {} robots at >= {goal}x real time: {:.1}x, {} ({own_core:.1}x on one \
+                 core of its own, from the CPU time)",
+                set.name(),
+                best(r),
+                verdict(best(r) >= goal)
+            );
+        }
+    }
+    let costs: Vec<f64> = [100, 1000, 10_000]
+        .iter()
+        .filter_map(|&n| row(n, Set::Simple))
+        .map(|r| r.cpu_us_per_robot_s)
+        .collect();
+    if costs.len() == 3 {
+        let (lo, hi) = costs.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &c| {
+            (lo.min(c), hi.max(c))
+        });
+        println!(
+            "- CPU per robot-second flat within 2x from 100 to 10 000 simple robots: {:.2}x, {}",
+            hi / lo,
+            verdict(hi / lo <= 2.0)
+        );
+    }
+    let most = rows
+        .iter()
+        .filter(|r| r.1 == Set::Simple)
+        .map(|r| r.2.bytes_per_robot)
+        .fold(0.0f64, f64::max);
+    println!(
+        "- memory under 20 KB per simple robot: at most {:.2} KB, {}",
+        most / 1024.0,
+        verdict(most < 20.0 * 1024.0)
+    );
+}
+
 fn main() {
     let quick = std::env::var_os("SWARM_QUICK").is_some_and(|v| v != "0")
         || std::env::args().any(|a| a == "--quick");
@@ -354,33 +437,63 @@ fn main() {
     // `--served`: only the 1000-robot served row.
     let served_only = std::env::args().any(|a| a == "--served");
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let args: Vec<String> = std::env::args().collect();
+    let only: Option<usize> = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok());
+    let only_set: Option<String> = args
+        .iter()
+        .position(|a| a == "--set")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
     println!(
         "swarm: robots x device set, wander-and-avoid on sonar at 10 Hz, physics at 100 Hz \
-         ({cores} cores; {secs} simulated s per 1000-robot row{})",
-        if quick { ", quick" } else { "" }
+         ({cores} cores; {secs} simulated s per 1000-robot row, as many robot-seconds in every row{}; load average {} at the start)",
+        if quick { ", quick" } else { "" },
+        loadavg()
     );
     println!();
-    println!("| robots | devices | RT factor, 1 thread | RT factor, {cores} threads | CPU per robot-second | memory per robot | Stage 2008 |");
-    println!("|-------:|:--------|--------------------:|------------:|---------------------:|-----------------:|-----------:|");
+    println!("| robots | devices | RT factor, 1 thread | RT factor, {cores} threads | CPU per robot-second | vs 1 robot | memory per robot | Stage 2008 |");
+    println!("|-------:|:--------|--------------------:|------------:|---------------------:|-----------:|-----------------:|-----------:|");
+    let mut rows: Vec<(usize, Set, Row)> = Vec::new();
     for set in [Set::Simple, Set::Full] {
+        if only_set.as_deref().is_some_and(|o| o != set.name()) {
+            continue;
+        }
+        let mut one = f64::NAN;
         for n in [1usize, 10, 100, 1000, 10_000] {
-            if served_only {
-                continue;
-            }
-            if quick && set == Set::Full && n == 10_000 {
+            if served_only
+                || (quick && set == Set::Full && n == 10_000)
+                || only.is_some_and(|o| o != n && n != 1)
+            {
                 continue;
             }
             let r = measure(n, set, secs, cores, quick);
+            if n == 1 {
+                one = r.cpu_us_per_robot_s;
+            }
             println!(
-                "| {n:>6} | {:<7} | {:>18.1}x | {:>10.1}x | {:>17.1} us | {:>13.1} KB | {:>10} |",
+                "| {n:>6} | {:<7} | {:>18.1}x | {:>10.1}x | {:>17.1} us | {:>9.2}x | {:>13.2} KB | {:>10} |",
                 set.name(),
                 r.rtf_one,
                 r.rtf_all,
                 r.cpu_us_per_robot_s,
+                r.cpu_us_per_robot_s / one,
                 r.bytes_per_robot / 1024.0,
                 stage_2008(n, set),
             );
+            rows.push((n, set, r));
         }
+    }
+    println!();
+    if !served_only {
+        println!("load average {} at the end of the table", loadavg());
+        goals(&rows, cores);
+    }
+    if only.is_some() {
+        return;
     }
     println!();
     let dir = std::env::temp_dir().join(format!("player-swarm-bench-{}", std::process::id()));

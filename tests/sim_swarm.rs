@@ -53,37 +53,66 @@ fn wander(sonar: &[u16; 16]) -> (i16, i16) {
 
 /// Runs `world` for `RUN_S` with every robot driven by `wander` on its sonar at 5 Hz (a
 /// slower controller than the server's 10 Hz keeps this test quick in a debug build).
-fn run_wandering(world: &mut SimWorld) {
+/// Returns every sonar reading it drove by, round by round.
+fn run_wandering(world: &mut SimWorld) -> Vec<Vec<[u16; 16]>> {
     let all: Vec<usize> = (0..world.len()).collect();
     let round = 2.0 * ROUND_S;
     let rounds = (RUN_S / round).round() as usize;
+    let mut readings = Vec::with_capacity(rounds);
     for _ in 0..rounds {
         let sonars = world.sonar_many(&all);
         for (i, s) in sonars.iter().enumerate() {
             let (v, w) = wander(s);
             world.controls(i).set_velocity(v, w);
         }
+        readings.push(sonars);
         world.run(round);
     }
+    readings
 }
 
 #[test]
-fn the_same_seed_gives_the_same_swarm_run_on_one_thread_or_two() {
+fn the_same_seed_gives_the_same_poses_and_readings_on_one_thread_or_two() {
     let map = Arc::new(swarm_world(
         30_000.0,
         "count = 260\npattern = \"random\"\nkind = \"simple\"",
     ));
-    let poses = |threads: usize| {
+    let all: Vec<usize> = (0..260).collect();
+    let run = |threads: usize| {
         let mut w = SimWorld::new(map.clone());
         w.set_threads(threads);
-        run_wandering(&mut w);
-        (0..w.len())
+        // Ticks of these 260 robots in parallel too (by default only from 2048).
+        w.set_tick_chunk(64);
+        let sonars = run_wandering(&mut w);
+        let poses = (0..w.len())
             .map(|i| w.robot(i).true_pose())
-            .collect::<Vec<_>>()
+            .collect::<Vec<_>>();
+        // The readings at the end, in one batch (on `threads` threads) and robot by robot.
+        let batch: Vec<_> = w
+            .sonar_many(&all)
+            .into_iter()
+            .zip(w.laser_many(&all))
+            .collect();
+        let alone: Vec<_> = all.iter().map(|&i| (w.sonar(i), w.laser(i))).collect();
+        assert!(
+            batch == alone,
+            "readings in a batch on {threads} threads differ"
+        );
+        (poses, sonars, batch)
     };
-    let one = poses(1);
-    let two = poses(2);
+    let (one, sonars_one, end_one) = run(1);
+    let (two, sonars_two, end_two) = run(2);
     assert_eq!(one.len(), 260);
+    // Every sonar reading of the run and every reading at the end are the same whatever
+    // the threads.
+    let rounds_differ: Vec<usize> = (0..sonars_one.len())
+        .filter(|&k| sonars_one[k] != sonars_two[k])
+        .collect();
+    assert!(
+        rounds_differ.is_empty(),
+        "sonar rounds that differ: {rounds_differ:?}"
+    );
+    assert!(end_one == end_two, "the readings at the end differ");
     assert!(
         one == two,
         "robots that differ: {:?}",
@@ -156,6 +185,9 @@ fn a_thousand_robots_in_a_crowd_never_pass_through_each_other_or_the_walls() {
     ));
     let mut w = SimWorld::new(map);
     assert_eq!(w.len(), 1000);
+    // Moved on two threads (500 robots each), as a larger world would be.
+    w.set_threads(2);
+    w.set_tick_chunk(128);
     let rounds = (RUN_S / ROUND_S).round() as usize;
     let mut rng = 0x1234_5678_u64;
     let mut blocked = 0;

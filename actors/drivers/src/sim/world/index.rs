@@ -2,11 +2,11 @@
 //! sonar and laser look only at the robots near it or along its rays: the cost of a step
 //! grows with the robots, not with their square.
 //!
-//! Every robot is a disc of the same radius. Each is filed under every cell its bounding box
-//! touches (at most four when a cell is at least a robot wide), in robot index order, in
-//! one flat array (counting sort): building the index is linear and allocation-free once
-//! the arrays have grown. Queries visit cells in a fixed order and robots within a cell in
-//! index order, so their results never depend on threads or timing.
+//! Every robot is a disc of the same radius. Each is filed under the cell its centre is in,
+//! in robot index order, in one flat array (counting sort): building the index is linear and
+//! allocation-free once the arrays have grown. A cell is at least a robot wide, so a disc
+//! reaches at most into the cells next to its own. Queries visit cells in a fixed order and
+//! robots within a cell in index order, so their results never depend on threads or timing.
 
 use super::geom::{ray_circle, Vec2};
 
@@ -28,6 +28,8 @@ pub struct RobotIndex {
     /// `starts[c]..starts[c + 1]` are cell `c`'s entries in `items`.
     starts: Vec<u32>,
     items: Vec<u32>,
+    /// Robot `i`'s cell.
+    cells: Vec<u32>,
     /// Robot `i`'s centre.
     centers: Vec<Vec2>,
 }
@@ -51,31 +53,27 @@ impl RobotIndex {
         let cells = self.cols * self.rows;
         self.starts.clear();
         self.starts.resize(cells + 1, 0);
-        // Count, then place (each robot in the cells its bounding box touches).
+        // Count, then place (each robot in the cell of its centre).
+        self.cells.clear();
         for c in centers {
-            let (c0, r0, c1, r1) = self.span(*c, radius);
-            for row in r0..=r1 {
-                for col in c0..=c1 {
-                    self.starts[row * self.cols + col + 1] += 1;
-                }
-            }
+            let k = self.row_of(c.y) * self.cols + self.col_of(c.x);
+            self.cells.push(k as u32);
+            self.starts[k + 1] += 1;
         }
         for k in 0..cells {
             self.starts[k + 1] += self.starts[k];
         }
         self.items.clear();
-        self.items.resize(self.starts[cells] as usize, 0);
-        let mut fill: Vec<u32> = self.starts[..cells].to_vec();
-        for (i, c) in centers.iter().enumerate() {
-            let (c0, r0, c1, r1) = self.span(*c, radius);
-            for row in r0..=r1 {
-                for col in c0..=c1 {
-                    let k = row * self.cols + col;
-                    self.items[fill[k] as usize] = i as u32;
-                    fill[k] += 1;
-                }
-            }
+        self.items.resize(centers.len(), 0);
+        // Place from the back, each cell filled from its end: robots stay in index order.
+        for (i, &k) in self.cells.iter().enumerate().rev() {
+            let end = &mut self.starts[k as usize + 1];
+            *end -= 1;
+            self.items[*end as usize] = i as u32;
         }
+        // Every end moved back to its cell's start: shift them up again.
+        self.starts.rotate_left(1);
+        self.starts[cells] = centers.len() as u32;
     }
 
     /// Number of robots filed.
@@ -121,21 +119,13 @@ impl RobotIndex {
         let (c0, r0, c1, r1) = self.span(p, range);
         let range2 = range * range;
         for row in r0..=r1 {
-            for col in c0..=c1 {
-                let k = row * self.cols + col;
-                for &j in &self.items[self.starts[k] as usize..self.starts[k + 1] as usize] {
-                    let j = j as usize;
-                    let c = self.centers[j];
-                    // A robot is filed in up to four cells: take it in the first of them
-                    // that the query visits.
-                    let (jc0, jr0, _, _) = self.span(c, self.radius);
-                    if (jc0.max(c0), jr0.max(r0)) != (col, row) {
-                        continue;
-                    }
-                    let d = c - p;
-                    if d.dot(d) <= range2 {
-                        f(j);
-                    }
+            // The cells of a row are next to each other in `items`.
+            let (a, b) = (row * self.cols + c0, row * self.cols + c1);
+            for &j in &self.items[self.starts[a] as usize..self.starts[b + 1] as usize] {
+                let j = j as usize;
+                let d = self.centers[j] - p;
+                if d.dot(d) <= range2 {
+                    f(j);
                 }
             }
         }
@@ -186,15 +176,28 @@ impl RobotIndex {
         t_max_c = t_max_c.max(0.0);
         t_max_r = t_max_r.max(0.0);
         loop {
-            let k = row as usize * self.cols + col as usize;
-            for &j in &self.items[self.starts[k] as usize..self.starts[k + 1] as usize] {
-                let j = j as usize;
-                if j == except {
-                    continue;
-                }
-                if let Some(t) = ray_circle(origin, dir, self.centers[j], self.radius) {
-                    if t < max && best.is_none_or(|(b, bj)| t < b || (t == b && j < bj)) {
-                        best = Some((t, j));
+            // A disc the ray meets in this cell has its centre here or in a cell next to it
+            // (a cell is at least a robot radius wide). Cells are looked at more than once
+            // along a ray; the nearest hit (then the lowest index) does not depend on that.
+            let (r0, r1) = (
+                row.max(1) as usize - 1,
+                (row as usize + 1).min(self.rows - 1),
+            );
+            let (c0, c1) = (
+                col.max(1) as usize - 1,
+                (col as usize + 1).min(self.cols - 1),
+            );
+            for r in r0..=r1 {
+                let (a, b) = (r * self.cols + c0, r * self.cols + c1);
+                for &j in &self.items[self.starts[a] as usize..self.starts[b + 1] as usize] {
+                    let j = j as usize;
+                    if j == except {
+                        continue;
+                    }
+                    if let Some(t) = ray_circle(origin, dir, self.centers[j], self.radius) {
+                        if t < max && best.is_none_or(|(b, bj)| t < b || (t == b && j < bj)) {
+                            best = Some((t, j));
+                        }
                     }
                 }
             }

@@ -17,6 +17,7 @@ use serde::Deserialize;
 use super::geom::{Shape, Vec2};
 use super::laser::LaserSpec;
 use super::noise::Noise;
+use super::solids::SolidIndex;
 
 /// The shipped example world, `config/worlds/room.toml`.
 pub const ROOM_TOML: &str = include_str!("../../../../../config/worlds/room.toml");
@@ -310,6 +311,99 @@ pub struct WorldMap {
     truth: Option<TruthLogSpec>,
     /// Every solid outline with its owner, boundary first. Rebuilt by every `with_*`.
     solids: Vec<(Shape, Owner)>,
+    /// The solids filed by place, built when first asked for (after the last `with_*`).
+    index: LazyIndex,
+}
+
+/// A [`SolidIndex`] of the map's solids, built on first use. It is derived from the
+/// solids, so it never makes two maps differ.
+#[derive(Debug, Clone, Default)]
+struct LazyIndex(std::sync::OnceLock<SolidIndex>);
+
+impl PartialEq for LazyIndex {
+    fn eq(&self, _: &LazyIndex) -> bool {
+        true
+    }
+}
+
+/// The solids of a map a query near one place has to look at: those the index lists for
+/// it, or every one when the index cannot say ([`WorldMap::solids_near`]).
+#[derive(Debug, Clone, Copy)]
+pub struct NearSolids<'a> {
+    map: &'a WorldMap,
+    ids: Option<&'a [u32]>,
+}
+
+impl NearSolids<'_> {
+    fn each(&self, mut f: impl FnMut(usize, &Shape)) {
+        match self.ids {
+            Some(ids) => {
+                for &i in ids {
+                    f(i as usize, &self.map.solids[i as usize].0);
+                }
+            }
+            None => {
+                for (i, (shape, _)) in self.map.solids.iter().enumerate() {
+                    f(i, shape);
+                }
+            }
+        }
+    }
+
+    /// How many solids a query looks at.
+    pub fn len(&self) -> usize {
+        self.ids.map_or(self.map.solids.len(), <[u32]>::len)
+    }
+
+    /// Whether a query looks at no solid.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// As [`WorldMap::cast_ray_along`] for a ray from within the range these solids were
+    /// asked for: the same hit whenever it is within that range of where they were asked
+    /// for (farther hits may be missed).
+    pub fn cast_ray_along(&self, origin: Vec2, dir: Vec2) -> Option<RayHit> {
+        self.cast_ray_within(origin, dir, f64::INFINITY)
+    }
+
+    /// [`NearSolids::cast_ray_along`]'s hit if it is closer than `max` (the surface's normal
+    /// is worked out only then).
+    pub fn cast_ray_within(&self, origin: Vec2, dir: Vec2, max: f64) -> Option<RayHit> {
+        let mut best: Option<(f64, usize)> = None;
+        self.each(|i, shape| {
+            if let Some(t) = shape.ray_hit(origin, dir) {
+                if best.is_none_or(|(b, _)| t < b) {
+                    best = Some((t, i));
+                }
+            }
+        });
+        best.filter(|&(distance, _)| distance < max)
+            .map(|(distance, i)| self.map.hit(origin, dir, distance, i))
+    }
+
+    /// As [`WorldMap::range`] (along the unit `dir`), for a ray from where these solids were
+    /// asked for whose `max_range` is within the range they were asked for.
+    pub fn range(&self, origin: Vec2, dir: Vec2, max_range: f64) -> f64 {
+        self.cast_ray_along(origin, dir)
+            .map_or(max_range, |h| h.distance.min(max_range))
+    }
+
+    /// As [`WorldMap::clearance`] at the point these solids were asked for with a range of
+    /// `radius + reach`: the same whenever the clearance is at most `reach`, else some value
+    /// above `reach`.
+    pub fn clearance(&self, p: Vec2, radius: f64) -> (f64, Option<(Vec2, Owner)>) {
+        let mut best = f64::INFINITY;
+        let mut what = None;
+        self.each(|i, shape| {
+            let d = shape.signed_distance(p) - radius;
+            if d < best {
+                best = d;
+                what = Some((shape.closest_point(p), self.map.solids[i].1));
+            }
+        });
+        self.map.outside(p, radius, best, what)
+    }
 }
 
 impl WorldMap {
@@ -333,6 +427,7 @@ impl WorldMap {
             noise: Noise::NONE,
             truth: None,
             solids: Vec::new(),
+            index: LazyIndex::default(),
         };
         map.rebuild();
         map
@@ -527,22 +622,35 @@ impl WorldMap {
 
     /// The first solid the ray from `origin` along the unit vector `dir` meets, if any.
     pub fn cast_ray_along(&self, origin: Vec2, dir: Vec2) -> Option<RayHit> {
-        let mut best: Option<(f64, usize)> = None;
-        for (i, (shape, _)) in self.solids.iter().enumerate() {
-            if let Some(t) = shape.ray_hit(origin, dir) {
-                if best.is_none_or(|(b, _)| t < b) {
-                    best = Some((t, i));
-                }
-            }
+        NearSolids {
+            map: self,
+            ids: None,
         }
-        best.map(|(distance, i)| {
-            let (shape, owner) = &self.solids[i];
-            RayHit {
-                distance,
-                owner: *owner,
-                normal: shape.normal_at(origin + dir * distance),
-            }
-        })
+        .cast_ray_along(origin, dir)
+    }
+
+    /// The hit of a ray from `origin` along `dir` on solid `i` at `distance`.
+    fn hit(&self, origin: Vec2, dir: Vec2, distance: f64, i: usize) -> RayHit {
+        let (shape, owner) = &self.solids[i];
+        RayHit {
+            distance,
+            owner: *owner,
+            normal: shape.normal_at(origin + dir * distance),
+        }
+    }
+
+    /// The solids a query within `range` of `p` (a ray cast from there whose hits matter
+    /// only that far, a clearance that matters only that close) has to look at: a few,
+    /// from the map's index, or all of them.
+    pub fn solids_near(&self, p: Vec2, range: f64) -> NearSolids<'_> {
+        let index = self.index.0.get_or_init(|| {
+            let shapes: Vec<Shape> = self.solids.iter().map(|(s, _)| *s).collect();
+            SolidIndex::new(self.width, self.height, &shapes)
+        });
+        NearSolids {
+            map: self,
+            ids: index.near(p, range),
+        }
     }
 
     /// Distance (mm) along the ray to the first solid, capped at `max_range`.
@@ -554,15 +662,22 @@ impl WorldMap {
     /// Clearance between a disc of `radius` at `p` and the nearest solid: negative when they
     /// overlap. Also returns the nearest solid's closest point to `p` (for contact direction).
     pub fn clearance(&self, p: Vec2, radius: f64) -> (f64, Option<(Vec2, Owner)>) {
-        let mut best = f64::INFINITY;
-        let mut what = None;
-        for (shape, owner) in &self.solids {
-            let d = shape.signed_distance(p) - radius;
-            if d < best {
-                best = d;
-                what = Some((shape.closest_point(p), *owner));
-            }
+        NearSolids {
+            map: self,
+            ids: None,
         }
+        .clearance(p, radius)
+    }
+
+    /// `best` and `what` of a clearance at `p`, or leaving the world's rectangle if that is
+    /// deeper.
+    fn outside(
+        &self,
+        p: Vec2,
+        radius: f64,
+        mut best: f64,
+        mut what: Option<(Vec2, Owner)>,
+    ) -> (f64, Option<(Vec2, Owner)>) {
         // The world edges are segments, so a disc entirely outside the world would look free;
         // treat leaving the rectangle as overlapping.
         let outside = (-p.x)
@@ -628,6 +743,7 @@ impl WorldMap {
             solids.push((o.outline(), Owner::Object(i)));
         }
         self.solids = solids;
+        self.index = LazyIndex::default();
     }
 
     /// Parses `text`; `origin` names it in errors; bitmap files are relative to `dir`.

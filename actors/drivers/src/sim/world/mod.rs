@@ -27,11 +27,13 @@ pub mod render;
 pub mod rng;
 pub mod robot;
 pub mod simworld;
+pub mod solids;
 
 pub use camera::{Blob, CameraView, PtzReading};
 pub use map::{
-    BoxObstacle, ColouredObject, ObjectShape, Owner, Pillar, PuckPlacement, RayHit, RobotPlacement,
-    TruthFormat, TruthLogSpec, Wall, WorldError, WorldMap, COLOUR_NAMES, ROBOT_RADIUS_MM,
+    BoxObstacle, ColouredObject, NearSolids, ObjectShape, Owner, Pillar, PuckPlacement, RayHit,
+    RobotPlacement, TruthFormat, TruthLogSpec, Wall, WorldError, WorldMap, COLOUR_NAMES,
+    ROBOT_RADIUS_MM,
 };
 pub use noise::Noise;
 pub use robot::{

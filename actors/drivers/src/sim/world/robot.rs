@@ -25,7 +25,7 @@ pub use super::geom::Body;
 use super::geom::{normalize_angle, ray_circle, Vec2};
 use super::gripper::Gripper;
 pub use super::laser::{LaserSpec, LASER_MAX_MM};
-use super::map::{WorldMap, ROBOT_RADIUS_MM};
+use super::map::{NearSolids, WorldMap, ROBOT_RADIUS_MM};
 use super::noise::{self, Noise, NoiseKey};
 use super::rng::Rng;
 use player_proto::scan::{self, Scan};
@@ -550,20 +550,28 @@ impl SimRobot {
         let (sin_th, cos_th) = th.sin_cos();
         let turn = |v: Vec2| Vec2::new(cos_th * v.x - sin_th * v.y, sin_th * v.x + cos_th * v.y);
         let mut cone: Vec<Body> = Vec::new();
+        // The map's solids within a sonar's reach (transducers sit within a robot radius of
+        // the centre): one lookup for all 112 rays.
+        let walls = self.map.solids_near(centre, SONAR_MAX_MM + ROBOT_RADIUS_MM);
         for (k, (reading, &(sx, sy, sh))) in out.iter_mut().zip(SONAR_POSES.iter()).enumerate() {
             let origin = centre + turn(Vec2::new(sx, sy));
             let axis = turn(Vec2::from_angle(sh.to_radians()));
             // Only the solids that can be in this cone (when they are known as a list).
             let narrowed = solids.cone(origin, axis, half, &mut cone);
+            if narrowed && cone.is_empty() && walls.is_empty() {
+                // Nothing within reach of this cone: no ray can echo.
+                *reading = SONAR_MAX_MM as u16;
+                continue;
+            }
             let mut nearest = SONAR_MAX_MM;
             // Where the nearest echo came from (its noise follows that spot).
             let mut echo_at = None;
             for ray in 0..SONAR_RAYS {
                 let dir = turn(sonar_ray(k, ray));
                 let echo = if narrowed {
-                    self.echo_with(origin, dir, SONAR_MAX_MM, &cone.as_slice())
+                    echo_with(&walls, origin, dir, SONAR_MAX_MM, &cone.as_slice())
                 } else {
-                    self.echo_with(origin, dir, SONAR_MAX_MM, solids)
+                    echo_with(&walls, origin, dir, SONAR_MAX_MM, solids)
                 };
                 let Some((d, cos_incidence)) = echo else {
                     continue;
@@ -691,10 +699,12 @@ impl SimRobot {
         let first = l.first_deg();
         let res = l.resolution_deg;
         let angle = |i: usize| th + (first + res * i as f64).to_radians();
-        let mut ranges = vec![0.0f64; n];
-        for (i, r) in ranges.iter_mut().enumerate() {
-            *r = self.map.range(origin, angle(i), l.max_mm);
-        }
+        let walls = self.map.solids_near(origin, l.max_mm);
+        let dirs: Vec<Vec2> = (0..n).map(|i| Vec2::from_angle(angle(i))).collect();
+        let mut ranges: Vec<f64> = dirs
+            .iter()
+            .map(|&dir| walls.range(origin, dir, l.max_mm))
+            .collect();
         // Each body only against the rays of the angle it covers (a full circle: all rays,
         // as the window may wrap).
         for b in &near {
@@ -711,9 +721,8 @@ impl SimRobot {
                 }
                 _ => (0, n - 1),
             };
-            for (i, r) in ranges.iter_mut().enumerate().take(hi + 1).skip(lo) {
-                if let Some(t) = ray_circle(origin, Vec2::from_angle(angle(i)), b.center, b.radius)
-                {
+            for (r, &dir) in ranges[lo..=hi].iter_mut().zip(&dirs[lo..=hi]) {
+                if let Some(t) = ray_circle(origin, dir, b.center, b.radius) {
                     *r = r.min(t);
                 }
             }
@@ -726,11 +735,13 @@ impl SimRobot {
         let l = self.params.laser;
         let th = self.pose.2;
         let origin = self.laser_origin();
+        let walls = self.map.solids_near(origin, l.max_mm);
         let mut ranges = vec![0.0f64; l.count()];
         for (i, r) in ranges.iter_mut().enumerate() {
             let angle = th + (l.first_deg() + l.resolution_deg * i as f64).to_radians();
-            let d = self.map.range(origin, angle, l.max_mm);
-            *r = match solids.first_hit(origin, Vec2::from_angle(angle), d) {
+            let dir = Vec2::from_angle(angle);
+            let d = walls.range(origin, dir, l.max_mm);
+            *r = match solids.first_hit(origin, dir, d) {
                 Some((t, _)) => t.min(d),
                 None => d,
             };
@@ -761,41 +772,11 @@ impl SimRobot {
 
     /// Distance along a ray to the first solid of the map or of `solids`, capped at `max`.
     fn range_with(&self, origin: Vec2, angle: f64, max: f64, solids: &impl Solids) -> f64 {
-        let d = self.map.range(origin, angle, max);
-        match solids.first_hit(origin, Vec2::from_angle(angle), d) {
+        let dir = Vec2::from_angle(angle);
+        let d = self.map.solids_near(origin, max).range(origin, dir, max);
+        match solids.first_hit(origin, dir, d) {
             Some((t, _)) => t.min(d),
             None => d,
-        }
-    }
-
-    /// Distance along a ray to the first solid of the map or of `solids` within `max`, and
-    /// the cosine of the angle between the ray and that surface's normal; `None` if nothing
-    /// is that close.
-    fn echo_with(
-        &self,
-        origin: Vec2,
-        dir: Vec2,
-        max: f64,
-        solids: &impl Solids,
-    ) -> Option<(f64, f64)> {
-        let best = self
-            .map
-            .cast_ray_along(origin, dir)
-            .filter(|h| h.distance < max)
-            .map(|h| (h.distance, h.normal.dot(dir).abs()));
-        let limit = best.map_or(max, |(d, _)| d);
-        match solids.first_hit(origin, dir, limit) {
-            Some((t, center)) if t < limit => {
-                let n = origin + dir * t - center;
-                let len = n.length();
-                let cos = if len > 0.0 {
-                    n.dot(dir).abs() / len
-                } else {
-                    1.0
-                };
-                Some((t, cos))
-            }
-            _ => best,
         }
     }
 
@@ -874,7 +855,12 @@ impl SimRobot {
     /// Clearance between the robot's disc at `p` and the nearest solid of the map or of
     /// `others` (negative when they overlap), and the nearest point of it.
     fn clearance_among(&self, p: Vec2, others: &[Body]) -> (f64, Option<Vec2>) {
-        let (mut best, what) = self.map.clearance(p, ROBOT_RADIUS_MM);
+        // Exact whenever the map's solids touch the disc (all the caller needs: whether it
+        // is clear, and where it touches).
+        let (mut best, what) = self
+            .map
+            .solids_near(p, ROBOT_RADIUS_MM)
+            .clearance(p, ROBOT_RADIUS_MM);
         let mut point = what.map(|(q, _)| q);
         for b in others.iter().filter(|b| b.solid) {
             let d = p - b.center;
@@ -930,8 +916,13 @@ impl SimRobot {
         }
         let here = Vec2::new(x, y);
         let there = arc_end(here, th, v, w, h);
-        let (clear_here, _) = self.clearance_among(here, others);
         let (clear_there, contact) = self.clearance_among(there, others);
+        // Where the robot is now matters only when where it would go is not clear.
+        let clear_here = if clear_there >= 0.0 {
+            f64::INFINITY
+        } else {
+            self.clearance_among(here, others).0
+        };
         if clear_there >= 0.0 || clear_there > clear_here {
             self.pose = (there.x, there.y, new_th);
             self.actual = (v, w_deg);
@@ -981,6 +972,35 @@ impl SimRobot {
         self.stalled = false;
         self.front_bumpers = 0;
         self.rear_bumpers = 0;
+    }
+}
+
+/// Distance along a ray to the first solid of the map (of `walls`, those near the ray's
+/// origin) or of `solids` within `max`, and the cosine of the angle between the ray and that
+/// surface's normal; `None` if nothing is that close.
+fn echo_with(
+    walls: &NearSolids<'_>,
+    origin: Vec2,
+    dir: Vec2,
+    max: f64,
+    solids: &impl Solids,
+) -> Option<(f64, f64)> {
+    let best = walls
+        .cast_ray_within(origin, dir, max)
+        .map(|h| (h.distance, h.normal.dot(dir).abs()));
+    let limit = best.map_or(max, |(d, _)| d);
+    match solids.first_hit(origin, dir, limit) {
+        Some((t, center)) if t < limit => {
+            let n = origin + dir * t - center;
+            let len = n.length();
+            let cos = if len > 0.0 {
+                n.dot(dir).abs() / len
+            } else {
+                1.0
+            };
+            Some((t, cos))
+        }
+        _ => best,
     }
 }
 

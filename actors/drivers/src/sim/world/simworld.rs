@@ -30,7 +30,7 @@ use super::map::{PuckPlacement, TruthFormat, WorldMap, ROBOT_RADIUS_MM};
 use super::noise::Noise;
 use super::robot::{
     Body, GripperReading, MiscReading, PositionReading, RobotParams, SimRobot, Solids,
-    LASER_SAMPLES, MAX_SPEED_MM_S, ROBOT_HEIGHT_MM, SONAR_MAX_MM,
+    LASER_SAMPLES, MAX_SPEED_MM_S, ROBOT_HEIGHT_MM, SONAR_HALF_CONE_DEG, SONAR_MAX_MM, SONAR_POSES,
 };
 use super::{Blob, PtzReading};
 use std::collections::HashMap;
@@ -181,12 +181,20 @@ pub struct SimWorld {
     /// The index is out of date (a pose was set from outside).
     stale: bool,
     threads: usize,
+    /// The fewest robots each thread of a parallel tick moves.
+    tick_chunk: usize,
     scratch: Vec<Vec2>,
 }
 
-/// Worlds with fewer robots than this step on the caller's thread only: below it, starting
-/// threads costs more than it saves.
-pub const PARALLEL_MIN_ROBOTS: usize = 256;
+/// The fewest robots each thread of a parallel tick moves (by default): a tick of a robot
+/// costs about a third of a microsecond, and each thread costs its start and a wake-up,
+/// which on a loaded machine can be a scheduler's time slice; so a tick goes parallel only
+/// when every thread has a few hundred microseconds of work.
+pub const PARALLEL_MIN_ROBOTS: usize = 1024;
+
+/// The fewest robots each thread of a parallel batch of readings reads (a sonar reading
+/// costs a few microseconds, a laser scan tens).
+pub const PARALLEL_MIN_READINGS: usize = 64;
 
 /// How far a robot's centre can move in one tick, mm (with a margin).
 const MAX_MOVE_MM: f64 = MAX_SPEED_MM_S * STEP_S * 1.5 + 1.0;
@@ -205,6 +213,79 @@ impl Solids for Others<'_> {
     }
 }
 
+/// The robots around one robot as its sonar ring sees them: each with its direction from
+/// the robot's centre and the cosine of the widest angle off a sonar's axis at which it can
+/// still meet that sonar's cone, worked out once per reading, so that sorting out each
+/// sonar's few is a dot product per robot.
+struct Ring {
+    bodies: Vec<Body>,
+    /// Per body: the unit vector from the centre to it (zero when it overlaps the centre's
+    /// neighbourhood: in every cone), and the cosine limit.
+    seen: Vec<(Vec2, f64)>,
+    half: f64,
+}
+
+impl Ring {
+    /// The ring of a robot at `centre` among `bodies`, for cones of `half` radians from
+    /// transducers within `offset` of the centre.
+    fn new(centre: Vec2, bodies: Vec<Body>, half: f64, offset: f64) -> Ring {
+        let (sin_half, cos_half) = half.sin_cos();
+        let seen = bodies
+            .iter()
+            .map(|b| {
+                // A cone from a transducer is the cone from the centre moved by at most
+                // `offset`: a disc it meets, widened by `offset`, meets the centre's cone.
+                let d = b.center - centre;
+                let dist = d.length();
+                let r = b.radius + offset;
+                if dist <= r {
+                    return (Vec2::new(0.0, 0.0), f64::NEG_INFINITY);
+                }
+                let (sin_b, cos_b) = (r / dist, (1.0 - (r / dist) * (r / dist)).sqrt());
+                // cos(half + b), or -1 when half + b reaches round to the back.
+                let limit = if half + sin_b.asin() >= std::f64::consts::PI {
+                    -1.0
+                } else {
+                    cos_half * cos_b - sin_half * sin_b
+                };
+                (d * (1.0 / dist), limit - 1e-9)
+            })
+            .collect();
+        Ring { bodies, seen, half }
+    }
+}
+
+impl Solids for Ring {
+    fn first_hit(&self, origin: Vec2, dir: Vec2, max: f64) -> Option<(f64, Vec2)> {
+        self.bodies.as_slice().first_hit(origin, dir, max)
+    }
+
+    fn cone(&self, origin: Vec2, axis: Vec2, half: f64, out: &mut Vec<Body>) -> bool {
+        if half != self.half {
+            return self.bodies.as_slice().cone(origin, axis, half, out);
+        }
+        // A superset of the bodies the cone can meet, in their order: the rays then find
+        // the same first hits as among every body.
+        out.clear();
+        out.extend(
+            self.bodies
+                .iter()
+                .zip(&self.seen)
+                .filter(|(_, &(u, limit))| u.dot(axis) >= limit)
+                .map(|(b, _)| *b),
+        );
+        true
+    }
+}
+
+/// How far the farthest sonar transducer sits from the robot's centre, mm.
+fn sonar_offset() -> f64 {
+    SONAR_POSES
+        .iter()
+        .map(|&(x, y, _)| Vec2::new(x, y).length())
+        .fold(0.0, f64::max)
+}
+
 impl SimWorld {
     /// The world of `map` with its robots at their start poses (one robot, `robot0`, at the
     /// start pose when the map places none), motors on, odometry zeroed, and sensor and
@@ -220,6 +301,7 @@ impl SimWorld {
             index: RobotIndex::default(),
             stale: true,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            tick_chunk: PARALLEL_MIN_ROBOTS,
             scratch: Vec::new(),
         };
         if map.robots().is_empty() {
@@ -305,6 +387,13 @@ impl SimWorld {
         self.threads
     }
 
+    /// The fewest robots each thread of a parallel tick moves (at least 1; default
+    /// [`PARALLEL_MIN_ROBOTS`]): a tick of fewer than twice this many robots runs on the
+    /// calling thread. The outcome of a tick is the same whatever this is.
+    pub fn set_tick_chunk(&mut self, robots: usize) {
+        self.tick_chunk = robots.max(1);
+    }
+
     /// Robot `i`'s colour channel.
     pub fn channel(&self, i: usize) -> Option<u8> {
         self.members[i].channel
@@ -351,11 +440,7 @@ impl SimWorld {
     pub fn tick(&mut self) {
         self.refresh();
         let n = self.members.len();
-        let threads = if n >= PARALLEL_MIN_ROBOTS {
-            self.threads.min(n / (PARALLEL_MIN_ROBOTS / 2)).max(1)
-        } else {
-            1
-        };
+        let threads = self.threads.min(n / self.tick_chunk).max(1);
         // 1. Everyone moves against where the others were at the start of the tick; a robot
         //    with a neighbour close enough to meet keeps its state from before, in case.
         let index = &self.index;
@@ -371,58 +456,56 @@ impl SimWorld {
             m.robot.step_among(STEP_S, bodies);
             before
         };
-        let mut saved: Vec<Option<SimRobot>> = Vec::new();
+        // The robots that kept their state from before, in index order.
+        let mut saved: Vec<(usize, SimRobot)> = Vec::new();
         if threads <= 1 {
             let mut bodies = Vec::new();
             for (i, m) in self.members.iter_mut().enumerate() {
-                let before = move_one(i, m, &mut bodies);
-                if before.is_some() {
-                    saved.resize(i, None);
-                    saved.push(before);
+                if let Some(before) = move_one(i, m, &mut bodies) {
+                    saved.push((i, before));
                 }
             }
         } else {
             let chunk = n.div_ceil(threads);
+            let move_chunk = |c: usize, members: &mut [Member]| {
+                let mut bodies = Vec::new();
+                let mut kept = Vec::new();
+                for (k, m) in members.iter_mut().enumerate() {
+                    let i = c * chunk + k;
+                    if let Some(before) = move_one(i, m, &mut bodies) {
+                        kept.push((i, before));
+                    }
+                }
+                kept
+            };
+            // The first chunk on this thread, the others on threads of their own.
             let parts: Vec<Vec<(usize, SimRobot)>> = std::thread::scope(|scope| {
-                let handles: Vec<_> = self
-                    .members
-                    .chunks_mut(chunk)
-                    .enumerate()
+                let mut chunks = self.members.chunks_mut(chunk).enumerate();
+                let first = chunks.next();
+                let handles: Vec<_> = chunks
                     .map(|(c, members)| {
-                        let move_one = &move_one;
-                        scope.spawn(move || {
-                            let mut bodies = Vec::new();
-                            let mut kept = Vec::new();
-                            for (k, m) in members.iter_mut().enumerate() {
-                                let i = c * chunk + k;
-                                if let Some(before) = move_one(i, m, &mut bodies) {
-                                    kept.push((i, before));
-                                }
-                            }
-                            kept
-                        })
+                        let move_chunk = &move_chunk;
+                        scope.spawn(move || move_chunk(c, members))
                     })
                     .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                    .collect()
+                let mut parts: Vec<_> = first.map(|(c, m)| move_chunk(c, m)).into_iter().collect();
+                parts.extend(
+                    handles
+                        .into_iter()
+                        .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))),
+                );
+                parts
             });
-            for (i, before) in parts.into_iter().flatten() {
-                saved.resize(i, None);
-                saved.push(Some(before));
-            }
+            saved.extend(parts.into_iter().flatten());
         }
         // 2. Two that now overlap (they moved into the same gap) move again, one after the
         //    other, against the others as they are by then.
         let mut now = std::mem::take(&mut self.scratch);
         now.clear();
         now.extend(self.members.iter().map(|m| center_of(&m.robot)));
+        // Robots (by index) that clash, in index order.
         let mut clash: Vec<usize> = Vec::new();
-        for (i, before) in saved.iter().enumerate() {
-            if before.is_none() {
-                continue;
-            }
+        for (k, &(i, _)) in saved.iter().enumerate() {
             let p = now[i];
             let mut hit = false;
             index.near(p, 2.0 * ROBOT_RADIUS_MM + 4.0 * MAX_MOVE_MM, |j| {
@@ -433,16 +516,16 @@ impl SimWorld {
                 }
             });
             if hit {
-                clash.push(i);
+                clash.push(k);
             }
         }
         if !clash.is_empty() {
             // Every clashing robot back where it was, then each moves again in turn.
-            for &i in &clash {
-                if let Some(before) = saved[i].take() {
-                    self.members[i].robot = before;
-                    now[i] = center_of(&self.members[i].robot);
-                }
+            for k in clash.iter_mut() {
+                let (i, before) = &mut saved[*k];
+                std::mem::swap(&mut self.members[*i].robot, before);
+                now[*i] = center_of(&self.members[*i].robot);
+                *k = *i;
             }
             let mut bodies = Vec::new();
             for &i in &clash {
@@ -556,26 +639,45 @@ impl SimWorld {
                             near.push(robot_body(others.index.center(j), None));
                         }
                     });
-                self.robot(i).sonar_with(&near.as_slice())
+                let ring = Ring::new(
+                    p,
+                    near,
+                    SONAR_HALF_CONE_DEG.to_radians(),
+                    sonar_offset() + 1.0,
+                );
+                self.robot(i).sonar_with(&ring)
             }
             Err(all) => self.robot(i).sonar_among(&all),
         }
     }
 
+    /// The robots within reach of robot `i`'s laser, as solid discs (from the index when
+    /// it is fresh, else every robot): each then meets only the rays of the angle it covers.
+    fn laser_targets(&self, i: usize) -> Vec<Body> {
+        match self.solids_for(i) {
+            Ok(others) => {
+                let robot = self.robot(i);
+                let reach = robot.laser_spec().max_mm + 2.0 * ROBOT_RADIUS_MM;
+                let mut near = Vec::new();
+                others.index.near(others.index.center(i), reach, |j| {
+                    if j != i {
+                        near.push(robot_body(others.index.center(j), None));
+                    }
+                });
+                near
+            }
+            Err(all) => all,
+        }
+    }
+
     /// Robot `i`'s laser scan, mm (other robots reflect).
     pub fn laser(&self, i: usize) -> [u16; LASER_SAMPLES] {
-        match self.solids_for(i) {
-            Ok(others) => self.robot(i).laser_with(&others),
-            Err(all) => self.robot(i).laser_among(&all),
-        }
+        self.robot(i).laser_among(&self.laser_targets(i))
     }
 
     /// Robot `i`'s full laser scan (`L`), from the same rays as [`SimWorld::laser`].
     pub fn scan(&self, i: usize) -> Scan {
-        match self.solids_for(i) {
-            Ok(others) => self.robot(i).scan_with(&others),
-            Err(all) => self.robot(i).scan_among(&all),
-        }
+        self.robot(i).scan_among(&self.laser_targets(i))
     }
 
     /// Files the robots where they are now, after poses were set from outside
@@ -605,20 +707,30 @@ impl SimWorld {
         blank: T,
         read: impl Fn(&SimWorld, usize) -> T + Sync,
     ) -> Vec<T> {
-        let threads = self.threads.min(robots.len() / 64).max(1);
+        let threads = self
+            .threads
+            .min(robots.len() / PARALLEL_MIN_READINGS)
+            .max(1);
         if threads <= 1 {
             return robots.iter().map(|&i| read(self, i)).collect();
         }
         let mut out = vec![blank; robots.len()];
         let chunk = robots.len().div_ceil(threads);
+        let read_chunk = |ids: &[usize], outs: &mut [T]| {
+            for (&i, o) in ids.iter().zip(outs.iter_mut()) {
+                *o = read(self, i);
+            }
+        };
+        // The first chunk on this thread, the others on threads of their own.
         std::thread::scope(|scope| {
-            for (ids, outs) in robots.chunks(chunk).zip(out.chunks_mut(chunk)) {
-                let read = &read;
-                scope.spawn(move || {
-                    for (&i, o) in ids.iter().zip(outs.iter_mut()) {
-                        *o = read(self, i);
-                    }
-                });
+            let mut chunks = robots.chunks(chunk).zip(out.chunks_mut(chunk));
+            let first = chunks.next();
+            for (ids, outs) in chunks {
+                let read_chunk = &read_chunk;
+                scope.spawn(move || read_chunk(ids, outs));
+            }
+            if let Some((ids, outs)) = first {
+                read_chunk(ids, outs);
             }
         });
         out
