@@ -243,6 +243,31 @@ pub async fn reload(
     refresh_status(log, server).await;
 }
 
+/// Raises the process's soft limit on open descriptors to its hard limit, as servers do:
+/// each robot holds a listening socket and each client a connection, so a world of 10 000
+/// robots needs more than the usual soft limit of 1024. Returns the limit now in force
+/// (`None` if it cannot be read).
+pub fn raise_open_files(log: &Logger) -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return None;
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        let was = lim.rlim_cur;
+        lim.rlim_cur = lim.rlim_max;
+        // SAFETY: as above.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
+            warn!(log, "cannot raise the open-descriptor limit"; "soft" => was, "hard" => lim.rlim_max);
+            return Some(was);
+        }
+    }
+    Some(lim.rlim_cur)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,29 +294,4 @@ mod tests {
             ]
         );
     }
-}
-
-/// Raises the process's soft limit on open descriptors to its hard limit, as servers do:
-/// each robot holds a listening socket and each client a connection, so a world of 10 000
-/// robots needs more than the usual soft limit of 1024. Returns the limit now in force
-/// (`None` if it cannot be read).
-pub fn raise_open_files(log: &Logger) -> Option<u64> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit only read and write the struct given.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return None;
-    }
-    if lim.rlim_cur < lim.rlim_max {
-        let was = lim.rlim_cur;
-        lim.rlim_cur = lim.rlim_max;
-        // SAFETY: as above.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
-            warn!(log, "cannot raise the open-descriptor limit"; "soft" => was, "hard" => lim.rlim_max);
-            return Some(was);
-        }
-    }
-    Some(lim.rlim_cur)
 }
