@@ -13,6 +13,8 @@
 //! - [`netns`]: network namespaces and veth pairs for tests of real links (root only).
 //! - [`hw`]: what the hardware-driver tests (`tests/hw_*.rs`) share, with the one check of
 //!   a missing port and of a silent port every serial driver gets.
+//! - [`foxglove_ws`]: a Foxglove WebSocket client for the web endpoint's tests, over plain
+//!   TCP or TLS.
 //! - [`bench`]: what the load benches share (server processes, CPU time, the round reader).
 //!
 //! Timeouts are generous (the suite must not be flaky on a loaded two-core machine); rates
@@ -22,6 +24,7 @@
 
 pub mod bench;
 mod client;
+pub mod foxglove_ws;
 pub mod hw;
 pub mod netns;
 mod server;
