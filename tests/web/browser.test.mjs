@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { launchChromium, sleep, startPlayer, until } from "./harness.mjs";
+import { launchChromium, openPage, sleep, startPlayer, until } from "./harness.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -15,10 +15,7 @@ test("the viewer page draws the laser, drives while the up arrow is held and sto
   const chrome = await launchChromium({ viewport: { width: 1280, height: 1000 } });
   const browser = chrome.context;
   try {
-    const page = browser.pages()[0] ?? (await browser.newPage());
-    const errors = [];
-    page.on("pageerror", (e) => errors.push(String(e)));
-    await page.goto(player.url);
+    const { page, errors } = await openPage(browser, player.url);
     // Connected, and the robot's pose and a laser scan have arrived.
     await until("pose and laser on the page", 30_000, () =>
       page.evaluate(() => viewer.connected && viewer.pose !== null && viewer.laser !== null),

@@ -111,6 +111,18 @@ export async function launchChromium({ prefix = "player-chromium-", viewport, ar
 }
 
 /**
+ * The first page of a chromium `context` at `url`, with the script errors it raises
+ * collected in `errors`.
+ */
+export async function openPage(context, url) {
+  const page = context.pages()[0] ?? (await context.newPage());
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await page.goto(url);
+  return { page, errors };
+}
+
+/**
  * Spawns player with `args` (in `cwd`) and resolves once `ready()` resolves true (polled
  * every 100 ms, at most 60 s; `what` names it in the error), with its output so far and stop().
  */

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import os from "node:os";
-import { launchChromium, startPlayer, until } from "./harness.mjs";
+import { launchChromium, openPage, startPlayer, until } from "./harness.mjs";
 
 test("on a world's one port the page picks a robot, drives only it and draws them all", async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "player-world-"));
@@ -20,10 +20,7 @@ test("on a world's one port the page picks a robot, drives only it and draws the
   const chrome = await launchChromium({ viewport: { width: 1280, height: 1000 } });
   const browser = chrome.context;
   try {
-    const page = browser.pages()[0] ?? (await browser.newPage());
-    const errors = [];
-    page.on("pageerror", (e) => errors.push(String(e)));
-    await page.goto(player.url);
+    const { page, errors } = await openPage(browser, player.url);
     // The picker lists the world's robots; the first is shown.
     await until("the world's robots in the picker", 30_000, () =>
       page.evaluate(() => viewer.world && viewer.names.length === 100 && viewer.pose !== null),
