@@ -422,7 +422,8 @@ fn two_robots_sharing_one_tls_port_are_served_over_wss_each_under_its_name() {
         let plain = format!("ws://127.0.0.1:{port}/");
         assert!(tokio_tungstenite::connect_async(plain).await.is_err());
 
-        let mut ws = wss(port, &cert.der, "").await.unwrap();
+        // JSON, as the pose is read below (the default is protobuf).
+        let mut ws = wss(port, &cert.der, "?encoding=json").await.unwrap();
         let info = next_op(&mut ws, "serverInfo").await;
         assert_eq!(info["name"], "player (2 robots)", "{info}");
         // The second robot's pose, advertised under its name with its block of ids.

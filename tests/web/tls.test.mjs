@@ -73,8 +73,8 @@ test("over TLS the Foxglove client library and the page in chromium connect with
     assert.equal(refusal, 400);
 
     // The Foxglove client library over wss://, trusting the certificate (ws passes `ca`
-    // to node's TLS).
-    const client = foxgloveClient(`wss://localhost:${player.web}`, { ca: certs.pem });
+    // to node's TLS); JSON, as the scan is read below (the default is protobuf).
+    const client = foxgloveClient(`wss://localhost:${player.web}/?encoding=json`, { ca: certs.pem });
     const gotInfo = within(20_000, "serverInfo", (done) => client.on("serverInfo", done));
     const gotChannels = within(20_000, "advertise", (done) => client.on("advertise", done));
     const info = await gotInfo;
