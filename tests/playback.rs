@@ -13,7 +13,6 @@ use player_testkit::foxglove_ws::{
 };
 use player_testkit::*;
 use std::collections::{BTreeMap, HashMap};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -64,24 +63,6 @@ fn replay_server(file: &Path, key: Option<&str>) -> (TestServer, u16) {
         s.access.key = k.into();
     }
     (start_server_with(s, player::builtin_catalog()), port)
-}
-
-/// A push-new client reading all seven devices as they come.
-fn push_client(addr: SocketAddr) -> Client {
-    let mut c = Client::connect(addr);
-    c.frequency(1000);
-    c.data_mode(2);
-    let reply = c.request(&[
-        (b'p', b'r'),
-        (b's', b'r'),
-        (b'l', b'r'),
-        (b'm', b'r'),
-        (b'g', b'r'),
-        (b'z', b'r'),
-        (b'v', b'r'),
-    ]);
-    assert!(!reply.contains(&b'e'), "a device was refused: {reply:?}");
-    c
 }
 
 /// A binary playback control request: play (0) or pause (1), the speed, a seek.
@@ -150,7 +131,7 @@ fn a_replay_pauses_seeks_back_to_the_recorded_readings_plays_twice_as_fast_and_e
     };
 
     let (server, port) = replay_server(file, None);
-    let mut tcp = push_client(server.addr());
+    let mut tcp = Client::push_all(server.addr());
     let rt = rt();
     let mut ws = rt.block_on(async {
         let mut ws = connect(port, "").await;
@@ -327,7 +308,7 @@ fn a_replay_pauses_seeks_back_to_the_recorded_readings_plays_twice_as_fast_and_e
 fn playback_control_is_refused_to_a_client_without_the_servers_key() {
     let file = recorded_drive();
     let (server, port) = replay_server(file, Some("sesame"));
-    let mut tcp = push_client(server.addr());
+    let mut tcp = Client::push_all(server.addr());
     assert!(tcp.read_message_within(Duration::from_secs(10)).is_some());
     let rt = rt();
     rt.block_on(async {
