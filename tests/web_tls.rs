@@ -10,9 +10,10 @@ use player_testkit::foxglove_ws::{
     channel_id, handshake, next_json, next_op, runtime as rt, subscribe,
 };
 use player_testkit::hw::scratch_dir;
-use player_testkit::{default_settings, free_port, start_server_logged, LogCapture, TestServer};
+use player_testkit::{
+    check_config, default_settings, free_port, start_server_logged, LogCapture, TestServer,
+};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -274,19 +275,6 @@ fn config_with_web(dir: &Path, web: &str) -> PathBuf {
     path
 }
 
-fn check_config(file: &Path) -> (i32, String, String) {
-    let out = Command::new(PLAYER)
-        .arg("--check-config")
-        .arg(file)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn an_unusable_certificate_or_key_stops_the_start_and_check_config_names_the_file() {
     let dir = scratch_dir("web-tls-bad");
@@ -326,19 +314,19 @@ fn an_unusable_certificate_or_key_stops_the_start_and_check_config_names_the_fil
                 k.display()
             ),
         );
-        let (code, out, err) = check_config(&file);
+        let (code, out, err) = check_config(PLAYER, &file);
         assert_eq!(code, 1, "{out}{err}");
         assert!(err.contains(&format!("  {key} (line ")), "{err}");
         assert!(err.contains(says), "{err}");
     }
     // Relative to the configuration file's folder; the pair is good.
     let file = config_with_web(&dir, "tls_cert = \"robot.crt\"\ntls_key = \"robot.key\"");
-    let (code, out, err) = check_config(&file);
+    let (code, out, err) = check_config(PLAYER, &file);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("web viewer TLS: https and wss only"), "{out}");
     // One without the other.
     let file = config_with_web(&dir, "tls_cert = \"robot.crt\"");
-    let (code, out, err) = check_config(&file);
+    let (code, out, err) = check_config(PLAYER, &file);
     assert_eq!(code, 1, "{out}{err}");
     assert!(err.contains("  web.tls_cert (line 2): "), "{err}");
     assert!(err.contains("web.tls_key"), "{err}");

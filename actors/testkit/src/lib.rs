@@ -36,8 +36,8 @@ pub use client::{
     Packet,
 };
 pub use server::{
-    default_settings, start_server, start_server_command_timeout, start_server_logged,
-    start_server_with, TestServer,
+    check_config, default_settings, start_server, start_server_command_timeout,
+    start_server_logged, start_server_with, TestServer,
 };
 pub use streamer::Streamer;
 pub use wait::{
