@@ -9,7 +9,7 @@ use player::zenoh::ZenohSettings;
 use player_testkit::foxglove_ws::{
     connect, next_frame, next_text, runtime as rt, send_json, subscribe, Ws,
 };
-use player_testkit::{start_server_with, Client, TestServer};
+use player_testkit::{start_server_with, zenoh_client, Client, TestServer};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -351,15 +351,7 @@ fn a_1000_robot_world_served_a_client_on_the_last_port_drives_it_and_the_one_web
 #[test]
 fn each_robot_of_a_world_has_its_own_zenoh_key() {
     let (server, _web, port) = start_world(200, "zenoh", true);
-    let mut c = zenoh::Config::default();
-    c.insert_json5("mode", "\"client\"").unwrap();
-    c.insert_json5("connect/endpoints", &format!("[\"tcp/127.0.0.1:{port}\"]"))
-        .unwrap();
-    c.insert_json5("scouting/multicast/enabled", "false")
-        .unwrap();
-    let z = zenoh::open(c)
-        .wait()
-        .expect("a Zenoh session to the bridge");
+    let z = zenoh_client(port);
     // Robot 150 driven on its own command key; its position key shows it moving, robot
     // 151's shows it standing.
     let seen: Arc<Mutex<HashMap<String, (i32, i16)>>> = Arc::default();

@@ -15,6 +15,7 @@
 //!   a missing port and of a silent port every serial driver gets.
 //! - [`foxglove_ws`]: a Foxglove WebSocket client for the web endpoint's tests, over plain
 //!   TCP or TLS.
+//! - [`zenoh_client`]: a Zenoh session to the server's bridge.
 //! - [`bench`]: what the load benches share (server processes, CPU time, the round reader).
 //!
 //! Timeouts are generous (the suite must not be flaky on a loaded two-core machine); rates
@@ -30,6 +31,7 @@ pub mod netns;
 mod server;
 mod streamer;
 mod wait;
+mod zenoh_session;
 
 pub use client::{
     assert_fresh_client_served, assert_rate, count_rounds, heading_near_zero, pairs_bytes, Client,
@@ -43,3 +45,4 @@ pub use streamer::Streamer;
 pub use wait::{
     collect_stderr, free_port, sleep_until, wait_for_text, wait_until, LogCapture, TIMEOUT,
 };
+pub use zenoh_session::zenoh_client;
