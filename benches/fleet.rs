@@ -231,15 +231,7 @@ fn main() {
     // Zenoh: one session, three subscribers.
     {
         let seen = Arc::new(Mutex::new(Seen::default()));
-        let mut c = zenoh::Config::default();
-        c.insert_json5("mode", "\"client\"").unwrap();
-        c.insert_json5("connect/endpoints", &format!("[\"tcp/127.0.0.1:{zport}\"]"))
-            .unwrap();
-        c.insert_json5("scouting/multicast/enabled", "false")
-            .unwrap();
-        let z = zenoh::open(c)
-            .wait()
-            .expect("a Zenoh session to the bridge");
+        let z = player_testkit::zenoh_client(zport);
         let subs: Vec<_> = DEVICES
             .iter()
             .map(|&d| {

@@ -15,6 +15,7 @@ mod common;
 
 use common::{free_port, percentile, player_binary, process_cpu, wall_us, ServerProcess};
 use player_proto::message;
+use player_testkit::zenoh_client;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -127,18 +128,6 @@ fn measure(name: &'static str, secs: f64, baseline: f64, pid: u32, seen: &Mutex<
         cpu_ms_per_s: extra,
         cpu_us_per_scan: extra * 1000.0 / (v.len() as f64 / elapsed).max(1.0),
     }
-}
-
-fn zenoh_client(port: u16) -> zenoh::Session {
-    let mut c = zenoh::Config::default();
-    c.insert_json5("mode", "\"client\"").unwrap();
-    c.insert_json5("connect/endpoints", &format!("[\"tcp/127.0.0.1:{port}\"]"))
-        .unwrap();
-    c.insert_json5("scouting/multicast/enabled", "false")
-        .unwrap();
-    zenoh::open(c)
-        .wait()
-        .expect("a Zenoh session to the server")
 }
 
 fn main() {

@@ -9,6 +9,7 @@
 
 use player_client::Client;
 use player_proto::ext::{kind, Notice};
+use player_testkit::check_config;
 use std::io::Read;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
@@ -197,24 +198,11 @@ impl Drop for Daemon {
     }
 }
 
-fn check_config(file: &Path) -> (i32, String, String) {
-    let out = Command::new(PLAYER)
-        .arg("--check-config")
-        .arg(file)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn check_config_accepts_the_packaged_file_and_prints_what_it_would_serve() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     for f in ["packaging/robot.toml", "config/default.toml"] {
-        let (code, out, err) = check_config(&root.join(f));
+        let (code, out, err) = check_config(PLAYER, &root.join(f));
         assert_eq!(code, 0, "{f}: {err}");
         assert!(out.contains("OK"), "{out}");
         assert!(out.contains("robot 'pioneer' on 0.0.0.0:6665"), "{out}");
@@ -240,7 +228,7 @@ fn check_config_names_every_error_of_each_broken_file_with_key_and_line() {
             .filter_map(|l| l.strip_prefix("# expect: "))
             .collect();
         assert!(!expected.is_empty(), "{} expects nothing", path.display());
-        let (code, out, err) = check_config(&path);
+        let (code, out, err) = check_config(PLAYER, &path);
         assert_eq!(code, 1, "{}: {out}{err}", path.display());
         for e in &expected {
             assert!(
@@ -258,7 +246,7 @@ fn check_config_names_every_error_of_each_broken_file_with_key_and_line() {
 
 #[test]
 fn check_config_of_a_missing_file_says_so() {
-    let (code, _, err) = check_config(Path::new("/no/such/robot.toml"));
+    let (code, _, err) = check_config(PLAYER, Path::new("/no/such/robot.toml"));
     assert_eq!(code, 1);
     assert!(err.contains("cannot read '/no/such/robot.toml'"), "{err}");
 }

@@ -6,19 +6,17 @@
 //! announced to every client and nothing follows it. Without
 //! write access (a server with an access key, a client without it) a request is refused.
 
-use futures::{SinkExt, StreamExt};
+use futures::SinkExt;
 use player::drivers::replay::recording;
+use player_testkit::foxglove_ws::{
+    channel_id, connect, next_frame, next_op, runtime as rt, subscribe, Ws, WAIT,
+};
 use player_testkit::*;
 use std::collections::{BTreeMap, HashMap};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
-
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 const SEC: u64 = 1_000_000_000;
 
@@ -67,61 +65,6 @@ fn replay_server(file: &Path, key: Option<&str>) -> (TestServer, u16) {
     (start_server_with(s, player::builtin_catalog()), port)
 }
 
-/// A push-new client reading all seven devices as they come.
-fn push_client(addr: SocketAddr) -> Client {
-    let mut c = Client::connect(addr);
-    c.frequency(1000);
-    c.data_mode(2);
-    let reply = c.request(&[
-        (b'p', b'r'),
-        (b's', b'r'),
-        (b'l', b'r'),
-        (b'm', b'r'),
-        (b'g', b'r'),
-        (b'z', b'r'),
-        (b'v', b'r'),
-    ]);
-    assert!(!reply.contains(&b'e'), "a device was refused: {reply:?}");
-    c
-}
-
-async fn connect(port: u16, query: &str) -> Ws {
-    let mut req = format!("ws://127.0.0.1:{port}/{query}")
-        .into_client_request()
-        .unwrap();
-    req.headers_mut().insert(
-        "Sec-WebSocket-Protocol",
-        "foxglove.websocket.v1".parse().unwrap(),
-    );
-    tokio_tungstenite::connect_async(req).await.unwrap().0
-}
-
-/// The next frame `pick` accepts, within 20 s.
-async fn next_frame<T>(ws: &mut Ws, what: &str, mut pick: impl FnMut(&Message) -> Option<T>) -> T {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let m = tokio::time::timeout_at(deadline, ws.next())
-            .await
-            .unwrap_or_else(|_| panic!("no {what} within 20 s"))
-            .expect("open")
-            .expect("ok");
-        if let Some(v) = pick(&m) {
-            return v;
-        }
-    }
-}
-
-async fn next_op(ws: &mut Ws, op: &str) -> serde_json::Value {
-    next_frame(ws, op, |m| match m {
-        Message::Text(t) => {
-            let v: serde_json::Value = serde_json::from_str(t.as_str()).unwrap();
-            (v["op"] == op).then_some(v)
-        }
-        _ => None,
-    })
-    .await
-}
-
 /// A binary playback control request: play (0) or pause (1), the speed, a seek.
 fn control(command: u8, speed: f32, seek: Option<u64>, id: &str) -> Message {
     let mut b = vec![3u8, command];
@@ -153,32 +96,14 @@ fn parse_state(b: &[u8]) -> State {
 
 /// The playback state answering request `id`.
 async fn answer(ws: &mut Ws, id: &str) -> State {
-    next_frame(ws, &format!("playback state '{id}'"), |m| match m {
+    next_frame(ws, &format!("playback state '{id}'"), WAIT, |m| match m {
         Message::Binary(b) if b[0] == 5 => {
             let len = u32::from_le_bytes(b[15..19].try_into().unwrap()) as usize;
-            (&b[19..19 + len] == id.as_bytes()).then(|| parse_state(b))
+            (&b[19..19 + len] == id.as_bytes()).then(|| parse_state(&b))
         }
         _ => None,
     })
     .await
-}
-
-fn channel_id(advertise: &serde_json::Value, topic: &str) -> u64 {
-    advertise["channels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["topic"] == topic)
-        .unwrap_or_else(|| panic!("{topic} advertised"))["id"]
-        .as_u64()
-        .unwrap()
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 #[test]
@@ -221,7 +146,7 @@ fn a_replay_pauses_seeks_back_to_the_recorded_readings_plays_twice_as_fast_and_e
     };
 
     let (server, port) = replay_server(file, None);
-    let mut tcp = push_client(server.addr());
+    let mut tcp = Client::push_all(server.addr());
     let rt = rt();
     let mut ws = rt.block_on(async {
         let mut ws = connect(port, "").await;
@@ -235,11 +160,7 @@ fn a_replay_pauses_seeks_back_to_the_recorded_readings_plays_twice_as_fast_and_e
         assert_eq!(span(&info["dataEndTime"]), end);
         let adv = next_op(&mut ws, "advertise").await;
         let pose = channel_id(&adv, "/position");
-        let sub =
-            serde_json::json!({"op": "subscribe", "subscriptions": [{"id": 1, "channelId": pose}]});
-        ws.send(Message::Text(sub.to_string().into()))
-            .await
-            .unwrap();
+        subscribe(&mut ws, &[(1, pose)]).await;
         ws
     });
 
@@ -277,10 +198,15 @@ fn a_replay_pauses_seeks_back_to_the_recorded_readings_plays_twice_as_fast_and_e
         ws.send(control(1, 1.0, Some(t), "seek")).await.unwrap();
         let (mut state, mut position) = (None, false);
         while state.is_none() || !position {
-            let m = next_frame(&mut ws, "the seek's answer and /position", |m| match m {
-                Message::Binary(b) => Some(b.to_vec()),
-                _ => None,
-            })
+            let m = next_frame(
+                &mut ws,
+                "the seek's answer and /position",
+                WAIT,
+                |m| match m {
+                    Message::Binary(b) => Some(b.to_vec()),
+                    _ => None,
+                },
+            )
             .await;
             match m[0] {
                 1 => position |= u64::from_le_bytes(m[5..13].try_into().unwrap()) == t,
@@ -359,6 +285,7 @@ fn a_replay_pauses_seeks_back_to_the_recorded_readings_plays_twice_as_fast_and_e
         next_frame(
             &mut ws,
             "a time message past the sought time",
+            WAIT,
             |m| match m {
                 Message::Binary(b) if b[0] == 2 => {
                     let ts = u64::from_le_bytes(b[1..9].try_into().unwrap());
@@ -376,9 +303,9 @@ fn a_replay_pauses_seeks_back_to_the_recorded_readings_plays_twice_as_fast_and_e
         ws.send(control(0, 2.0, Some(end - SEC / 5), "near-end"))
             .await
             .unwrap();
-        next_frame(&mut ws, "the ended state", |m| match m {
+        next_frame(&mut ws, "the ended state", WAIT, |m| match m {
             Message::Binary(b) if b[0] == 5 && b[15..19] == [0, 0, 0, 0] && b[1] == 3 => {
-                Some(parse_state(b))
+                Some(parse_state(&b))
             }
             _ => None,
         })
@@ -396,7 +323,7 @@ fn a_replay_pauses_seeks_back_to_the_recorded_readings_plays_twice_as_fast_and_e
 fn playback_control_is_refused_to_a_client_without_the_servers_key() {
     let file = recorded_drive();
     let (server, port) = replay_server(file, Some("sesame"));
-    let mut tcp = push_client(server.addr());
+    let mut tcp = Client::push_all(server.addr());
     assert!(tcp.read_message_within(Duration::from_secs(10)).is_some());
     let rt = rt();
     rt.block_on(async {

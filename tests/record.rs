@@ -402,24 +402,6 @@ fn text(s: &str) -> config::Value {
     config::Value::new(None, config::ValueKind::String(s.into()))
 }
 
-/// A push-new client reading all seven devices as fast as they come.
-fn push_client(addr: SocketAddr) -> Client {
-    let mut c = Client::connect(addr);
-    c.frequency(1000);
-    c.data_mode(2);
-    let reply = c.request(&[
-        (b'p', b'r'),
-        (b's', b'r'),
-        (b'l', b'r'),
-        (b'm', b'r'),
-        (b'g', b'r'),
-        (b'z', b'r'),
-        (b'v', b'r'),
-    ]);
-    assert!(!reply.contains(&b'e'), "a device was refused: {reply:?}");
-    c
-}
-
 /// Whether `got` appears in `want` in order (each element found after the previous one).
 fn in_order(got: &[Vec<u8>], want: &[(u64, Vec<u8>)]) -> Result<(), String> {
     let mut at = 0;
@@ -455,7 +437,7 @@ fn replay_serves_the_recorded_payloads_byte_for_byte_and_ignores_commands() {
     let span = Duration::from_nanos(positions.last().unwrap().0 - positions[0].0);
 
     let server = replay_server(&file, &[]);
-    let mut c = push_client(server.addr());
+    let mut c = Client::push_all(server.addr());
     // A 0.7.4a client in the default mode reads too, and commands the replayed base.
     let mut old = Client::connect(server.addr());
     old.request(&[(b'p', b'a'), (b'l', b'r')]);
@@ -526,7 +508,7 @@ fn replay_plays_from_an_offset_at_a_speed_factor_and_loops() {
             ),
         ],
     );
-    let mut c = push_client(server.addr());
+    let mut c = Client::push_all(server.addr());
     let mut seen: Vec<(Instant, Vec<u8>)> = Vec::new();
     let end = Instant::now() + rest.mul_f64(2.5 / speed) + Duration::from_secs(3);
     while Instant::now() < end {

@@ -6,16 +6,15 @@
 use futures::{SinkExt, StreamExt};
 use player::settings::{Invocation, Settings};
 use player::zenoh::ZenohSettings;
-use player_testkit::{start_server_with, Client, TestServer};
+use player_testkit::foxglove_ws::{
+    connect, next_frame, next_text, runtime as rt, send_json, subscribe, Ws,
+};
+use player_testkit::{start_server_with, zenoh_client, Client, TestServer};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 use zenoh::Wait;
-
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// How long anything a test waits for may take (a debug build on a loaded machine).
 const WAIT: Duration = Duration::from_secs(30);
@@ -84,31 +83,9 @@ fn start_world(count: usize, tag: &str, zenoh: bool) -> (TestServer, u16, u16) {
     (server, web, zport)
 }
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-async fn connect(port: u16, query: &str) -> Ws {
-    let mut req = format!("ws://127.0.0.1:{port}/{query}")
-        .into_client_request()
-        .unwrap();
-    req.headers_mut().insert(
-        "Sec-WebSocket-Protocol",
-        "foxglove.websocket.v1".parse().unwrap(),
-    );
-    tokio_tungstenite::connect_async(req).await.unwrap().0
-}
-
 /// The next message, within [`WAIT`].
 async fn next(ws: &mut Ws) -> Message {
-    tokio::time::timeout(WAIT, ws.next())
-        .await
-        .expect("a message in time")
-        .expect("open")
-        .expect("ok")
+    next_frame(ws, "a message", WAIT, Some).await
 }
 
 /// What the endpoint advertised: topic → channel id, the largest advertise message's
@@ -153,15 +130,6 @@ async fn advertised(ws: &mut Ws, expected: usize) -> Advertised {
         }
     }
     a
-}
-
-async fn subscribe(ws: &mut Ws, subs: &[(u64, u64)]) {
-    let list: Vec<serde_json::Value> = subs
-        .iter()
-        .map(|(id, ch)| serde_json::json!({"id": id, "channelId": ch}))
-        .collect();
-    let m = serde_json::json!({"op": "subscribe", "subscriptions": list});
-    ws.send(Message::Text(m.to_string().into())).await.unwrap();
 }
 
 /// Reads `/pose` messages (protobuf, the default encoding) for `within`, returning the last
@@ -268,13 +236,11 @@ fn one_web_port_serves_a_200_robot_world_with_each_robot_under_its_name() {
             dx > 1.2 + 0.1,
             "robot 137 drove on from 1.2 m past robot 136: {dx}"
         );
-        ws.send(Message::Text(
-            serde_json::json!({"op": "unsubscribe", "subscriptionIds": [2000]})
-                .to_string()
-                .into(),
-        ))
-        .await
-        .unwrap();
+        send_json(
+            &mut ws,
+            serde_json::json!({"op": "unsubscribe", "subscriptionIds": [2000]}),
+        )
+        .await;
 
         // A client asking for some robots only gets theirs and the world's channels.
         let mut few = connect(web, "?robots=robot7,robot19*").await;
@@ -303,9 +269,7 @@ fn one_web_port_serves_a_200_robot_world_with_each_robot_under_its_name() {
         let adv = serde_json::json!({"op": "advertise", "channels": [
             {"id": 7, "topic": "/robot42/cmd_vel", "encoding": "json",
              "schemaName": "geometry_msgs/Twist"}]});
-        ws.send(Message::Text(adv.to_string().into()))
-            .await
-            .unwrap();
+        send_json(&mut ws, adv).await;
         let mut frame = vec![1u8];
         frame.extend_from_slice(&7u32.to_le_bytes());
         frame.extend_from_slice(br#"{"linear":{"x":0.3},"angular":{"z":0}}"#);
@@ -387,15 +351,7 @@ fn a_1000_robot_world_served_a_client_on_the_last_port_drives_it_and_the_one_web
 #[test]
 fn each_robot_of_a_world_has_its_own_zenoh_key() {
     let (server, _web, port) = start_world(200, "zenoh", true);
-    let mut c = zenoh::Config::default();
-    c.insert_json5("mode", "\"client\"").unwrap();
-    c.insert_json5("connect/endpoints", &format!("[\"tcp/127.0.0.1:{port}\"]"))
-        .unwrap();
-    c.insert_json5("scouting/multicast/enabled", "false")
-        .unwrap();
-    let z = zenoh::open(c)
-        .wait()
-        .expect("a Zenoh session to the bridge");
+    let z = zenoh_client(port);
     // Robot 150 driven on its own command key; its position key shows it moving, robot
     // 151's shows it standing.
     let seen: Arc<Mutex<HashMap<String, (i32, i16)>>> = Arc::default();
@@ -467,24 +423,7 @@ fn robots_given_one_web_port_share_it_and_the_check_does_not_call_it_a_clash() {
 
 /// The next text message for which `pick` is true, within [`WAIT`].
 async fn text_until(ws: &mut Ws, pick: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
-    let end = tokio::time::Instant::now() + WAIT;
-    loop {
-        let m = tokio::time::timeout_at(end, ws.next())
-            .await
-            .expect("the message in time")
-            .expect("open")
-            .expect("ok");
-        if let Message::Text(t) = m {
-            let v: serde_json::Value = serde_json::from_str(t.as_str()).unwrap();
-            if pick(&v) {
-                return v;
-            }
-        }
-    }
-}
-
-async fn send_json(ws: &mut Ws, v: serde_json::Value) {
-    ws.send(Message::Text(v.to_string().into())).await.unwrap();
+    next_text(ws, "the message", WAIT, pick).await
 }
 
 #[test]

@@ -4,17 +4,15 @@
 //! client library.)
 
 use futures::{SinkExt, StreamExt};
+use player_testkit::foxglove_ws::{
+    channel_id, connect_with as connect, handshake, next_frame, next_json, next_op, runtime as rt,
+    subscribe,
+};
 use player_testkit::{default_settings, free_port, start_server_with, Client};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::WebSocketStream;
-
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 fn web_server(
     adjust: impl FnOnce(&mut player::settings::Settings),
@@ -37,71 +35,6 @@ fn http_get(port: u16, path: &str) -> String {
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     out
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-async fn connect(port: u16, protocol: &str, query: &str) -> Result<Ws, String> {
-    let mut req = format!("ws://127.0.0.1:{port}/{query}")
-        .into_client_request()
-        .unwrap();
-    req.headers_mut()
-        .insert("Sec-WebSocket-Protocol", protocol.parse().unwrap());
-    let (ws, resp) = tokio_tungstenite::connect_async(req)
-        .await
-        .map_err(|e| e.to_string())?;
-    let p = resp.headers().get("Sec-WebSocket-Protocol").unwrap();
-    assert_eq!(p.to_str().unwrap(), protocol);
-    Ok(ws)
-}
-
-/// The next text message with this op, within 20 s.
-async fn next_op<S: AsyncRead + AsyncWrite + Unpin>(
-    ws: &mut WebSocketStream<S>,
-    op: &str,
-) -> serde_json::Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let m = tokio::time::timeout_at(deadline, ws.next())
-            .await
-            .unwrap_or_else(|_| panic!("no '{op}' within 20 s"))
-            .expect("open")
-            .expect("ok");
-        if let Message::Text(t) = m {
-            let v: serde_json::Value = serde_json::from_str(t.as_str()).unwrap();
-            if v["op"] == op {
-                return v;
-            }
-        }
-    }
-}
-
-fn channel_id(advertise: &serde_json::Value, topic: &str) -> u64 {
-    advertise["channels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["topic"] == topic)
-        .unwrap_or_else(|| panic!("{topic} advertised"))["id"]
-        .as_u64()
-        .unwrap()
-}
-
-async fn subscribe<S: AsyncRead + AsyncWrite + Unpin>(
-    ws: &mut WebSocketStream<S>,
-    subs: &[(u64, u64)],
-) {
-    let list: Vec<serde_json::Value> = subs
-        .iter()
-        .map(|(id, ch)| serde_json::json!({"id": id, "channelId": ch}))
-        .collect();
-    let m = serde_json::json!({"op": "subscribe", "subscriptions": list});
-    ws.send(Message::Text(m.to_string().into())).await.unwrap();
 }
 
 #[test]
@@ -160,20 +93,17 @@ fn a_foxglove_client_gets_laser_scans_with_the_drivers_timestamps() {
             // Our own schemas are JSON either way.
             assert_eq!(advertised("/position")["encoding"], "json");
             subscribe(&mut ws, &[(42, laser)]).await;
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-            let frame = loop {
-                let m = tokio::time::timeout_at(deadline, ws.next())
-                    .await
-                    .expect("a laser message")
-                    .unwrap()
-                    .unwrap();
-                // messageData (opcode 1); the server's clock (`time`, opcode 2) is not one.
-                if let Message::Binary(b) = m {
-                    if b[0] == 1 {
-                        break b;
-                    }
-                }
-            };
+            // messageData (opcode 1); the server's clock (`time`, opcode 2) is not one.
+            let frame = next_frame(
+                &mut ws,
+                "laser message",
+                Duration::from_secs(20),
+                |m| match m {
+                    Message::Binary(b) if b[0] == 1 => Some(b),
+                    _ => None,
+                },
+            )
+            .await;
             assert_eq!(frame[0], 1, "messageData");
             assert_eq!(u32::from_le_bytes(frame[1..5].try_into().unwrap()), 42);
             let ns = u64::from_le_bytes(frame[5..13].try_into().unwrap());
@@ -218,26 +148,6 @@ fn a_foxglove_client_gets_laser_scans_with_the_drivers_timestamps() {
     server.shutdown();
 }
 
-/// The next messageData frame's JSON on subscription `sub`, within 20 s.
-async fn next_message<S: AsyncRead + AsyncWrite + Unpin>(
-    ws: &mut WebSocketStream<S>,
-    sub: u32,
-) -> serde_json::Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let m = tokio::time::timeout_at(deadline, ws.next())
-            .await
-            .unwrap_or_else(|_| panic!("no message on subscription {sub} within 20 s"))
-            .expect("open")
-            .expect("ok");
-        if let Message::Binary(b) = m {
-            if b[0] == 1 && u32::from_le_bytes(b[1..5].try_into().unwrap()) == sub {
-                return serde_json::from_slice(&b[13..]).unwrap();
-            }
-        }
-    }
-}
-
 #[test]
 fn a_laser_serving_the_full_scan_gets_a_scan_channel_beside_laser() {
     use player::emulators::scene::Scene;
@@ -266,7 +176,7 @@ fn a_laser_serving_the_full_scan_gets_a_scan_channel_beside_laser() {
         let (laser, scan) = (channel_id(&adv, "/laser"), channel_id(&adv, "/scan"));
         assert_ne!(laser, scan);
         subscribe(&mut ws, &[(1, laser), (2, scan)]).await;
-        let v = next_message(&mut ws, 2).await;
+        let v = next_json(&mut ws, 2, Duration::from_secs(20)).await;
         // The UTM-30LX: 1081 readings a quarter degree apart from 135 degrees right.
         let ranges = v["ranges"].as_array().unwrap();
         assert_eq!(ranges.len(), 1081);
@@ -276,7 +186,7 @@ fn a_laser_serving_the_full_scan_gets_a_scan_channel_beside_laser() {
         assert!((end - 135.0).abs() < 0.05, "end {end}");
         // Metres: reading 780 (60 degrees left) is the room's 900 mm.
         assert_eq!(ranges[780], 0.9);
-        let l = next_message(&mut ws, 1).await;
+        let l = next_json(&mut ws, 1, Duration::from_secs(20)).await;
         assert_eq!(l["ranges"].as_array().unwrap().len(), 361);
         assert_eq!(v["frame_id"], l["frame_id"]);
         ws.close(None).await.unwrap();
@@ -346,14 +256,9 @@ fn a_web_client_that_stops_reading_does_not_slow_a_tcp_client() {
         sock.connect(&addr.into()).unwrap();
         sock.set_nonblocking(true).unwrap();
         let stream = tokio::net::TcpStream::from_std(sock.into()).unwrap();
-        let mut req = format!("ws://127.0.0.1:{port}/")
-            .into_client_request()
+        let mut ws = handshake(stream, &format!("ws://127.0.0.1:{port}/"))
+            .await
             .unwrap();
-        req.headers_mut().insert(
-            "Sec-WebSocket-Protocol",
-            "foxglove.websocket.v1".parse().unwrap(),
-        );
-        let (mut ws, _) = tokio_tungstenite::client_async(req, stream).await.unwrap();
         let adv = next_op(&mut ws, "advertise").await;
         let subs: Vec<(u64, u64)> = adv["channels"]
             .as_array()

@@ -5,20 +5,21 @@
 //! hurting a TLS client; two robots sharing one web port are served over TLS alike; a
 //! certificate or key that cannot be used stops the start and is named by `--check-config`.
 
-use futures::{SinkExt, StreamExt};
 use player::settings::Settings;
+use player_testkit::foxglove_ws::{
+    channel_id, handshake, next_json, next_op, runtime as rt, subscribe,
+};
 use player_testkit::hw::scratch_dir;
-use player_testkit::{default_settings, free_port, start_server_logged, LogCapture, TestServer};
+use player_testkit::{
+    check_config, default_settings, free_port, start_server_logged, LogCapture, TestServer,
+};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
 use tokio_rustls::rustls::{self, ClientConfig, RootCertStore};
 use tokio_rustls::TlsConnector;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
 const PLAYER: &str = env!("CARGO_BIN_EXE_player");
@@ -61,13 +62,6 @@ fn tls_server(cert: &Cert, adjust: impl FnOnce(&mut Settings)) -> (TestServer, u
     (server, port, log)
 }
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 /// A TLS client trusting `trusted` only (ring, as the server).
 fn connector(trusted: &[&CertificateDer<'static>]) -> TlsConnector {
     let mut roots = RootCertStore::empty();
@@ -92,7 +86,7 @@ async fn tls_connect(port: u16, trusted: &[&CertificateDer<'static>]) -> std::io
 }
 
 /// A `wss://` Foxglove client trusting `cert` (`query` asks `?encoding=json`
-/// where [`next_scan`] reads the scan); the error's text when refused.
+/// where [`next_json`] reads the scan); the error's text when refused.
 async fn wss(
     port: u16,
     cert: &CertificateDer<'static>,
@@ -101,79 +95,13 @@ async fn wss(
     let tls = tls_connect(port, &[cert])
         .await
         .map_err(|e| e.to_string())?;
-    let mut req = format!("wss://localhost:{port}/{query}")
-        .into_client_request()
-        .unwrap();
-    req.headers_mut().insert(
-        "Sec-WebSocket-Protocol",
-        "foxglove.websocket.v1".parse().unwrap(),
-    );
-    let (ws, resp) = tokio_tungstenite::client_async(req, tls)
-        .await
-        .map_err(|e| e.to_string())?;
-    assert_eq!(
-        resp.headers().get("Sec-WebSocket-Protocol").unwrap(),
-        "foxglove.websocket.v1"
-    );
-    Ok(ws)
-}
-
-/// The next text message with this op, within 20 s.
-async fn next_op<S: AsyncRead + AsyncWrite + Unpin>(
-    ws: &mut WebSocketStream<S>,
-    op: &str,
-) -> serde_json::Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let m = tokio::time::timeout_at(deadline, ws.next())
-            .await
-            .unwrap_or_else(|_| panic!("no '{op}' within 20 s"))
-            .expect("open")
-            .expect("ok");
-        if let Message::Text(t) = m {
-            let v: serde_json::Value = serde_json::from_str(t.as_str()).unwrap();
-            if v["op"] == op {
-                return v;
-            }
-        }
-    }
+    handshake(tls, &format!("wss://localhost:{port}/{query}")).await
 }
 
 /// Subscribes to `/laser` as subscription `sub` (after the advertisement).
 async fn subscribe_laser<S: AsyncRead + AsyncWrite + Unpin>(ws: &mut WebSocketStream<S>, sub: u32) {
     let adv = next_op(ws, "advertise").await;
-    let laser = adv["channels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["topic"] == "/laser")
-        .expect("/laser advertised")["id"]
-        .as_u64()
-        .unwrap();
-    let m =
-        serde_json::json!({"op": "subscribe", "subscriptions": [{"id": sub, "channelId": laser}]});
-    ws.send(Message::Text(m.to_string().into())).await.unwrap();
-}
-
-/// The next laser scan on subscription `sub`, within `wait`.
-async fn next_scan<S: AsyncRead + AsyncWrite + Unpin>(
-    ws: &mut WebSocketStream<S>,
-    sub: u32,
-    wait: Duration,
-) -> serde_json::Value {
-    let deadline = tokio::time::Instant::now() + wait;
-    loop {
-        let m = tokio::time::timeout_at(deadline, ws.next())
-            .await
-            .unwrap_or_else(|_| panic!("no laser scan within {wait:?}"))
-            .expect("open")
-            .expect("ok");
-        if let Message::Binary(b) = m {
-            if b[0] == 1 && u32::from_le_bytes(b[1..5].try_into().unwrap()) == sub {
-                return serde_json::from_slice(&b[13..]).unwrap();
-            }
-        }
-    }
+    subscribe(ws, &[(u64::from(sub), channel_id(&adv, "/laser"))]).await;
 }
 
 /// A whole HTTP/1.1 exchange (`Connection: close`) over `stream`.
@@ -206,7 +134,7 @@ fn a_wss_client_trusting_the_certificate_gets_server_info_laser_scans_and_the_pa
         let info = next_op(&mut ws, "serverInfo").await;
         assert!(info["name"].is_string(), "{info}");
         subscribe_laser(&mut ws, 7).await;
-        let scan = next_scan(&mut ws, 7, Duration::from_secs(20)).await;
+        let scan = next_json(&mut ws, 7, Duration::from_secs(20)).await;
         assert_eq!(scan["ranges"].as_array().unwrap().len(), 361);
         ws.close(None).await.unwrap();
 
@@ -253,7 +181,7 @@ fn plain_and_failed_connections_on_the_tls_port_are_refused_without_hurting_a_ws
     rt().block_on(async {
         let mut ws = wss(port, &cert.der, "?encoding=json").await.unwrap();
         subscribe_laser(&mut ws, 1).await;
-        next_scan(&mut ws, 1, Duration::from_secs(20)).await;
+        next_json(&mut ws, 1, Duration::from_secs(20)).await;
 
         // A connection that says nothing holds its handshake open: others go on.
         let silent_since = tokio::time::Instant::now();
@@ -301,10 +229,10 @@ fn plain_and_failed_connections_on_the_tls_port_are_refused_without_hurting_a_ws
             .expect("the server ends a garbage handshake");
 
         // Meanwhile the wss client is served on, and a new one connects.
-        next_scan(&mut ws, 1, Duration::from_secs(5)).await;
+        next_json(&mut ws, 1, Duration::from_secs(5)).await;
         let mut second = wss(port, &cert.der, "?encoding=json").await.unwrap();
         next_op(&mut second, "serverInfo").await;
-        next_scan(&mut ws, 1, Duration::from_secs(5)).await;
+        next_json(&mut ws, 1, Duration::from_secs(5)).await;
         // The silent one is closed once its handshake's time is up (10 s), not before.
         let n = tokio::time::timeout(Duration::from_secs(30), silent.read(&mut buf))
             .await
@@ -319,7 +247,7 @@ fn plain_and_failed_connections_on_the_tls_port_are_refused_without_hurting_a_ws
         assert!(matches!(n, Ok(0) | Err(_)), "{n:?}");
         let held = stalled_since.elapsed();
         assert!(held >= Duration::from_secs(9), "closed after {held:?}");
-        next_scan(&mut ws, 1, Duration::from_secs(5)).await;
+        next_json(&mut ws, 1, Duration::from_secs(5)).await;
         second.close(None).await.unwrap();
         ws.close(None).await.unwrap();
     });
@@ -345,19 +273,6 @@ fn config_with_web(dir: &Path, web: &str) -> PathBuf {
     );
     std::fs::write(&path, text).unwrap();
     path
-}
-
-fn check_config(file: &Path) -> (i32, String, String) {
-    let out = Command::new(PLAYER)
-        .arg("--check-config")
-        .arg(file)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]
@@ -399,19 +314,19 @@ fn an_unusable_certificate_or_key_stops_the_start_and_check_config_names_the_fil
                 k.display()
             ),
         );
-        let (code, out, err) = check_config(&file);
+        let (code, out, err) = check_config(PLAYER, &file);
         assert_eq!(code, 1, "{out}{err}");
         assert!(err.contains(&format!("  {key} (line ")), "{err}");
         assert!(err.contains(says), "{err}");
     }
     // Relative to the configuration file's folder; the pair is good.
     let file = config_with_web(&dir, "tls_cert = \"robot.crt\"\ntls_key = \"robot.key\"");
-    let (code, out, err) = check_config(&file);
+    let (code, out, err) = check_config(PLAYER, &file);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("web viewer TLS: https and wss only"), "{out}");
     // One without the other.
     let file = config_with_web(&dir, "tls_cert = \"robot.crt\"");
-    let (code, out, err) = check_config(&file);
+    let (code, out, err) = check_config(PLAYER, &file);
     assert_eq!(code, 1, "{out}{err}");
     assert!(err.contains("  web.tls_cert (line 2): "), "{err}");
     assert!(err.contains("web.tls_key"), "{err}");
@@ -492,12 +407,11 @@ fn two_robots_sharing_one_tls_port_are_served_over_wss_each_under_its_name() {
     ]);
     rt().block_on(async {
         // A plain WebSocket on the shared port is refused as on any TLS port.
-        let plain = format!("ws://127.0.0.1:{port}/")
-            .into_client_request()
-            .unwrap();
+        let plain = format!("ws://127.0.0.1:{port}/");
         assert!(tokio_tungstenite::connect_async(plain).await.is_err());
 
-        let mut ws = wss(port, &cert.der, "").await.unwrap();
+        // JSON, as the pose is read below (the default is protobuf).
+        let mut ws = wss(port, &cert.der, "?encoding=json").await.unwrap();
         let info = next_op(&mut ws, "serverInfo").await;
         assert_eq!(info["name"], "player (2 robots)", "{info}");
         // The second robot's pose, advertised under its name with its block of ids.
@@ -513,22 +427,8 @@ fn two_robots_sharing_one_tls_port_are_served_over_wss_each_under_its_name() {
         }
         let pose = pose.unwrap();
         assert!(pose > 64, "robot 1's block of ids: {pose}");
-        let m = serde_json::json!({"op": "subscribe",
-            "subscriptions": [{"id": 9, "channelId": pose}]});
-        ws.send(Message::Text(m.to_string().into())).await.unwrap();
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        let v: serde_json::Value = loop {
-            let m = tokio::time::timeout_at(deadline, ws.next())
-                .await
-                .expect("a pose within 20 s")
-                .expect("open")
-                .expect("ok");
-            if let Message::Binary(b) = m {
-                if b[0] == 1 && u32::from_le_bytes(b[1..5].try_into().unwrap()) == 9 {
-                    break serde_json::from_slice(&b[13..]).unwrap();
-                }
-            }
-        };
+        subscribe(&mut ws, &[(9, pose)]).await;
+        let v = next_json(&mut ws, 9, Duration::from_secs(20)).await;
         assert_eq!(v["frame_id"], "robot1/odom", "{v}");
     });
     server.shutdown();

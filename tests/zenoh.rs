@@ -25,19 +25,6 @@ fn settings(port: u16, write: bool) -> Settings {
     s
 }
 
-/// A Zenoh session in client mode connected to the server's bridge.
-fn zenoh_client(port: u16) -> zenoh::Session {
-    let mut c = zenoh::Config::default();
-    c.insert_json5("mode", "\"client\"").unwrap();
-    c.insert_json5("connect/endpoints", &format!("[\"tcp/127.0.0.1:{port}\"]"))
-        .unwrap();
-    c.insert_json5("scouting/multicast/enabled", "false")
-        .unwrap();
-    zenoh::open(c)
-        .wait()
-        .expect("a Zenoh session to the bridge")
-}
-
 fn start(write: bool) -> (TestServer, u16) {
     let port = free_port();
     let server = start_server_with(settings(port, write), player::builtin_catalog());

@@ -5,49 +5,17 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import os from "node:os";
 import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
-import { startPlayer } from "./harness.mjs";
+import { launchChromium, openPage, sleep, startPlayer, until } from "./harness.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what, ms, fn) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms: ${what}`);
-    await sleep(100);
-  }
-}
 
 test("the viewer page draws the laser, drives while the up arrow is held and stops on release", async () => {
   const player = await startPlayer();
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), "player-chromium-"));
-  // A fresh profile directory (playwright passes it as --user-data-dir).
-  const browser = await chromium.launchPersistentContext(profile, {
-    executablePath: chromiumPath,
-    headless: true,
-    viewport: { width: 1280, height: 1000 },
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  const chrome = await launchChromium({ viewport: { width: 1280, height: 1000 } });
+  const browser = chrome.context;
   try {
-    const page = browser.pages()[0] ?? (await browser.newPage());
-    const errors = [];
-    page.on("pageerror", (e) => errors.push(String(e)));
-    await page.goto(player.url);
+    const { page, errors } = await openPage(browser, player.url);
     // Connected, and the robot's pose and a laser scan have arrived.
     await until("pose and laser on the page", 30_000, () =>
       page.evaluate(() => viewer.connected && viewer.pose !== null && viewer.laser !== null),
@@ -128,8 +96,7 @@ test("the viewer page draws the laser, drives while the up arrow is held and sto
     assert.deepEqual(errors, [], "no script errors");
     console.log(`laser pixels ${laserPixels}, commands while held ${sent} in ${seconds.toFixed(1)} s`);
   } finally {
-    await browser.close();
-    fs.rmSync(profile, { recursive: true, force: true });
+    await chrome.close();
     const r = await player.stop();
     assert.equal(r.code, 0, `player exit ${JSON.stringify(r)}\n${player.log()}`);
   }

@@ -8,7 +8,7 @@ import foxglove from "@foxglove/ws-protocol";
 import WebSocket from "ws";
 
 const { FoxgloveClient } = foxglove;
-import { startPlayer } from "./harness.mjs";
+import { foxgloveClient, sleep, startPlayer, within } from "./harness.mjs";
 import { commandOnce, readLaser } from "./player_tcp.mjs";
 import fs from "node:fs";
 import os from "node:os";
@@ -16,22 +16,11 @@ import path from "node:path";
 
 const decoder = new TextDecoder();
 
-function within(ms, what, fn) {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
-    fn((v) => {
-      clearTimeout(t);
-      resolve(v);
-    });
-  });
-}
-
 test("the Foxglove client library subscribes to every channel, decodes each, calls the services and reads the parameters", async () => {
   const player = await startPlayer();
   try {
     // JSON throughout (the default is protobuf for the foxglove.* channels: protobuf.test.mjs).
-    const ws = new WebSocket(`${player.ws}/?encoding=json`, [FoxgloveClient.SUPPORTED_SUBPROTOCOL]);
-    const client = new FoxgloveClient({ ws });
+    const client = foxgloveClient(`${player.ws}/?encoding=json`);
     // Both listeners first: the server sends serverInfo and advertise back to back.
     const gotInfo = within(20_000, "serverInfo", (done) => client.on("serverInfo", done));
     const gotChannels = within(20_000, "advertise", (done) => client.on("advertise", done));
@@ -224,8 +213,7 @@ const KEY = "fgops-key";
 
 /** A Foxglove client on `url` collecting its statuses, removed status ids, parameter updates (no id) and clock. */
 async function open(url) {
-  const ws = new WebSocket(url, [FoxgloveClient.SUPPORTED_SUBPROTOCOL]);
-  const client = new FoxgloveClient({ ws });
+  const client = foxgloveClient(url);
   const seen = { statuses: [], removed: [], updates: [], times: [], graph: [] };
   client.on("status", (s) => seen.statuses.push(s));
   client.on("removeStatus", (r) => seen.removed.push(...r.statusIds));
@@ -239,8 +227,6 @@ async function open(url) {
   const channels = await gotChannels;
   return { client, info, channels, ...seen };
 }
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function waitFor(what, fn, ms = 20_000) {
   const deadline = Date.now() + ms;
@@ -448,7 +434,7 @@ test("a replay is paused and sought over the WebSocket: no data while paused, th
   // Record a few seconds of the simulated robot (until 25 positions came to a client).
   const recorder = await startPlayer(["-record", file]);
   try {
-    const client = new FoxgloveClient({ ws: new WebSocket(recorder.ws, [FoxgloveClient.SUPPORTED_SUBPROTOCOL]) });
+    const client = foxgloveClient(recorder.ws);
     const channels = await within(20_000, "advertise", (done) => client.on("advertise", done));
     const pos = channels.find((c) => c.topic === "/position");
     const sub = client.subscribe(pos.id);

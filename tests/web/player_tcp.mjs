@@ -17,13 +17,31 @@ function decodePosition(b) {
 }
 
 /**
+ * A `data` listener that splits the server's byte stream into packets (a kind byte, a
+ * 16-bit big-endian size, the body) and calls `onPacket(kind, body)` for each whole one.
+ */
+function packets(onPacket) {
+  let buf = Buffer.alloc(0);
+  return (d) => {
+    buf = Buffer.concat([buf, d]);
+    while (buf.length >= 3) {
+      const size = buf.readUInt16BE(1);
+      if (buf.length < 3 + size) break;
+      const kind = buf[0];
+      const body = buf.subarray(3, 3 + size);
+      buf = buf.subarray(3 + size);
+      onPacket(kind, body);
+    }
+  };
+}
+
+/**
  * Connects to `port` on loopback, asks for `p r` (position, read) and collects readings in
  * `samples` ({ at: ms since the epoch, ...reading }). Resolves once the first reading arrived.
  */
 export function watchPosition(port) {
   const samples = [];
   const sock = net.connect(port, "127.0.0.1");
-  let buf = Buffer.alloc(0);
   const watcher = {
     samples,
     /** The newest reading. */
@@ -34,14 +52,9 @@ export function watchPosition(port) {
     const timer = setTimeout(() => reject(new Error("no position reading within 20 s")), 20_000);
     sock.once("error", reject);
     sock.on("connect", () => sock.write(Buffer.from([0x64, 0x72, 0, 2, 0x70, 0x72])));
-    sock.on("data", (d) => {
-      buf = Buffer.concat([buf, d]);
-      while (buf.length >= 3) {
-        const size = buf.readUInt16BE(1);
-        if (buf.length < 3 + size) break;
-        const kind = buf[0];
-        const body = buf.subarray(3, 3 + size);
-        buf = buf.subarray(3 + size);
+    sock.on(
+      "data",
+      packets((kind, body) => {
         if (kind === 0x72) {
           // The reply: `p r` when read access was granted.
           const granted = body.length >= 2 && body[0] === 0x70 && body[1] === 0x72;
@@ -53,8 +66,8 @@ export function watchPosition(port) {
             resolve(watcher);
           }
         }
-      }
-    });
+      }),
+    );
   });
 }
 
@@ -68,7 +81,6 @@ export function watchPosition(port) {
 export function commandOnce(port, key, speed) {
   const samples = [];
   const sock = net.connect(port, "127.0.0.1");
-  let buf = Buffer.alloc(0);
   const header = (a, b, len) => Buffer.from([a, b, len >> 8, len & 0xff]);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error("no write access to position within 20 s")), 20_000);
@@ -80,19 +92,14 @@ export function commandOnce(port, key, speed) {
       }
       sock.write(Buffer.from([0x64, 0x72, 0, 2, 0x70, 0x61]));
     });
-    sock.on("data", (d) => {
-      buf = Buffer.concat([buf, d]);
-      while (buf.length >= 3) {
-        const size = buf.readUInt16BE(1);
-        if (buf.length < 3 + size) break;
-        const kind = buf[0];
-        const body = buf.subarray(3, 3 + size);
-        buf = buf.subarray(3 + size);
+    sock.on(
+      "data",
+      packets((kind, body) => {
         if (kind === 0x72) {
           const granted = body.length >= 2 && body[0] === 0x70 && body[1] === 0x61;
           if (!granted) {
             reject(new Error(`position write access refused: ${[...body]}`));
-            continue;
+            return;
           }
           const cmd = Buffer.alloc(4);
           cmd.writeInt16BE(speed, 0);
@@ -109,8 +116,8 @@ export function commandOnce(port, key, speed) {
         } else if (kind === 0x70 && body.length === 21) {
           samples.push({ at: Date.now(), ...decodePosition(body) });
         }
-      }
-    });
+      }),
+    );
   });
 }
 

@@ -5,24 +5,11 @@
 // same channel ids.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import foxglove from "@foxglove/ws-protocol";
 import protobuf from "protobufjs";
 import descriptor from "protobufjs/ext/descriptor/index.js";
-import WebSocket from "ws";
-import { startPlayer } from "./harness.mjs";
+import { foxgloveClient, startPlayer, within } from "./harness.mjs";
 
-const { FoxgloveClient } = foxglove;
 const decoder = new TextDecoder();
-
-function within(ms, what, fn) {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
-    fn((v) => {
-      clearTimeout(t);
-      resolve(v);
-    });
-  });
-}
 
 /** A decoder of channel `c` from its advertised schema: protobufjs for protobuf. */
 function channelDecoder(c) {
@@ -41,8 +28,7 @@ function channelDecoder(c) {
 }
 
 async function connect(url) {
-  const ws = new WebSocket(url, [FoxgloveClient.SUPPORTED_SUBPROTOCOL]);
-  const client = new FoxgloveClient({ ws });
+  const client = foxgloveClient(url);
   const channels = await within(20_000, "advertise", (done) => client.on("advertise", done));
   return { client, channels };
 }

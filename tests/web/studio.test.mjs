@@ -9,41 +9,17 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import foxglove from "@foxglove/ws-protocol";
-import WebSocket from "ws";
-import { chromium } from "playwright-core";
-import { startPlayer } from "./harness.mjs";
+import { foxgloveClient, launchChromium as launch, sleep, startPlayer, until, within } from "./harness.mjs";
 import { startStudioServer } from "./studio.mjs";
 import { watchPosition } from "./player_tcp.mjs";
 
-const { FoxgloveClient } = foxglove;
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, "..", "..");
-const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what, ms, fn) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms: ${what}`);
-    await sleep(100);
-  }
-}
-
 /** The topics the server advertises, as Foxglove's client library sees them. */
 async function advertisedTopics(url) {
-  const ws = new WebSocket(url, [FoxgloveClient.SUPPORTED_SUBPROTOCOL]);
-  const client = new FoxgloveClient({ ws });
+  const client = foxgloveClient(url);
   try {
-    const channels = await new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error("no advertise within 20 s")), 20_000);
-      client.on("advertise", (c) => {
-        clearTimeout(t);
-        resolve(c);
-      });
-    });
+    const channels = await within(20_000, "advertise", (done) => client.on("advertise", done));
     return channels.map((c) => c.topic).sort();
   } finally {
     client.close();
@@ -51,30 +27,8 @@ async function advertisedTopics(url) {
 }
 
 /** Launches Debian's chromium headless with a fresh profile. */
-export async function launchChromium() {
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), "player-studio-"));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: chromiumPath,
-    headless: true,
-    viewport: { width: 1400, height: 900 },
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
-  return {
-    context,
-    async close() {
-      await context.close();
-      fs.rmSync(profile, { recursive: true, force: true });
-    },
-  };
+export function launchChromium() {
+  return launch({ prefix: "player-studio-", viewport: { width: 1400, height: 900 } });
 }
 
 /** Studio's player problems, as it logs them to the console ("Player problem <id> {...}"). */

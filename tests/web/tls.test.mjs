@@ -4,20 +4,17 @@
 // https:// (trusting that certificate's key only), which connects back over wss://.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import https from "node:https";
 import os from "node:os";
 import path from "node:path";
 import foxglove from "@foxglove/ws-protocol";
-import { chromium } from "playwright-core";
 import WebSocket from "ws";
-import { freePorts, playerBin } from "./harness.mjs";
+import { foxgloveClient, freePorts, launchChromium, sleep, spawnPlayer, within } from "./harness.mjs";
 
 const { FoxgloveClient } = foxglove;
-const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 
 /** A self-signed certificate for localhost and 127.0.0.1: its files and PEM text. */
@@ -55,47 +52,11 @@ async function startTlsPlayer(dir, certs) {
       `[[robot]]\nname = "pioneer"\n[[robot.driver]]\ndriver = "sim"\ndevices = ["p", "s", "l"]\n`,
   );
   const args = ["--config", config, "-gp", String(gp), "-web", String(web), "-bind", "127.0.0.1"];
-  const child = spawn(playerBin, args, { stdio: ["ignore", "pipe", "pipe"] });
-  let log = "";
-  child.stdout.on("data", (d) => (log += d));
-  child.stderr.on("data", (d) => (log += d));
-  const exited = new Promise((r) => child.once("exit", (code, signal) => r({ code, signal })));
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`player exited early:\n${log}`);
-    try {
-      const [status] = await httpsGet(`https://localhost:${web}/`, certs.pem);
-      if (status === 200) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error(`player's https page did not answer within 60 s:\n${log}`);
-    }
-    await sleep(100);
-  }
-  return {
-    web,
-    log: () => log,
-    async stop() {
-      child.kill("SIGTERM");
-      const t = setTimeout(() => child.kill("SIGKILL"), 15_000);
-      const r = await exited;
-      clearTimeout(t);
-      return r;
-    },
-  };
-}
-
-function within(ms, what, fn) {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
-    fn((v) => {
-      clearTimeout(t);
-      resolve(v);
-    });
+  const player = await spawnPlayer(args, {
+    ready: async () => (await httpsGet(`https://localhost:${web}/`, certs.pem))[0] === 200,
+    what: "https page",
   });
+  return { web, ...player };
 }
 
 test("over TLS the Foxglove client library and the page in chromium connect with wss:// to a trusted self-signed certificate", async () => {
@@ -112,11 +73,8 @@ test("over TLS the Foxglove client library and the page in chromium connect with
     assert.equal(refusal, 400);
 
     // The Foxglove client library over wss://, trusting the certificate (ws passes `ca`
-    // to node's TLS).
-    const ws = new WebSocket(`wss://localhost:${player.web}`, [FoxgloveClient.SUPPORTED_SUBPROTOCOL], {
-      ca: certs.pem,
-    });
-    const client = new FoxgloveClient({ ws });
+    // to node's TLS); JSON, as the scan is read below (the default is protobuf).
+    const client = foxgloveClient(`wss://localhost:${player.web}/?encoding=json`, { ca: certs.pem });
     const gotInfo = within(20_000, "serverInfo", (done) => client.on("serverInfo", done));
     const gotChannels = within(20_000, "advertise", (done) => client.on("advertise", done));
     const info = await gotInfo;
@@ -137,22 +95,8 @@ test("over TLS the Foxglove client library and the page in chromium connect with
       .createHash("sha256")
       .update(new crypto.X509Certificate(certs.pem).publicKey.export({ type: "spki", format: "der" }))
       .digest("base64");
-    const profile = fs.mkdtempSync(path.join(os.tmpdir(), "player-chromium-"));
-    const browser = await chromium.launchPersistentContext(profile, {
-      executablePath: chromiumPath,
-      headless: true,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        `--ignore-certificate-errors-spki-list=${spki}`,
-      ],
-    });
+    const chrome = await launchChromium({ args: [`--ignore-certificate-errors-spki-list=${spki}`] });
+    const browser = chrome.context;
     try {
       const page = browser.pages()[0] ?? (await browser.newPage());
       const sockets = [];
@@ -165,8 +109,7 @@ test("over TLS the Foxglove client library and the page in chromium connect with
       }
       assert.ok(sockets.length > 0 && sockets.every((u) => u.startsWith("wss://")), `sockets ${sockets}`);
     } finally {
-      await browser.close();
-      fs.rmSync(profile, { recursive: true, force: true });
+      await chrome.close();
     }
     assert.match(player.log(), /plain connection on the TLS web port refused/);
   } finally {

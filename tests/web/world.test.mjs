@@ -6,21 +6,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import os from "node:os";
-import { chromium } from "playwright-core";
-import { startPlayer } from "./harness.mjs";
-
-const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what, ms, fn) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms: ${what}`);
-    await sleep(100);
-  }
-}
+import { launchChromium, openPage, startPlayer, until } from "./harness.mjs";
 
 test("on a world's one port the page picks a robot, drives only it and draws them all", async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "player-world-"));
@@ -31,19 +17,10 @@ test("on a world's one port the page picks a robot, drives only it and draws the
     '[world]\nwidth = 30000\nheight = 30000\n[[swarm]]\ncount = 100\nspacing = 1500\nkind = "simple"\n',
   );
   const player = await startPlayer(["-stage", world]);
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), "player-chromium-"));
-  const browser = await chromium.launchPersistentContext(profile, {
-    executablePath: chromiumPath,
-    headless: true,
-    viewport: { width: 1280, height: 1000 },
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  const chrome = await launchChromium({ viewport: { width: 1280, height: 1000 } });
+  const browser = chrome.context;
   try {
-    const page = browser.pages()[0] ?? (await browser.newPage());
-    const errors = [];
-    page.on("pageerror", (e) => errors.push(String(e)));
-    await page.goto(player.url);
+    const { page, errors } = await openPage(browser, player.url);
     // The picker lists the world's robots; the first is shown.
     await until("the world's robots in the picker", 30_000, () =>
       page.evaluate(() => viewer.world && viewer.names.length === 100 && viewer.pose !== null),
@@ -86,8 +63,7 @@ test("on a world's one port the page picks a robot, drives only it and draws the
     assert.ok(grey > 50, `pixels of the other robots: ${grey}`);
     assert.deepEqual(errors, [], "no script errors");
   } finally {
-    await browser.close();
-    fs.rmSync(profile, { recursive: true, force: true });
+    await chrome.close();
     fs.rmSync(dir, { recursive: true, force: true });
     const r = await player.stop();
     assert.equal(r.code, 0, `player exit ${JSON.stringify(r)}\n${player.log()}`);

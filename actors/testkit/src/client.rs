@@ -28,6 +28,25 @@ pub(crate) fn is_timeout(e: &io::Error) -> bool {
 }
 
 impl Client {
+    /// A push-new client (data mode 2 at 1000 Hz) reading all seven devices of the
+    /// simulated robot (`p s l m g z v`) as they come; panics if one is refused.
+    pub fn push_all(addr: SocketAddr) -> Client {
+        let mut c = Client::connect(addr);
+        c.frequency(1000);
+        c.data_mode(2);
+        let reply = c.request(&[
+            (b'p', b'r'),
+            (b's', b'r'),
+            (b'l', b'r'),
+            (b'm', b'r'),
+            (b'g', b'r'),
+            (b'z', b'r'),
+            (b'v', b'r'),
+        ]);
+        assert!(!reply.contains(&b'e'), "a device was refused: {reply:?}");
+        c
+    }
+
     /// Connects (retrying for a while, for a server that is still starting).
     pub fn connect(addr: SocketAddr) -> Client {
         let deadline = Instant::now() + TIMEOUT;

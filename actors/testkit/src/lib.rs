@@ -13,6 +13,9 @@
 //! - [`netns`]: network namespaces and veth pairs for tests of real links (root only).
 //! - [`hw`]: what the hardware-driver tests (`tests/hw_*.rs`) share, with the one check of
 //!   a missing port and of a silent port every serial driver gets.
+//! - [`foxglove_ws`]: a Foxglove WebSocket client for the web endpoint's tests, over plain
+//!   TCP or TLS.
+//! - [`zenoh_client`]: a Zenoh session to the server's bridge.
 //! - [`bench`]: what the load benches share (server processes, CPU time, the round reader).
 //!
 //! Timeouts are generous (the suite must not be flaky on a loaded two-core machine); rates
@@ -22,21 +25,24 @@
 
 pub mod bench;
 mod client;
+pub mod foxglove_ws;
 pub mod hw;
 pub mod netns;
 mod server;
 mod streamer;
 mod wait;
+mod zenoh_session;
 
 pub use client::{
     assert_fresh_client_served, assert_rate, count_rounds, heading_near_zero, pairs_bytes, Client,
     Packet,
 };
 pub use server::{
-    default_settings, start_server, start_server_command_timeout, start_server_logged,
-    start_server_with, TestServer,
+    check_config, default_settings, start_server, start_server_command_timeout,
+    start_server_logged, start_server_with, TestServer,
 };
 pub use streamer::Streamer;
 pub use wait::{
     collect_stderr, free_port, sleep_until, wait_for_text, wait_until, LogCapture, TIMEOUT,
 };
+pub use zenoh_session::zenoh_client;

@@ -27,6 +27,22 @@ pub(crate) fn test_logger() -> slog::Logger {
     }
 }
 
+/// Runs `player --check-config file` with the binary at `player` (a test's
+/// `env!("CARGO_BIN_EXE_player")`): its exit code (-1 when killed), standard output and
+/// standard error.
+pub fn check_config(player: &str, file: &std::path::Path) -> (i32, String, String) {
+    let out = std::process::Command::new(player)
+        .arg("--check-config")
+        .arg(file)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// The shipped default configuration (the simulated Pioneer with all seven devices).
 pub fn default_settings() -> Settings {
     Settings::default_config()

@@ -56,7 +56,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
@@ -106,6 +106,18 @@ pub struct Shared {
     pub log: Logger,
     /// TLS, when `[web]` has a certificate: every connection's handshake first.
     pub tls: Option<tls::TlsEndpoint>,
+}
+
+impl Shared {
+    /// The open sessions, locked (a poisoned lock's map is still the map).
+    pub fn open_sessions(&self) -> MutexGuard<'_, HashMap<SessionId, Addr<WebSession>>> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The addresses of the sessions open now.
+    pub fn session_addrs(&self) -> Vec<Addr<WebSession>> {
+        self.open_sessions().values().cloned().collect()
+    }
 }
 
 /// One session's place in the per-address count; given back when dropped (when the
@@ -507,26 +519,12 @@ impl WebEndpoint {
     /// leaving stops the robot); returns when they have ended or after 3 s.
     pub async fn stop(self) {
         self.accept.abort();
-        let addrs: Vec<Addr<WebSession>> = self
-            .shared
-            .sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .cloned()
-            .collect();
+        let addrs = self.shared.session_addrs();
         for a in &addrs {
             a.do_send(Close);
         }
         let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
-        while tokio::time::Instant::now() < deadline
-            && !self
-                .shared
-                .sessions
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_empty()
-        {
+        while tokio::time::Instant::now() < deadline && !self.shared.open_sessions().is_empty() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -715,11 +713,7 @@ fn upgrade(
         Ok(e) => e,
         Err(e) => return plain(StatusCode::BAD_REQUEST, &format!("{e}\n")),
     };
-    let open = shared
-        .sessions
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .len();
+    let open = shared.open_sessions().len();
     if open >= shared.max_clients {
         warn!(shared.log, "web connection refused: too many clients"; "client" => %peer);
         return plain(StatusCode::SERVICE_UNAVAILABLE, "too many clients\n");

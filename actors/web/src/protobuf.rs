@@ -401,27 +401,11 @@ pub fn encode_map(map: &MapOutline, t: Timestamp) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schema::tests::{channel, one_blob, reading};
     use crate::schema::CHANNELS;
-    use bytes::Bytes;
     use prost_types::field_descriptor_proto::Type;
     use prost_types::{DescriptorProto, FileDescriptorSet};
     use serde_json::Value;
-
-    fn reading(device: u8, data: Vec<u8>) -> DeviceData {
-        DeviceData {
-            device,
-            data: Bytes::from(data),
-            timestamp: Timestamp {
-                sec: 1_700_000_000,
-                usec: 250_000,
-            },
-            seq: 1,
-        }
-    }
-
-    fn channel(topic: &str) -> &'static Channel {
-        CHANNELS.iter().find(|c| c.topic == topic).unwrap()
-    }
 
     fn proto(topic: &str, d: &DeviceData) -> Vec<u8> {
         let c = channel(topic);
@@ -644,21 +628,7 @@ mod tests {
             u.entities[0].metadata[0].value,
             j["entities"][0]["metadata"][0]["value"]
         );
-        let vis = wire::Vision {
-            channels: vec![
-                vec![],
-                vec![wire::Blob {
-                    area: 40,
-                    x: 80,
-                    y: 60,
-                    left: 70,
-                    right: 90,
-                    top: 50,
-                    bottom: 70,
-                }],
-            ],
-        };
-        let d = reading(b'v', vis.encode());
+        let d = one_blob();
         let bytes = proto("/vision", &d);
         walk(
             &descriptor_set("foxglove.ImageAnnotations"),

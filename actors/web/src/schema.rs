@@ -556,11 +556,12 @@ pub fn encode_map_transform(map: &MapOutline, t: Timestamp) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use bytes::Bytes;
 
-    fn reading(device: u8, data: Vec<u8>) -> DeviceData {
+    /// A reading of `device` with `data`, stamped 1 700 000 000.25 s (seq 1).
+    pub(crate) fn reading(device: u8, data: Vec<u8>) -> DeviceData {
         DeviceData {
             device,
             data: Bytes::from(data),
@@ -572,8 +573,28 @@ mod tests {
         }
     }
 
-    fn channel(topic: &str) -> &'static Channel {
+    /// The channel of `topic`.
+    pub(crate) fn channel(topic: &str) -> &'static Channel {
         CHANNELS.iter().find(|c| c.topic == topic).unwrap()
+    }
+
+    /// A blobfinder reading: no blob on channel 0, one 20 × 20 blob at (80, 60) on channel 1.
+    pub(crate) fn one_blob() -> DeviceData {
+        let vis = wire::Vision {
+            channels: vec![
+                vec![],
+                vec![wire::Blob {
+                    area: 40,
+                    x: 80,
+                    y: 60,
+                    left: 70,
+                    right: 90,
+                    top: 50,
+                    bottom: 70,
+                }],
+            ],
+        };
+        reading(b'v', vis.encode())
     }
 
     fn decode(channel: &Channel, d: &DeviceData) -> Value {
@@ -734,21 +755,7 @@ mod tests {
 
     #[test]
     fn blobs_become_annotations_and_a_list() {
-        let vis = wire::Vision {
-            channels: vec![
-                vec![],
-                vec![wire::Blob {
-                    area: 40,
-                    x: 80,
-                    y: 60,
-                    left: 70,
-                    right: 90,
-                    top: 50,
-                    bottom: 70,
-                }],
-            ],
-        };
-        let d = reading(b'v', vis.encode());
+        let d = one_blob();
         let list = decode(channel("/vision/blobs"), &d);
         assert_eq!(list["blobs"][0]["channel"], 1);
         assert_eq!(list["blobs"][0]["right"], 90);

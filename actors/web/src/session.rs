@@ -1429,11 +1429,7 @@ impl Actor for WebSession {
         }
         self.send_text(foxglove::advertise_services(&foxglove::SERVICES), ctx);
         ctx.run_interval(TICK, |act, ctx| act.tick(ctx));
-        self.shared
-            .sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(self.id, ctx.address());
+        self.shared.open_sessions().insert(self.id, ctx.address());
     }
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
@@ -1449,11 +1445,7 @@ impl Actor for WebSession {
                 w.abort();
             });
         }
-        self.shared
-            .sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&self.id);
+        self.shared.open_sessions().remove(&self.id);
         info!(self.log, "web client disconnected"; "dropped_frames" => self.out.borrow().dropped);
     }
 }

@@ -475,15 +475,7 @@ impl WebSession {
                 act.answer_set(&names, id.as_deref(), ctx);
                 if any_timeout {
                     // Every session of the endpoint (this one too) tells its subscribers.
-                    let sessions: Vec<_> = act
-                        .shared
-                        .sessions
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .values()
-                        .cloned()
-                        .collect();
-                    for s in sessions {
+                    for s in act.shared.session_addrs() {
                         s.do_send(RefreshParameters);
                     }
                 } else if local_change {
