@@ -8,7 +8,7 @@
 
 use actix::prelude::*;
 use bytes::Bytes;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -140,6 +140,30 @@ impl Inbox {
                 }
             }
             None => s.readings.push(d.clone()),
+        }
+        true
+    }
+
+    /// Publisher side: [`Inbox::offer`] of the readings of `batch` whose bit is set in
+    /// `mask`, all under one lock (so the owner never takes some of a batch without the
+    /// rest), or none of them and false when the owner wants messages now.
+    pub fn offer_all(&self, batch: &[DeviceData], mask: u64) -> bool {
+        let mut s = self.lock();
+        if s.messages {
+            return false;
+        }
+        for (i, d) in batch.iter().enumerate() {
+            if i >= 64 || mask & (1 << i) == 0 {
+                continue;
+            }
+            match s.readings.iter_mut().find(|x| x.device == d.device) {
+                Some(x) => {
+                    if x.seq < d.seq || d.seq == 0 {
+                        *x = d.clone();
+                    }
+                }
+                None => s.readings.push(d.clone()),
+            }
         }
         true
     }
@@ -790,26 +814,41 @@ impl Publisher {
     }
 
     /// Publishes readings of several devices taken at `timestamp` as one
-    /// [`DeviceDataBatch`] to every session reading any of them (a session whose inbox
-    /// takes them gets each of the devices it reads there instead).
+    /// [`DeviceDataBatch`] to every session reading any of them. A session whose inbox
+    /// takes readings gets the ones it reads there, all under one lock: a round built
+    /// meanwhile sees all of them or none (an `l` and an `L` of the same scan, say), never
+    /// one new and another old.
     pub fn publish_batch(&mut self, readings: Vec<(u8, Bytes)>, timestamp: Timestamp) {
         let batch: Arc<[DeviceData]> = readings
             .into_iter()
             .map(|(device, data)| self.record(device, data, timestamp))
             .collect();
-        let mut sent: HashSet<SessionId> = HashSet::new();
-        for d in batch.iter() {
+        // Each reader once, with the readings of the batch it reads (bit i: batch[i]).
+        let mut readers: Vec<(&DataRecipient, u64)> = Vec::new();
+        let mut at: HashMap<SessionId, usize> = HashMap::new();
+        for (i, d) in batch.iter().enumerate() {
             let Some(ch) = self.channels.get(&d.device) else {
                 continue;
             };
+            let bit = 1u64.checked_shl(i as u32).unwrap_or(0);
             for (id, r) in &ch.recipients {
-                if r.inbox.as_ref().is_some_and(|i| i.offer(d)) {
-                    continue;
-                }
-                if sent.insert(*id) {
-                    r.batch.do_send(DeviceDataBatch(batch.clone()));
+                match at.get(id) {
+                    Some(&k) => readers[k].1 |= bit,
+                    None => {
+                        at.insert(*id, readers.len());
+                        readers.push((r, bit));
+                    }
                 }
             }
+        }
+        // (A batch of more than 64 readings, more than a robot has devices, goes as a
+        // message whole.)
+        let shelvable = batch.len() <= 64;
+        for (r, mask) in readers {
+            if shelvable && r.inbox.as_ref().is_some_and(|i| i.offer_all(&batch, mask)) {
+                continue;
+            }
+            r.batch.do_send(DeviceDataBatch(batch.clone()));
         }
     }
 
@@ -953,5 +992,63 @@ mod tests {
         let seen = seen.lock().unwrap();
         assert_eq!(seen.batches, vec![vec![b'p']]);
         assert_eq!(seen.singles, vec![b'p']);
+    }
+
+    #[actix_rt::test]
+    async fn a_round_taken_while_a_batch_is_shelved_sees_all_of_the_batch_or_none() {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let inbox = Inbox::new();
+        let r = DataRecipient::with_inbox(&Collector(seen.clone()).start(), inbox.clone());
+        let mut p = Publisher::new();
+        for device in [b'l', b'L'] {
+            p.set_subscribers(Subscribers {
+                device,
+                session: SessionId::from(1),
+                recipient: Some(r.clone()),
+            });
+        }
+        let mut got = Vec::new();
+        inbox.take(false, &mut got);
+        // The owner takes rounds on its own thread while the batches of one scan (`l` and
+        // `L` with the same value) are shelved: every take has both at the same value.
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let owner = {
+            let (inbox, stop) = (inbox.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut mixed = 0;
+                let mut takes = 0;
+                let mut got = Vec::new();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    inbox.take(false, &mut got);
+                    if got.is_empty() {
+                        continue;
+                    }
+                    takes += 1;
+                    let l = got
+                        .iter()
+                        .find(|d| d.device == b'l')
+                        .map(|d| d.data.clone());
+                    let big = got
+                        .iter()
+                        .find(|d| d.device == b'L')
+                        .map(|d| d.data.clone());
+                    if l != big {
+                        mixed += 1;
+                    }
+                }
+                (takes, mixed)
+            })
+        };
+        for v in 0..20_000u32 {
+            let b = Bytes::from(v.to_be_bytes().to_vec());
+            p.publish_batch(vec![(b'l', b.clone()), (b'L', b)], Timestamp::now());
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let (takes, mixed) = owner.join().unwrap();
+        assert!(takes > 0, "the owner took nothing");
+        assert_eq!(
+            mixed, 0,
+            "{mixed} of {takes} takes had l and L of different scans"
+        );
     }
 }
