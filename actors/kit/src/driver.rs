@@ -105,6 +105,20 @@ struct InboxState {
     messages: bool,
 }
 
+impl InboxState {
+    /// Keeps `d` as its device's newest reading (an older one never replaces a newer).
+    fn shelve(&mut self, d: &DeviceData) {
+        match self.readings.iter_mut().find(|x| x.device == d.device) {
+            Some(x) => {
+                if x.seq < d.seq || d.seq == 0 {
+                    *x = d.clone();
+                }
+            }
+            None => self.readings.push(d.clone()),
+        }
+    }
+}
+
 impl Default for Inbox {
     fn default() -> Self {
         Inbox {
@@ -133,14 +147,7 @@ impl Inbox {
         if s.messages {
             return false;
         }
-        match s.readings.iter_mut().find(|x| x.device == d.device) {
-            Some(x) => {
-                if x.seq < d.seq || d.seq == 0 {
-                    *x = d.clone();
-                }
-            }
-            None => s.readings.push(d.clone()),
-        }
+        s.shelve(d);
         true
     }
 
@@ -153,16 +160,8 @@ impl Inbox {
             return false;
         }
         for (i, d) in batch.iter().enumerate() {
-            if i >= 64 || mask & (1 << i) == 0 {
-                continue;
-            }
-            match s.readings.iter_mut().find(|x| x.device == d.device) {
-                Some(x) => {
-                    if x.seq < d.seq || d.seq == 0 {
-                        *x = d.clone();
-                    }
-                }
-                None => s.readings.push(d.clone()),
+            if i < 64 && mask & (1 << i) != 0 {
+                s.shelve(d);
             }
         }
         true
