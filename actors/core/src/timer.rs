@@ -64,12 +64,25 @@ impl Slot {
             armed: Cell::new(0),
         })
     }
+
+    fn wake(&self) {
+        if let Some(w) = self.waker.borrow_mut().take() {
+            w.wake();
+        }
+    }
+}
+
+/// What the timer task does with a due slot: wake its owner, or run a repeating timer's
+/// tick itself ([`TickHandle::run_on_thread`]).
+enum Target {
+    Wake(Weak<Slot>),
+    Repeat(Weak<Repeat>),
 }
 
 struct Entry {
     deadline: Instant,
     seq: u64,
-    slot: Weak<Slot>,
+    target: Target,
 }
 
 impl PartialEq for Entry {
@@ -178,14 +191,14 @@ impl Ticker {
         self.armed.set(deadline);
     }
 
-    fn insert(&self, deadline: Instant, slot: &Rc<Slot>) {
+    fn insert(&self, deadline: Instant, slot: &Slot, target: Target) {
         let seq = self.seq.get().wrapping_add(1).max(1);
         self.seq.set(seq);
         slot.armed.set(seq);
         self.heap.borrow_mut().push(Entry {
             deadline,
             seq,
-            slot: Rc::downgrade(slot),
+            target,
         });
         if self.armed.get().is_none_or(|a| deadline < a) {
             self.arm(Some(deadline));
@@ -193,26 +206,57 @@ impl Ticker {
     }
 
     /// Fires every due entry, and those due within [`COALESCE`] of now, then re-arms for
-    /// the next.
+    /// the next. A repeating timer with a tick of its own ([`TickHandle::run_on_thread`])
+    /// has it run here, one after the other, with no wake-up of its owner's task.
     fn fire_due(&self) {
         let now = Instant::now() + COALESCE;
-        let mut heap = self.heap.borrow_mut();
-        while let Some(top) = heap.peek() {
-            if top.deadline > now {
-                break;
-            }
-            let e = heap.pop().expect("peeked");
-            if let Some(slot) = e.slot.upgrade().filter(|s| s.armed.get() == e.seq) {
-                slot.armed.set(0);
-                slot.fired.set(true);
-                if let Some(w) = slot.waker.borrow_mut().take() {
-                    w.wake();
+        loop {
+            let e = {
+                let mut heap = self.heap.borrow_mut();
+                match heap.peek() {
+                    Some(top) if top.deadline <= now => heap.pop().expect("peeked"),
+                    _ => break,
+                }
+            };
+            match e.target {
+                Target::Wake(slot) => {
+                    if let Some(slot) = slot.upgrade().filter(|s| s.armed.get() == e.seq) {
+                        slot.armed.set(0);
+                        slot.fired.set(true);
+                        slot.wake();
+                    }
+                }
+                Target::Repeat(r) => {
+                    if let Some(r) = r.upgrade().filter(|r| r.slot.armed.get() == e.seq) {
+                        self.fire_repeat(&r);
+                    }
                 }
             }
         }
-        let next = heap.peek().map(|e| e.deadline);
-        drop(heap);
+        let next = self.heap.borrow().peek().map(|e| e.deadline);
         self.arm(next);
+    }
+
+    /// A repeating timer's deadline came: its own tick when it has one (the heap is not
+    /// borrowed here: the tick may set timers), else a wake-up of its stream.
+    fn fire_repeat(&self, r: &Rc<Repeat>) {
+        r.slot.armed.set(0);
+        let tick = r.on_thread.borrow().clone();
+        let Some(tick) = tick else {
+            r.slot.fired.set(true);
+            r.slot.wake();
+            return;
+        };
+        r.deadline.set(None);
+        let fired = tick();
+        if let Some(at) = fired.next {
+            r.deadline.set(Some(at));
+            self.insert(at, &r.slot, Target::Repeat(Rc::downgrade(r)));
+        }
+        if fired.wake {
+            r.kicked.set(true);
+            r.slot.wake();
+        }
     }
 }
 
@@ -294,7 +338,7 @@ impl Future for Sleep {
         match ticker() {
             Some(t) => {
                 let slot = Slot::new(Some(cx.waker().clone()));
-                t.insert(self.deadline, &slot);
+                t.insert(self.deadline, &slot, Target::Wake(Rc::downgrade(&slot)));
                 self.slot = Some(slot);
                 Poll::Pending
             }
@@ -315,6 +359,23 @@ struct Repeat {
     deadline: Cell<Option<Instant>>,
     /// Without a timerfd (should not happen on Linux): tokio's timer.
     fallback: RefCell<Option<Pin<Box<tokio::time::Sleep>>>>,
+    /// The tick the timer task runs itself at each deadline, while set.
+    on_thread: RefCell<Option<ThreadTick>>,
+    /// That tick asked for the owner: the stream yields once.
+    kicked: Cell<bool>,
+}
+
+/// A tick run by the thread's timer task itself at a repeating timer's deadlines
+/// ([`TickHandle::run_on_thread`]).
+pub type ThreadTick = Rc<dyn Fn() -> Fired>;
+
+/// What a [`ThreadTick`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fired {
+    /// The next deadline to run it at (`None`: none; the owner sets one).
+    pub next: Option<Instant>,
+    /// The owner must look: its stream yields once.
+    pub wake: bool,
 }
 
 /// A repeating timer for one owner: a [`Stream`](futures::Stream) that yields once each
@@ -335,6 +396,8 @@ pub fn ticks() -> (TickHandle, Ticks) {
         slot: Slot::new(None),
         deadline: Cell::new(None),
         fallback: RefCell::new(None),
+        on_thread: RefCell::new(None),
+        kicked: Cell::new(false),
     });
     (TickHandle(r.clone()), Ticks(r))
 }
@@ -346,7 +409,7 @@ impl TickHandle {
         r.deadline.set(Some(deadline));
         r.slot.fired.set(false);
         match ticker() {
-            Some(t) => t.insert(deadline, &r.slot),
+            Some(t) => t.insert(deadline, &r.slot, Target::Repeat(Rc::downgrade(r))),
             None => {
                 *r.fallback.borrow_mut() =
                     Some(Box::pin(tokio::time::sleep_until(deadline.into())));
@@ -363,7 +426,26 @@ impl TickHandle {
         r.deadline.set(None);
         r.slot.fired.set(false);
         r.slot.armed.set(0);
+        r.kicked.set(false);
         *r.fallback.borrow_mut() = None;
+    }
+
+    /// While `tick` is set, the thread's timer task runs it at each deadline instead of
+    /// waking the stream: thousands of timers due at one wake-up are served in one pass,
+    /// with no task woken or polled for each. The tick says when it runs next and whether
+    /// the stream must yield (once) for its owner to look; `None` gives the deadlines back
+    /// to the stream. Without a timerfd the tick is never run (the stream yields as usual).
+    pub fn run_on_thread(&self, tick: Option<ThreadTick>) {
+        if tick.is_none() {
+            // The owner took its ticks back and looks now: a wake-up asked for is moot.
+            self.0.kicked.set(false);
+        }
+        *self.0.on_thread.borrow_mut() = tick;
+    }
+
+    /// The deadline set, if any.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.0.deadline.get()
     }
 }
 
@@ -372,8 +454,12 @@ impl futures::Stream for Ticks {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<()>> {
         let r = &self.0;
-        let Some(at) = r.deadline.get() else {
-            *r.slot.waker.borrow_mut() = Some(cx.waker().clone());
+        if r.kicked.replace(false) {
+            return Poll::Ready(Some(()));
+        }
+        let direct = r.on_thread.borrow().is_some() && r.fallback.borrow().is_none();
+        let Some(at) = r.deadline.get().filter(|_| !direct) else {
+            r.keep_waker(cx);
             return Poll::Pending;
         };
         let due = {
@@ -390,11 +476,18 @@ impl futures::Stream for Ticks {
             *r.fallback.borrow_mut() = None;
             return Poll::Ready(Some(()));
         }
-        let mut w = r.slot.waker.borrow_mut();
+        r.keep_waker(cx);
+        Poll::Pending
+    }
+}
+
+impl Repeat {
+    /// Keeps the poller's waker (unless the one kept wakes the same task).
+    fn keep_waker(&self, cx: &Context<'_>) {
+        let mut w = self.slot.waker.borrow_mut();
         if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
             *w = Some(cx.waker().clone());
         }
-        Poll::Pending
     }
 }
 
@@ -468,6 +561,76 @@ mod tests {
             handle.clear();
             let r = tokio::time::timeout(Duration::from_millis(30), ticks.next()).await;
             assert!(r.is_err(), "a cleared timer ticked");
+        });
+    }
+
+    #[test]
+    fn a_tick_run_on_the_thread_fires_at_each_deadline_without_the_stream_and_wakes_it_when_asked()
+    {
+        use futures::StreamExt;
+        on_local_set(async {
+            let (handle, mut ticks) = ticks();
+            let start = Instant::now();
+            let period = Duration::from_millis(10);
+            let runs = Rc::new(RefCell::new(Vec::new()));
+            let tick: ThreadTick = {
+                let runs = runs.clone();
+                Rc::new(move || {
+                    let mut runs = runs.borrow_mut();
+                    runs.push(Instant::now());
+                    let k = runs.len() as u32;
+                    Fired {
+                        next: Some(start + period * (k + 1)),
+                        // The third run asks for the owner.
+                        wake: k == 3,
+                    }
+                })
+            };
+            handle.run_on_thread(Some(tick));
+            handle.set(start + period);
+            // The stream yields once: at the third run, not at the deadlines before it.
+            ticks.next().await;
+            let got = runs.borrow().clone();
+            assert_eq!(
+                got.len(),
+                3,
+                "the stream yielded at a deadline the tick had"
+            );
+            for (k, at) in got.iter().enumerate() {
+                assert!(
+                    *at + COALESCE >= start + period * (k as u32 + 1),
+                    "run {k} early"
+                );
+            }
+            // The tick set the next deadline itself; given back, it is the stream's.
+            assert_eq!(handle.deadline(), Some(start + period * 4));
+            handle.run_on_thread(None);
+            ticks.next().await;
+            assert!(Instant::now() + COALESCE >= start + period * 4);
+            assert_eq!(
+                runs.borrow().len(),
+                3,
+                "the tick ran after it was taken back"
+            );
+        });
+    }
+
+    #[test]
+    fn a_wake_asked_for_by_a_thread_tick_is_dropped_when_the_owner_takes_its_ticks_back() {
+        use futures::StreamExt;
+        on_local_set(async {
+            let (handle, mut ticks) = ticks();
+            handle.run_on_thread(Some(Rc::new(|| Fired {
+                next: None,
+                wake: true,
+            })));
+            handle.set(Instant::now() + Duration::from_millis(5));
+            // Let the timer task run the tick (it asks for a wake-up; nobody polls yet).
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            handle.run_on_thread(None);
+            // A sleep that proves nothing comes: the wake-up was taken back with the ticks.
+            let r = tokio::time::timeout(Duration::from_millis(30), ticks.next()).await;
+            assert!(r.is_err(), "the stream yielded for a wake-up taken back");
         });
     }
 

@@ -161,6 +161,7 @@ impl Session {
             futures::future::join_all(futs)
                 .into_actor(self)
                 .map(move |results, act, ctx| {
+                    act.unpark(ctx);
                     act.list.answered();
                     for (dev, new, r) in results {
                         if let Some(why) = act.apply_grant(dev, new, r) {

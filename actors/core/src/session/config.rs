@@ -35,6 +35,7 @@ impl Session {
                 client: self.conn.client.clone(),
             });
             ctx.spawn(fut.into_actor(self).map(move |r, act, ctx| {
+                act.unpark(ctx);
                 let why = match r {
                     Ok(Ok(())) => return,
                     Ok(Err(e)) => format!("config ignored: {e}"),

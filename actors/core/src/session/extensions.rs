@@ -47,6 +47,7 @@ impl Session {
     pub(super) fn send_device_list(&mut self, ctx: &mut Context<Self>) {
         let list = self.conn.registry.send(ListDevices);
         ctx.spawn(list.into_actor(self).map(|r, act, ctx| {
+            act.unpark(ctx);
             if let Ok(entries) = r {
                 let bytes = ext::device_list(&entries);
                 act.write(&[IoSlice::new(&bytes)], ctx);
@@ -107,6 +108,7 @@ impl Handler<Notice> for Session {
     type Result = ();
 
     fn handle(&mut self, msg: Notice, ctx: &mut Self::Context) {
+        self.unpark(ctx);
         self.notice(msg, ctx);
     }
 }

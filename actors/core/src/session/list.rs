@@ -3,6 +3,7 @@
 //! requests in flight, and the inbox where drivers leave readings while the session wants
 //! no message per reading.
 
+use super::schedule::Schedule;
 use super::Session;
 use actix::prelude::*;
 use player_kit::driver::{Command, DeviceData, Inbox};
@@ -175,30 +176,15 @@ impl Session {
     /// Whether this session needs a message per reading now: unless it sends rounds on
     /// deadlines, has every first reading and no round waits for data, a reading must wake
     /// it. Otherwise its next tick picks the newest readings up from the inbox.
-    fn wants_messages(&self) -> bool {
-        self.schedule.wants_every_reading() || self.list.awaiting_grants() || !self.list.ready()
+    pub(super) fn wants_messages(&self) -> bool {
+        wants_messages(&self.list, &self.schedule)
     }
 
     /// Takes the readings left in the inbox (as if they had come as messages) and tells it
     /// whether readings should come as messages from now on, until both agree.
     pub(super) fn sync_inbox(&mut self, ctx: &mut Context<Self>) {
-        loop {
-            let want = self.wants_messages();
-            let mut buf = std::mem::take(&mut self.list.inbox_buf);
-            self.list.inbox.take(want, &mut buf);
-            self.list.inbox_messages = want;
-            if buf.is_empty() {
-                self.list.inbox_buf = buf;
-                return;
-            }
-            let mut changed = false;
-            for d in buf.drain(..) {
-                changed |= self.take(d, true);
-            }
-            self.list.inbox_buf = buf;
-            if changed {
-                self.after_change(ctx);
-            }
+        while self.list.drain_inbox(&self.schedule) {
+            self.after_change(ctx);
         }
     }
 
@@ -207,5 +193,44 @@ impl Session {
         if self.wants_messages() != self.list.inbox_messages {
             self.sync_inbox(ctx);
         }
+    }
+}
+
+/// [`Session::wants_messages`] of a device list and a schedule.
+pub(super) fn wants_messages(list: &DeviceList, schedule: &Schedule) -> bool {
+    schedule.wants_every_reading() || list.awaiting_grants() || !list.ready()
+}
+
+impl DeviceList {
+    /// Takes the readings left in the inbox and tells it whether readings should come as
+    /// messages from now on; returns whether a reading may have made something sendable
+    /// (then the session looks, and drains again), false when the inbox was empty or
+    /// nothing it held mattered and both agree.
+    pub(super) fn drain_inbox(&mut self, schedule: &Schedule) -> bool {
+        loop {
+            let want = wants_messages(self, schedule);
+            let mut buf = std::mem::take(&mut self.inbox_buf);
+            self.inbox.take(want, &mut buf);
+            self.inbox_messages = want;
+            if buf.is_empty() {
+                self.inbox_buf = buf;
+                return false;
+            }
+            let mut changed = false;
+            for d in buf.drain(..) {
+                changed |= self
+                    .take(d, true)
+                    .is_some_and(|first| schedule.reading_matters(first));
+            }
+            self.inbox_buf = buf;
+            if changed {
+                return true;
+            }
+        }
+    }
+
+    /// Whether the inbox was last told to have readings sent as messages.
+    pub(super) fn inbox_messages(&self) -> bool {
+        self.inbox_messages
     }
 }

@@ -23,8 +23,9 @@
 //! newest readings, the inbox), `schedule.rs` (when rounds fall due: a pure [`Schedule`]
 //! tested on made-up instants, and the session's side that applies its answers),
 //! `writer.rs` (rounds, writes, flush, stall), `rights.rs` (what the client may do),
-//! `pace.rs` (what may be left unsent or in flight) and `reader.rs` (the reader task). By
-//! job: `access.rs` (the per-device access state machine, grants, commands), `config.rs`
+//! `pace.rs` (what may be left unsent or in flight), `park.rs` (a steady session's rounds
+//! written by its thread's timer, with no wake-up of the actor) and `reader.rs` (the
+//! reader task). By job: `access.rs` (the per-device access state machine, grants, commands), `config.rs`
 //! (the client's `y` configs: modes, frequency, timestamps), `extensions.rs` (error
 //! channel, e-stop, key, device list). This file holds the actor and its connection,
 //! routes its messages and sets its timers.
@@ -36,6 +37,7 @@ mod config;
 mod extensions;
 mod list;
 mod pace;
+mod park;
 mod reader;
 mod reload;
 mod rights;
@@ -148,6 +150,11 @@ struct Timers {
     tick_stream: Option<Ticks>,
     /// Set while push new waits out its period.
     push: Option<SpawnHandle>,
+    /// Where the session's parts are while its thread's tick writes its rounds
+    /// (`park.rs`).
+    shelf: park::Shelf,
+    /// That tick, made once.
+    thread_tick: crate::timer::ThreadTick,
 }
 
 /// The session actor of one client connection.
@@ -175,6 +182,8 @@ impl Session {
         let (ticks, tick_stream) = crate::timer::ticks();
         let log = log.new(slog::o!("client" => client.clone(), "session" => id));
         let rights = rights::Rights::admit(&opts.policy, peer.ip());
+        let shelf = park::Shelf::default();
+        let thread_tick = park::thread_tick(&shelf);
         Session {
             conn: Conn {
                 id,
@@ -197,6 +206,8 @@ impl Session {
                 ticks,
                 tick_stream: Some(tick_stream),
                 push: None,
+                shelf,
+                thread_tick,
             },
             writer: writer::Writer::new(stream),
             rights,
@@ -232,6 +243,7 @@ impl Session {
         let wake = crate::timer::sleep_until(at)
             .into_actor(self)
             .map(|_, act, ctx| {
+                act.unpark(ctx);
                 act.timers.push = None;
                 act.schedule.woke();
                 act.push_new(ctx);
@@ -273,6 +285,7 @@ impl Actor for Session {
     }
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
+        self.unpark_at_end();
         let c = &mut self.conn;
         if let Some(r) = c.reader.take() {
             r.abort();
@@ -290,6 +303,7 @@ impl Handler<Incoming> for Session {
     type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, msg: Incoming, ctx: &mut Self::Context) -> Self::Result {
+        self.unpark(ctx);
         if self.rights.must_present_key() && !is_key(&msg.0) {
             warn!(
                 self.conn.log,
@@ -335,6 +349,7 @@ impl Handler<Incoming> for Session {
         };
         // The next message is read only when the client has taken its replies.
         Box::pin(handled.then(|(), act, ctx| {
+            act.unpark(ctx);
             act.refresh_inbox(ctx);
             act.until_drained(ctx)
         }))
@@ -347,10 +362,15 @@ fn is_key(m: &ClientMessage) -> bool {
         if *device == device::SERVER && payload.first() == Some(&player_proto::config::KEY))
 }
 
-/// A tick of the session's timer: a continuous round may be due.
+/// A tick of the session's timer: a continuous round may be due (or, while parked, its
+/// thread's tick handed something back: `park.rs`). Then the session parks if it is
+/// steady.
 impl StreamHandler<()> for Session {
     fn handle(&mut self, _tick: (), ctx: &mut Self::Context) {
-        self.on_tick(ctx);
+        if !self.unpark(ctx) {
+            self.on_tick(ctx);
+        }
+        self.park();
     }
 
     fn finished(&mut self, _ctx: &mut Self::Context) {
@@ -362,6 +382,7 @@ impl Handler<ReadEnded> for Session {
     type Result = ();
 
     fn handle(&mut self, msg: ReadEnded, ctx: &mut Self::Context) {
+        self.unpark(ctx);
         if let Some(why) = msg.0 {
             warn!(self.conn.log, "client input ended badly"; "error" => &why);
             self.conn.closing_reason = Some(why);
@@ -374,6 +395,7 @@ impl Handler<DeviceData> for Session {
     type Result = ();
 
     fn handle(&mut self, msg: DeviceData, ctx: &mut Self::Context) {
+        self.unpark(ctx);
         if self.take(msg, false) {
             self.after_change(ctx);
         }
@@ -385,6 +407,7 @@ impl Handler<DeviceDataBatch> for Session {
     type Result = ();
 
     fn handle(&mut self, msg: DeviceDataBatch, ctx: &mut Self::Context) {
+        self.unpark(ctx);
         let mut changed = false;
         for d in msg.0.iter() {
             changed |= self.take(d.clone(), true);
@@ -400,6 +423,7 @@ impl Handler<Close> for Session {
     type Result = ();
 
     fn handle(&mut self, _msg: Close, ctx: &mut Self::Context) {
+        self.unpark(ctx);
         self.conn.closing_reason = Some("server shutting down".into());
         ctx.stop();
     }

@@ -22,6 +22,7 @@ impl Handler<Recheck> for Session {
     type Result = ();
 
     fn handle(&mut self, _msg: Recheck, ctx: &mut Self::Context) {
+        self.unpark(ctx);
         let policy = self.conn.opts.policy.clone();
         let before = self.rights.may_write();
         let write = match self.rights.recheck(&policy, self.conn.peer.ip()) {

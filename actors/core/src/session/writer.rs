@@ -8,7 +8,7 @@ use bytes::BytesMut;
 use player_proto::message::{self, TIMESTAMP_SIZE};
 use slog::warn;
 use std::io::{self, IoSlice};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
@@ -16,6 +16,9 @@ use tokio::net::TcpStream;
 /// The session's output: the socket and what it has not taken yet.
 pub(super) struct Writer {
     stream: Rc<TcpStream>,
+    /// The socket's descriptor, kept beside the rest of the writer: a round's look and
+    /// write need nothing else of the socket (`send_now`).
+    fd: RawFd,
     /// Bytes written by us but not yet taken by the kernel.
     out: BytesMut,
     flushing: bool,
@@ -33,6 +36,7 @@ pub(super) struct Writer {
 impl Writer {
     pub(super) fn new(stream: TcpStream) -> Self {
         Writer {
+            fd: stream.as_raw_fd(),
             stream: Rc::new(stream),
             out: BytesMut::new(),
             flushing: false,
@@ -73,9 +77,7 @@ impl Writer {
     /// whether the client acknowledged something since the last look (it is reading, if
     /// slowly).
     fn can_send(&mut self, now: Instant) -> bool {
-        let look = self
-            .pace
-            .look(self.stream.as_raw_fd(), !self.out.is_empty(), now);
+        let look = self.pace.look(self.fd, !self.out.is_empty(), now);
         if look.progress {
             self.stalled_since = None;
         }
@@ -129,41 +131,128 @@ thread_local! {
     static ROUND_BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
+/// What became of a round the schedule asked for ([`Writer::send_round`]).
+pub(super) enum Sent {
+    /// Written (the result of the write: whatever the kernel did not take is in the
+    /// session's buffer, to be flushed).
+    Written(io::Result<()>),
+    /// Nothing to send.
+    Empty,
+    /// Skipped: the client is not keeping up.
+    Skipped,
+    /// Skipped, and the client has acknowledged nothing for this long, past the limit: it
+    /// is to be disconnected.
+    Stalled(Duration),
+}
+
+impl Writer {
+    /// A writer on the same socket with nothing written, unsent or paced: what the session
+    /// holds while its own writer serves rounds from its thread's tick (`park.rs`).
+    pub(super) fn detached(&self) -> Writer {
+        Writer {
+            fd: self.fd,
+            stream: self.stream.clone(),
+            out: BytesMut::new(),
+            flushing: false,
+            pace: pace::Pacer::default(),
+            stalled_since: None,
+            skipped: 0,
+            drained: None,
+            timestamps: false,
+        }
+    }
+
+    /// Whether nothing is being flushed and nothing waits for the buffer to drain.
+    pub(super) fn idle(&self) -> bool {
+        self.out.is_empty() && !self.flushing && self.drained.is_none()
+    }
+
+    /// Writes one round of `slots` at `now` (every read device, or only those with new
+    /// data) in one write, unless the client is not keeping up, in which case the round
+    /// is skipped (it will get the newest data when it can take it); a client that
+    /// acknowledges nothing for `stall_limit` while rounds are skipped is to be
+    /// disconnected.
+    pub(super) fn send_round(
+        &mut self,
+        slots: &mut [Slot],
+        only_new: bool,
+        now: Instant,
+        stall_limit: Duration,
+    ) -> Sent {
+        if !self.can_send(now) {
+            return match self.skip(now, stall_limit) {
+                Some(stalled) => Sent::Stalled(stalled),
+                None => Sent::Skipped,
+            };
+        }
+        match self.write_round(slots, only_new) {
+            Some(r) => Sent::Written(r),
+            None => Sent::Empty,
+        }
+    }
+
+    /// Writes one round in one write; `None` when there was nothing to send. The round is
+    /// laid out in the thread's round buffer (kept between rounds, so a round costs no
+    /// allocation): copying a few hundred bytes costs less than the kernel's walk over a
+    /// vector of a header and a payload per device.
+    pub(super) fn write_round(
+        &mut self,
+        slots: &mut [Slot],
+        only_new: bool,
+    ) -> Option<io::Result<()>> {
+        let buf = self.lay_out(slots, only_new);
+        if buf.is_empty() {
+            self.keep(buf);
+            return None;
+        }
+        self.pace.wrote_round(Instant::now(), buf.len());
+        let r = write_whole(&self.stream, self.fd, &mut self.out, &[IoSlice::new(&buf)]);
+        self.keep(buf);
+        Some(r)
+    }
+}
+
 impl Session {
-    /// Writes one round (every read device, or only those with new data) in one write,
-    /// unless the client is not keeping up, in which case the round is skipped (it will get
-    /// the newest data when it can take it). A client that acknowledges nothing for
-    /// `stall_timeout` while rounds are skipped is disconnected. Returns whether it was
-    /// written.
+    /// Writes one round ([`Writer::send_round`]); disconnects a client stalled for
+    /// `stall_timeout`. Returns whether it was written.
     pub(super) fn send_round(&mut self, only_new: bool, ctx: &mut Context<Self>) -> bool {
         let now = Instant::now();
-        if !self.writer.can_send(now) {
-            if let Some(stalled) = self.writer.skip(now, self.conn.opts.stall_timeout) {
+        let sent = self.writer.send_round(
+            &mut self.list.slots,
+            only_new,
+            now,
+            self.conn.opts.stall_timeout,
+        );
+        self.after_round(sent, ctx)
+    }
+
+    /// Applies what became of a round; returns whether it was written.
+    pub(super) fn after_round(&mut self, sent: Sent, ctx: &mut Context<Self>) -> bool {
+        match sent {
+            Sent::Written(r) => {
+                self.after_write(r, ctx);
+                true
+            }
+            Sent::Empty | Sent::Skipped => false,
+            Sent::Stalled(stalled) => {
                 warn!(self.conn.log, "client has read nothing for too long; disconnecting"; "seconds" => stalled.as_secs(), "rounds_skipped" => self.writer.skipped);
                 self.conn.closing_reason = Some("stalled".into());
                 ctx.stop();
+                false
             }
-            return false;
         }
-        self.write_round(only_new, ctx)
     }
 
-    /// Writes one round in one write; returns whether there was anything to send. The
-    /// round is laid out in the session's own buffer (kept between rounds, so a round
-    /// costs no allocation): copying a few hundred bytes costs less than the kernel's
-    /// walk over a vector of a header and a payload per device.
+    /// Writes one round in one write, whether or not the client keeps up (it asked for
+    /// it); returns whether there was anything to send.
     pub(super) fn write_round(&mut self, only_new: bool, ctx: &mut Context<Self>) -> bool {
-        let buf = self.writer.lay_out(&mut self.list.slots, only_new);
-        if buf.is_empty() {
-            self.writer.keep(buf);
-            return false;
+        match self.writer.write_round(&mut self.list.slots, only_new) {
+            Some(r) => {
+                self.after_write(r, ctx);
+                true
+            }
+            None => false,
         }
-        let w = &mut self.writer;
-        w.pace.wrote_round(Instant::now(), buf.len());
-        let r = write_whole(&w.stream, &mut w.out, &[IoSlice::new(&buf)]);
-        w.keep(buf);
-        self.after_write(r, ctx);
-        true
     }
 
     // ----- writing ---------------------------------------------------------------------
@@ -173,7 +262,7 @@ impl Session {
     pub(super) fn write(&mut self, iov: &[IoSlice], ctx: &mut Context<Self>) {
         let w = &mut self.writer;
         w.pace.wrote(iov.iter().map(|s| s.len()).sum::<usize>());
-        let r = write_whole(&w.stream, &mut w.out, iov);
+        let r = write_whole(&w.stream, w.fd, &mut w.out, iov);
         self.after_write(r, ctx);
     }
 
@@ -195,6 +284,7 @@ impl Session {
             async move { stream.writable().await }
                 .into_actor(self)
                 .map(|r, act, ctx| {
+                    act.unpark(ctx);
                     act.writer.flushing = false;
                     match r {
                         Ok(()) => act.flush(ctx),
@@ -266,6 +356,7 @@ impl Session {
             }
             .into_actor(self)
             .map(|drained, act, ctx| {
+                act.unpark(ctx);
                 if !drained {
                     warn!(act.conn.log, "client has read none of its replies for too long; disconnecting"; "unread_bytes" => act.writer.out.len());
                     act.conn.closing_reason = Some("stalled (replies unread)".into());
@@ -279,13 +370,18 @@ impl Session {
 /// Writes `iov` to the socket without blocking; whatever the kernel does not take is
 /// appended to `out` (which must then be flushed). When `out` already holds bytes, all of
 /// `iov` goes after them, keeping messages whole and in order.
-fn write_whole(stream: &TcpStream, out: &mut BytesMut, iov: &[IoSlice]) -> io::Result<()> {
+fn write_whole(
+    stream: &TcpStream,
+    fd: RawFd,
+    out: &mut BytesMut,
+    iov: &[IoSlice],
+) -> io::Result<()> {
     let total: usize = iov.iter().map(|s| s.len()).sum();
     let mut written = 0;
     if out.is_empty() {
         // One slice (a round, a reply) is a plain write: cheaper in the kernel than writev.
         let r = match iov {
-            [one] => stream.try_write(one),
+            [one] => send_now(fd, one),
             _ => stream.try_write_vectored(iov),
         };
         match r {
@@ -306,4 +402,31 @@ fn write_whole(stream: &TcpStream, out: &mut BytesMut, iov: &[IoSlice]) -> io::R
         }
     }
     Ok(())
+}
+
+/// One `send` on the session's socket, not through the runtime's readiness bookkeeping (a
+/// round costs one system call and touches nothing of the socket but its descriptor).
+/// When it would block, the flush waits through the runtime (`start_flush`): its
+/// readiness may still say writable, in which case the flush's own write finds out and
+/// clears it, then waits.
+fn send_now(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: `fd` is the socket the writer's `TcpStream` owns and keeps open; `buf`
+        // is valid for `buf.len()` bytes.
+        let n = unsafe {
+            libc::send(
+                fd,
+                buf.as_ptr().cast(),
+                buf.len(),
+                libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+            )
+        };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
 }

@@ -1,0 +1,212 @@
+//! Rounds written by the thread's timer, with no wake-up of the session.
+//!
+//! A session in the steady state of continuous mode (every read device has a reading, no
+//! round waits for data, no subscription in flight, nothing unsent in its own buffer)
+//! does the same at every deadline: take the readings the drivers left in its inbox,
+//! write one round of every read device (or skip it: `pace.rs`), set the next deadline.
+//! Waking the session's task for that (a waker per session, the actor's context polled,
+//! its mailbox and streams looked at) costs a thread more than the round itself. So such
+//! a session *parks*: it moves its device list, schedule and writer into a cell its
+//! repeating timer can reach, and the thread's timer task, at each wake-up, runs the tick
+//! of every due parked session itself, one after the other
+//! ([`crate::timer::TickHandle::run_on_thread`]), with the same code as the session's own
+//! tick.
+//!
+//! Whatever needs the actor is handed back to it: the write failed, the kernel did not
+//! take a whole round (the rest must be flushed), the client stalled, a reading made
+//! something sendable, the session is no longer steady, a round waits for a first
+//! reading (the quiet-device warning). The tick then asks its timer to wake the session,
+//! which takes its parts back (*unparks*) and does what is left. Every entry into the
+//! actor (a message, a continuation of its own futures, the end) unparks first, so the
+//! actor's code never sees the parts it lent; a session parks again only at the end of
+//! its own tick.
+
+use super::list::{wants_messages, DeviceList};
+use super::schedule::{Due, Schedule};
+use super::writer::{Sent, Writer};
+use super::Session;
+use crate::timer::{Fired, ThreadTick};
+use actix::prelude::*;
+use std::cell::RefCell;
+use std::io;
+use std::rc::{Rc, Weak};
+use std::time::{Duration, Instant};
+
+/// The parts a parked session lends its thread's tick, and what the tick leaves for the
+/// session to do.
+pub(super) struct Parked {
+    list: DeviceList,
+    schedule: Schedule,
+    writer: Writer,
+    stall_limit: Duration,
+    /// The tick asked for the session; until it has taken its parts back, the next
+    /// deadline is left to it.
+    handed_back: bool,
+    /// A deadline came while handed back: the session's own tick is owed.
+    owed: bool,
+    /// The write failed.
+    failed: Option<io::Error>,
+    /// The client stalled (rounds skipped this long with nothing acknowledged).
+    stalled: Option<Duration>,
+    /// A reading may have made something sendable.
+    changed: bool,
+    /// A round waited for a first reading: check the quiet-device warning.
+    quiet: bool,
+}
+
+/// Where a session's parts are while it is parked (`None`: with the session).
+pub(super) type Shelf = Rc<RefCell<Option<Parked>>>;
+
+/// The tick the thread's timer runs for the session whose parts go on `shelf`.
+pub(super) fn thread_tick(shelf: &Shelf) -> ThreadTick {
+    let shelf = Rc::downgrade(shelf);
+    Rc::new(move || tick(&shelf))
+}
+
+/// One deadline of a parked session: what [`Session::on_tick`] does, without the actor.
+fn tick(shelf: &Weak<RefCell<Option<Parked>>>) -> Fired {
+    let Some(shelf) = shelf.upgrade() else {
+        return Fired {
+            next: None,
+            wake: false,
+        };
+    };
+    let mut parked = shelf.borrow_mut();
+    let Some(p) = parked.as_mut() else {
+        // Not parked (the session took its parts back): its stream takes the deadlines.
+        return Fired {
+            next: None,
+            wake: true,
+        };
+    };
+    if p.handed_back {
+        p.owed = true;
+        return Fired {
+            next: None,
+            wake: true,
+        };
+    }
+    let now = Instant::now();
+    let next = match p.schedule.on_tick(now, p.list.any_reads()) {
+        Due::Tick(at) => at,
+        _ => {
+            // Ticking stops (nothing read, or out of continuous mode): the session's.
+            p.handed_back = true;
+            return Fired {
+                next: None,
+                wake: true,
+            };
+        }
+    };
+    // The readings left in the inbox since the last round.
+    p.changed |= p.list.drain_inbox(&p.schedule);
+    match p.schedule.tick_round(p.list.ready()) {
+        Due::Round { only_new } => {
+            match p
+                .writer
+                .send_round(&mut p.list.slots, only_new, now, p.stall_limit)
+            {
+                Sent::Written(Err(e)) => p.failed = Some(e),
+                Sent::Written(Ok(())) => p.schedule.sent(now),
+                Sent::Stalled(stalled) => p.stalled = Some(stalled),
+                Sent::Empty | Sent::Skipped => {}
+            }
+        }
+        _ => p.quiet = true,
+    }
+    let wake = p.changed
+        || p.quiet
+        || p.failed.is_some()
+        || p.stalled.is_some()
+        || !p.writer.idle()
+        || wants_messages(&p.list, &p.schedule) != p.list.inbox_messages();
+    p.handed_back = wake;
+    Fired {
+        next: Some(next),
+        wake,
+    }
+}
+
+impl Session {
+    /// Whether the session is in the steady state a thread's tick can serve alone.
+    fn steady(&self) -> bool {
+        self.conn.closing_reason.is_none()
+            && self.timers.push.is_none()
+            && self.timers.ticks.deadline().is_some()
+            && self.list.any_reads()
+            && !self.wants_messages()
+            && !self.list.inbox_messages()
+            && self.writer.idle()
+    }
+
+    /// Lends the session's device list, schedule and writer to its thread's tick when it
+    /// is steady (at the end of its own tick).
+    pub(super) fn park(&mut self) {
+        if self.timers.shelf.borrow().is_some() || !self.steady() || !crate::timer::init_thread() {
+            return;
+        }
+        let parked = Parked {
+            list: std::mem::replace(&mut self.list, DeviceList::new()),
+            schedule: std::mem::replace(&mut self.schedule, Schedule::new(Instant::now())),
+            writer: {
+                let detached = self.writer.detached();
+                std::mem::replace(&mut self.writer, detached)
+            },
+            stall_limit: self.conn.opts.stall_timeout,
+            handed_back: false,
+            owed: false,
+            failed: None,
+            stalled: None,
+            changed: false,
+            quiet: false,
+        };
+        *self.timers.shelf.borrow_mut() = Some(parked);
+        self.timers
+            .ticks
+            .run_on_thread(Some(self.timers.thread_tick.clone()));
+    }
+
+    /// Takes the session's parts back from its thread's tick, if it lent them; returns
+    /// what the tick left to do.
+    fn take_back(&mut self) -> Option<Parked> {
+        let mut p = self.timers.shelf.borrow_mut().take()?;
+        self.timers.ticks.run_on_thread(None);
+        std::mem::swap(&mut self.list, &mut p.list);
+        std::mem::swap(&mut self.schedule, &mut p.schedule);
+        std::mem::swap(&mut self.writer, &mut p.writer);
+        Some(p)
+    }
+
+    /// Takes the session's parts back, if it lent them, and does what its thread's tick
+    /// left to do (a write's failure or rest, a stall, a change, the tick owed). Returns
+    /// whether it was parked. Every entry into the actor calls this first.
+    pub(super) fn unpark(&mut self, ctx: &mut Context<Self>) -> bool {
+        let Some(p) = self.take_back() else {
+            return false;
+        };
+        if let Some(e) = p.failed {
+            self.fail(e, ctx);
+        } else if !self.writer.drained() {
+            self.start_flush(ctx);
+        }
+        if let Some(stalled) = p.stalled {
+            self.after_round(Sent::Stalled(stalled), ctx);
+        }
+        if p.changed {
+            self.after_change(ctx);
+        }
+        if p.quiet {
+            self.check_quiet();
+        }
+        self.refresh_inbox(ctx);
+        if p.owed {
+            self.on_tick(ctx);
+        }
+        true
+    }
+
+    /// At the session's end: its parts back, whatever the tick left undone.
+    pub(super) fn unpark_at_end(&mut self) {
+        self.take_back();
+    }
+}
