@@ -72,6 +72,19 @@ impl DeviceList {
         }
     }
 
+    /// An empty list on the same inbox: what the session holds while it lends its list to
+    /// its thread's tick (`park.rs`).
+    pub(super) fn lent(&self) -> Self {
+        DeviceList {
+            slots: Vec::new(),
+            early: HashMap::new(),
+            requesting: Vec::new(),
+            inbox: self.inbox.clone(),
+            inbox_messages: self.inbox_messages,
+            inbox_buf: Vec::new(),
+        }
+    }
+
     /// The inbox the drivers leave this session's readings in.
     pub(super) fn inbox(&self) -> Arc<Inbox> {
         self.inbox.clone()

@@ -54,8 +54,9 @@ pub(super) struct Parked {
     quiet: bool,
 }
 
-/// Where a session's parts are while it is parked (`None`: with the session).
-pub(super) type Shelf = Rc<RefCell<Option<Parked>>>;
+/// Where a session's parts are while it is parked (`None`: with the session). Boxed: an
+/// empty shelf costs a session a pointer, not the size of its parts.
+pub(super) type Shelf = Rc<RefCell<Option<Box<Parked>>>>;
 
 /// The tick the thread's timer runs for the session whose parts go on `shelf`.
 pub(super) fn thread_tick(shelf: &Shelf) -> ThreadTick {
@@ -64,7 +65,7 @@ pub(super) fn thread_tick(shelf: &Shelf) -> ThreadTick {
 }
 
 /// One deadline of a parked session: what [`Session::on_tick`] does, without the actor.
-fn tick(shelf: &Weak<RefCell<Option<Parked>>>) -> Fired {
+fn tick(shelf: &Weak<RefCell<Option<Box<Parked>>>>) -> Fired {
     let Some(shelf) = shelf.upgrade() else {
         return Fired {
             next: None,
@@ -72,7 +73,7 @@ fn tick(shelf: &Weak<RefCell<Option<Parked>>>) -> Fired {
         };
     };
     let mut parked = shelf.borrow_mut();
-    let Some(p) = parked.as_mut() else {
+    let Some(p) = parked.as_deref_mut() else {
         // Not parked (the session took its parts back): its stream takes the deadlines.
         return Fired {
             next: None,
@@ -145,8 +146,11 @@ impl Session {
         if self.timers.shelf.borrow().is_some() || !self.steady() || !crate::timer::init_thread() {
             return;
         }
-        let parked = Parked {
-            list: std::mem::replace(&mut self.list, DeviceList::new()),
+        let parked = Box::new(Parked {
+            list: {
+                let lent = self.list.lent();
+                std::mem::replace(&mut self.list, lent)
+            },
             schedule: std::mem::replace(&mut self.schedule, Schedule::new(Instant::now())),
             writer: {
                 let detached = self.writer.detached();
@@ -159,7 +163,7 @@ impl Session {
             stalled: None,
             changed: false,
             quiet: false,
-        };
+        });
         *self.timers.shelf.borrow_mut() = Some(parked);
         self.timers
             .ticks
@@ -168,7 +172,7 @@ impl Session {
 
     /// Takes the session's parts back from its thread's tick, if it lent them; returns
     /// what the tick left to do.
-    fn take_back(&mut self) -> Option<Parked> {
+    fn take_back(&mut self) -> Option<Box<Parked>> {
         let mut p = self.timers.shelf.borrow_mut().take()?;
         self.timers.ticks.run_on_thread(None);
         std::mem::swap(&mut self.list, &mut p.list);
