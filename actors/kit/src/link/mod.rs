@@ -6,9 +6,11 @@
 //! once for all of them ([`driver`]). Byte layouts stay in each device's codec module.
 
 pub mod driver;
+mod requests;
 mod supervisor;
 
-pub use driver::{run_link, Closer, Ended, Link, LinkDriver, LinkUp};
+pub use driver::{run_link, Closer, Ended, Link, LinkDriver, LinkParts, LinkUp};
+pub use requests::{request_channel, Commanded, Request, RequestReceiver, RequestSender};
 pub use supervisor::{
     close_channel, CloseAck, CloseReceiver, CloseSender, LinkHandle, LinkState, LinkSupervisor,
 };
@@ -145,6 +147,56 @@ pub async fn read_some<R: AsyncReadExt + Unpin>(
         Ok(Err(e)) => Err(e),
     }
 }
+
+/// Waits at most `timeout` for `take` to find what is waited for in `parser`: `take` looks
+/// first at what `parser` holds already, then again after each read from `port` (into
+/// `buf`) is given to `parser` with `push`. `Ok(None)` if nothing was found in time; an
+/// error if the port failed or reached its end (see [`read_some`]).
+pub async fn read_until<R: AsyncReadExt + Unpin, P, T>(
+    port: &mut R,
+    buf: &mut [u8],
+    timeout: Duration,
+    parser: &mut P,
+    push: fn(&mut P, &[u8]),
+    mut take: impl FnMut(&mut P) -> Option<T>,
+) -> io::Result<Option<T>> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if let Some(found) = take(parser) {
+            return Ok(Some(found));
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Ok(None);
+        }
+        if let Some(n) = read_some(port, buf, left).await? {
+            push(parser, &buf[..n]);
+        }
+    }
+}
+
+/// Reads what a served connection's device sends next (waiting as long as it takes; the
+/// caller races it against its silence deadline): the byte count, or why the link is
+/// lost: "the `line` reached its end" (`line` is "port" or "line") or "read failed: ...".
+/// `place` names the port or address in the error. Cancel-safe.
+pub async fn read_served<R: AsyncReadExt + Unpin>(
+    port: &mut R,
+    buf: &mut [u8],
+    place: &str,
+    line: &str,
+) -> Result<usize, LinkError> {
+    match port.read(buf).await {
+        Ok(0) => Err(LinkError::protocol(
+            place,
+            format!("the {line} reached its end"),
+        )),
+        Ok(n) => Ok(n),
+        Err(e) => Err(LinkError::io(place, &e, format!("read failed: {e}"))),
+    }
+}
+
+/// How long a write to a device may take before the line is taken for stuck.
+pub const WRITE_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Writes all of `bytes` within `timeout` (a line no one drains must not hang a driver).
 pub async fn write_all<W: tokio::io::AsyncWriteExt + Unpin>(

@@ -1,0 +1,99 @@
+//! The two ways a driver talks to its running link task besides asking it to close: a
+//! channel of requests applied in order, the close among them ([`request_channel`]), and
+//! a client's newest-wins command beside the link's handle ([`Commanded`]).
+
+use super::{CloseAck, Closer, LinkHandle};
+use slog::Logger;
+use std::fmt;
+use tokio::sync::{mpsc, watch};
+
+/// A request to a link task, one of which asks it to close.
+pub trait Request: fmt::Debug + Sized {
+    /// The request to close, carrying the acknowledgement to send once closed.
+    fn close(ack: CloseAck) -> Self;
+    /// The acknowledgement if this is the request to close; else the request itself.
+    fn into_close(self) -> Result<CloseAck, Self>;
+    /// Logs a request dropped because the device is away (the link is connecting or
+    /// waiting out a backoff: there is nothing to apply it to).
+    fn dropped(self, log: &Logger);
+}
+
+/// The driver's end of a [`request_channel`]: the close request goes through it like
+/// every other request, so it is applied after the requests sent before it.
+pub struct RequestSender<R>(mpsc::UnboundedSender<R>);
+
+impl<R> RequestSender<R> {
+    /// Sends `request`; false if the task has ended.
+    pub fn send(&self, request: R) -> bool {
+        self.0.send(request).is_ok()
+    }
+}
+
+impl<R: Request> LinkHandle for RequestSender<R> {
+    fn request_close(&mut self, ack: CloseAck) -> bool {
+        self.send(R::close(ack))
+    }
+}
+
+/// The link task's end of a [`request_channel`]. While the device is away (as a
+/// [`Closer`]) a close request ends the task and other requests are dropped (logged by
+/// [`Request::dropped`]); a served connection takes them with [`RequestReceiver::recv`].
+pub struct RequestReceiver<R> {
+    rx: mpsc::UnboundedReceiver<R>,
+    log: Logger,
+}
+
+impl<R> RequestReceiver<R> {
+    /// The next request; `None` once the driver has dropped its end. Cancel-safe.
+    pub async fn recv(&mut self) -> Option<R> {
+        self.rx.recv().await
+    }
+}
+
+impl<R: Request> Closer for RequestReceiver<R> {
+    async fn closed(&mut self) -> Option<CloseAck> {
+        loop {
+            match self.rx.recv().await?.into_close() {
+                Ok(ack) => return Some(ack),
+                Err(other) => other.dropped(&self.log),
+            }
+        }
+    }
+}
+
+/// A channel of requests to a link task, applied in order; `log` is where the task logs
+/// the requests it drops.
+pub fn request_channel<R>(log: Logger) -> (RequestSender<R>, RequestReceiver<R>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (RequestSender(tx), RequestReceiver { rx, log })
+}
+
+/// What a driver keeps of a running link that takes a client's command: the link's
+/// `handle` (which closes it) and the sender of the newest command (newest wins; the task
+/// watches the receiver [`Commanded::new`] returns).
+pub struct Commanded<H, M> {
+    /// The link's handle.
+    pub handle: H,
+    /// The newest command.
+    pub command: watch::Sender<M>,
+}
+
+impl<H, M> Commanded<H, M> {
+    /// `handle` and a command starting at `command`, with the task's receiver.
+    pub fn new(handle: H, command: M) -> (Self, watch::Receiver<M>) {
+        let (tx, rx) = watch::channel(command);
+        (
+            Commanded {
+                handle,
+                command: tx,
+            },
+            rx,
+        )
+    }
+}
+
+impl<H: LinkHandle, M> LinkHandle for Commanded<H, M> {
+    fn request_close(&mut self, ack: CloseAck) -> bool {
+        self.handle.request_close(ack)
+    }
+}
