@@ -179,9 +179,7 @@ impl LinkDriver for CreateDriver {
             odometry: Odometry::default(),
             motors_on: true,
         };
-        self.parts.link.start(CreateLink(handle), |state| {
-            link::run_link(task, ctl_rx, state)
-        })
+        self.parts.start(CreateLink(handle), ctl_rx, task);
     }
     fn drop_on_setup_error(&mut self) -> bool {
         false
@@ -514,15 +512,8 @@ impl LinkTask {
     async fn close(&mut self, conn: &mut Conn) -> Ended {
         let mut out = codec::drive_direct(0, 0).to_vec();
         out.push(codec::OI_STOP);
-        match link::write_all(&mut conn.port, &out, WRITE_TIMEOUT).await {
-            Ok(()) => {
-                let _ = tokio::time::timeout(
-                    WRITE_TIMEOUT,
-                    tokio::io::AsyncWriteExt::flush(&mut conn.port),
-                )
-                .await;
-                info!(self.log, "base stopped and OI stopped; port closed");
-            }
+        match link::write_flushed(&mut conn.port, &out).await {
+            Ok(()) => info!(self.log, "base stopped and OI stopped; port closed"),
             Err(e) => warn!(self.log, "could not send the stop and STOP"; "error" => %e),
         }
         Ended::Closed

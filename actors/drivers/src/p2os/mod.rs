@@ -175,16 +175,13 @@ impl LinkDriver for P2osDriver {
         // A fresh link: no command left over from an earlier session.
         let (ctl, ctl_rx) = link::request_channel(self.parts.log.clone());
         let (handle, motion) = Commanded::new(ctl, Motion::default());
-        let handle = P2osLink(handle);
         let task = LinkTask {
             params: self.params.clone(),
             log: self.parts.log.clone(),
             readings: ctx.address().recipient(),
             motion,
         };
-        self.parts
-            .link
-            .start(handle, |state| link::run_link(task, ctl_rx, state))
+        self.parts.start(P2osLink(handle), ctl_rx, task);
     }
     /// Only a link that reports failed is dropped: another device may be waiting on it.
     fn drop_on_setup_error(&mut self) -> bool {
@@ -477,14 +474,9 @@ impl LinkTask {
     async fn close(&mut self, conn: &mut Conn) -> Ended {
         let mut out = codec::command(codec::STOP);
         out.extend_from_slice(&codec::command(codec::CLOSE));
-        match link::write_all(&mut conn.port, &out, WRITE_TIMEOUT).await {
+        match link::write_flushed(&mut conn.port, &out).await {
             Ok(()) => {
-                let _ = tokio::time::timeout(
-                    WRITE_TIMEOUT,
-                    tokio::io::AsyncWriteExt::flush(&mut conn.port),
-                )
-                .await;
-                info!(self.log, "robot stopped and link closed"; "bad_frames" => conn.bad.count());
+                info!(self.log, "robot stopped and link closed"; "bad_frames" => conn.bad.count())
             }
             Err(e) => warn!(self.log, "could not send STOP and CLOSE"; "error" => %e),
         }

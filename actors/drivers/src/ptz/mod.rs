@@ -113,9 +113,7 @@ impl LinkDriver for PtzDriver {
             readings: ctx.address().recipient(),
             target,
         };
-        self.parts
-            .link
-            .start(handle, |state| link::run_link(task, close_rx, state));
+        self.parts.start(handle, close_rx, task);
     }
     fn command(&mut self, msg: Command, _ctx: &mut Context<Self>) {
         if let (Some(link), Ok(z)) = (self.parts.link.handle(), Ptz::decode(&msg.payload)) {

@@ -18,8 +18,8 @@ use codec::{Event, Parser, Scan};
 use player_kit::catalog::{Catalog, DeviceFlag, DriverContext, FlagValue, StartedDriver};
 use player_kit::driver::{DriverError, DriverHandle, Timestamp};
 use player_kit::link::{
-    self, close_channel, CloseReceiver, CloseSender, Ended, Link, LinkDriver, LinkError, LinkParts,
-    LinkUp, LogThrottle, WRITE_TIMEOUT,
+    self, CloseReceiver, CloseSender, Ended, Link, LinkDriver, LinkError, LinkParts, LinkUp,
+    LogThrottle, WRITE_TIMEOUT,
 };
 use player_proto::data::Laser;
 use player_proto::device;
@@ -90,15 +90,11 @@ impl LinkDriver for SickDriver {
     }
     // The default device_down: the scanner stops when neither `l` nor `L` is open any more.
     fn start_link(&mut self, ctx: &mut Context<Self>) {
-        let (close, close_rx) = close_channel();
-        let task = LinkTask {
+        self.parts.start_task(LinkTask {
             params: self.params.clone(),
             log: self.parts.log.clone(),
             scans: ctx.address().recipient(),
-        };
-        self.parts
-            .link
-            .start(close, |state| link::run_link(task, close_rx, state));
+        });
     }
 }
 
@@ -262,29 +258,32 @@ impl LinkTask {
     }
 }
 
+/// Waits for the first telegram `pick` takes (skipping the others), reading `buf` at a time.
+async fn telegram<T>(
+    port: &mut SerialStream,
+    parser: &mut Parser,
+    buf: &mut [u8],
+    timeout: Duration,
+    mut pick: impl FnMut(&[u8]) -> Option<T>,
+) -> std::io::Result<Option<T>> {
+    link::read_until(port, buf, timeout, parser, Parser::push, |parser| {
+        std::iter::from_fn(|| parser.next_event()).find_map(|ev| match ev {
+            Event::Telegram { data, .. } => pick(&data),
+            _ => None,
+        })
+    })
+    .await
+}
+
 /// Waits for the next `A0` reply (skipping scans and everything else); its result byte.
 async fn reply(
     port: &mut SerialStream,
     parser: &mut Parser,
     timeout: Duration,
 ) -> std::io::Result<Option<u8>> {
-    link::read_until(
-        port,
-        &mut [0u8; 1024],
-        timeout,
-        parser,
-        Parser::push,
-        |parser| {
-            while let Some(ev) = parser.next_event() {
-                if let Event::Telegram { data, .. } = ev {
-                    if data.first() == Some(&codec::MODE_REPLY) {
-                        return Some(data.get(1).copied().unwrap_or(0xFF));
-                    }
-                }
-            }
-            None
-        },
-    )
+    telegram(port, parser, &mut [0u8; 1024], timeout, |data| {
+        (data.first() == Some(&codec::MODE_REPLY)).then(|| data.get(1).copied().unwrap_or(0xFF))
+    })
     .await
 }
 
@@ -294,23 +293,9 @@ async fn first_scan(
     parser: &mut Parser,
     timeout: Duration,
 ) -> std::io::Result<Option<Scan>> {
-    link::read_until(
-        port,
-        &mut [0u8; 2048],
-        timeout,
-        parser,
-        Parser::push,
-        |parser| {
-            while let Some(ev) = parser.next_event() {
-                if let Event::Telegram { data, .. } = ev {
-                    if let Ok(scan) = Scan::parse(&data) {
-                        return Some(scan);
-                    }
-                }
-            }
-            None
-        },
-    )
+    telegram(port, parser, &mut [0u8; 2048], timeout, |data| {
+        Scan::parse(data).ok()
+    })
     .await
 }
 

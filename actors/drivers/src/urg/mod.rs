@@ -18,8 +18,8 @@ use codec::{Block, ClockMap, Parser, RawScan, Sensor};
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
 use player_kit::driver::{DriverError, DriverHandle, Timestamp};
 use player_kit::link::{
-    self, close_channel, CloseReceiver, CloseSender, Ended, Link, LinkDriver, LinkError, LinkParts,
-    LinkUp, LogThrottle, WRITE_TIMEOUT,
+    self, CloseReceiver, CloseSender, Ended, Link, LinkDriver, LinkError, LinkParts, LinkUp,
+    LogThrottle, WRITE_TIMEOUT,
 };
 use player_proto::scan::Scan;
 use serde::Deserialize;
@@ -137,15 +137,11 @@ impl LinkDriver for UrgDriver {
     }
     // The default device_down: the line closes when neither `l` nor `L` is open any more.
     fn start_link(&mut self, ctx: &mut Context<Self>) {
-        let (close, close_rx) = close_channel();
-        let task = LinkTask {
+        self.parts.start_task(LinkTask {
             params: self.params.clone(),
             log: self.parts.log.clone(),
             scans: ctx.address().recipient(),
-        };
-        self.parts
-            .link
-            .start(close, |state| link::run_link(task, close_rx, state));
+        });
     }
     /// Only a link that reports failed is dropped: the other device may be waiting on it.
     fn drop_on_setup_error(&mut self) -> bool {

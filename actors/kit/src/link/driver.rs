@@ -186,12 +186,31 @@ impl<H: LinkHandle + 'static> LinkParts<H> {
         }
     }
 
+    /// Starts `task` on the current arbiter under the shared reconnect loop
+    /// ([`run_link`]), through [`LinkSupervisor::start`]: the supervisor keeps `handle`, the
+    /// task hears through `close` that it must close. Call it from `start_link`.
+    pub fn start<L: Link + 'static>(&mut self, handle: H, close: L::Close, task: L)
+    where
+        L::Close: 'static,
+    {
+        self.link
+            .start(handle, |state| run_link(task, close, state));
+    }
+
     /// Whether a link is running and its device answers now (not connecting, lost or
     /// failed).
     pub fn link_up(&self) -> bool {
         self.link
             .state()
             .is_some_and(|s| matches!(*s, LinkState::Up))
+    }
+}
+
+impl LinkParts<CloseSender> {
+    /// [`LinkParts::start`] for a task that takes nothing but the request to close.
+    pub fn start_task<L: Link<Close = CloseReceiver> + 'static>(&mut self, task: L) {
+        let (close, close_rx) = super::close_channel();
+        self.start(close, close_rx, task);
     }
 }
 

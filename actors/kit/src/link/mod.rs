@@ -213,6 +213,18 @@ pub async fn write_all<W: tokio::io::AsyncWriteExt + Unpin>(
     }
 }
 
+/// Writes all of `bytes` and waits for the port to send them, each within
+/// [`WRITE_TIMEOUT`]: the last words to a device before its port closes (a stop, a close).
+/// A flush that does not finish in time is not an error (the bytes were taken).
+pub async fn write_flushed<W: tokio::io::AsyncWriteExt + Unpin>(
+    port: &mut W,
+    bytes: &[u8],
+) -> io::Result<()> {
+    write_all(port, bytes, WRITE_TIMEOUT).await?;
+    let _ = tokio::time::timeout(WRITE_TIMEOUT, port.flush()).await;
+    Ok(())
+}
+
 /// Exponential reconnect backoff.
 #[derive(Debug, Clone)]
 pub struct Backoff {
