@@ -313,6 +313,7 @@ impl Done {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::AsyncWriteExt;
 
     #[test]
     fn backoff_doubles_to_the_cap_and_resets() {
@@ -329,6 +330,75 @@ mod tests {
         let logged = (0..300).filter(|_| t.hit()).count();
         assert_eq!(logged, 10 + 3);
         assert_eq!(t.count(), 300);
+    }
+
+    /// A parser that keeps whole lines.
+    #[derive(Default)]
+    struct Lines(Vec<u8>);
+
+    impl Lines {
+        fn push(&mut self, bytes: &[u8]) {
+            self.0.extend_from_slice(bytes);
+        }
+        fn next(&mut self) -> Option<String> {
+            let end = self.0.iter().position(|&b| b == b'\n')?;
+            let line: Vec<u8> = self.0.drain(..=end).collect();
+            Some(String::from_utf8_lossy(&line[..end]).into_owned())
+        }
+    }
+
+    #[test]
+    fn read_until_finds_what_the_parser_holds_then_reads_until_found_or_timeout() {
+        actix_rt::System::new().block_on(async {
+            let (mut ours, mut device) = tokio::io::duplex(64);
+            let mut lines = Lines::default();
+            let mut buf = [0u8; 16];
+            let want_ok = |l: &mut Lines| std::iter::from_fn(|| l.next()).find(|s| s == "OK");
+            // Already held: found without a read.
+            lines.push(b"junk\nOK\nrest");
+            let t = Duration::from_millis(50);
+            let got = read_until(&mut ours, &mut buf, t, &mut lines, Lines::push, want_ok);
+            assert_eq!(got.await.unwrap().as_deref(), Some("OK"));
+            // Read in pieces, the rest of a line first.
+            device.write_all(b"\nnoise\nO").await.unwrap();
+            let later = async {
+                // Only splits the line over two reads: the wait must span them.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                device.write_all(b"K\n").await.unwrap();
+                device
+            };
+            let t = Duration::from_secs(5);
+            let wait = read_until(&mut ours, &mut buf, t, &mut lines, Lines::push, want_ok);
+            let (got, mut device) = tokio::join!(wait, later);
+            assert_eq!(got.unwrap().as_deref(), Some("OK"));
+            // Nothing wanted comes: None after the timeout.
+            device.write_all(b"nope\n").await.unwrap();
+            let t = Duration::from_millis(50);
+            let got = read_until(&mut ours, &mut buf, t, &mut lines, Lines::push, want_ok);
+            assert_eq!(got.await.unwrap(), None);
+            // The device goes away: an error.
+            drop(device);
+            let got = read_until(&mut ours, &mut buf, t, &mut lines, Lines::push, want_ok);
+            assert_eq!(got.await.unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+        });
+    }
+
+    #[test]
+    fn a_served_read_names_the_port_when_the_line_ends() {
+        actix_rt::System::new().block_on(async {
+            let (mut ours, mut device) = tokio::io::duplex(64);
+            let mut buf = [0u8; 16];
+            device.write_all(b"abc").await.unwrap();
+            assert_eq!(
+                read_served(&mut ours, &mut buf, "/dev/x", "port").await,
+                Ok(3)
+            );
+            drop(device);
+            let e = read_served(&mut ours, &mut buf, "/dev/x", "line")
+                .await
+                .unwrap_err();
+            assert_eq!(e, LinkError::protocol("/dev/x", "the line reached its end"));
+        });
     }
 
     #[test]

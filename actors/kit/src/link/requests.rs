@@ -97,3 +97,56 @@ impl<H: LinkHandle, M> LinkHandle for Commanded<H, M> {
         self.handle.request_close(ack)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[derive(Debug)]
+    enum Ctl {
+        Power(bool),
+        Close(CloseAck),
+    }
+
+    /// The requests dropped, as `dropped` saw them.
+    static DROPPED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+    impl Request for Ctl {
+        fn close(ack: CloseAck) -> Self {
+            Ctl::Close(ack)
+        }
+        fn into_close(self) -> Result<CloseAck, Self> {
+            match self {
+                Ctl::Close(ack) => Ok(ack),
+                other => Err(other),
+            }
+        }
+        fn dropped(self, _log: &Logger) {
+            DROPPED.lock().unwrap().push(format!("{self:?}"));
+        }
+    }
+
+    #[test]
+    fn while_away_requests_before_the_close_are_dropped_in_order_and_the_close_is_answered() {
+        actix_rt::System::new().block_on(async {
+            let log = Logger::root(slog::Discard, slog::o!());
+            let (tx, mut rx) = request_channel::<Ctl>(log);
+            let (mut link, mut command) = Commanded::new(tx, 0u8);
+            assert!(link.handle.send(Ctl::Power(true)));
+            link.command.send_replace(7);
+            let (ack, acked) = tokio::sync::oneshot::channel();
+            assert!(link.request_close(ack));
+            assert!(link.handle.send(Ctl::Power(false)));
+            let close = rx.closed().await.expect("the close request");
+            let _ = close.send(());
+            acked.await.unwrap();
+            assert_eq!(*DROPPED.lock().unwrap(), ["Power(true)"]);
+            // A served connection takes what came after the close itself.
+            assert!(matches!(rx.recv().await, Some(Ctl::Power(false))));
+            assert_eq!(*command.borrow_and_update(), 7);
+            drop(link);
+            assert!(rx.closed().await.is_none(), "the driver went away");
+        });
+    }
+}
