@@ -25,8 +25,8 @@ use player_kit::driver::{
     Timestamp,
 };
 use player_kit::link::{
-    self, CloseAck, Commanded, Ended, LinkDriver, LinkError, LinkHandle, LinkParts, LinkUp,
-    LogThrottle, Request, RequestReceiver, RequestSender, WRITE_TIMEOUT,
+    self, CloseAck, Commanded, Ended, Incoming, LinkDriver, LinkError, LinkHandle, LinkParts,
+    LinkUp, LogThrottle, Request, RequestReceiver, RequestSender, WRITE_TIMEOUT,
 };
 use player_proto::data::{Misc, Position, PositionCommand};
 use player_proto::{config as codes, device};
@@ -63,19 +63,9 @@ enum Ctl {
     MotorPower(bool),
     ResetOdometry,
     Stop,
-    Close(CloseAck),
 }
 
 impl Request for Ctl {
-    fn close(ack: CloseAck) -> Self {
-        Ctl::Close(ack)
-    }
-    fn into_close(self) -> Result<CloseAck, Self> {
-        match self {
-            Ctl::Close(ack) => Ok(ack),
-            other => Err(other),
-        }
-    }
     /// Requests while the base is away are dropped.
     fn dropped(self, log: &Logger) {
         match self {
@@ -480,12 +470,12 @@ impl LinkTask {
                 }
                 c = ctl.recv() => match c {
                     None => return self.close(conn).await,
-                    Some(Ctl::Close(ack)) => {
+                    Some(Incoming::Close(ack)) => {
                         let r = self.close(conn).await;
                         let _ = ack.send(());
                         return r;
                     }
-                    Some(Ctl::MotorPower(on)) => {
+                    Some(Incoming::Request(Ctl::MotorPower(on))) => {
                         self.motors_on = on;
                         let mut out = codec::drive_direct(0, 0).to_vec();
                         // START alone takes any mode to Passive.
@@ -495,11 +485,11 @@ impl LinkTask {
                         s.last_safe = Instant::now();
                         self.send(conn, &out).await
                     }
-                    Some(Ctl::ResetOdometry) => {
+                    Some(Incoming::Request(Ctl::ResetOdometry)) => {
                         self.odometry.reset();
                         Ok(())
                     }
-                    Some(Ctl::Stop) => self.wheels_zero(conn, s).await,
+                    Some(Incoming::Request(Ctl::Stop)) => self.wheels_zero(conn, s).await,
                 },
             };
             if let Err(e) = step {

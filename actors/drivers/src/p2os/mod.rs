@@ -22,8 +22,8 @@ use codec::{Identity, Parser, Readings, SeparateMode, Sip, SipState};
 use player_kit::catalog::{Catalog, DeviceFlag, DriverContext, FlagValue, StartedDriver};
 use player_kit::driver::{Command, Config, DeviceSpec, DriverError, DriverHandle, Stop, Timestamp};
 use player_kit::link::{
-    self, CloseAck, Commanded, Ended, LinkDriver, LinkError, LinkHandle, LinkParts, LinkUp,
-    LogThrottle, Request, RequestReceiver, RequestSender, WRITE_TIMEOUT,
+    self, CloseAck, Commanded, Ended, Incoming, LinkDriver, LinkError, LinkHandle, LinkParts,
+    LinkUp, LogThrottle, Request, RequestReceiver, RequestSender, WRITE_TIMEOUT,
 };
 use player_proto::data::{GripperCommand, PositionCommand};
 use player_proto::{config as codes, device};
@@ -75,7 +75,13 @@ enum Ctl {
     VelocityMode(bool),
     ResetOdometry,
     Stop,
-    Close(CloseAck),
+}
+
+impl Request for Ctl {
+    /// Configs and stops while the robot is away have nothing to apply to.
+    fn dropped(self, log: &Logger) {
+        debug!(log, "robot away; dropped"; "request" => format!("{self:?}"))
+    }
 }
 
 /// A SIP's readings, from the link task to the actor.
@@ -84,23 +90,6 @@ enum Ctl {
 struct SipReadings {
     readings: Readings,
     at: Timestamp,
-}
-
-impl Request for Ctl {
-    /// Asks the link to stop the robot, close and end.
-    fn close(ack: CloseAck) -> Self {
-        Ctl::Close(ack)
-    }
-    fn into_close(self) -> Result<CloseAck, Self> {
-        match self {
-            Ctl::Close(ack) => Ok(ack),
-            other => Err(other),
-        }
-    }
-    /// Configs and stops while the robot is away have nothing to apply to.
-    fn dropped(self, log: &Logger) {
-        debug!(log, "robot away; dropped"; "request" => format!("{self:?}"))
-    }
 }
 
 /// What the actor keeps of a running link: the requests (the close request goes through
@@ -443,21 +432,21 @@ impl LinkTask {
                 c = ctl.recv() => {
                     let pkt = match c {
                         None => return self.close(conn).await,
-                        Some(Ctl::Close(ack)) => {
+                        Some(Incoming::Close(ack)) => {
                             let r = self.close(conn).await;
                             let _ = ack.send(());
                             return r;
                         }
-                        Some(Ctl::MotorPower(on)) => codec::command_int(codec::ENABLE, i32::from(on)),
-                        Some(Ctl::VelocityMode(separate)) => {
+                        Some(Incoming::Request(Ctl::MotorPower(on))) => codec::command_int(codec::ENABLE, i32::from(on)),
+                        Some(Incoming::Request(Ctl::VelocityMode(separate))) => {
                             conn.separate = separate.then(SeparateMode::new);
                             continue;
                         }
-                        Some(Ctl::ResetOdometry) => {
+                        Some(Incoming::Request(Ctl::ResetOdometry)) => {
                             conn.sip.reset_odometry();
                             codec::seto()
                         }
-                        Some(Ctl::Stop) => {
+                        Some(Incoming::Request(Ctl::Stop)) => {
                             conn.last_motion = (0, 0);
                             codec::command(codec::STOP)
                         }

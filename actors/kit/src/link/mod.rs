@@ -10,7 +10,7 @@ mod requests;
 mod supervisor;
 
 pub use driver::{run_link, Closer, Ended, Link, LinkDriver, LinkParts, LinkUp};
-pub use requests::{request_channel, Commanded, Request, RequestReceiver, RequestSender};
+pub use requests::{request_channel, Commanded, Incoming, Request, RequestReceiver, RequestSender};
 pub use supervisor::{
     close_channel, CloseAck, CloseReceiver, CloseSender, LinkHandle, LinkState, LinkSupervisor,
 };

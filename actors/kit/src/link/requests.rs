@@ -7,31 +7,37 @@ use slog::Logger;
 use std::fmt;
 use tokio::sync::{mpsc, watch};
 
-/// A request to a link task, one of which asks it to close.
-pub trait Request: fmt::Debug + Sized {
-    /// The request to close, carrying the acknowledgement to send once closed.
-    fn close(ack: CloseAck) -> Self;
-    /// The acknowledgement if this is the request to close; else the request itself.
-    fn into_close(self) -> Result<CloseAck, Self>;
+/// A driver's own request to its link task (a config, a stop), applied in order.
+pub trait Request: fmt::Debug {
     /// Logs a request dropped because the device is away (the link is connecting or
     /// waiting out a backoff: there is nothing to apply it to).
     fn dropped(self, log: &Logger);
 }
 
+/// What a link task takes from a [`request_channel`]: one of the driver's requests, or the
+/// request to close.
+#[derive(Debug)]
+pub enum Incoming<R> {
+    /// A request of the driver's own.
+    Request(R),
+    /// The request to close, with the acknowledgement to send once closed.
+    Close(CloseAck),
+}
+
 /// The driver's end of a [`request_channel`]: the close request goes through it like
 /// every other request, so it is applied after the requests sent before it.
-pub struct RequestSender<R>(mpsc::UnboundedSender<R>);
+pub struct RequestSender<R>(mpsc::UnboundedSender<Incoming<R>>);
 
 impl<R> RequestSender<R> {
     /// Sends `request`; false if the task has ended.
     pub fn send(&self, request: R) -> bool {
-        self.0.send(request).is_ok()
+        self.0.send(Incoming::Request(request)).is_ok()
     }
 }
 
-impl<R: Request> LinkHandle for RequestSender<R> {
+impl<R> LinkHandle for RequestSender<R> {
     fn request_close(&mut self, ack: CloseAck) -> bool {
-        self.send(R::close(ack))
+        self.0.send(Incoming::Close(ack)).is_ok()
     }
 }
 
@@ -39,13 +45,13 @@ impl<R: Request> LinkHandle for RequestSender<R> {
 /// [`Closer`]) a close request ends the task and other requests are dropped (logged by
 /// [`Request::dropped`]); a served connection takes them with [`RequestReceiver::recv`].
 pub struct RequestReceiver<R> {
-    rx: mpsc::UnboundedReceiver<R>,
+    rx: mpsc::UnboundedReceiver<Incoming<R>>,
     log: Logger,
 }
 
 impl<R> RequestReceiver<R> {
     /// The next request; `None` once the driver has dropped its end. Cancel-safe.
-    pub async fn recv(&mut self) -> Option<R> {
+    pub async fn recv(&mut self) -> Option<Incoming<R>> {
         self.rx.recv().await
     }
 }
@@ -53,9 +59,9 @@ impl<R> RequestReceiver<R> {
 impl<R: Request> Closer for RequestReceiver<R> {
     async fn closed(&mut self) -> Option<CloseAck> {
         loop {
-            match self.rx.recv().await?.into_close() {
-                Ok(ack) => return Some(ack),
-                Err(other) => other.dropped(&self.log),
+            match self.rx.recv().await? {
+                Incoming::Close(ack) => return Some(ack),
+                Incoming::Request(other) => other.dropped(&self.log),
             }
         }
     }
@@ -106,22 +112,12 @@ mod tests {
     #[derive(Debug)]
     enum Ctl {
         Power(bool),
-        Close(CloseAck),
     }
 
     /// The requests dropped, as `dropped` saw them.
     static DROPPED: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
     impl Request for Ctl {
-        fn close(ack: CloseAck) -> Self {
-            Ctl::Close(ack)
-        }
-        fn into_close(self) -> Result<CloseAck, Self> {
-            match self {
-                Ctl::Close(ack) => Ok(ack),
-                other => Err(other),
-            }
-        }
         fn dropped(self, _log: &Logger) {
             DROPPED.lock().unwrap().push(format!("{self:?}"));
         }
@@ -143,7 +139,8 @@ mod tests {
             acked.await.unwrap();
             assert_eq!(*DROPPED.lock().unwrap(), ["Power(true)"]);
             // A served connection takes what came after the close itself.
-            assert!(matches!(rx.recv().await, Some(Ctl::Power(false))));
+            let next = rx.recv().await;
+            assert!(matches!(next, Some(Incoming::Request(Ctl::Power(false)))));
             assert_eq!(*command.borrow_and_update(), 7);
             drop(link);
             assert!(rx.closed().await.is_none(), "the driver went away");
