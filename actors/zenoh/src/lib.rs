@@ -43,13 +43,14 @@ pub mod robot;
 use actix::prelude::*;
 use futures::channel::oneshot;
 use player_core::access::AccessSettings;
+use player_core::access::Policy;
 use player_core::frontend::{FrontEnd, FrontEndContext, SessionIds};
 use player_core::registry::Registry;
 use player_core::settings::{FlagSpec, FrontEndSyntax, RobotSettings, Settings, SettingsError};
 use player_kit::driver::Timestamp;
 use player_proto::device;
 use player_proto::ext::DeviceEntry;
-use robot::{Attach, Detach, Inbox, RobotBridge, RobotOptions};
+use robot::{Attach, Detach, Inbox, Recheck, RobotBridge, RobotOptions};
 use serde::Deserialize;
 use slog::{info, warn, Logger};
 use std::any::Any;
@@ -381,7 +382,7 @@ pub async fn start(
         .collect();
     ZenohBridge::start(
         settings,
-        &ctx.access,
+        ctx.policy.clone(),
         robots,
         ctx.ids.clone(),
         ctx.log.clone(),
@@ -396,6 +397,13 @@ impl FrontEnd for ZenohBridge {
 
     fn stop(self: Box<Self>) -> futures::future::LocalBoxFuture<'static, ()> {
         Box::pin((*self).stop())
+    }
+
+    fn recheck(&self) -> usize {
+        for a in &self.robots {
+            a.do_send(Recheck);
+        }
+        self.robots.len()
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -428,18 +436,18 @@ async fn off_runtime<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) 
 
 impl ZenohBridge {
     /// Opens the Zenoh session and starts bridging `robots`. `ids` numbers the bridge's
-    /// registry sessions (shared with the listeners so ids are unique); `access` gives the
-    /// key commands must carry. Must run inside an actix system.
+    /// registry sessions (shared with the listeners so ids are unique); `policy` (the
+    /// server's, which a reload swaps) gives the key commands must carry. Must run inside
+    /// an actix system.
     pub async fn start(
         settings: &ZenohSettings,
-        access: &AccessSettings,
+        policy: Arc<Policy>,
         robots: Vec<BridgedRobot>,
         ids: SessionIds,
         log: Logger,
     ) -> Result<ZenohBridge, ZenohError> {
         let config = settings.zenoh_config()?;
         let arbiter = Arbiter::new();
-        let key = (!access.key.is_empty()).then(|| access.key.as_bytes().to_vec());
         let mut actors = Vec::new();
         let mut inboxes = Vec::new();
         for r in &robots {
@@ -452,7 +460,7 @@ impl ZenohBridge {
                 session: ids.next(),
                 devices: r.devices.clone(),
                 write: settings.write,
-                key: key.clone(),
+                policy: policy.clone(),
                 log: log.new(slog::o!("robot" => r.name.clone(), "front" => "zenoh")),
             };
             actors.push(RobotBridge::start_in_arbiter(

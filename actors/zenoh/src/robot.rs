@@ -10,6 +10,7 @@
 use super::{alive_key, data_key, devices_json, devices_key, encode_timestamp, estop_key};
 use actix::prelude::*;
 use bytes::Bytes;
+use player_core::access::Policy;
 use player_core::frontend::{Access, Asked, Change, Holdings};
 use player_core::logging::{code as show, Throttle};
 use player_core::registry::{EStop, EStopState, ListDevices, Registry, SessionId};
@@ -92,6 +93,14 @@ pub struct Attach {
     /// One per device code.
     pub publishers: HashMap<u8, Publisher<'static>>,
 }
+
+/// Bridge → actor: the access policy was reloaded (SIGHUP). Write access the bridge holds
+/// on behalf of commands whose key is no longer the key is given back at once (the
+/// registry then stops the device, as when a TCP writer's key is withdrawn); later
+/// commands and e-stop releases are checked against the key in force.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Recheck;
 
 /// Bridge → actor: leave the registry and drop the publishers (server shutdown).
 #[derive(Message)]
@@ -240,8 +249,9 @@ pub struct RobotOptions {
     pub devices: Vec<u8>,
     /// Whether Zenoh commands are obeyed at all.
     pub write: bool,
-    /// The key a command must carry as its attachment, if one is configured.
-    pub key: Option<Vec<u8>>,
+    /// The access policy in force (shared with every front end, swapped by a reload):
+    /// with a key, a command must carry it as its attachment.
+    pub policy: Arc<Policy>,
     /// Shared with the Zenoh callbacks.
     pub inbox: Arc<Inbox>,
     /// Logger.
@@ -260,6 +270,8 @@ struct Dev {
     command_size: Option<usize>,
     /// The newest command waiting for the grant.
     pending: Option<Bytes>,
+    /// The attachment of the newest command obeyed (the key it carried).
+    keyed_with: Option<Vec<u8>>,
     last_command: Option<Instant>,
     failed_at: Option<Instant>,
 }
@@ -286,11 +298,6 @@ pub struct RobotBridge {
     stats: Stats,
     throttle: Throttle,
     detached: bool,
-}
-
-/// Whether two byte strings are equal, in time that depends only on their lengths.
-fn same_key(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 impl RobotBridge {
@@ -418,18 +425,17 @@ impl RobotBridge {
                 code,
             );
         }
-        if let Some(key) = &self.o.key {
-            if !att.as_deref().is_some_and(|a| same_key(a, key)) {
-                self.stats.ignored += 1;
-                return self.warn_throttled(
-                    "key",
-                    "zenoh command ignored: its attachment is not the access key",
-                    code,
-                );
-            }
+        if !self.keyed(att.as_deref()) {
+            self.stats.ignored += 1;
+            return self.warn_throttled(
+                "key",
+                "zenoh command ignored: its attachment is not the access key",
+                code,
+            );
         }
         let d = self.devs.entry(code).or_default();
         d.last_command = Some(Instant::now());
+        d.keyed_with = att;
         if d.command.is_some() {
             self.forward(code, payload);
         } else {
@@ -437,6 +443,12 @@ impl RobotBridge {
             d.commanding = true;
             self.sync(code, ctx);
         }
+    }
+
+    /// Whether a command (or e-stop release) with this attachment may command under the
+    /// policy in force: any when no key is set, else only one carrying the key.
+    fn keyed(&self, att: Option<&[u8]>) -> bool {
+        !self.o.policy.has_key() || att.is_some_and(|a| self.o.policy.key_matches(a))
     }
 
     fn take_reading(&mut self, d: &DeviceData, ctx: &mut Context<Self>) {
@@ -515,6 +527,28 @@ impl Handler<Detach> for RobotBridge {
             "replaced_unsent" => s.replaced, "commands" => s.commands, "ignored" => s.ignored,
             "refused" => self.o.inbox.refused.load(Ordering::Relaxed));
         ctx.stop();
+    }
+}
+
+impl Handler<Recheck> for RobotBridge {
+    type Result = ();
+
+    fn handle(&mut self, _msg: Recheck, ctx: &mut Self::Context) {
+        let stale: Vec<u8> = self
+            .devs
+            .iter()
+            .filter(|(_, d)| d.commanding && !self.keyed(d.keyed_with.as_deref()))
+            .map(|(c, _)| *c)
+            .collect();
+        for code in stale {
+            if let Some(d) = self.devs.get_mut(&code) {
+                d.commanding = false;
+                d.last_command = None;
+                d.keyed_with = None;
+            }
+            info!(self.o.log, "configuration reloaded: the zenoh commands' key is no longer the key; write access given back"; "device" => device::name(code));
+            self.sync(code, ctx);
+        }
     }
 }
 
@@ -603,18 +637,12 @@ impl Handler<EStopAsk> for RobotBridge {
 
     fn handle(&mut self, msg: EStopAsk, _ctx: &mut Self::Context) {
         self.o.inbox.in_flight.fetch_sub(1, Ordering::AcqRel);
-        if !msg.latch {
-            let keyed = match &self.o.key {
-                None => true,
-                Some(k) => msg.attachment.as_deref().is_some_and(|a| same_key(a, k)),
-            };
-            if !self.o.write || !keyed {
-                return self.warn_throttled(
-                    "release",
-                    "zenoh e-stop release ignored: Zenoh may not command this robot (write, key)",
-                    0,
-                );
-            }
+        if !msg.latch && (!self.o.write || !self.keyed(msg.attachment.as_deref())) {
+            return self.warn_throttled(
+                "release",
+                "zenoh e-stop release ignored: Zenoh may not command this robot (write, key)",
+                0,
+            );
         }
         self.o.registry.do_send(EStop {
             latch: msg.latch,
