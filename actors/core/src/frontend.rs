@@ -15,6 +15,8 @@
 //! replies to requests a later change superseded told apart from current ones, and
 //! leaving. Its pure part is [`Wants`].
 
+pub mod bridge;
+
 use crate::access::{AccessSettings, Policy};
 use crate::registry::{Disconnect, Registry, SessionId, Subscribe, Unsubscribe};
 use crate::settings::ServerSettings;

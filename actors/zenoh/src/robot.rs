@@ -11,6 +11,7 @@ use super::{alive_key, data_key, devices_json, devices_key, encode_timestamp, es
 use actix::prelude::*;
 use bytes::Bytes;
 use player_core::access::Policy;
+use player_core::frontend::bridge::{Detach, Stats, Waiting};
 use player_core::frontend::{Access, Asked, Change, Holdings};
 use player_core::logging::{code as show, Throttle};
 use player_core::registry::{EStop, EStopState, ListDevices, Registry, SessionId};
@@ -101,11 +102,6 @@ pub struct Attach {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Recheck;
-
-/// Bridge → actor: leave the registry and drop the publishers (server shutdown).
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Detach;
 
 /// Actor → itself: publish the readings that wait.
 #[derive(Message)]
@@ -276,15 +272,6 @@ struct Dev {
     failed_at: Option<Instant>,
 }
 
-/// Counters for the log line at the end (and the bench).
-#[derive(Default, Debug, Clone, Copy)]
-struct Stats {
-    published: u64,
-    replaced: u64,
-    commands: u64,
-    ignored: u64,
-}
-
 /// One robot's session of the registry on behalf of every Zenoh peer.
 pub struct RobotBridge {
     o: RobotOptions,
@@ -293,8 +280,7 @@ pub struct RobotBridge {
     publishers: HashMap<u8, Publisher<'static>>,
     devs: HashMap<u8, Dev>,
     /// Readings not published yet: the newest per device.
-    waiting: HashMap<u8, DeviceData>,
-    flush_sent: bool,
+    waiting: Waiting,
     stats: Stats,
     throttle: Throttle,
     detached: bool,
@@ -308,8 +294,7 @@ impl RobotBridge {
             o,
             publishers: HashMap::new(),
             devs: HashMap::new(),
-            waiting: HashMap::new(),
-            flush_sent: false,
+            waiting: Waiting::default(),
             stats: Stats::default(),
             throttle: Throttle::new(Duration::from_secs(10), 5),
             detached: false,
@@ -455,11 +440,7 @@ impl RobotBridge {
         if !self.holdings.take(d) {
             return;
         }
-        if self.waiting.insert(d.device, d.clone()).is_some() {
-            self.stats.replaced += 1;
-        }
-        if !self.flush_sent {
-            self.flush_sent = true;
+        if self.waiting.keep(d, &mut self.stats) {
             ctx.notify(Flush);
         }
     }
@@ -506,8 +487,7 @@ impl Handler<Attach> for RobotBridge {
 
     fn handle(&mut self, msg: Attach, ctx: &mut Self::Context) {
         self.publishers = msg.publishers;
-        if !self.waiting.is_empty() && !self.flush_sent {
-            self.flush_sent = true;
+        if self.waiting.wake() {
             ctx.notify(Flush);
         }
     }
@@ -522,10 +502,9 @@ impl Handler<Detach> for RobotBridge {
             self.holdings.leave();
         }
         self.publishers.clear();
-        let s = self.stats;
-        info!(self.o.log, "zenoh bridge leaves the robot"; "published" => s.published,
-            "replaced_unsent" => s.replaced, "commands" => s.commands, "ignored" => s.ignored,
-            "refused" => self.o.inbox.refused.load(Ordering::Relaxed));
+        let refused = self.o.inbox.refused.load(Ordering::Relaxed);
+        self.stats
+            .log_leave(&self.o.log, "zenoh bridge leaves the robot", refused);
         ctx.stop();
     }
 }
@@ -560,7 +539,7 @@ impl Handler<Matching> for RobotBridge {
         if d.matching != msg.matching {
             d.matching = msg.matching;
             if !msg.matching {
-                self.waiting.remove(&msg.code);
+                self.waiting.forget(msg.code);
             }
             self.sync(msg.code, ctx);
         }
@@ -589,11 +568,10 @@ impl Handler<Flush> for RobotBridge {
     type Result = ();
 
     fn handle(&mut self, _msg: Flush, _ctx: &mut Self::Context) {
-        self.flush_sent = false;
         if self.publishers.is_empty() {
-            return;
+            return self.waiting.postpone();
         }
-        for (code, d) in self.waiting.drain() {
+        for (code, d) in self.waiting.take() {
             let Some(p) = self.publishers.get(&code) else {
                 continue;
             };
