@@ -13,7 +13,9 @@
 
 use futures::SinkExt;
 use player_proto::data::PositionCommand;
-use player_testkit::foxglove_ws::{connect, next_frame, next_op, next_text, runtime, send_json};
+use player_testkit::foxglove_ws::{
+    connect, next_frame, next_op, next_text, runtime, send_json, Ws,
+};
 use player_testkit::{collect_stderr, free_port, wait_for_text, zenoh_client, Client};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -132,29 +134,40 @@ fn status_starting(prefix: &'static str) -> impl FnMut(&serde_json::Value) -> bo
     move |v| v["op"] == "status" && v["message"].as_str().is_some_and(|m| m.starts_with(prefix))
 }
 
+/// A server with the web viewer on, `access` as its `[access]`; its web port.
+fn web_daemon(name: &str, access: &str) -> (Daemon, u16) {
+    let (port, web) = (free_port(), free_port());
+    let text = config(port, web, access, "");
+    (
+        Daemon::start(name, port, &text, "web viewer listening"),
+        web,
+    )
+}
+
+/// Publishes a Twist per position reading the watcher `w` takes (10 Hz) until it reads a
+/// speed `f` accepts.
+async fn drive_until(ws: &mut Ws, w: &mut Client, what: &str, f: impl Fn(i16) -> bool) {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        ws.send(twist()).await.unwrap();
+        if f(w.next_position().speed) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+    }
+}
+
 #[test]
 fn a_web_client_whose_key_is_no_longer_the_key_loses_write_access_and_its_robot_stops() {
-    let (port, web) = (free_port(), free_port());
-    let d = Daemon::start(
-        "webkey",
-        port,
-        &config(port, web, "key = \"old-key\"", ""),
-        "web viewer listening",
-    );
+    let (d, web) = web_daemon("webkey", "key = \"old-key\"");
+    let port = d.port;
     let mut w = d.watcher();
     runtime().block_on(async {
         let mut ws = connect(web, "?key=old-key").await;
         next_op(&mut ws, "advertise").await;
         send_json(&mut ws, advertise_cmd_vel()).await;
         // Drive (one Twist per position reading, 10 Hz) until the robot moves.
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            ws.send(twist()).await.unwrap();
-            if w.next_position().speed >= 150 {
-                break;
-            }
-            assert!(Instant::now() < deadline, "the web client did not drive");
-        }
+        drive_until(&mut ws, &mut w, "the web client to drive", |s| s >= 150).await;
         d.reload(&config(port, web, "key = \"new-key\"", ""));
         let st = next_text(
             &mut ws,
@@ -172,14 +185,7 @@ fn a_web_client_whose_key_is_no_longer_the_key_loses_write_access_and_its_robot_
             "{st}"
         );
         // It keeps publishing; the robot stops all the same (its writer left).
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            ws.send(twist()).await.unwrap();
-            if w.next_position().speed == 0 {
-                break;
-            }
-            assert!(Instant::now() < deadline, "the robot did not stop");
-        }
+        drive_until(&mut ws, &mut w, "the robot to stop", |s| s == 0).await;
         let refused = next_text(
             &mut ws,
             "the refusal",
@@ -216,13 +222,8 @@ fn a_web_client_whose_key_is_no_longer_the_key_loses_write_access_and_its_robot_
 
 #[test]
 fn a_web_client_no_longer_admitted_is_told_why_and_closed() {
-    let (port, web) = (free_port(), free_port());
-    let d = Daemon::start(
-        "webadmit",
-        port,
-        &config(port, web, "", ""),
-        "web viewer listening",
-    );
+    let (d, web) = web_daemon("webadmit", "");
+    let port = d.port;
     runtime().block_on(async {
         let mut ws = connect(web, "").await;
         next_op(&mut ws, "advertise").await;
@@ -262,13 +263,8 @@ fn a_web_client_no_longer_admitted_is_told_why_and_closed() {
 
 #[test]
 fn a_read_only_web_client_may_command_once_a_reload_drops_the_key() {
-    let (port, web) = (free_port(), free_port());
-    let d = Daemon::start(
-        "webgrant",
-        port,
-        &config(port, web, "key = \"k\"", ""),
-        "web viewer listening",
-    );
+    let (d, web) = web_daemon("webgrant", "key = \"k\"");
+    let port = d.port;
     let mut w = d.watcher();
     runtime().block_on(async {
         let mut ws = connect(web, "").await;
@@ -295,17 +291,7 @@ fn a_read_only_web_client_may_command_once_a_reload_drops_the_key() {
         );
         assert_eq!(st["level"], 0);
         send_json(&mut ws, advertise_cmd_vel()).await;
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            ws.send(twist()).await.unwrap();
-            if w.next_position().speed >= 150 {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the granted client did not drive"
-            );
-        }
+        drive_until(&mut ws, &mut w, "the granted client to drive", |s| s >= 150).await;
     });
 }
 
