@@ -4,9 +4,9 @@
 //!
 //! - Web (Foxglove WebSocket): a client whose `?key=` is no longer the key loses write
 //!   access (its command channel is dropped and the robot it drove stops, though it keeps
-//!   publishing); one whose address is no longer admitted gets a `status` error and a close
-//!   frame (1008) naming the reason, and the log names the client; one the new rules let
-//!   command may command.
+//!   publishing; setting a parameter is refused); one whose address is no longer admitted
+//!   gets a `status` error and a close frame (1008) naming the reason, and the log names
+//!   the client; one the new rules let command may command.
 //! - Zenoh: commands carrying the old key no longer hold the robot (it stops though they
 //!   keep coming), the new key commands it, and a Zenoh subscriber's readings go on
 //!   through the reload without a gap.
@@ -203,6 +203,21 @@ fn a_web_client_whose_key_is_no_longer_the_key_loses_write_access_and_its_robot_
                 "a withdrawn writer moved the robot"
             );
         }
+        // Nor may it set a parameter (the position's watchdog timeout).
+        send_json(
+            &mut ws,
+            serde_json::json!({"op": "setParameters", "id": "set", "parameters": [
+                {"name": "p.command_timeout", "value": 0.9}]}),
+        )
+        .await;
+        let st = next_text(
+            &mut ws,
+            "the refused parameters",
+            TIMEOUT,
+            status_starting("parameters not set (p.command_timeout)"),
+        )
+        .await;
+        assert_eq!(st["level"], 2, "{st}");
         // Advertising the channel again is refused now.
         send_json(&mut ws, advertise_cmd_vel()).await;
         next_text(
