@@ -473,8 +473,26 @@ fn the_example_of_player_toml_5_is_a_configuration_the_server_takes() {
     let end = example.iter().position(|l| l == ".fi").expect(".fi");
     let toml = plain(&example[start..end].join("\n"));
     let s = Settings::from_toml(&toml, "player.toml(5) EXAMPLES").unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(s.robot[0].driver.len(), 2);
     assert!(s.record.enabled());
+    // The drivers' parameters, which the drivers read when they start.
+    let kinds: Vec<&str> = s.robot[0]
+        .driver
+        .iter()
+        .map(|d| d.driver.as_str())
+        .collect();
+    assert_eq!(kinds, ["p2os", "sicklms200"]);
+    let p2os: player_drivers::p2os::P2osParams = s.robot[0].driver[0]
+        .params
+        .clone()
+        .try_deserialize()
+        .unwrap_or_else(|e| panic!("p2os: {e}"));
+    assert_eq!(p2os.port, "/dev/ttyS0");
+    let sick: player_drivers::sick::SickParams = s.robot[0].driver[1]
+        .params
+        .clone()
+        .try_deserialize()
+        .unwrap_or_else(|e| panic!("sicklms200: {e}"));
+    assert_eq!(sick.port, "/dev/ttyS1");
 }
 
 #[test]
