@@ -41,8 +41,7 @@
 pub mod robot;
 
 use actix::prelude::*;
-use player_core::access::AccessSettings;
-use player_core::access::Policy;
+use player_core::access::{AccessSettings, Policy};
 use player_core::frontend::bridge::{off_runtime, Blocking};
 use player_core::frontend::{FrontEnd, FrontEndContext, SessionIds};
 use player_core::registry::Registry;
