@@ -172,10 +172,24 @@ pub fn needs_restart(old: &Settings, new: &Settings) -> Vec<String> {
     if differs(&old.zenoh, &new.zenoh) {
         keys.push("[zenoh]".to_string());
     }
-    if old.zenoh.enabled && differs(&old.access, &new.access) {
-        keys.push("[access] for the Zenoh bridge (it keeps the key it started with)".to_string());
+    if differs(&old.ros2, &new.ros2) {
+        keys.push("[ros2]".to_string());
     }
     keys
+}
+
+/// Whether the bridges running now (their sections as they started, which only a restart
+/// changes) can honour a reloaded `[access]`: the checks a start makes, run on the running
+/// `[zenoh]` and `[ros2]` sections against the new rules (a key the ROS 2 commands cannot
+/// carry, a `read_allow` their readers bypass). A reload they cannot honour is refused
+/// whole.
+pub fn bridges_accept(
+    running: &Settings,
+    access: &crate::access::AccessSettings,
+) -> Result<(), crate::settings::SettingsError> {
+    let origin = &running.origin;
+    running.zenoh.check(&running.robot, access, origin)?;
+    running.ros2.check_against(&running.robot, access, origin)
 }
 
 /// Reads the configuration again (the same command line: `--config FILE` and the flags
@@ -224,11 +238,16 @@ pub async fn reload(
             return;
         }
     };
+    if let Err(e) = bridges_accept(running, &settings.access) {
+        slog::error!(log, "reload refused: the new [access] cannot be honoured by a bridge started with other settings; the running configuration is kept (restart to change both)"; "error" => %e);
+        refresh_status(log, server).await;
+        return;
+    }
     match server.reload(&settings.access).await {
         Ok(r) => {
             level.set_debug(settings.server.debug);
             slog::debug!(log, "debug records are logged");
-            info!(log, "configuration reloaded"; "access_changed" => r.access_changed, "sessions_rechecked" => r.sessions_rechecked, "debug" => settings.server.debug);
+            info!(log, "configuration reloaded"; "access_changed" => r.access_changed, "sessions_rechecked" => r.sessions_rechecked, "front_end_clients_rechecked" => r.front_end_rechecked, "debug" => settings.server.debug);
             let restart = needs_restart(running, &settings);
             if !restart.is_empty() {
                 warn!(log, "configuration reloaded, but these changes take effect only after a restart"; "restart_needed_for" => restart.join(", "));
@@ -293,5 +312,39 @@ mod tests {
                 "[record]".to_string()
             ]
         );
+        let mut ros = old.clone();
+        ros.ros2.write = true;
+        assert_eq!(needs_restart(&old, &ros), vec!["[ros2]".to_string()]);
+    }
+
+    #[test]
+    fn a_reloaded_access_the_running_bridges_cannot_honour_is_refused_naming_the_key() {
+        let mut running = Settings::default_config();
+        let keyed = crate::access::AccessSettings {
+            key: "k".into(),
+            ..Default::default()
+        };
+        let read_limited = crate::access::AccessSettings {
+            read_allow: vec!["10.0.0.0/8".into()],
+            ..Default::default()
+        };
+        // Bridges off: anything goes.
+        assert!(bridges_accept(&running, &keyed).is_ok());
+        assert!(bridges_accept(&running, &read_limited).is_ok());
+        // A ROS 2 front end obeying cmd_vel cannot ask for a key.
+        running.ros2.enabled = true;
+        running.ros2.write = true;
+        let e = bridges_accept(&running, &keyed).unwrap_err().to_string();
+        assert!(e.contains("ros2") && e.contains("access.key"), "{e}");
+        running.ros2.public = true;
+        assert!(bridges_accept(&running, &keyed).is_ok());
+        // A Zenoh bridge not made public cannot honour read_allow; a key it follows.
+        running.zenoh.enabled = true;
+        running.zenoh.write = true;
+        let e = bridges_accept(&running, &read_limited)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("zenoh.public"), "{e}");
+        assert!(bridges_accept(&running, &keyed).is_ok());
     }
 }

@@ -46,8 +46,12 @@ struct Options {
     faults: bool,
 }
 
-fn parse() -> Result<Options, String> {
-    let mut args = std::env::args().skip(1);
+/// The options, or `None` when help was asked for (wherever it is on the line).
+fn parse() -> Result<Option<Options>, String> {
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().is_some_and(|a| a == "-h" || a == "--help") {
+        return Ok(None);
+    }
     let what = args.next().ok_or(USAGE)?;
     let mut o = Options {
         what,
@@ -78,11 +82,11 @@ fn parse() -> Result<Options, String> {
             "--c1" => o.c1 = true,
             "--health-error" => o.health_error = true,
             "--faults" => o.faults = true,
-            "-h" | "--help" => return Err(USAGE.into()),
+            "-h" | "--help" => return Ok(None),
             other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
         }
     }
-    Ok(o)
+    Ok(Some(o))
 }
 
 fn serial<D: SerialDevice>(
@@ -319,7 +323,15 @@ fn fault_cycle(
 }
 
 fn main() {
-    if let Err(e) = parse().and_then(run) {
+    let options = match parse() {
+        Ok(Some(o)) => Ok(o),
+        Ok(None) => {
+            println!("{USAGE}");
+            return;
+        }
+        Err(e) => Err(e),
+    };
+    if let Err(e) = options.and_then(run) {
         eprintln!("player-emulate: {e}");
         std::process::exit(2);
     }

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The Debian package: builds it with cargo-deb and tests it installed
-# (tests/package/test_package.py: file list, lintian, dpkg -i, the player user,
+# (tests/package/test_package.py: file list, lintian, dpkg -i, the player user, man pages,
 # systemd-analyze verify, --check-config, sd_notify READY/WATCHDOG/STATUS/STOPPING,
 # SIGHUP with a new key, dpkg -r). Needs root (CI runs as root); installs what it needs:
-# lintian, systemd (for systemd-analyze), adduser, and cargo-deb.
+# lintian, systemd (for systemd-analyze), adduser, man-db (man), and cargo-deb.
 #
 # PLAYER_DEB_PROFILE selects the Cargo profile packaged: "dev" by default here (the debug
 # binaries the test suite has just built, so CI builds nothing twice; cargo-deb warns that
@@ -21,6 +21,7 @@ command -v lintian >/dev/null || need+=(lintian)
 command -v systemd-analyze >/dev/null || need+=(systemd)
 command -v adduser >/dev/null || need+=(adduser)
 command -v python3 >/dev/null || need+=(python3)
+command -v man >/dev/null || need+=(man-db)
 if [ ${#need[@]} -gt 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

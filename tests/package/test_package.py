@@ -27,6 +27,12 @@ TIMEOUT = 10.0
 PLAYER = "/usr/bin/player"
 CONF = "/etc/player/robot.toml"
 UNIT = "/lib/systemd/system/player.service"
+MAN_PAGES = {
+    "player": "/usr/share/man/man1/player.1.gz",
+    "player-cli": "/usr/share/man/man1/player-cli.1.gz",
+    "player-emulate": "/usr/share/man/man1/player-emulate.1.gz",
+    "player.toml": "/usr/share/man/man5/player.toml.5.gz",
+}
 
 
 def run(*cmd, check=True, **kw):
@@ -140,7 +146,7 @@ def test_the_package_lists_the_files():
         "./usr/share/doc/player/docs/clients-of-2000.md",
         "./usr/share/doc/player/docs/hardware/p2os.md",
         "./usr/share/doc/player/changelog.Debian.gz",
-    ]:
+    ] + ["." + p for p in MAN_PAGES.values()]:
         assert f" {path}\n" in out, f"{path} not in the package:\n{out}"
     name = run("dpkg-deb", "-f", DEB, "Package").stdout
     assert name.strip() == "player"
@@ -153,14 +159,23 @@ def test_the_package_lists_the_files():
 
 
 def test_lintian_reports_no_error():
-    r = run("lintian", "--fail-on", "error", DEB, check=False)
+    # Info and pedantic tags shown too, so a lesser complaint about a manual page is seen.
+    r = run("lintian", "--fail-on", "error", "--display-info", "--pedantic", DEB, check=False)
     errors = [l for l in r.stdout.splitlines() if l.startswith("E:")]
     assert r.returncode == 0 and not errors, r.stdout + r.stderr
-    print(f"    lintian: {len(r.stdout.splitlines())} lines, no error")
+    # Nothing about the manual pages: none missing (no-manual-page), none uncompressed,
+    # no groff warning when lintian renders them, no bad whatis line.
+    tags = [(l.split() + ["", "", ""])[2] for l in r.stdout.splitlines()]
+    man = [t for t in tags if any(w in t for w in ("manpage", "manual-page", "groff", "whatis"))]
+    assert not man, "\n".join(man)
+    print(f"    lintian: {len(r.stdout.splitlines())} lines, no error, nothing on manual pages")
+    for line in r.stdout.splitlines():
+        print(f"      {line}")
 
 
 def test_dpkg_installs_it_with_the_player_user_in_dialout():
-    run("dpkg", "-i", DEB)
+    # Minimal (Docker) images often exclude /usr/share/man/* from every package; include it.
+    run("dpkg", "--path-include=/usr/share/man/*", "-i", DEB)
     for f in [PLAYER, "/usr/bin/player-cli", "/usr/bin/player-emulate", UNIT, CONF]:
         assert os.path.exists(f), f
     user = pwd.getpwnam("player")
@@ -171,6 +186,25 @@ def test_dpkg_installs_it_with_the_player_user_in_dialout():
     assert st.st_uid == user.pw_uid, "the recording directory belongs to player"
     status = run("dpkg-query", "-W", "-f=${Status}", "player").stdout
     assert status == "install ok installed", status
+
+
+def test_the_manual_pages_render_with_man_without_a_warning():
+    env = dict(os.environ, MANWIDTH="80", LC_ALL="C.UTF-8", MANPAGER="cat", PAGER="cat")
+    for name, path in MAN_PAGES.items():
+        assert os.path.exists(path), path
+        r = run("man", "--warnings", "-E", "UTF-8", "-l", path, env=env)
+        assert not r.stderr.strip(), f"{path}: {r.stderr}"
+        title = name.upper() + ("(5)" if path.endswith(".5.gz") else "(1)")
+        assert r.stdout.lstrip().startswith(title), f"{path}:\n{r.stdout[:200]}"
+        # Found by name, as a user types it.
+        assert run("man", "-w", name, env=env).stdout.strip() == path, name
+    page = run("man", "player", env=env).stdout
+    for words in ["--check-config", "SIGHUP", "EXIT STATUS", "/etc/player/robot.toml"]:
+        assert words in page, words
+    page = run("man", "5", "player.toml", env=env).stdout
+    for words in ["max_clients", "tls_cert", "[ros2]", "The replay driver"]:
+        assert words in page, words
+    print(f"    {len(MAN_PAGES)} pages render, found by name")
 
 
 def test_systemd_analyze_verify_accepts_the_unit():
@@ -305,7 +339,7 @@ def test_sighup_with_a_new_key_old_key_reads_but_cannot_command_new_key_can():
 
 def test_dpkg_r_removes_it_cleanly():
     run("dpkg", "-r", "player")
-    for f in [PLAYER, "/usr/bin/player-cli", "/usr/bin/player-emulate", UNIT]:
+    for f in [PLAYER, "/usr/bin/player-cli", "/usr/bin/player-emulate", UNIT, *MAN_PAGES.values()]:
         assert not os.path.exists(f), f
     status = run("dpkg-query", "-W", "-f=${Status}", "player").stdout
     assert status == "deinstall ok config-files", status

@@ -30,6 +30,9 @@ The server with `[ros2]` on (the simulated Pioneer), seen by a Zenoh client:
   ignores `cmd_vel`;
 - a late subscriber (zenoh-ext's advanced subscriber, as rmw_zenoh's transient-local ones)
   gets `tf_static`;
+- a reload (SIGHUP) of `[access]` leaves the nodes as they are: the same tokens, `odom`'s
+  sequence numbers rising by one through it with no gap over 1 s, and an `[access]` the
+  running section cannot honour (a key while `cmd_vel` is obeyed) is refused whole;
 - `-stage` with a world of 100 robots: every robot a node in its own namespace
   (`/robot<k>`), and `/robot57/cmd_vel` moves robot 57 (its `odom`), not robot 58.
 """
@@ -38,6 +41,7 @@ import json
 import math
 import os
 import re
+import signal
 import socket
 import struct
 import subprocess
@@ -308,6 +312,7 @@ motors_on = true
         cfg = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
         cfg.write(section + text)
         cfg.close()
+        self.cfg, self.text = cfg.name, section + text
         binary = os.environ.get("PLAYER_BIN") or os.path.join(ROOT, "target", "debug", "player")
         self.proc = subprocess.Popen(
             [binary, "--config", cfg.name], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
@@ -358,6 +363,17 @@ motors_on = true
                 key = f"{m['domain']}/{name}/{m['type']}/{m['hash']}"
                 out.setdefault(name, []).append((key, k, m["kind"]))
         return out
+
+    def reload(self, text, said):
+        """Rewrites the configuration file, sends SIGHUP and waits until the log says `said`."""
+        before = sum(said in l for l in self.log)
+        with open(self.cfg, "w") as f:
+            f.write(text)
+        self.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 15
+        while sum(said in l for l in self.log) == before:
+            assert time.monotonic() < deadline, f"no {said!r}:\n" + "".join(self.log[-20:])
+            time.sleep(0.05)
 
     def tcp(self):
         from player_client import Client
@@ -824,3 +840,35 @@ def test_a_late_subscriber_gets_tf_static(player, typestore):
         assert all(t.header.frame_id == "base_link" for t in m.transforms)
     finally:
         late.close()
+
+
+def test_a_reload_leaves_the_nodes_undisturbed_and_refuses_an_access_ros2_cannot_honour(fresh_player):
+    p = fresh_player
+    before = sorted(p.tokens())
+    odom = Collect(p.session, p.topics()["odom"][0][0])
+    odom.wait(5)
+    t0 = time.monotonic()
+    # An [access] change the front end can live with (no key, no address lists).
+    p.reload("[access]\nmax_per_address = 50\n" + p.text, "configuration reloaded")
+    # A key while cmd_vel is obeyed: refused (the new file's public = true is not the
+    # running section's), the running policy kept.
+    keyed = p.text.replace("[ros2]\n", "[ros2]\npublic = true\n", 1)
+    p.reload('[access]\nkey = "k"\n' + keyed, "reload refused")
+    refused = [l for l in p.log if "reload refused" in l][-1]
+    assert "ros2" in refused and "access.key" in refused, refused
+    while time.monotonic() - t0 < 2:
+        time.sleep(0.1)  # odom readings across both reloads, 2 s
+    assert sorted(p.tokens()) == before, "the tokens changed"
+    samples = odom.wait(10)
+    odom.sub.undeclare()
+    seqs = [struct.unpack("<q", a[:8])[0] for _, a, _ in samples]
+    assert all(b - a == 1 for a, b in zip(seqs, seqs[1:])), str(seqs)
+    after = [t for _, _, t in samples if t > t0 - 1]
+    assert len(after) >= 15, len(after)
+    gap = max(b - a for a, b in zip(after, after[1:]))
+    assert gap < 1.0, f"odom stopped for {gap:.2f} s around the reload"
+    # cmd_vel still moves the robot: nothing of the key was applied.
+    stop = cmd_vel_sender(p, False, 0.2, 0.0)
+    moving = speeds(p, 10, lambda pos: pos.speed >= 150)
+    stop.set()
+    assert moving is not None, "cmd_vel did not move the robot after the refused reload"

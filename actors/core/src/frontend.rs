@@ -15,6 +15,8 @@
 //! replies to requests a later change superseded told apart from current ones, and
 //! leaving. Its pure part is [`Wants`].
 
+pub mod bridge;
+
 use crate::access::{AccessSettings, Policy};
 use crate::registry::{Disconnect, Registry, SessionId, Subscribe, Unsubscribe};
 use crate::settings::ServerSettings;
@@ -110,6 +112,15 @@ pub trait FrontEnd {
     /// Stops it: its sessions leave their registries (a device it commanded stops), its
     /// sockets and files close. Called once, at shutdown.
     fn stop(self: Box<Self>) -> LocalBoxFuture<'static, ()>;
+
+    /// The access policy was reloaded (SIGHUP; the shared [`Policy`] holds the new rules):
+    /// re-check what each of its clients may do, by the rule the TCP sessions follow (one
+    /// no longer admitted is closed with the reason, one whose write rights changed gets
+    /// them changed). Returns how many clients were told. The default: a front end whose
+    /// clients have no rights of their own to re-check.
+    fn recheck(&self) -> usize {
+        0
+    }
 
     /// Itself, so the binary and tests can ask a front end of a known type for what only
     /// it knows (the web viewer's addresses, the Zenoh session's id).

@@ -26,6 +26,7 @@ pub mod acts;
 pub mod create;
 pub mod laser;
 pub mod p2os;
+mod params;
 pub mod passthrough;
 pub mod program;
 pub mod ptz;

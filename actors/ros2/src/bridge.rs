@@ -29,15 +29,14 @@ use crate::settings::{AccessRules, Ros2Settings};
 use crate::types::{self, RosType};
 use actix::prelude::*;
 use bytes::Bytes;
-use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
+use player_core::frontend::bridge::{off_runtime, Blocking, Detach, Stats, Waiting};
 use player_core::frontend::{Access, Asked, Change, FrontEnd, FrontEndContext, Holdings};
 use player_core::registry::{Disconnect, EStop};
 use player_kit::driver::{Command, DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec};
 use player_proto::device;
 use slog::{info, warn, Logger};
 use std::any::Any;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -408,23 +407,10 @@ struct EStopReady;
 #[rtype(result = "()")]
 struct Attach(Vec<Pub>);
 
-/// Front end -> node: leave the registry (server shutdown).
-#[derive(Message)]
-#[rtype(result = "()")]
-struct Detach;
-
 /// Node -> itself: publish what waits.
 #[derive(Message)]
 #[rtype(result = "()")]
 struct Flush;
-
-#[derive(Default, Debug, Clone, Copy)]
-struct Stats {
-    published: u64,
-    replaced: u64,
-    commands: u64,
-    ignored: u64,
-}
 
 /// One robot's ROS 2 node: its registry session on behalf of every ROS subscriber and
 /// `cmd_vel` publisher.
@@ -438,9 +424,8 @@ pub struct RobotNode {
     /// Per publisher: matched by some subscriber.
     matched: Vec<bool>,
     topics: Vec<Topic>,
-    waiting: HashMap<u8, DeviceData>,
-    last_seq: HashMap<u8, u64>,
-    flush_sent: bool,
+    /// Readings not published yet: the newest per device.
+    waiting: Waiting,
     /// `cmd_vel` came within [`HOLD`].
     last_command: Option<Instant>,
     command: Option<Recipient<Command>>,
@@ -473,7 +458,7 @@ impl RobotNode {
             self.pending = None;
         }
         if !read {
-            self.waiting.remove(&code);
+            self.waiting.forget(code);
         }
         let me = ctx.address();
         match self
@@ -524,19 +509,7 @@ impl RobotNode {
     }
 
     fn take(&mut self, d: &DeviceData, ctx: &mut Context<Self>) {
-        if !self.holdings.reads(d.device) {
-            return;
-        }
-        let last = self.last_seq.entry(d.device).or_insert(0);
-        if d.seq <= *last {
-            return;
-        }
-        *last = d.seq;
-        if self.waiting.insert(d.device, d.clone()).is_some() {
-            self.stats.replaced += 1;
-        }
-        if !self.flush_sent {
-            self.flush_sent = true;
+        if self.holdings.take(d) && self.waiting.keep(d, &mut self.stats) {
             ctx.notify(Flush);
         }
     }
@@ -594,8 +567,11 @@ impl Actor for RobotNode {
 impl Handler<Attach> for RobotNode {
     type Result = ();
 
-    fn handle(&mut self, msg: Attach, _ctx: &mut Self::Context) {
+    fn handle(&mut self, msg: Attach, ctx: &mut Self::Context) {
         self.pubs = msg.0;
+        if self.waiting.wake() {
+            ctx.notify(Flush);
+        }
     }
 }
 
@@ -638,11 +614,10 @@ impl Handler<Flush> for RobotNode {
     type Result = ();
 
     fn handle(&mut self, _msg: Flush, _ctx: &mut Self::Context) {
-        self.flush_sent = false;
         if self.pubs.is_empty() {
-            return;
+            return self.waiting.postpone();
         }
-        let waiting = std::mem::take(&mut self.waiting);
+        let waiting = self.waiting.take();
         for d in waiting.values() {
             for i in 0..self.pubs.len() {
                 let topic = self.pubs[i].topic;
@@ -740,35 +715,29 @@ impl Handler<Detach> for RobotNode {
             self.holdings.leave();
         }
         self.pubs.clear();
-        let s = self.stats;
-        info!(self.log, "ros2 node leaves the robot"; "published" => s.published,
-            "replaced_unsent" => s.replaced, "commands" => s.commands, "ignored" => s.ignored,
-            "refused" => self.inbox.refused.load(Ordering::Relaxed));
+        let refused = self.inbox.refused.load(Ordering::Relaxed);
+        self.stats
+            .log_leave(&self.log, "ros2 node leaves the robot", refused);
         ctx.stop();
     }
 }
 
-/// The running front end: the Zenoh session and one node per robot.
-pub struct Ros2FrontEnd {
-    session: Option<zenoh::Session>,
-    declared: Vec<Declared>,
-    nodes: Vec<Addr<RobotNode>>,
-    arbiter: Option<Arbiter>,
-    zid: String,
-    log: Logger,
+/// The Zenoh session and, per robot, its tokens, subscribers and queryables (dropping
+/// them undeclares them).
+type Session = (zenoh::Session, Vec<Declared>);
+
+/// Undeclares the robots' entities and closes the session (blocks).
+fn close((session, declared): Session) {
+    drop(declared);
+    let _ = session.close().wait();
 }
 
-/// Runs `f` on a plain thread (Zenoh's blocking calls refuse a single-threaded runtime)
-/// and waits for it without blocking the arbiter.
-async fn off_runtime<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
-    let (tx, rx) = oneshot::channel();
-    std::thread::Builder::new()
-        .name("ros2-setup".into())
-        .spawn(move || {
-            let _ = tx.send(f());
-        })
-        .ok()?;
-    rx.await.ok()
+/// The running front end: the Zenoh session and one node per robot.
+pub struct Ros2FrontEnd {
+    session: Blocking<Session>,
+    nodes: Vec<Addr<RobotNode>>,
+    zid: String,
+    log: Logger,
 }
 
 /// Starts the ROS 2 front end for the robots of `ctx` that `settings` serves. Must run
@@ -836,9 +805,7 @@ pub async fn start(
             pubs: Vec::new(),
             matched: vec![false; n],
             topics,
-            waiting: HashMap::new(),
-            last_seq: HashMap::new(),
-            flush_sent: false,
+            waiting: Waiting::default(),
             last_command: None,
             command: None,
             pending: None,
@@ -851,7 +818,7 @@ pub async fn start(
         nodes.push(addr);
     }
     let s = settings.clone();
-    let opened = off_runtime(move || -> Result<_, String> {
+    let opened = off_runtime("ros2-setup", move || -> Result<_, String> {
         let session = zenoh::open(config)
             .wait()
             .map_err(|e| format!("cannot open the Zenoh session: {e}"))?;
@@ -891,10 +858,8 @@ pub async fn start(
         "mode" => &settings.mode, "listen" => settings.listen.join(", "),
         "connect" => settings.connect.join(", "), "cmd_vel" => settings.write);
     Ok(Ros2FrontEnd {
-        session: Some(session),
-        declared,
+        session: Blocking::new("ros2", (session, declared), close, arbiter, ctx.log.clone()),
         nodes,
-        arbiter: Some(arbiter),
         zid,
         log: ctx.log.clone(),
     })
@@ -908,28 +873,8 @@ impl Ros2FrontEnd {
 
     /// Stops: the nodes leave their registries (a base they commanded stops), the tokens
     /// go, the session closes.
-    pub async fn shutdown(mut self) {
-        for a in std::mem::take(&mut self.nodes) {
-            let _ = a.send(Detach).timeout(Duration::from_secs(3)).await;
-        }
-        let declared = std::mem::take(&mut self.declared);
-        let session = self.session.take();
-        let closed = off_runtime(move || {
-            drop(declared);
-            if let Some(s) = session {
-                let _ = s.close().wait();
-            }
-        });
-        if tokio::time::timeout(Duration::from_secs(5), closed)
-            .await
-            .is_err()
-        {
-            warn!(self.log, "ros2: the Zenoh session did not close within 5 s");
-        }
-        if let Some(a) = self.arbiter.take() {
-            a.stop();
-            let _ = a.join();
-        }
+    pub async fn shutdown(self) {
+        self.session.shutdown(self.nodes).await;
         info!(self.log, "ros2 front end stopped");
     }
 }
@@ -945,27 +890,6 @@ impl FrontEnd for Ros2FrontEnd {
 
     fn as_any(&self) -> &dyn Any {
         self
-    }
-}
-
-impl Drop for Ros2FrontEnd {
-    /// Dropped without [`Ros2FrontEnd::shutdown`]: still closes the session off the arbiter.
-    fn drop(&mut self) {
-        let declared = std::mem::take(&mut self.declared);
-        let session = self.session.take();
-        if session.is_some() || !declared.is_empty() {
-            let _ = std::thread::Builder::new()
-                .name("ros2-close".into())
-                .spawn(move || {
-                    drop(declared);
-                    if let Some(s) = session {
-                        let _ = s.close().wait();
-                    }
-                });
-        }
-        if let Some(a) = self.arbiter.take() {
-            a.stop();
-        }
     }
 }
 

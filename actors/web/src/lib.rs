@@ -292,6 +292,10 @@ impl FrontEnd for WebViewer {
         })
     }
 
+    fn recheck(&self) -> usize {
+        self.endpoints.iter().map(WebEndpoint::recheck).sum()
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -515,6 +519,16 @@ impl WebEndpoint {
         self.addr
     }
 
+    /// Has every open session re-check its rights under the access policy in force (after
+    /// a reload, SIGHUP; see [`session::Recheck`]); returns how many were told.
+    pub fn recheck(&self) -> usize {
+        let addrs = self.shared.session_addrs();
+        for a in &addrs {
+            a.do_send(session::Recheck);
+        }
+        addrs.len()
+    }
+
     /// Stops accepting and closes every session (each releases its devices: a writer
     /// leaving stops the robot); returns when they have ended or after 3 s.
     pub async fn stop(self) {
@@ -689,9 +703,9 @@ fn upgrade(
             .find_map(|kv| kv.strip_prefix("key="))
             .map(percent_decode)
     });
-    let may_write = match presented {
+    let may_write = match &presented {
         Some(k) if shared.policy.has_key() => {
-            if !shared.policy.key_matches(&k) {
+            if !shared.policy.key_matches(k) {
                 warn!(shared.log, "web connection refused: wrong key"; "client" => %peer);
                 return plain(StatusCode::FORBIDDEN, "wrong key\n");
             }
@@ -765,6 +779,7 @@ fn upgrade(
             slot,
         )
         .with_robots(picked)
+        .with_key(presented)
         .start();
     });
     let mut r = Response::new(Full::new(Bytes::new()));

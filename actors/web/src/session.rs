@@ -54,6 +54,9 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::WebSocketStream;
 
 mod ops;
+mod recheck;
+
+pub use recheck::Recheck;
 
 /// The WebSocket of one connection.
 pub type Socket = WebSocketStream<TokioIo<Upgraded>>;
@@ -311,6 +314,8 @@ pub struct WebSession {
     subprotocol: &'static str,
     /// Whether the access policy lets this client command (and release the e-stop).
     may_write: bool,
+    /// The key it presented (`?key=`), for the re-check after a reload.
+    presented: Option<Vec<u8>>,
     /// The encoding the client asked for (`?encoding=`).
     encoding: Encoding,
     shared: Arc<Shared>,
@@ -368,6 +373,7 @@ impl WebSession {
             client,
             subprotocol,
             may_write,
+            presented: None,
             encoding,
             shared,
             subs: HashMap::new(),
@@ -399,6 +405,13 @@ impl WebSession {
     /// robots; see [`super::world`]).
     pub fn with_robots(self, picked: Option<Vec<usize>>) -> WebSession {
         self.out.borrow_mut().picked = picked.map(Arc::from);
+        self
+    }
+
+    /// Remembers the key the client presented (`?key=`): a reload re-checks it against the
+    /// key then in force ([`Recheck`]).
+    pub fn with_key(mut self, presented: Option<Vec<u8>>) -> WebSession {
+        self.presented = presented;
         self
     }
 

@@ -41,20 +41,19 @@
 pub mod robot;
 
 use actix::prelude::*;
-use futures::channel::oneshot;
-use player_core::access::AccessSettings;
+use player_core::access::{AccessSettings, Policy};
+use player_core::frontend::bridge::{off_runtime, Blocking};
 use player_core::frontend::{FrontEnd, FrontEndContext, SessionIds};
 use player_core::registry::Registry;
 use player_core::settings::{FlagSpec, FrontEndSyntax, RobotSettings, Settings, SettingsError};
 use player_kit::driver::Timestamp;
 use player_proto::device;
 use player_proto::ext::DeviceEntry;
-use robot::{Attach, Detach, Inbox, RobotBridge, RobotOptions};
+use robot::{Attach, Inbox, Recheck, RobotBridge, RobotOptions};
 use serde::Deserialize;
-use slog::{info, warn, Logger};
+use slog::{info, Logger};
 use std::any::Any;
 use std::sync::Arc;
-use std::time::Duration;
 use zenoh::Wait;
 
 /// The first chunk of every key the bridge uses.
@@ -381,7 +380,7 @@ pub async fn start(
         .collect();
     ZenohBridge::start(
         settings,
-        &ctx.access,
+        ctx.policy.clone(),
         robots,
         ctx.ids.clone(),
         ctx.log.clone(),
@@ -398,48 +397,49 @@ impl FrontEnd for ZenohBridge {
         Box::pin((*self).stop())
     }
 
+    fn recheck(&self) -> usize {
+        for a in &self.robots {
+            a.do_send(Recheck);
+        }
+        self.robots.len()
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }
 }
 
-/// The running bridge: the Zenoh session and one actor per robot.
-pub struct ZenohBridge {
-    session: Option<zenoh::Session>,
-    /// Per robot: its token, queryable and subscribers (dropping them undeclares them).
-    declared: Vec<robot::Declared>,
-    robots: Vec<Addr<RobotBridge>>,
-    arbiter: Option<Arbiter>,
-    log: Logger,
+/// The Zenoh session and, per robot, its token, queryable and subscribers (dropping them
+/// undeclares them).
+type Session = (zenoh::Session, Vec<robot::Declared>);
+
+/// Undeclares the robots' entities and closes the session (blocks).
+fn close((session, declared): Session) {
+    drop(declared);
+    let _ = session.close().wait();
 }
 
-/// Runs `f` on a plain thread (no tokio runtime: Zenoh's blocking calls may block there)
-/// and waits for its result without blocking the arbiter.
-async fn off_runtime<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
-    let (tx, rx) = oneshot::channel();
-    std::thread::Builder::new()
-        .name("zenoh-setup".into())
-        .spawn(move || {
-            let _ = tx.send(f());
-        })
-        .ok()?;
-    rx.await.ok()
+/// The running bridge: the Zenoh session and one actor per robot.
+pub struct ZenohBridge {
+    session: Blocking<Session>,
+    robots: Vec<Addr<RobotBridge>>,
+    log: Logger,
 }
 
 impl ZenohBridge {
     /// Opens the Zenoh session and starts bridging `robots`. `ids` numbers the bridge's
-    /// registry sessions (shared with the listeners so ids are unique); `access` gives the
-    /// key commands must carry. Must run inside an actix system.
+    /// registry sessions (shared with the listeners so ids are unique); `policy` (the
+    /// server's, which a reload swaps) gives the key commands must carry. Must run inside
+    /// an actix system.
     pub async fn start(
         settings: &ZenohSettings,
-        access: &AccessSettings,
+        policy: Arc<Policy>,
         robots: Vec<BridgedRobot>,
         ids: SessionIds,
         log: Logger,
     ) -> Result<ZenohBridge, ZenohError> {
         let config = settings.zenoh_config()?;
         let arbiter = Arbiter::new();
-        let key = (!access.key.is_empty()).then(|| access.key.as_bytes().to_vec());
         let mut actors = Vec::new();
         let mut inboxes = Vec::new();
         for r in &robots {
@@ -452,7 +452,7 @@ impl ZenohBridge {
                 session: ids.next(),
                 devices: r.devices.clone(),
                 write: settings.write,
-                key: key.clone(),
+                policy: policy.clone(),
                 log: log.new(slog::o!("robot" => r.name.clone(), "front" => "zenoh")),
             };
             actors.push(RobotBridge::start_in_arbiter(
@@ -466,7 +466,7 @@ impl ZenohBridge {
             .zip(inboxes)
             .map(|((r, a), i)| (r.name.clone(), r.devices.clone(), a.clone(), i))
             .collect();
-        let opened = off_runtime(move || -> Result<_, ZenohError> {
+        let opened = off_runtime("zenoh-setup", move || -> Result<_, ZenohError> {
             let session = zenoh::open(config).wait().map_err(ZenohError::Open)?;
             let mut all = Vec::new();
             for (name, devices, addr, inbox) in names {
@@ -514,10 +514,8 @@ impl ZenohBridge {
             );
         }
         Ok(ZenohBridge {
-            session: Some(session),
-            declared,
+            session: Blocking::new("zenoh", (session, declared), close, arbiter, log.clone()),
             robots: actors,
-            arbiter: Some(arbiter),
             log,
         })
     }
@@ -525,58 +523,16 @@ impl ZenohBridge {
     /// The Zenoh id of the server's session.
     pub fn zid(&self) -> String {
         self.session
-            .as_ref()
-            .map(|s| s.zid().to_string())
+            .session()
+            .map(|(s, _)| s.zid().to_string())
             .unwrap_or_default()
     }
 
     /// Stops bridging: the robots' sessions leave their registries (a device the bridge
     /// commanded is stopped), the liveliness tokens go, the Zenoh session closes.
-    pub async fn stop(mut self) {
-        for a in std::mem::take(&mut self.robots) {
-            let _ = a.send(Detach).timeout(Duration::from_secs(3)).await;
-        }
-        let declared = std::mem::take(&mut self.declared);
-        let session = self.session.take();
-        let closed = off_runtime(move || {
-            drop(declared);
-            if let Some(s) = session {
-                let _ = s.close().wait();
-            }
-        });
-        if tokio::time::timeout(Duration::from_secs(5), closed)
-            .await
-            .is_err()
-        {
-            warn!(self.log, "zenoh session did not close within 5 s");
-        }
-        if let Some(a) = self.arbiter.take() {
-            a.stop();
-            let _ = a.join();
-        }
+    pub async fn stop(self) {
+        self.session.shutdown(self.robots).await;
         info!(self.log, "zenoh bridge stopped");
-    }
-}
-
-impl Drop for ZenohBridge {
-    /// A bridge dropped without [`ZenohBridge::stop`] still closes its session off the
-    /// arbiter (closing blocks, which Zenoh refuses inside a single-threaded runtime).
-    fn drop(&mut self) {
-        let declared = std::mem::take(&mut self.declared);
-        let session = self.session.take();
-        if session.is_some() || !declared.is_empty() {
-            let _ = std::thread::Builder::new()
-                .name("zenoh-close".into())
-                .spawn(move || {
-                    drop(declared);
-                    if let Some(s) = session {
-                        let _ = s.close().wait();
-                    }
-                });
-        }
-        if let Some(a) = self.arbiter.take() {
-            a.stop();
-        }
     }
 }
 

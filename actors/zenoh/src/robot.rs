@@ -10,6 +10,8 @@
 use super::{alive_key, data_key, devices_json, devices_key, encode_timestamp, estop_key};
 use actix::prelude::*;
 use bytes::Bytes;
+use player_core::access::Policy;
+use player_core::frontend::bridge::{Detach, Stats, Waiting};
 use player_core::frontend::{Access, Asked, Change, Holdings};
 use player_core::logging::{code as show, Throttle};
 use player_core::registry::{EStop, EStopState, ListDevices, Registry, SessionId};
@@ -93,10 +95,13 @@ pub struct Attach {
     pub publishers: HashMap<u8, Publisher<'static>>,
 }
 
-/// Bridge → actor: leave the registry and drop the publishers (server shutdown).
+/// Bridge → actor: the access policy was reloaded (SIGHUP). Write access the bridge holds
+/// on behalf of commands whose key is no longer the key is given back at once (the
+/// registry then stops the device, as when a TCP writer's key is withdrawn); later
+/// commands and e-stop releases are checked against the key in force.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Detach;
+pub struct Recheck;
 
 /// Actor → itself: publish the readings that wait.
 #[derive(Message)]
@@ -240,8 +245,9 @@ pub struct RobotOptions {
     pub devices: Vec<u8>,
     /// Whether Zenoh commands are obeyed at all.
     pub write: bool,
-    /// The key a command must carry as its attachment, if one is configured.
-    pub key: Option<Vec<u8>>,
+    /// The access policy in force (shared with every front end, swapped by a reload):
+    /// with a key, a command must carry it as its attachment.
+    pub policy: Arc<Policy>,
     /// Shared with the Zenoh callbacks.
     pub inbox: Arc<Inbox>,
     /// Logger.
@@ -260,17 +266,10 @@ struct Dev {
     command_size: Option<usize>,
     /// The newest command waiting for the grant.
     pending: Option<Bytes>,
+    /// The attachment of the newest command obeyed (the key it carried).
+    keyed_with: Option<Vec<u8>>,
     last_command: Option<Instant>,
     failed_at: Option<Instant>,
-}
-
-/// Counters for the log line at the end (and the bench).
-#[derive(Default, Debug, Clone, Copy)]
-struct Stats {
-    published: u64,
-    replaced: u64,
-    commands: u64,
-    ignored: u64,
 }
 
 /// One robot's session of the registry on behalf of every Zenoh peer.
@@ -281,16 +280,10 @@ pub struct RobotBridge {
     publishers: HashMap<u8, Publisher<'static>>,
     devs: HashMap<u8, Dev>,
     /// Readings not published yet: the newest per device.
-    waiting: HashMap<u8, DeviceData>,
-    flush_sent: bool,
+    waiting: Waiting,
     stats: Stats,
     throttle: Throttle,
     detached: bool,
-}
-
-/// Whether two byte strings are equal, in time that depends only on their lengths.
-fn same_key(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 impl RobotBridge {
@@ -301,8 +294,7 @@ impl RobotBridge {
             o,
             publishers: HashMap::new(),
             devs: HashMap::new(),
-            waiting: HashMap::new(),
-            flush_sent: false,
+            waiting: Waiting::default(),
             stats: Stats::default(),
             throttle: Throttle::new(Duration::from_secs(10), 5),
             detached: false,
@@ -418,18 +410,17 @@ impl RobotBridge {
                 code,
             );
         }
-        if let Some(key) = &self.o.key {
-            if !att.as_deref().is_some_and(|a| same_key(a, key)) {
-                self.stats.ignored += 1;
-                return self.warn_throttled(
-                    "key",
-                    "zenoh command ignored: its attachment is not the access key",
-                    code,
-                );
-            }
+        if !self.keyed(att.as_deref()) {
+            self.stats.ignored += 1;
+            return self.warn_throttled(
+                "key",
+                "zenoh command ignored: its attachment is not the access key",
+                code,
+            );
         }
         let d = self.devs.entry(code).or_default();
         d.last_command = Some(Instant::now());
+        d.keyed_with = att;
         if d.command.is_some() {
             self.forward(code, payload);
         } else {
@@ -439,15 +430,17 @@ impl RobotBridge {
         }
     }
 
+    /// Whether a command (or e-stop release) with this attachment may command under the
+    /// policy in force: any when no key is set, else only one carrying the key.
+    fn keyed(&self, att: Option<&[u8]>) -> bool {
+        !self.o.policy.has_key() || att.is_some_and(|a| self.o.policy.key_matches(a))
+    }
+
     fn take_reading(&mut self, d: &DeviceData, ctx: &mut Context<Self>) {
         if !self.holdings.take(d) {
             return;
         }
-        if self.waiting.insert(d.device, d.clone()).is_some() {
-            self.stats.replaced += 1;
-        }
-        if !self.flush_sent {
-            self.flush_sent = true;
+        if self.waiting.keep(d, &mut self.stats) {
             ctx.notify(Flush);
         }
     }
@@ -494,8 +487,7 @@ impl Handler<Attach> for RobotBridge {
 
     fn handle(&mut self, msg: Attach, ctx: &mut Self::Context) {
         self.publishers = msg.publishers;
-        if !self.waiting.is_empty() && !self.flush_sent {
-            self.flush_sent = true;
+        if self.waiting.wake() {
             ctx.notify(Flush);
         }
     }
@@ -510,11 +502,32 @@ impl Handler<Detach> for RobotBridge {
             self.holdings.leave();
         }
         self.publishers.clear();
-        let s = self.stats;
-        info!(self.o.log, "zenoh bridge leaves the robot"; "published" => s.published,
-            "replaced_unsent" => s.replaced, "commands" => s.commands, "ignored" => s.ignored,
-            "refused" => self.o.inbox.refused.load(Ordering::Relaxed));
+        let refused = self.o.inbox.refused.load(Ordering::Relaxed);
+        self.stats
+            .log_leave(&self.o.log, "zenoh bridge leaves the robot", refused);
         ctx.stop();
+    }
+}
+
+impl Handler<Recheck> for RobotBridge {
+    type Result = ();
+
+    fn handle(&mut self, _msg: Recheck, ctx: &mut Self::Context) {
+        let stale: Vec<u8> = self
+            .devs
+            .iter()
+            .filter(|(_, d)| d.commanding && !self.keyed(d.keyed_with.as_deref()))
+            .map(|(c, _)| *c)
+            .collect();
+        for code in stale {
+            if let Some(d) = self.devs.get_mut(&code) {
+                d.commanding = false;
+                d.last_command = None;
+                d.keyed_with = None;
+            }
+            info!(self.o.log, "configuration reloaded: the zenoh commands' key is no longer the key; write access given back"; "device" => device::name(code));
+            self.sync(code, ctx);
+        }
     }
 }
 
@@ -526,7 +539,7 @@ impl Handler<Matching> for RobotBridge {
         if d.matching != msg.matching {
             d.matching = msg.matching;
             if !msg.matching {
-                self.waiting.remove(&msg.code);
+                self.waiting.forget(msg.code);
             }
             self.sync(msg.code, ctx);
         }
@@ -555,11 +568,10 @@ impl Handler<Flush> for RobotBridge {
     type Result = ();
 
     fn handle(&mut self, _msg: Flush, _ctx: &mut Self::Context) {
-        self.flush_sent = false;
         if self.publishers.is_empty() {
-            return;
+            return self.waiting.postpone();
         }
-        for (code, d) in self.waiting.drain() {
+        for (code, d) in self.waiting.take() {
             let Some(p) = self.publishers.get(&code) else {
                 continue;
             };
@@ -603,18 +615,12 @@ impl Handler<EStopAsk> for RobotBridge {
 
     fn handle(&mut self, msg: EStopAsk, _ctx: &mut Self::Context) {
         self.o.inbox.in_flight.fetch_sub(1, Ordering::AcqRel);
-        if !msg.latch {
-            let keyed = match &self.o.key {
-                None => true,
-                Some(k) => msg.attachment.as_deref().is_some_and(|a| same_key(a, k)),
-            };
-            if !self.o.write || !keyed {
-                return self.warn_throttled(
-                    "release",
-                    "zenoh e-stop release ignored: Zenoh may not command this robot (write, key)",
-                    0,
-                );
-            }
+        if !msg.latch && (!self.o.write || !self.keyed(msg.attachment.as_deref())) {
+            return self.warn_throttled(
+                "release",
+                "zenoh e-stop release ignored: Zenoh may not command this robot (write, key)",
+                0,
+            );
         }
         self.o.registry.do_send(EStop {
             latch: msg.latch,

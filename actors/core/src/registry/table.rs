@@ -40,6 +40,84 @@ pub(super) struct Holder {
     pub client: String,
 }
 
+/// The sessions holding one device, by session id: a vector kept sorted, which holds
+/// thousands of subscribers in about half the memory of a hash map (no empty buckets:
+/// a hash map of 2000 entries has 4096) and lets its room go as they leave. Ids are
+/// handed out in increasing order, so a new holder is pushed at the end.
+/// (Generic over what is held only for its tests.)
+pub(super) struct Holders<H = Holder>(Vec<(SessionId, H)>);
+
+impl<H> Default for Holders<H> {
+    fn default() -> Self {
+        Holders(Vec::new())
+    }
+}
+
+impl<H> Holders<H> {
+    fn find(&self, session: SessionId) -> Result<usize, usize> {
+        self.0.binary_search_by_key(&session, |(s, _)| *s)
+    }
+
+    /// How `session` holds the device, if it does.
+    pub fn get(&self, session: &SessionId) -> Option<&H> {
+        self.find(*session).ok().map(|i| &self.0[i].1)
+    }
+
+    /// The same, to change.
+    pub fn get_mut(&mut self, session: &SessionId) -> Option<&mut H> {
+        self.find(*session).ok().map(|i| &mut self.0[i].1)
+    }
+
+    /// Whether `session` holds the device.
+    pub fn contains_key(&self, session: &SessionId) -> bool {
+        self.find(*session).is_ok()
+    }
+
+    /// Sets how `session` holds the device.
+    pub fn insert(&mut self, session: SessionId, holder: H) {
+        match self.find(session) {
+            Ok(i) => self.0[i].1 = holder,
+            Err(i) => self.0.insert(i, (session, holder)),
+        }
+    }
+
+    /// Forgets `session`, returning how it held the device. Room for more than twice
+    /// the holders left is given back.
+    pub fn remove(&mut self, session: &SessionId) -> Option<H> {
+        let i = self.find(*session).ok()?;
+        let (_, h) = self.0.remove(i);
+        if self.0.capacity() > 8 && self.0.len() < self.0.capacity() / 4 {
+            self.0.shrink_to(2 * self.0.len());
+        }
+        Some(h)
+    }
+
+    /// Whether nobody holds the device.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Forgets every holder and the room they took.
+    pub fn clear(&mut self) {
+        self.0 = Vec::new();
+    }
+
+    /// The holders' sessions, in increasing order.
+    pub fn keys(&self) -> impl Iterator<Item = &SessionId> {
+        self.0.iter().map(|(s, _)| s)
+    }
+
+    /// How each holds it.
+    pub fn values(&self) -> impl Iterator<Item = &H> {
+        self.0.iter().map(|(_, h)| h)
+    }
+
+    /// Each session and how it holds the device, by session.
+    pub fn iter(&self) -> impl Iterator<Item = (&SessionId, &H)> {
+        self.0.iter().map(|(s, h)| (s, h))
+    }
+}
+
 /// Where a device's setup is.
 pub(super) enum State {
     Down,
@@ -65,7 +143,7 @@ pub(super) struct Device {
     pub spec: DeviceSpec,
     pub driver: DriverHandle,
     pub driver_name: String,
-    pub holders: HashMap<SessionId, Holder>,
+    pub holders: Holders,
     pub state: State,
     pub condition: Condition,
 }
@@ -149,7 +227,7 @@ impl Table {
                     spec: *spec,
                     driver: handle.clone(),
                     driver_name: name.to_string(),
-                    holders: HashMap::new(),
+                    holders: Holders::default(),
                     state: State::Down,
                     condition: Condition::Ok,
                 },
@@ -226,5 +304,50 @@ impl Table {
             rate_x10: health.rate_x10(code),
             driver: d.driver_name.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(n: u64) -> SessionId {
+        SessionId::from(n)
+    }
+
+    #[test]
+    fn holders_are_found_by_session_in_any_insertion_order_and_listed_in_id_order() {
+        let mut h = Holders::<u32>::default();
+        for n in [5, 1, 9, 3, 7] {
+            h.insert(id(n), n as u32 * 10);
+        }
+        h.insert(id(3), 33);
+        assert_eq!(h.get(&id(3)), Some(&33));
+        assert_eq!(h.get(&id(4)), None);
+        assert!(h.contains_key(&id(9)));
+        *h.get_mut(&id(9)).unwrap() = 99;
+        let listed: Vec<(u64, u32)> = h.iter().map(|(s, v)| (s.get(), *v)).collect();
+        assert_eq!(listed, vec![(1, 10), (3, 33), (5, 50), (7, 70), (9, 99)]);
+        assert_eq!(h.remove(&id(5)), Some(50));
+        assert_eq!(h.remove(&id(5)), None);
+        assert_eq!(h.keys().count(), 4);
+        assert_eq!(h.values().copied().max(), Some(99));
+    }
+
+    #[test]
+    fn holders_give_their_room_back_as_sessions_leave() {
+        let mut h = Holders::<u32>::default();
+        for n in 0..2000 {
+            h.insert(id(n), 0);
+        }
+        assert!(h.0.capacity() < 4096, "room for {}", h.0.capacity());
+        for n in 10..2000 {
+            h.remove(&id(n));
+        }
+        assert!(h.0.capacity() <= 40, "room for {} kept", h.0.capacity());
+        assert_eq!(h.keys().count(), 10);
+        h.clear();
+        assert!(h.is_empty());
+        assert_eq!(h.0.capacity(), 0);
     }
 }

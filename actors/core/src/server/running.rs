@@ -132,6 +132,8 @@ pub struct Reloaded {
     pub access_changed: bool,
     /// Sessions told to re-check their rights.
     pub sessions_rechecked: usize,
+    /// Front-end clients (web sessions, the Zenoh bridge's robots) told to re-check theirs.
+    pub front_end_rechecked: usize,
 }
 
 /// Calls its `pet` every `every` from the arbiter it runs on (see [`Server::heartbeat`]).
@@ -190,20 +192,25 @@ impl Server {
 
     /// Puts the rules of `access` (a configuration read again on SIGHUP, already checked
     /// whole) in force for every front end sharing the policy, and has every session
-    /// re-check its rights (see [`crate::session::Recheck`]).
+    /// re-check its rights (see [`crate::session::Recheck`]) and every attached front end
+    /// its clients' ([`crate::frontend::FrontEnd::recheck`]).
     pub async fn reload(&mut self, access: &AccessSettings) -> Result<Reloaded, AccessError> {
         let policy = Policy::new(access)?;
         let access_changed = self.context.policy.replace(&policy);
-        let mut sessions_rechecked = 0;
+        let (mut sessions_rechecked, mut front_end_rechecked) = (0, 0);
         if access_changed {
             for (l, _) in &self.listeners {
                 sessions_rechecked += l.send(RecheckAll).await.unwrap_or(0);
+            }
+            for f in &self.front_ends {
+                front_end_rechecked += f.recheck();
             }
         }
         self.context.access = access.clone();
         Ok(Reloaded {
             access_changed,
             sessions_rechecked,
+            front_end_rechecked,
         })
     }
 }

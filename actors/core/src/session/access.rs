@@ -199,6 +199,9 @@ impl Session {
         let idx = match slots.iter().position(|s| s.code == dev) {
             Some(i) => i,
             None => {
+                // Room for this one only: most clients list a few devices once, and a
+                // slot is about 100 bytes (amortized growth would leave room for four).
+                slots.reserve_exact(1);
                 slots.push(Slot {
                     code: dev,
                     access: access::ERROR,

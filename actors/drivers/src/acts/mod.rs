@@ -19,10 +19,10 @@ pub mod codec;
 use actix::prelude::*;
 use bytes::Bytes;
 use player_kit::catalog::{Catalog, DeviceFlag, DriverContext, FlagValue, StartedDriver};
-use player_kit::driver::{DeviceSpec, DriverError, DriverHandle, Publisher, Timestamp};
+use player_kit::driver::{DeviceSpec, DriverError, DriverHandle, Timestamp};
 use player_kit::link::{
-    self, close_channel, CloseReceiver, CloseSender, Ended, LinkDriver, LinkError, LinkState,
-    LinkSupervisor, LinkUp, LogThrottle,
+    self, close_channel, CloseReceiver, CloseSender, Ended, LinkDriver, LinkError, LinkParts,
+    LinkState, LinkUp, LogThrottle,
 };
 use player_proto::data::ACTS_HEADER;
 use player_proto::device;
@@ -52,7 +52,7 @@ pub struct ActsParams {
     #[serde(default = "five")]
     pub connect_timeout: f64,
     /// Seconds to wait for a packet before the connection is taken for lost.
-    #[serde(default = "one")]
+    #[serde(default = "crate::params::one_second")]
     pub silence: f64,
 }
 
@@ -64,9 +64,6 @@ fn localhost() -> String {
 }
 fn five() -> f64 {
     5.0
-}
-fn one() -> f64 {
-    1.0
 }
 
 #[derive(Message)]
@@ -80,24 +77,20 @@ struct Packet {
 pub struct ActsDriver {
     params: ActsParams,
     config_path: Option<String>,
-    publisher: Publisher,
-    link: LinkSupervisor,
-    log: Logger,
+    parts: LinkParts,
 }
 
 impl ActsDriver {
     fn new(ctx: &DriverContext) -> Result<ActsDriver, DriverError> {
         let params: ActsParams = ctx.params()?;
-        for (name, v) in [
-            ("connect_timeout", params.connect_timeout),
-            ("silence", params.silence),
-        ] {
-            if !(v.is_finite() && v > 0.0 && v <= 600.0) {
-                return Err(DriverError::params(format!(
-                    "acts parameter {name} = {v}: must be between 0 and 600 s"
-                )));
-            }
-        }
+        crate::params::check_seconds(
+            "acts",
+            600.0,
+            &[
+                ("connect_timeout", params.connect_timeout),
+                ("silence", params.silence),
+            ],
+        )?;
         if ctx.devices != [device::VISION] {
             return Err(DriverError::not_served(
                 "the acts driver serves exactly the vision device 'v'",
@@ -113,29 +106,8 @@ impl ActsDriver {
         Ok(ActsDriver {
             params,
             config_path,
-            publisher: Publisher::new(),
-            link: LinkSupervisor::new("ACTS").report_to(ctx.status.clone(), ctx.devices.clone()),
-            log,
+            parts: LinkParts::new("ACTS", ctx, log),
         })
-    }
-
-    fn start_link(&mut self, ctx: &mut Context<Self>) {
-        let (close, close_rx) = close_channel();
-        let mut task = LinkTask {
-            params: self.params.clone(),
-            config_path: self.config_path.clone(),
-            log: self.log.clone(),
-            packets: ctx.address().recipient(),
-            child: None,
-            bad: LogThrottle::default(),
-        };
-        self.link.start(close, |state| async move {
-            if let Err(e) = task.spawn_acts() {
-                let _ = state.send(LinkState::Failed(e));
-                return;
-            }
-            link::run_link(task, close_rx, state).await
-        });
     }
 }
 
@@ -148,20 +120,26 @@ impl LinkDriver for ActsDriver {
     const DRIVER: &'static str = "acts";
     const LINK: &'static str = "vision";
 
-    fn supervisor(&mut self) -> &mut LinkSupervisor {
-        &mut self.link
-    }
-    fn publisher(&mut self) -> &mut Publisher {
-        &mut self.publisher
-    }
-    fn log(&self) -> &Logger {
-        &self.log
-    }
-    fn serves(&self, device: u8) -> bool {
-        device == device::VISION
+    fn parts(&mut self) -> &mut LinkParts {
+        &mut self.parts
     }
     fn start_link(&mut self, ctx: &mut Context<Self>) {
-        ActsDriver::start_link(self, ctx);
+        let (close, close_rx) = close_channel();
+        let mut task = LinkTask {
+            params: self.params.clone(),
+            config_path: self.config_path.clone(),
+            log: self.parts.log.clone(),
+            packets: ctx.address().recipient(),
+            child: None,
+            bad: LogThrottle::default(),
+        };
+        self.parts.link.start(close, |state| async move {
+            if let Err(e) = task.spawn_acts() {
+                let _ = state.send(LinkState::Failed(e));
+                return;
+            }
+            link::run_link(task, close_rx, state).await
+        });
     }
 }
 
@@ -171,7 +149,9 @@ impl Handler<Packet> for ActsDriver {
     type Result = ();
 
     fn handle(&mut self, msg: Packet, _ctx: &mut Self::Context) {
-        self.publisher.publish_at(device::VISION, msg.data, msg.at);
+        self.parts
+            .publisher
+            .publish_at(device::VISION, msg.data, msg.at);
     }
 }
 
@@ -281,8 +261,7 @@ impl link::Link for LinkTask {
                     let _ = s.shutdown().await;
                     self.stop_child().await;
                     info!(self.log, "sent quit to ACTS; connection closed");
-                    if let Ok(ack) = ack { let _ = ack.send(()); }
-                    return Ended::Closed;
+                    return Ended::acknowledged(ack);
                 }
             };
             match r {

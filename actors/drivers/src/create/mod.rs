@@ -21,20 +21,19 @@ use bytes::Bytes;
 use codec::{Event, Odometry, Parser, Sensors};
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
 use player_kit::driver::{
-    Command, Config, DeviceSpec, DeviceState, DriverError, DriverHandle, Publisher, StatusSink,
-    Stop, Timestamp,
+    Command, Config, DeviceSpec, DeviceState, DriverError, DriverHandle, StatusSink, Stop,
+    Timestamp,
 };
 use player_kit::link::{
-    self, CloseAck, Closer, Ended, LinkDriver, LinkError, LinkHandle, LinkState, LinkSupervisor,
-    LinkUp, LogThrottle,
+    self, CloseAck, Commanded, Ended, Incoming, LinkDriver, LinkError, LinkHandle, LinkParts,
+    LinkUp, LogThrottle, Request, RequestReceiver, RequestSender, WRITE_TIMEOUT,
 };
 use player_proto::data::{Misc, Position, PositionCommand};
 use player_proto::{config as codes, device};
 use serde::Deserialize;
 use slog::{debug, info, warn, Logger};
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::watch;
 use tokio_serial::SerialStream;
 
 /// The devices the Create serves.
@@ -47,23 +46,15 @@ pub struct CreateParams {
     /// The serial port, e.g. `/dev/ttyUSB0`.
     pub port: String,
     /// Line speed: 115200 for a Create 2 (19200 after its baud-rate button dance).
-    #[serde(default = "baud")]
+    #[serde(default = "crate::params::baud_115200")]
     pub baud: u32,
     /// Seconds without a sensor frame after which the base is taken for lost and reopened.
     #[serde(default = "silence")]
     pub silence: f64,
 }
 
-fn baud() -> u32 {
-    115_200
-}
 fn silence() -> f64 {
     0.5
-}
-
-/// The error of a bad configuration (one place, so the error type can change).
-fn config_error(text: String) -> DriverError {
-    DriverError::params(text)
 }
 
 /// Requests to the link task, applied in order.
@@ -72,7 +63,16 @@ enum Ctl {
     MotorPower(bool),
     ResetOdometry,
     Stop,
-    Close(oneshot::Sender<()>),
+}
+
+impl Request for Ctl {
+    /// Requests while the base is away are dropped.
+    fn dropped(self, log: &Logger) {
+        match self {
+            Ctl::MotorPower(on) => debug!(log, "base away; motor power dropped"; "on" => on),
+            other => debug!(log, "base away; dropped"; "request" => format!("{other:?}")),
+        }
+    }
 }
 
 /// Wheel speeds (right, left), mm/s.
@@ -95,71 +95,50 @@ struct Readings {
     at: Timestamp,
 }
 
-/// What the actor keeps of a running link.
-pub struct CreateLink {
-    ctl: mpsc::UnboundedSender<Ctl>,
-    wheels: watch::Sender<Motion>,
-}
+/// What the actor keeps of a running link: the requests and the client's wheel speeds.
+pub struct CreateLink(Commanded<RequestSender<Ctl>, Motion>);
 
 impl LinkHandle for CreateLink {
     fn request_close(&mut self, ack: CloseAck) -> bool {
-        self.ctl.send(Ctl::Close(ack)).is_ok()
+        self.0.request_close(ack)
     }
 }
 
 /// The Create driver actor.
 pub struct CreateDriver {
     params: CreateParams,
-    devices: Vec<u8>,
-    up: BTreeSet<u8>,
-    publisher: Publisher,
-    link: LinkSupervisor<CreateLink>,
+    parts: LinkParts<CreateLink>,
     status: StatusSink,
     started: Instant,
-    log: Logger,
 }
 
 impl CreateDriver {
     fn new(ctx: &DriverContext) -> Result<CreateDriver, DriverError> {
         let params: CreateParams = ctx.params()?;
-        if !(params.silence.is_finite() && params.silence > 0.0 && params.silence <= 60.0) {
-            return Err(config_error(format!(
-                "create parameter silence = {}: must be between 0 and 60 s",
-                params.silence
-            )));
-        }
+        crate::params::check_seconds("create", 60.0, &[("silence", params.silence)])?;
         if ctx.devices.is_empty() || ctx.devices.iter().any(|d| !DEVICES.contains(d)) {
-            return Err(config_error(
-                "the create driver serves the position 'p' and misc 'm' devices only".into(),
+            return Err(DriverError::params(
+                "the create driver serves the position 'p' and misc 'm' devices only",
             ));
         }
         let log = ctx.logger.new(slog::o!("port" => params.port.clone()));
         Ok(CreateDriver {
             params,
-            devices: ctx.devices.clone(),
-            up: BTreeSet::new(),
-            publisher: Publisher::new(),
-            link: LinkSupervisor::new("base").report_to(ctx.status.clone(), ctx.devices.clone()),
+            parts: LinkParts::new("base", ctx, log),
             status: ctx.status.clone(),
             started: ctx.started,
-            log,
         })
     }
 
     fn specs(&self) -> Vec<DeviceSpec> {
-        self.devices
+        self.parts
+            .devices
             .iter()
             .map(|&d| match d {
                 device::POSITION => DeviceSpec::moving(d, PositionCommand::SIZE),
                 _ => DeviceSpec::read_only(d),
             })
             .collect()
-    }
-
-    fn link_up(&self) -> bool {
-        self.link
-            .state()
-            .is_some_and(|s| matches!(*s, LinkState::Up))
     }
 }
 
@@ -172,55 +151,31 @@ impl LinkDriver for CreateDriver {
     const DRIVER: &'static str = "create";
     const LINK: &'static str = "base";
 
-    fn supervisor(&mut self) -> &mut LinkSupervisor<CreateLink> {
-        &mut self.link
+    fn parts(&mut self) -> &mut LinkParts<CreateLink> {
+        &mut self.parts
     }
-    fn publisher(&mut self) -> &mut Publisher {
-        &mut self.publisher
-    }
-    fn log(&self) -> &Logger {
-        &self.log
-    }
-    fn serves(&self, device: u8) -> bool {
-        self.devices.contains(&device)
-    }
+    // The default device_down: the base stops and the port closes when the last of its
+    // devices is shut down.
     fn start_link(&mut self, ctx: &mut Context<Self>) {
-        let (ctl, ctl_rx) = mpsc::unbounded_channel();
-        let (wheels, wheels_rx) = watch::channel(Motion::default());
+        let (ctl, ctl_rx) = link::request_channel(self.parts.log.clone());
+        let (handle, wheels) = Commanded::new(ctl, Motion::default());
         let task = LinkTask {
             params: self.params.clone(),
-            log: self.log.clone(),
+            log: self.parts.log.clone(),
             readings: ctx.address().recipient(),
-            wheels: wheels_rx,
+            wheels,
             status: self.status.clone(),
             started: self.started,
             odometry: Odometry::default(),
             motors_on: true,
         };
-        let ctl_rx = CtlReceiver {
-            rx: ctl_rx,
-            log: self.log.clone(),
-        };
-        self.link.start(CreateLink { ctl, wheels }, |state| {
-            link::run_link(task, ctl_rx, state)
-        })
-    }
-    fn device_up(&mut self, device: u8) {
-        self.up.insert(device);
-    }
-    /// The base stops and the port closes when the last of its devices is shut down.
-    fn device_down(&mut self, device: u8) -> bool {
-        self.up.remove(&device);
-        self.up.is_empty()
+        self.parts.start(CreateLink(handle), ctl_rx, task);
     }
     fn drop_on_setup_error(&mut self) -> bool {
         false
     }
-    fn terminating(&mut self) {
-        self.up.clear();
-    }
     fn command(&mut self, msg: Command, _ctx: &mut Context<Self>) {
-        let Some(link) = self.link.handle() else {
+        let Some(CreateLink(link)) = self.parts.link.handle() else {
             return;
         };
         if msg.device == device::POSITION {
@@ -229,7 +184,7 @@ impl LinkDriver for CreateDriver {
                 // it); only a changed one wakes the link, so after a hazard or a stop only
                 // a new command drives again.
                 let w = codec::wheel_speeds(c.speed, c.turn_rate);
-                link.wheels.send_if_modified(|m| {
+                link.command.send_if_modified(|m| {
                     let changed = m.wheels != w;
                     if changed {
                         m.wheels = w;
@@ -248,17 +203,18 @@ impl LinkDriver for CreateDriver {
             (device::POSITION, codes::MOTOR_POWER, 1) => Ctl::MotorPower(args[0] != 0),
             (device::POSITION, codes::RESET_ODOMETRY, 0) => Ctl::ResetOdometry,
             _ => {
-                warn!(self.log, "config ignored: unknown code or wrong size"; "device" => player_kit::log::device(msg.device), "code" => format!("{code:#04x}"), "size" => msg.payload.len(), "client" => &msg.client);
+                warn!(self.parts.log, "config ignored: unknown code or wrong size"; "device" => player_kit::log::device(msg.device), "code" => format!("{code:#04x}"), "size" => msg.payload.len(), "client" => &msg.client);
                 return;
             }
         };
-        match self.link.handle() {
-            Some(link) if self.link_up() || !self.up.is_empty() => {
-                info!(self.log, "config"; "request" => format!("{ctl:?}"), "client" => &msg.client);
-                let _ = link.ctl.send(ctl);
+        let p = &self.parts;
+        match p.link.handle() {
+            Some(CreateLink(link)) if p.link_up() || !p.up.is_empty() => {
+                info!(p.log, "config"; "request" => format!("{ctl:?}"), "client" => &msg.client);
+                link.handle.send(ctl);
             }
             _ => {
-                warn!(self.log, "config ignored: open position or misc first"; "client" => &msg.client, "code" => player_kit::log::code(code));
+                warn!(p.log, "config ignored: open position or misc first"; "client" => &msg.client, "code" => player_kit::log::code(code));
             }
         }
     }
@@ -266,13 +222,13 @@ impl LinkDriver for CreateDriver {
         if msg.device != device::POSITION {
             return;
         }
-        if let Some(link) = self.link.handle() {
-            link.wheels.send_modify(|m| {
+        if let Some(CreateLink(link)) = self.parts.link.handle() {
+            link.command.send_modify(|m| {
                 m.wheels = (0, 0);
                 m.seq += 1;
             });
-            let _ = link.ctl.send(Ctl::Stop);
-            info!(self.log, "base stopped"; "reason" => %msg.reason);
+            link.handle.send(Ctl::Stop);
+            info!(self.parts.log, "base stopped"; "reason" => %msg.reason);
         }
     }
 }
@@ -284,6 +240,7 @@ impl Handler<Readings> for CreateDriver {
 
     fn handle(&mut self, msg: Readings, _ctx: &mut Self::Context) {
         let readings = self
+            .parts
             .devices
             .iter()
             .map(|&d| {
@@ -294,7 +251,7 @@ impl Handler<Readings> for CreateDriver {
                 (d, Bytes::from(data))
             })
             .collect();
-        self.publisher.publish_batch(readings, msg.at);
+        self.parts.publisher.publish_batch(readings, msg.at);
     }
 }
 
@@ -311,29 +268,8 @@ struct LinkTask {
     motors_on: bool,
 }
 
-/// The link task's end of the requests: a close among them ends the task; others while
-/// the base is away are dropped.
-struct CtlReceiver {
-    rx: mpsc::UnboundedReceiver<Ctl>,
-    log: Logger,
-}
-
-impl Closer for CtlReceiver {
-    async fn closed(&mut self) -> Option<CloseAck> {
-        loop {
-            match self.rx.recv().await {
-                Some(Ctl::Close(ack)) => return Some(ack),
-                None => return None,
-                Some(Ctl::MotorPower(on)) => {
-                    debug!(self.log, "base away; motor power dropped"; "on" => on)
-                }
-                Some(other) => {
-                    debug!(self.log, "base away; dropped"; "request" => format!("{other:?}"))
-                }
-            }
-        }
-    }
-}
+/// The link task's end of the requests.
+type CtlReceiver = RequestReceiver<Ctl>;
 
 /// An open, streaming base.
 pub struct Conn {
@@ -353,7 +289,6 @@ struct Serving {
     bad: LogThrottle,
 }
 
-const WRITE_TIMEOUT: Duration = Duration::from_millis(500);
 /// How often the current wheel speeds are sent again.
 const RESEND: Duration = Duration::from_millis(500);
 /// How often a base found in Passive mode by itself is put back in Safe mode.
@@ -499,11 +434,10 @@ impl LinkTask {
         loop {
             let deadline = tokio::time::Instant::from_std(last_frame + silence);
             let step: Result<(), String> = tokio::select! {
-                r = tokio::io::AsyncReadExt::read(&mut conn.port, &mut buf) => {
+                r = link::read_served(&mut conn.port, &mut buf, &self.params.port, "port") => {
                     let n = match r {
-                        Ok(0) => return Ended::Lost(LinkError::protocol(&self.params.port, "the port reached its end")),
                         Ok(n) => n,
-                        Err(e) => return Ended::Lost(LinkError::io(&self.params.port, &e, format!("read failed: {e}"))),
+                        Err(e) => return Ended::Lost(e),
                     };
                     conn.parser.push(&buf[..n]);
                     let mut result = Ok(());
@@ -534,14 +468,14 @@ impl LinkTask {
                     }
                     self.send_wheels(conn, s).await
                 }
-                c = ctl.rx.recv() => match c {
+                c = ctl.recv() => match c {
                     None => return self.close(conn).await,
-                    Some(Ctl::Close(ack)) => {
+                    Some(Incoming::Close(ack)) => {
                         let r = self.close(conn).await;
                         let _ = ack.send(());
                         return r;
                     }
-                    Some(Ctl::MotorPower(on)) => {
+                    Some(Incoming::Request(Ctl::MotorPower(on))) => {
                         self.motors_on = on;
                         let mut out = codec::drive_direct(0, 0).to_vec();
                         // START alone takes any mode to Passive.
@@ -551,11 +485,11 @@ impl LinkTask {
                         s.last_safe = Instant::now();
                         self.send(conn, &out).await
                     }
-                    Some(Ctl::ResetOdometry) => {
+                    Some(Incoming::Request(Ctl::ResetOdometry)) => {
                         self.odometry.reset();
                         Ok(())
                     }
-                    Some(Ctl::Stop) => self.wheels_zero(conn, s).await,
+                    Some(Incoming::Request(Ctl::Stop)) => self.wheels_zero(conn, s).await,
                 },
             };
             if let Err(e) = step {
@@ -568,15 +502,8 @@ impl LinkTask {
     async fn close(&mut self, conn: &mut Conn) -> Ended {
         let mut out = codec::drive_direct(0, 0).to_vec();
         out.push(codec::OI_STOP);
-        match link::write_all(&mut conn.port, &out, WRITE_TIMEOUT).await {
-            Ok(()) => {
-                let _ = tokio::time::timeout(
-                    WRITE_TIMEOUT,
-                    tokio::io::AsyncWriteExt::flush(&mut conn.port),
-                )
-                .await;
-                info!(self.log, "base stopped and OI stopped; port closed");
-            }
+        match link::write_flushed(&mut conn.port, &out).await {
+            Ok(()) => info!(self.log, "base stopped and OI stopped; port closed"),
             Err(e) => warn!(self.log, "could not send the stop and STOP"; "error" => %e),
         }
         Ended::Closed
@@ -599,35 +526,37 @@ async fn connect(params: &CreateParams, motors_on: bool, log: &Logger) -> Result
         .await
         .map_err(w)?;
     let mut parser = Parser::new();
-    let deadline = Instant::now() + Duration::from_secs_f64(params.silence.max(0.5) * 2.0);
-    let mut buf = [0u8; 512];
-    loop {
-        while let Some(ev) = parser.next_event() {
-            if let Event::Frame(first) = ev {
-                info!(log, "Create base streaming"; "mode" => first.mode, "battery_mv" => first.voltage_mv);
-                return Ok(Conn {
-                    port,
-                    parser,
-                    first,
-                });
-            }
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(LinkError::timeout(
-                path,
-                format!(
-                    "no Create answers on {path} (no sensor stream at {} baud); is the base on and connected?",
-                    params.baud
-                ),
-            ));
-        }
-        match link::read_some(&mut port, &mut buf, left).await {
-            Ok(Some(n)) => parser.push(&buf[..n]),
-            Ok(None) => {}
-            Err(e) => return Err(LinkError::io(path, &e, format!("reading from {path}: {e}"))),
-        }
-    }
+    let patience = Duration::from_secs_f64(params.silence.max(0.5) * 2.0);
+    let first = link::read_until(
+        &mut port,
+        &mut [0u8; 512],
+        patience,
+        &mut parser,
+        Parser::push,
+        |parser| {
+            std::iter::from_fn(|| parser.next_event()).find_map(|ev| match ev {
+                Event::Frame(first) => Some(first),
+                _ => None,
+            })
+        },
+    )
+    .await
+    .map_err(|e| LinkError::io(path, &e, format!("reading from {path}: {e}")))?;
+    let Some(first) = first else {
+        return Err(LinkError::timeout(
+            path,
+            format!(
+                "no Create answers on {path} (no sensor stream at {} baud); is the base on and connected?",
+                params.baud
+            ),
+        ));
+    };
+    info!(log, "Create base streaming"; "mode" => first.mode, "battery_mv" => first.voltage_mv);
+    Ok(Conn {
+        port,
+        parser,
+        first,
+    })
 }
 
 /// Registers the `create` driver.

@@ -20,20 +20,17 @@ use actix::prelude::*;
 use bytes::Bytes;
 use codec::{Identity, Parser, Readings, SeparateMode, Sip, SipState};
 use player_kit::catalog::{Catalog, DeviceFlag, DriverContext, FlagValue, StartedDriver};
-use player_kit::driver::{
-    Command, Config, DeviceSpec, DriverError, DriverHandle, Publisher, Stop, Timestamp,
-};
+use player_kit::driver::{Command, Config, DeviceSpec, DriverError, DriverHandle, Stop, Timestamp};
 use player_kit::link::{
-    self, CloseAck, Closer, Ended, LinkDriver, LinkError, LinkHandle, LinkState, LinkSupervisor,
-    LinkUp, LogThrottle,
+    self, CloseAck, Commanded, Ended, Incoming, LinkDriver, LinkError, LinkHandle, LinkParts,
+    LinkUp, LogThrottle, Request, RequestReceiver, RequestSender, WRITE_TIMEOUT,
 };
 use player_proto::data::{GripperCommand, PositionCommand};
 use player_proto::{config as codes, device};
 use serde::Deserialize;
 use slog::{debug, info, warn, Logger};
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::watch;
 use tokio_serial::SerialStream;
 
 /// The devices served over the P2OS link.
@@ -55,18 +52,11 @@ pub struct P2osParams {
     #[serde(default)]
     pub motors_on: bool,
     /// Seconds without a SIP after which the robot is taken for lost and reopened.
-    #[serde(default = "one")]
+    #[serde(default = "crate::params::one_second")]
     pub silence: f64,
     /// Seconds to wait for each SYNC echo.
-    #[serde(default = "sync_wait")]
+    #[serde(default = "crate::params::short_reply")]
     pub sync_timeout: f64,
-}
-
-fn one() -> f64 {
-    1.0
-}
-fn sync_wait() -> f64 {
-    0.3
 }
 
 /// The client's command, newest wins.
@@ -85,7 +75,13 @@ enum Ctl {
     VelocityMode(bool),
     ResetOdometry,
     Stop,
-    Close(oneshot::Sender<()>),
+}
+
+impl Request for Ctl {
+    /// Configs and stops while the robot is away have nothing to apply to.
+    fn dropped(self, log: &Logger) {
+        debug!(log, "robot away; dropped"; "request" => format!("{self:?}"))
+    }
 }
 
 /// A SIP's readings, from the link task to the actor.
@@ -96,50 +92,30 @@ struct SipReadings {
     at: Timestamp,
 }
 
-/// What the actor keeps of a running link. The close request goes through `ctl` like every
-/// other request, so it is applied after the configs sent before it.
-pub struct P2osLink {
-    ctl: mpsc::UnboundedSender<Ctl>,
-    motion: watch::Sender<Motion>,
-}
+/// What the actor keeps of a running link: the requests (the close request goes through
+/// them like every other request, so it is applied after the configs sent before it) and
+/// the client's command.
+pub struct P2osLink(Commanded<RequestSender<Ctl>, Motion>);
 
 impl LinkHandle for P2osLink {
-    /// Asks the link to stop the robot, close and end.
     fn request_close(&mut self, ack: CloseAck) -> bool {
-        self.ctl.send(Ctl::Close(ack)).is_ok()
+        self.0.request_close(ack)
     }
 }
 
 /// The P2OS driver actor.
 pub struct P2osDriver {
     params: P2osParams,
-    devices: Vec<u8>,
-    up: BTreeSet<u8>,
-    publisher: Publisher,
-    link: LinkSupervisor<P2osLink>,
+    parts: LinkParts<P2osLink>,
     started: Instant,
     gripper_seq: u64,
-    log: Logger,
 }
 
 impl P2osDriver {
     fn new(ctx: &DriverContext) -> Result<P2osDriver, DriverError> {
         let params: P2osParams = ctx.params()?;
-        if !(params.silence.is_finite() && params.silence > 0.0 && params.silence <= 60.0) {
-            return Err(DriverError::params(format!(
-                "p2os parameter silence = {}: must be between 0 and 60 s",
-                params.silence
-            )));
-        }
-        if !(params.sync_timeout.is_finite()
-            && params.sync_timeout > 0.0
-            && params.sync_timeout <= 10.0)
-        {
-            return Err(DriverError::params(format!(
-                "p2os parameter sync_timeout = {}: must be between 0 and 10 s",
-                params.sync_timeout
-            )));
-        }
+        crate::params::check_seconds("p2os", 60.0, &[("silence", params.silence)])?;
+        crate::params::check_seconds("p2os", 10.0, &[("sync_timeout", params.sync_timeout)])?;
         for &d in &ctx.devices {
             if !DEVICES.contains(&d) {
                 return Err(DriverError::not_served(format!(
@@ -151,18 +127,15 @@ impl P2osDriver {
         let log = ctx.logger.new(slog::o!("port" => params.port.clone()));
         Ok(P2osDriver {
             params,
-            devices: ctx.devices.clone(),
-            up: BTreeSet::new(),
-            publisher: Publisher::new(),
-            link: LinkSupervisor::new("P2OS").report_to(ctx.status.clone(), ctx.devices.clone()),
+            parts: LinkParts::new("P2OS", ctx, log),
             started: ctx.started,
             gripper_seq: 0,
-            log,
         })
     }
 
     fn specs(&self) -> Vec<DeviceSpec> {
-        self.devices
+        self.parts
+            .devices
             .iter()
             .map(|&d| match d {
                 device::POSITION => DeviceSpec::moving(d, PositionCommand::SIZE),
@@ -170,30 +143,6 @@ impl P2osDriver {
                 _ => DeviceSpec::read_only(d),
             })
             .collect()
-    }
-
-    fn start_link(&mut self, ctx: &mut Context<Self>) {
-        let (ctl, ctl_rx) = mpsc::unbounded_channel();
-        let (motion, motion_rx) = watch::channel(Motion::default());
-        let task = LinkTask {
-            params: self.params.clone(),
-            log: self.log.clone(),
-            readings: ctx.address().recipient(),
-            motion: motion_rx,
-        };
-        let ctl_rx = CtlReceiver {
-            rx: ctl_rx,
-            log: self.log.clone(),
-        };
-        self.link.start(P2osLink { ctl, motion }, |state| {
-            link::run_link(task, ctl_rx, state)
-        })
-    }
-
-    fn link_up(&self) -> bool {
-        self.link
-            .state()
-            .is_some_and(|s| matches!(*s, LinkState::Up))
     }
 }
 
@@ -206,45 +155,35 @@ impl LinkDriver for P2osDriver {
     const DRIVER: &'static str = "p2os";
     const LINK: &'static str = "robot";
 
-    fn supervisor(&mut self) -> &mut LinkSupervisor<P2osLink> {
-        &mut self.link
+    fn parts(&mut self) -> &mut LinkParts<P2osLink> {
+        &mut self.parts
     }
-    fn publisher(&mut self) -> &mut Publisher {
-        &mut self.publisher
-    }
-    fn log(&self) -> &Logger {
-        &self.log
-    }
-    fn serves(&self, device: u8) -> bool {
-        self.devices.contains(&device)
-    }
+    // The default device_down: the robot stops and the port closes when the last of its
+    // devices is shut down.
     fn start_link(&mut self, ctx: &mut Context<Self>) {
         // A fresh link: no command left over from an earlier session.
-        P2osDriver::start_link(self, ctx);
-    }
-    fn device_up(&mut self, device: u8) {
-        self.up.insert(device);
-    }
-    /// The robot stops and the port closes when the last of its devices is shut down.
-    fn device_down(&mut self, device: u8) -> bool {
-        self.up.remove(&device);
-        self.up.is_empty()
+        let (ctl, ctl_rx) = link::request_channel(self.parts.log.clone());
+        let (handle, motion) = Commanded::new(ctl, Motion::default());
+        let task = LinkTask {
+            params: self.params.clone(),
+            log: self.parts.log.clone(),
+            readings: ctx.address().recipient(),
+            motion,
+        };
+        self.parts.start(P2osLink(handle), ctl_rx, task);
     }
     /// Only a link that reports failed is dropped: another device may be waiting on it.
     fn drop_on_setup_error(&mut self) -> bool {
         false
     }
-    fn terminating(&mut self) {
-        self.up.clear();
-    }
     fn command(&mut self, msg: Command, _ctx: &mut Context<Self>) {
-        let Some(link) = self.link.handle() else {
+        let Some(P2osLink(link)) = self.parts.link.handle() else {
             return;
         };
         match msg.device {
             device::POSITION => {
                 if let Ok(c) = PositionCommand::decode(&msg.payload) {
-                    link.motion.send_modify(|m| {
+                    link.command.send_modify(|m| {
                         m.speed = c.speed;
                         m.turn = c.turn_rate;
                     });
@@ -254,7 +193,7 @@ impl LinkDriver for P2osDriver {
                 if let Ok(g) = GripperCommand::decode(&msg.payload) {
                     self.gripper_seq += 1;
                     let seq = self.gripper_seq;
-                    link.motion.send_modify(|m| {
+                    link.command.send_modify(|m| {
                         m.gripper = Some((g.command, g.arg));
                         m.gripper_seq = seq;
                     });
@@ -272,17 +211,18 @@ impl LinkDriver for P2osDriver {
             (codes::VELOCITY_MODE, 1) => Ctl::VelocityMode(args[0] != 0),
             (codes::RESET_ODOMETRY, 0) => Ctl::ResetOdometry,
             _ => {
-                warn!(self.log, "config ignored: unknown code or wrong size"; "device" => player_kit::log::device(msg.device), "code" => format!("{code:#04x}"), "size" => msg.payload.len(), "client" => &msg.client);
+                warn!(self.parts.log, "config ignored: unknown code or wrong size"; "device" => player_kit::log::device(msg.device), "code" => format!("{code:#04x}"), "size" => msg.payload.len(), "client" => &msg.client);
                 return;
             }
         };
-        match self.link.handle() {
-            Some(link) if self.link_up() || !self.up.is_empty() => {
-                info!(self.log, "config"; "request" => format!("{ctl:?}"), "client" => &msg.client);
-                let _ = link.ctl.send(ctl);
+        let p = &self.parts;
+        match p.link.handle() {
+            Some(P2osLink(link)) if p.link_up() || !p.up.is_empty() => {
+                info!(p.log, "config"; "request" => format!("{ctl:?}"), "client" => &msg.client);
+                link.handle.send(ctl);
             }
             _ => {
-                warn!(self.log, "config ignored: open position, sonar, misc or gripper first"; "client" => &msg.client, "code" => player_kit::log::code(code));
+                warn!(p.log, "config ignored: open position, sonar, misc or gripper first"; "client" => &msg.client, "code" => player_kit::log::code(code));
             }
         }
     }
@@ -290,13 +230,13 @@ impl LinkDriver for P2osDriver {
         if msg.device != device::POSITION {
             return;
         }
-        if let Some(link) = self.link.handle() {
-            link.motion.send_modify(|m| {
+        if let Some(P2osLink(link)) = self.parts.link.handle() {
+            link.command.send_modify(|m| {
                 m.speed = 0;
                 m.turn = 0;
             });
-            let _ = link.ctl.send(Ctl::Stop);
-            info!(self.log, "robot stopped"; "reason" => %msg.reason);
+            link.handle.send(Ctl::Stop);
+            info!(self.parts.log, "robot stopped"; "reason" => %msg.reason);
         }
     }
 }
@@ -312,6 +252,7 @@ impl Handler<SipReadings> for P2osDriver {
         position.time = self.started.elapsed().as_millis() as u32;
         // One SIP, one instant: the four readings go to each session as one batch.
         let readings = self
+            .parts
             .devices
             .iter()
             .map(|&d| {
@@ -324,7 +265,7 @@ impl Handler<SipReadings> for P2osDriver {
                 (d, Bytes::from(data))
             })
             .collect();
-        self.publisher.publish_batch(readings, msg.at);
+        self.parts.publisher.publish_batch(readings, msg.at);
     }
 }
 
@@ -335,26 +276,8 @@ struct LinkTask {
     motion: watch::Receiver<Motion>,
 }
 
-/// The link task's end of the requests: a close among them ends the task; configs and
-/// stops while the robot is away have nothing to apply to and are dropped.
-struct CtlReceiver {
-    rx: mpsc::UnboundedReceiver<Ctl>,
-    log: Logger,
-}
-
-impl Closer for CtlReceiver {
-    async fn closed(&mut self) -> Option<CloseAck> {
-        loop {
-            match self.rx.recv().await {
-                Some(Ctl::Close(ack)) => return Some(ack),
-                None => return None,
-                Some(other) => {
-                    debug!(self.log, "robot away; dropped"; "request" => format!("{other:?}"))
-                }
-            }
-        }
-    }
-}
+/// The link task's end of the requests.
+type CtlReceiver = RequestReceiver<Ctl>;
 
 /// The per-connection state of the link.
 struct Conn {
@@ -367,8 +290,6 @@ struct Conn {
     bad: LogThrottle,
     foreign: LogThrottle,
 }
-
-const WRITE_TIMEOUT: Duration = Duration::from_millis(500);
 
 enum Echo {
     Got(Vec<u8>),
@@ -440,11 +361,10 @@ impl LinkTask {
         loop {
             let deadline = tokio::time::Instant::from_std(last_sip + silence);
             tokio::select! {
-                r = tokio::io::AsyncReadExt::read(&mut conn.port, &mut buf) => {
+                r = link::read_served(&mut conn.port, &mut buf, &self.params.port, "port") => {
                     let n = match r {
-                        Ok(0) => return Ended::Lost(LinkError::protocol(&self.params.port, "the port reached its end")),
                         Ok(n) => n,
-                        Err(e) => return Ended::Lost(LinkError::io(&self.params.port, &e, format!("read failed: {e}"))),
+                        Err(e) => return Ended::Lost(e),
                     };
                     conn.parser.push(&buf[..n]);
                     let mut got_sip = false;
@@ -509,24 +429,24 @@ impl LinkTask {
                         }
                     }
                 }
-                c = ctl.rx.recv() => {
+                c = ctl.recv() => {
                     let pkt = match c {
                         None => return self.close(conn).await,
-                        Some(Ctl::Close(ack)) => {
+                        Some(Incoming::Close(ack)) => {
                             let r = self.close(conn).await;
                             let _ = ack.send(());
                             return r;
                         }
-                        Some(Ctl::MotorPower(on)) => codec::command_int(codec::ENABLE, i32::from(on)),
-                        Some(Ctl::VelocityMode(separate)) => {
+                        Some(Incoming::Request(Ctl::MotorPower(on))) => codec::command_int(codec::ENABLE, i32::from(on)),
+                        Some(Incoming::Request(Ctl::VelocityMode(separate))) => {
                             conn.separate = separate.then(SeparateMode::new);
                             continue;
                         }
-                        Some(Ctl::ResetOdometry) => {
+                        Some(Incoming::Request(Ctl::ResetOdometry)) => {
                             conn.sip.reset_odometry();
                             codec::seto()
                         }
-                        Some(Ctl::Stop) => {
+                        Some(Incoming::Request(Ctl::Stop)) => {
                             conn.last_motion = (0, 0);
                             codec::command(codec::STOP)
                         }
@@ -543,14 +463,9 @@ impl LinkTask {
     async fn close(&mut self, conn: &mut Conn) -> Ended {
         let mut out = codec::command(codec::STOP);
         out.extend_from_slice(&codec::command(codec::CLOSE));
-        match link::write_all(&mut conn.port, &out, WRITE_TIMEOUT).await {
+        match link::write_flushed(&mut conn.port, &out).await {
             Ok(()) => {
-                let _ = tokio::time::timeout(
-                    WRITE_TIMEOUT,
-                    tokio::io::AsyncWriteExt::flush(&mut conn.port),
-                )
-                .await;
-                info!(self.log, "robot stopped and link closed"; "bad_frames" => conn.bad.count());
+                info!(self.log, "robot stopped and link closed"; "bad_frames" => conn.bad.count())
             }
             Err(e) => warn!(self.log, "could not send STOP and CLOSE"; "error" => %e),
         }
@@ -565,29 +480,32 @@ async fn expect(
     code: u8,
     timeout: Duration,
 ) -> std::io::Result<Echo> {
-    let deadline = Instant::now() + timeout;
-    let mut buf = [0u8; 256];
     let mut saw_sip = false;
-    loop {
-        while let Some(p) = parser.next_packet() {
-            if let Ok(payload) = p {
-                if Sip::is_sip(&payload) {
-                    saw_sip = true;
-                } else if payload.first() == Some(&code) {
-                    return Ok(Echo::Got(payload));
+    let echo = link::read_until(
+        port,
+        &mut [0u8; 256],
+        timeout,
+        parser,
+        Parser::push,
+        |parser| {
+            while let Some(p) = parser.next_packet() {
+                if let Ok(payload) = p {
+                    if Sip::is_sip(&payload) {
+                        saw_sip = true;
+                    } else if payload.first() == Some(&code) {
+                        return Some(payload);
+                    }
                 }
             }
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Ok(if saw_sip { Echo::SawSip } else { Echo::Timeout });
-        }
-        match link::read_some(port, &mut buf, left).await {
-            Ok(Some(n)) => parser.push(&buf[..n]),
-            Ok(None) => {}
-            Err(e) => return Err(e),
-        }
-    }
+            None
+        },
+    )
+    .await?;
+    Ok(match echo {
+        Some(payload) => Echo::Got(payload),
+        None if saw_sip => Echo::SawSip,
+        None => Echo::Timeout,
+    })
 }
 
 /// Opens the port and brings the robot up: sync, OPEN, ENABLE (if configured), first SIP.
@@ -655,28 +573,26 @@ async fn connect(
         .await
         .map_err(w)?;
     // The first SIP: a robot that synced but sends nothing is not usable.
-    let deadline = Instant::now() + Duration::from_secs_f64(params.silence.max(0.5));
-    let mut buf = [0u8; 256];
-    loop {
-        while let Some(p) = parser.next_packet() {
-            if let Ok(payload) = p {
-                if let Ok(sip) = Sip::parse(&payload) {
-                    return Ok((port, parser, identity, sip));
-                }
-            }
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(LinkError::timeout(
-                path,
-                format!("the robot on {path} synced but sends no SIPs"),
-            ));
-        }
-        match link::read_some(&mut port, &mut buf, left).await {
-            Ok(Some(n)) => parser.push(&buf[..n]),
-            Ok(None) => {}
-            Err(e) => return Err(LinkError::io(path, &e, format!("reading from {path}: {e}"))),
-        }
+    let patience = Duration::from_secs_f64(params.silence.max(0.5));
+    let first = link::read_until(
+        &mut port,
+        &mut [0u8; 256],
+        patience,
+        &mut parser,
+        Parser::push,
+        |parser| {
+            std::iter::from_fn(|| parser.next_packet())
+                .find_map(|p| p.ok().and_then(|payload| Sip::parse(&payload).ok()))
+        },
+    )
+    .await
+    .map_err(|e| LinkError::io(path, &e, format!("reading from {path}: {e}")))?;
+    match first {
+        Some(sip) => Ok((port, parser, identity, sip)),
+        None => Err(LinkError::timeout(
+            path,
+            format!("the robot on {path} synced but sends no SIPs"),
+        )),
     }
 }
 

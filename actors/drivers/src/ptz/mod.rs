@@ -17,10 +17,10 @@ use actix::prelude::*;
 use bytes::Bytes;
 use codec::{Parser, Reply};
 use player_kit::catalog::{Catalog, DeviceFlag, DriverContext, FlagValue, StartedDriver};
-use player_kit::driver::{Command, DeviceSpec, DriverError, DriverHandle, Publisher, Timestamp};
+use player_kit::driver::{Command, DeviceSpec, DriverError, DriverHandle, Timestamp};
 use player_kit::link::{
-    self, close_channel, CloseAck, CloseReceiver, CloseSender, Ended, LinkDriver, LinkError,
-    LinkHandle, LinkSupervisor, LinkUp, LogThrottle,
+    self, close_channel, CloseReceiver, CloseSender, Commanded, Ended, LinkDriver, LinkError,
+    LinkParts, LinkUp, LogThrottle, WRITE_TIMEOUT,
 };
 use player_proto::data::Ptz;
 use player_proto::device;
@@ -40,21 +40,15 @@ pub struct PtzParams {
     #[serde(default = "ten")]
     pub rate: f64,
     /// Seconds to wait for each reply.
-    #[serde(default = "reply_wait")]
+    #[serde(default = "crate::params::short_reply")]
     pub reply_timeout: f64,
     /// Seconds without any good reply after which the camera is reopened.
-    #[serde(default = "one")]
+    #[serde(default = "crate::params::one_second")]
     pub silence: f64,
 }
 
 fn ten() -> f64 {
     10.0
-}
-fn reply_wait() -> f64 {
-    0.3
-}
-fn one() -> f64 {
-    1.0
 }
 
 #[derive(Message)]
@@ -66,39 +60,25 @@ struct PtzReading {
 
 /// What the actor keeps of a running link: the close request and the client's newest
 /// target (pan, tilt, zoom in the manual's units).
-pub struct PtzLink {
-    close: CloseSender,
-    target: watch::Sender<(i16, i16, i16)>,
-}
-
-impl LinkHandle for PtzLink {
-    fn request_close(&mut self, ack: CloseAck) -> bool {
-        self.close.request_close(ack)
-    }
-}
+type PtzLink = Commanded<CloseSender, (i16, i16, i16)>;
 
 /// The Sony PTZ driver actor.
 pub struct PtzDriver {
     params: PtzParams,
-    publisher: Publisher,
-    link: LinkSupervisor<PtzLink>,
-    log: Logger,
+    parts: LinkParts<PtzLink>,
 }
 
 impl PtzDriver {
     fn new(ctx: &DriverContext) -> Result<PtzDriver, DriverError> {
         let params: PtzParams = ctx.params()?;
-        for (name, v, max) in [
-            ("rate", params.rate, 100.0),
-            ("reply_timeout", params.reply_timeout, 10.0),
-            ("silence", params.silence, 60.0),
-        ] {
-            if !(v.is_finite() && v > 0.0 && v <= max) {
-                return Err(DriverError::params(format!(
-                    "sonyptz parameter {name} = {v}: must be above 0 and at most {max}"
-                )));
-            }
-        }
+        crate::params::check_positive(
+            "sonyptz",
+            &[
+                ("rate", params.rate, 100.0),
+                ("reply_timeout", params.reply_timeout, 10.0),
+                ("silence", params.silence, 60.0),
+            ],
+        )?;
         if ctx.devices != [device::PTZ] {
             return Err(DriverError::not_served(
                 "the sonyptz driver serves exactly the ptz device 'z'",
@@ -107,24 +87,8 @@ impl PtzDriver {
         let log = ctx.logger.new(slog::o!("port" => params.port.clone()));
         Ok(PtzDriver {
             params,
-            publisher: Publisher::new(),
-            link: LinkSupervisor::new("camera").report_to(ctx.status.clone(), ctx.devices.clone()),
-            log,
+            parts: LinkParts::new("camera", ctx, log),
         })
-    }
-
-    fn start_link(&mut self, ctx: &mut Context<Self>) {
-        let (close, close_rx) = close_channel();
-        let (target, target_rx) = watch::channel((0, 0, 0));
-        let task = LinkTask {
-            params: self.params.clone(),
-            log: self.log.clone(),
-            readings: ctx.address().recipient(),
-            target: target_rx,
-        };
-        self.link.start(PtzLink { close, target }, |state| {
-            link::run_link(task, close_rx, state)
-        });
     }
 }
 
@@ -137,24 +101,23 @@ impl LinkDriver for PtzDriver {
     const DRIVER: &'static str = "sonyptz";
     const LINK: &'static str = "camera";
 
-    fn supervisor(&mut self) -> &mut LinkSupervisor<PtzLink> {
-        &mut self.link
-    }
-    fn publisher(&mut self) -> &mut Publisher {
-        &mut self.publisher
-    }
-    fn log(&self) -> &Logger {
-        &self.log
-    }
-    fn serves(&self, device: u8) -> bool {
-        device == device::PTZ
+    fn parts(&mut self) -> &mut LinkParts<PtzLink> {
+        &mut self.parts
     }
     fn start_link(&mut self, ctx: &mut Context<Self>) {
-        PtzDriver::start_link(self, ctx);
+        let (close, close_rx) = close_channel();
+        let (handle, target) = PtzLink::new(close, (0, 0, 0));
+        let task = LinkTask {
+            params: self.params.clone(),
+            log: self.parts.log.clone(),
+            readings: ctx.address().recipient(),
+            target,
+        };
+        self.parts.start(handle, close_rx, task);
     }
     fn command(&mut self, msg: Command, _ctx: &mut Context<Self>) {
-        if let (Some(link), Ok(z)) = (self.link.handle(), Ptz::decode(&msg.payload)) {
-            let _ = link.target.send((z.pan, z.tilt, z.zoom));
+        if let (Some(link), Ok(z)) = (self.parts.link.handle(), Ptz::decode(&msg.payload)) {
+            let _ = link.command.send((z.pan, z.tilt, z.zoom));
         }
     }
 }
@@ -165,7 +128,8 @@ impl Handler<PtzReading> for PtzDriver {
     type Result = ();
 
     fn handle(&mut self, msg: PtzReading, _ctx: &mut Self::Context) {
-        self.publisher
+        self.parts
+            .publisher
             .publish_at(device::PTZ, Bytes::from(msg.ptz.encode()), msg.at);
     }
 }
@@ -176,8 +140,6 @@ struct LinkTask {
     readings: Recipient<PtzReading>,
     target: watch::Receiver<(i16, i16, i16)>,
 }
-
-const WRITE_TIMEOUT: Duration = Duration::from_millis(500);
 
 struct Conn {
     port: SerialStream,
@@ -221,10 +183,8 @@ impl Conn {
         log: &Logger,
     ) -> std::io::Result<Option<Reply>> {
         link::write_all(&mut self.port, packet, WRITE_TIMEOUT).await?;
-        let deadline = Instant::now() + timeout;
-        let mut buf = [0u8; 64];
-        loop {
-            while let Some(r) = self.parser.next_reply() {
+        let take = |parser: &mut Parser| {
+            while let Some(r) = parser.next_reply() {
                 match r {
                     Ok(Reply::Completion(s)) => {
                         if let Some(b) = self.busy.get_mut(usize::from(s).wrapping_sub(1)) {
@@ -236,40 +196,36 @@ impl Conn {
                             *b = true;
                         }
                         self.last_good = Instant::now();
-                        return Ok(Some(Reply::Ack(s)));
+                        return Some(Reply::Ack(s));
                     }
                     Ok(Reply::Error(s, code)) if matches!(want, Want::Ack) => {
                         self.last_good = Instant::now();
-                        return Ok(Some(Reply::Error(s, code)));
+                        return Some(Reply::Error(s, code));
                     }
                     Ok(Reply::Info(d)) if matches!(want, Want::Info(n) if n == d.len()) => {
                         self.last_good = Instant::now();
-                        return Ok(Some(Reply::Info(d)));
+                        return Some(Reply::Info(d));
                     }
                     Ok(other) => {
                         debug!(log, "camera reply not waited for"; "reply" => format!("{other:?}"));
                     }
                     Err(()) => {
                         if self.bad.hit() {
-                            warn!(log, "unreadable camera reply skipped; resynchronising"; "bad_replies" => self.bad.count(), "junk_bytes" => self.parser.junk);
+                            warn!(log, "unreadable camera reply skipped; resynchronising"; "bad_replies" => self.bad.count(), "junk_bytes" => parser.junk);
                         }
                     }
                 }
             }
-            if self.parser.junk > self.junk_seen {
-                self.junk_seen = self.parser.junk;
+            if parser.junk > self.junk_seen {
+                self.junk_seen = parser.junk;
                 if self.bad.hit() {
-                    warn!(log, "junk before a camera reply skipped"; "junk_bytes" => self.parser.junk);
+                    warn!(log, "junk before a camera reply skipped"; "junk_bytes" => parser.junk);
                 }
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(None);
-            }
-            if let Some(n) = link::read_some(&mut self.port, &mut buf, left).await? {
-                self.parser.push(&buf[..n]);
-            }
-        }
+            None
+        };
+        let (port, parser) = (&mut self.port, &mut self.parser);
+        link::read_until(port, &mut [0u8; 64], timeout, parser, Parser::push, take).await
     }
 
     /// Sends a motion command; if the camera's two sockets are busy, cancels them and
@@ -406,8 +362,7 @@ impl LinkTask {
                     let _ = conn.command(&codec::absolute_pan_tilt(0, 0), timeout, &self.log).await;
                     let _ = conn.command(&codec::zoom_direct(0), timeout, &self.log).await;
                     info!(self.log, "camera recentred; port closed"; "bad_replies" => conn.bad.count());
-                    if let Ok(ack) = ack { let _ = ack.send(()); }
-                    return Ended::Closed;
+                    return Ended::acknowledged(ack);
                 }
             }
             if let Err(e) = self.cycle(conn).await {

@@ -18,17 +18,16 @@ use crate::laser;
 use actix::prelude::*;
 use codec::{Descriptor, ExpressDecoder, Health, Info, Item, Measurement, Parser, Revolutions};
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
-use player_kit::driver::{DriverError, DriverHandle, Publisher, Timestamp};
+use player_kit::driver::{DriverError, DriverHandle, Timestamp};
 use player_kit::link::{
-    self, close_channel, CloseReceiver, CloseSender, Ended, Link, LinkDriver, LinkError,
-    LinkSupervisor, LinkUp, LogThrottle,
+    self, CloseReceiver, CloseSender, Ended, Link, LinkDriver, LinkError, LinkParts, LinkUp,
+    LogThrottle, WRITE_TIMEOUT,
 };
 use player_proto::scan::Scan;
 use serde::Deserialize;
 use slog::{info, warn, Logger};
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tokio_serial::{SerialPort, SerialStream};
 
 /// Which scan the driver asks for.
@@ -48,7 +47,7 @@ pub struct RplidarParams {
     /// The serial port, e.g. `/dev/ttyUSB0`.
     pub port: String,
     /// Line speed: 115200 for the A1 and A2, 460800 for the C1 (and A2M12, A3).
-    #[serde(default = "baud")]
+    #[serde(default = "crate::params::baud_115200")]
     pub baud: u32,
     /// `standard` or `express`.
     #[serde(default = "standard")]
@@ -58,27 +57,21 @@ pub struct RplidarParams {
     pub max_range: f64,
     /// Seconds without a full revolution after which the sensor is taken for lost and
     /// reopened.
-    #[serde(default = "one")]
+    #[serde(default = "crate::params::one_second")]
     pub silence: f64,
     /// Seconds to wait for the answer to each request.
-    #[serde(default = "one")]
+    #[serde(default = "crate::params::one_second")]
     pub reply_timeout: f64,
     /// Seconds the motor may take to spin up before the first revolution.
     #[serde(default = "three")]
     pub spin_up: f64,
 }
 
-fn baud() -> u32 {
-    115_200
-}
 fn standard() -> ScanMode {
     ScanMode::Standard
 }
 fn twelve() -> f64 {
     12.0
-}
-fn one() -> f64 {
-    1.0
 }
 fn three() -> f64 {
     3.0
@@ -86,18 +79,15 @@ fn three() -> f64 {
 
 impl RplidarParams {
     fn check(&self) -> Result<(), DriverError> {
-        for (name, v, max) in [
-            ("silence", self.silence, 60.0),
-            ("reply_timeout", self.reply_timeout, 60.0),
-            ("spin_up", self.spin_up, 60.0),
-            ("max_range", self.max_range, 65.0),
-        ] {
-            if !(v.is_finite() && v > 0.0 && v <= max) {
-                return Err(DriverError::params(format!(
-                    "rplidar parameter {name} = {v}: must be above 0 and at most {max}"
-                )));
-            }
-        }
+        crate::params::check_positive(
+            "rplidar",
+            &[
+                ("silence", self.silence, 60.0),
+                ("reply_timeout", self.reply_timeout, 60.0),
+                ("spin_up", self.spin_up, 60.0),
+                ("max_range", self.max_range, 65.0),
+            ],
+        )?;
         if self.baud == 0 {
             return Err(DriverError::params("rplidar parameter baud = 0"));
         }
@@ -120,11 +110,7 @@ struct ScanReading {
 /// The RPLIDAR driver actor.
 pub struct RplidarDriver {
     params: RplidarParams,
-    devices: Vec<u8>,
-    up: BTreeSet<u8>,
-    publisher: Publisher,
-    link: LinkSupervisor,
-    log: Logger,
+    parts: LinkParts,
     said_no_motor: std::sync::Arc<AtomicBool>,
 }
 
@@ -136,11 +122,7 @@ impl RplidarDriver {
         let log = ctx.logger.new(slog::o!("sensor" => params.port.clone()));
         Ok(RplidarDriver {
             params,
-            devices: ctx.devices.clone(),
-            up: BTreeSet::new(),
-            publisher: Publisher::new(),
-            link: LinkSupervisor::new("laser").report_to(ctx.status.clone(), ctx.devices.clone()),
-            log,
+            parts: LinkParts::new("laser", ctx, log),
             said_no_motor: Default::default(),
         })
     }
@@ -155,43 +137,21 @@ impl LinkDriver for RplidarDriver {
     const DRIVER: &'static str = "rplidar";
     const LINK: &'static str = "laser";
 
-    fn supervisor(&mut self) -> &mut LinkSupervisor {
-        &mut self.link
+    fn parts(&mut self) -> &mut LinkParts {
+        &mut self.parts
     }
-    fn publisher(&mut self) -> &mut Publisher {
-        &mut self.publisher
-    }
-    fn log(&self) -> &Logger {
-        &self.log
-    }
-    fn serves(&self, device: u8) -> bool {
-        self.devices.contains(&device)
-    }
+    // The default device_down: the line closes when neither `l` nor `L` is open any more.
     fn start_link(&mut self, ctx: &mut Context<Self>) {
-        let (close, close_rx) = close_channel();
-        let task = LinkTask {
+        self.parts.start_task(LinkTask {
             params: self.params.clone(),
-            log: self.log.clone(),
+            log: self.parts.log.clone(),
             scans: ctx.address().recipient(),
             said_no_motor: self.said_no_motor.clone(),
-        };
-        self.link
-            .start(close, |state| link::run_link(task, close_rx, state));
-    }
-    fn device_up(&mut self, device: u8) {
-        self.up.insert(device);
-    }
-    /// The line closes when neither `l` nor `L` is open any more.
-    fn device_down(&mut self, device: u8) -> bool {
-        self.up.remove(&device);
-        self.up.is_empty()
+        });
     }
     /// Only a link that reports failed is dropped: the other device may be waiting on it.
     fn drop_on_setup_error(&mut self) -> bool {
         false
-    }
-    fn terminating(&mut self) {
-        self.up.clear();
     }
 }
 
@@ -201,8 +161,9 @@ impl Handler<ScanReading> for RplidarDriver {
     type Result = ();
 
     fn handle(&mut self, msg: ScanReading, _ctx: &mut Self::Context) {
-        let readings = laser::readings(&msg.scan, self.params.max_range_mm(), &self.devices);
-        self.publisher.publish_batch(readings, msg.at);
+        let max_range_mm = self.params.max_range_mm();
+        let readings = laser::readings(&msg.scan, max_range_mm, &self.parts.devices);
+        self.parts.publisher.publish_batch(readings, msg.at);
     }
 }
 
@@ -273,8 +234,6 @@ pub struct Conn {
     first: Vec<Measurement>,
 }
 
-const WRITE_TIMEOUT: Duration = Duration::from_millis(500);
-
 impl Link for LinkTask {
     type Conn = Conn;
     type Close = CloseReceiver;
@@ -301,21 +260,11 @@ impl Link for LinkTask {
     }
 }
 
-fn now() -> Timestamp {
-    let d = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    Timestamp {
-        sec: d.as_secs() as u32,
-        usec: d.subsec_micros(),
-    }
-}
-
 impl LinkTask {
     fn publish(&self, revolution: &[Measurement]) {
         self.scans.do_send(ScanReading {
             scan: codec::to_scan(revolution, self.params.max_range_mm()),
-            at: now(),
+            at: Timestamp::now(),
         });
     }
 
@@ -331,11 +280,10 @@ impl LinkTask {
         loop {
             let deadline = tokio::time::Instant::from_std(last_scan + silence);
             tokio::select! {
-                r = tokio::io::AsyncReadExt::read(&mut conn.line, &mut buf) => {
+                r = link::read_served(&mut conn.line, &mut buf, &self.params.port, "line") => {
                     let n = match r {
-                        Ok(0) => return self.lost(LinkError::protocol, "the line reached its end".into()),
                         Ok(n) => n,
-                        Err(e) => return Ended::Lost(LinkError::io(self.params.port.clone(), &e, format!("read failed: {e}"))),
+                        Err(e) => return Ended::Lost(e),
                     };
                     let mut revs = Vec::new();
                     let junk = conn.assembler.parser.junk;
@@ -357,10 +305,7 @@ impl LinkTask {
                         Ok(()) => info!(self.log, "scan stopped (STOP); line closed"; "bad" => conn.assembler.bad),
                         Err(e) => warn!(self.log, "could not send STOP"; "error" => %e),
                     }
-                    if let Ok(ack) = ack {
-                        let _ = ack.send(());
-                    }
-                    return Ended::Closed;
+                    return Ended::acknowledged(ack);
                 }
             }
         }
@@ -389,25 +334,25 @@ async fn ask(
     timeout: Duration,
 ) -> Result<Option<Vec<u8>>, std::io::Error> {
     link::write_all(line, &codec::request(cmd, &[]), WRITE_TIMEOUT).await?;
-    let deadline = Instant::now() + timeout;
-    let mut buf = [0u8; 1024];
     let mut seen = false;
-    loop {
-        while let Some(item) = parser.next_item() {
-            match item {
-                Item::Descriptor(d) => seen = d == want,
-                Item::Answer(a) if seen => return Ok(Some(a)),
-                _ => {}
+    link::read_until(
+        line,
+        &mut [0u8; 1024],
+        timeout,
+        parser,
+        Parser::push,
+        |parser| {
+            while let Some(item) = parser.next_item() {
+                match item {
+                    Item::Descriptor(d) => seen = d == want,
+                    Item::Answer(a) if seen => return Some(a),
+                    _ => {}
+                }
             }
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Ok(None);
-        }
-        if let Some(n) = link::read_some(line, &mut buf, left).await? {
-            parser.push(&buf[..n]);
-        }
-    }
+            None
+        },
+    )
+    .await
 }
 
 /// Reads and discards what comes for `quiet` (a scan still draining after STOP, a boot
@@ -562,7 +507,7 @@ async fn connect(
 pub fn register(catalog: &mut Catalog) {
     catalog.register("rplidar", |ctx: DriverContext| {
         let driver = RplidarDriver::new(&ctx)?;
-        let devices = laser::specs(&driver.devices);
+        let devices = laser::specs(&driver.parts.devices);
         let addr = driver.start();
         Ok(StartedDriver {
             handle: DriverHandle::of(&addr),

@@ -16,17 +16,16 @@ use actix::prelude::*;
 use bytes::Bytes;
 use codec::{Event, Parser, Scan};
 use player_kit::catalog::{Catalog, DeviceFlag, DriverContext, FlagValue, StartedDriver};
-use player_kit::driver::{DriverError, DriverHandle, Publisher, Timestamp};
+use player_kit::driver::{DriverError, DriverHandle, Timestamp};
 use player_kit::link::{
-    self, close_channel, CloseReceiver, CloseSender, Ended, Link, LinkDriver, LinkError,
-    LinkSupervisor, LinkUp, LogThrottle,
+    self, CloseReceiver, CloseSender, Ended, Link, LinkDriver, LinkError, LinkParts, LinkUp,
+    LogThrottle, WRITE_TIMEOUT,
 };
 use player_proto::data::Laser;
 use player_proto::device;
 use player_proto::scan::{self as full, to_urad};
 use serde::Deserialize;
 use slog::{debug, info, warn, Logger};
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use tokio_serial::SerialStream;
 
@@ -37,18 +36,11 @@ pub struct SickParams {
     /// The serial port, e.g. `/dev/ttyS1`.
     pub port: String,
     /// Seconds without a scan after which the scanner is taken for lost and reopened.
-    #[serde(default = "one")]
+    #[serde(default = "crate::params::one_second")]
     pub silence: f64,
     /// Seconds to wait for the reply to each configuration telegram.
-    #[serde(default = "reply_wait")]
+    #[serde(default = "crate::params::short_reply")]
     pub reply_timeout: f64,
-}
-
-fn one() -> f64 {
-    1.0
-}
-fn reply_wait() -> f64 {
-    0.3
 }
 
 #[derive(Message)]
@@ -61,47 +53,26 @@ struct ScanReading {
 /// The SICK LMS-200 driver actor.
 pub struct SickDriver {
     params: SickParams,
-    devices: Vec<u8>,
-    up: BTreeSet<u8>,
-    publisher: Publisher,
-    link: LinkSupervisor,
-    log: Logger,
+    parts: LinkParts,
 }
 
 impl SickDriver {
     fn new(ctx: &DriverContext) -> Result<SickDriver, DriverError> {
         let params: SickParams = ctx.params()?;
-        for (name, v) in [
-            ("silence", params.silence),
-            ("reply_timeout", params.reply_timeout),
-        ] {
-            if !(v.is_finite() && v > 0.0 && v <= 60.0) {
-                return Err(DriverError::params(format!(
-                    "sicklms200 parameter {name} = {v}: must be between 0 and 60 s"
-                )));
-            }
-        }
+        crate::params::check_seconds(
+            "sicklms200",
+            60.0,
+            &[
+                ("silence", params.silence),
+                ("reply_timeout", params.reply_timeout),
+            ],
+        )?;
         crate::laser::check_devices("sicklms200", &ctx.devices)?;
         let log = ctx.logger.new(slog::o!("port" => params.port.clone()));
         Ok(SickDriver {
             params,
-            devices: ctx.devices.clone(),
-            up: BTreeSet::new(),
-            publisher: Publisher::new(),
-            link: LinkSupervisor::new("laser").report_to(ctx.status.clone(), ctx.devices.clone()),
-            log,
+            parts: LinkParts::new("laser", ctx, log),
         })
-    }
-
-    fn start_link(&mut self, ctx: &mut Context<Self>) {
-        let (close, close_rx) = close_channel();
-        let task = LinkTask {
-            params: self.params.clone(),
-            log: self.log.clone(),
-            scans: ctx.address().recipient(),
-        };
-        self.link
-            .start(close, |state| link::run_link(task, close_rx, state));
     }
 }
 
@@ -114,31 +85,16 @@ impl LinkDriver for SickDriver {
     const DRIVER: &'static str = "sicklms200";
     const LINK: &'static str = "laser";
 
-    fn supervisor(&mut self) -> &mut LinkSupervisor {
-        &mut self.link
+    fn parts(&mut self) -> &mut LinkParts {
+        &mut self.parts
     }
-    fn publisher(&mut self) -> &mut Publisher {
-        &mut self.publisher
-    }
-    fn log(&self) -> &Logger {
-        &self.log
-    }
-    fn serves(&self, device: u8) -> bool {
-        self.devices.contains(&device)
-    }
+    // The default device_down: the scanner stops when neither `l` nor `L` is open any more.
     fn start_link(&mut self, ctx: &mut Context<Self>) {
-        SickDriver::start_link(self, ctx);
-    }
-    fn device_up(&mut self, device: u8) {
-        self.up.insert(device);
-    }
-    /// The scanner stops when neither `l` nor `L` is open any more.
-    fn device_down(&mut self, device: u8) -> bool {
-        self.up.remove(&device);
-        self.up.is_empty()
-    }
-    fn terminating(&mut self) {
-        self.up.clear();
+        self.parts.start_task(LinkTask {
+            params: self.params.clone(),
+            log: self.parts.log.clone(),
+            scans: ctx.address().recipient(),
+        });
     }
 }
 
@@ -151,6 +107,7 @@ impl Handler<ScanReading> for SickDriver {
         // `l` is the scanner's own 361 values; `L` the same readings with their angles
         // (-90 to +90 degrees every half degree).
         let readings = self
+            .parts
             .devices
             .iter()
             .filter_map(|&d| match d {
@@ -166,7 +123,7 @@ impl Handler<ScanReading> for SickDriver {
                 .map(|b| (d, Bytes::from(b))),
             })
             .collect();
-        self.publisher.publish_batch(readings, msg.at);
+        self.parts.publisher.publish_batch(readings, msg.at);
     }
 }
 
@@ -175,8 +132,6 @@ struct LinkTask {
     log: Logger,
     scans: Recipient<ScanReading>,
 }
-
-const WRITE_TIMEOUT: Duration = Duration::from_millis(500);
 
 struct Conn {
     port: SerialStream,
@@ -234,11 +189,10 @@ impl LinkTask {
         loop {
             let deadline = tokio::time::Instant::from_std(last_scan + silence);
             tokio::select! {
-                r = tokio::io::AsyncReadExt::read(&mut conn.port, &mut buf) => {
+                r = link::read_served(&mut conn.port, &mut buf, &self.params.port, "port") => {
                     let n = match r {
-                        Ok(0) => return Ended::Lost(LinkError::protocol(&self.params.port, "the port reached its end")),
                         Ok(n) => n,
-                        Err(e) => return Ended::Lost(LinkError::io(&self.params.port, &e, format!("read failed: {e}"))),
+                        Err(e) => return Ended::Lost(e),
                     };
                     conn.parser.push(&buf[..n]);
                     while let Some(ev) = conn.parser.next_event() {
@@ -269,10 +223,7 @@ impl LinkTask {
                 }
                 ack = &mut *close => {
                     self.stop_scanner(conn).await;
-                    if let Ok(ack) = ack {
-                        let _ = ack.send(());
-                    }
-                    return Ended::Closed;
+                    return Ended::acknowledged(ack);
                 }
             }
         }
@@ -307,30 +258,33 @@ impl LinkTask {
     }
 }
 
+/// Waits for the first telegram `pick` takes (skipping the others), reading `buf` at a time.
+async fn telegram<T>(
+    port: &mut SerialStream,
+    parser: &mut Parser,
+    buf: &mut [u8],
+    timeout: Duration,
+    mut pick: impl FnMut(&[u8]) -> Option<T>,
+) -> std::io::Result<Option<T>> {
+    link::read_until(port, buf, timeout, parser, Parser::push, |parser| {
+        std::iter::from_fn(|| parser.next_event()).find_map(|ev| match ev {
+            Event::Telegram { data, .. } => pick(&data),
+            _ => None,
+        })
+    })
+    .await
+}
+
 /// Waits for the next `A0` reply (skipping scans and everything else); its result byte.
 async fn reply(
     port: &mut SerialStream,
     parser: &mut Parser,
     timeout: Duration,
 ) -> std::io::Result<Option<u8>> {
-    let deadline = Instant::now() + timeout;
-    let mut buf = [0u8; 1024];
-    loop {
-        while let Some(ev) = parser.next_event() {
-            if let Event::Telegram { data, .. } = ev {
-                if data.first() == Some(&codec::MODE_REPLY) {
-                    return Ok(Some(data.get(1).copied().unwrap_or(0xFF)));
-                }
-            }
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Ok(None);
-        }
-        if let Some(n) = link::read_some(port, &mut buf, left).await? {
-            parser.push(&buf[..n]);
-        }
-    }
+    telegram(port, parser, &mut [0u8; 1024], timeout, |data| {
+        (data.first() == Some(&codec::MODE_REPLY)).then(|| data.get(1).copied().unwrap_or(0xFF))
+    })
+    .await
 }
 
 /// Waits for the first good scan.
@@ -339,24 +293,10 @@ async fn first_scan(
     parser: &mut Parser,
     timeout: Duration,
 ) -> std::io::Result<Option<Scan>> {
-    let deadline = Instant::now() + timeout;
-    let mut buf = [0u8; 2048];
-    loop {
-        while let Some(ev) = parser.next_event() {
-            if let Event::Telegram { data, .. } = ev {
-                if let Ok(scan) = Scan::parse(&data) {
-                    return Ok(Some(scan));
-                }
-            }
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Ok(None);
-        }
-        if let Some(n) = link::read_some(port, &mut buf, left).await? {
-            parser.push(&buf[..n]);
-        }
-    }
+    telegram(port, parser, &mut [0u8; 2048], timeout, |data| {
+        Scan::parse(data).ok()
+    })
+    .await
 }
 
 /// Opens the port and brings the scanner to continuous output at 38400 baud.
@@ -450,7 +390,7 @@ pub fn register(catalog: &mut Catalog) {
     });
     catalog.register("sicklms200", |ctx: DriverContext| {
         let driver = SickDriver::new(&ctx)?;
-        let devices = crate::laser::specs(&driver.devices);
+        let devices = crate::laser::specs(&driver.parts.devices);
         let addr = driver.start();
         Ok(StartedDriver {
             handle: DriverHandle::of(&addr),

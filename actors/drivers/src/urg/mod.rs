@@ -16,15 +16,14 @@ use crate::laser;
 use actix::prelude::*;
 use codec::{Block, ClockMap, Parser, RawScan, Sensor};
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
-use player_kit::driver::{DriverError, DriverHandle, Publisher, Timestamp};
+use player_kit::driver::{DriverError, DriverHandle, Timestamp};
 use player_kit::link::{
-    self, close_channel, CloseReceiver, CloseSender, Ended, Link, LinkDriver, LinkError,
-    LinkSupervisor, LinkUp, LogThrottle,
+    self, CloseReceiver, CloseSender, Ended, Link, LinkDriver, LinkError, LinkParts, LinkUp,
+    LogThrottle, WRITE_TIMEOUT,
 };
 use player_proto::scan::Scan;
 use serde::Deserialize;
 use slog::{info, warn, Logger};
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -42,26 +41,14 @@ pub struct UrgParams {
     #[serde(default)]
     pub address: Option<String>,
     /// Serial line speed (USB models ignore it; RS-232 URG-04LX ships at 19200).
-    #[serde(default = "baud")]
+    #[serde(default = "crate::params::baud_115200")]
     pub baud: u32,
     /// Seconds without a good scan after which the sensor is taken for lost and reopened.
-    #[serde(default = "one")]
+    #[serde(default = "crate::params::one_second")]
     pub silence: f64,
     /// Seconds to wait for the answer to each command.
-    #[serde(default = "one")]
+    #[serde(default = "crate::params::one_second")]
     pub reply_timeout: f64,
-}
-
-fn baud() -> u32 {
-    115_200
-}
-fn one() -> f64 {
-    1.0
-}
-
-/// The error of a bad configuration (one place, so the error type can change).
-fn config_error(text: String) -> DriverError {
-    DriverError::params(text)
 }
 
 impl UrgParams {
@@ -78,22 +65,19 @@ impl UrgParams {
         match (&self.port, &self.address) {
             (Some(_), None) | (None, Some(_)) => {}
             _ => {
-                return Err(config_error(
-                    "urg: give exactly one of port (serial) and address (HOST:PORT)".into(),
+                return Err(DriverError::params(
+                    "urg: give exactly one of port (serial) and address (HOST:PORT)",
                 ))
             }
         }
-        for (name, v) in [
-            ("silence", self.silence),
-            ("reply_timeout", self.reply_timeout),
-        ] {
-            if !(v.is_finite() && v > 0.0 && v <= 60.0) {
-                return Err(config_error(format!(
-                    "urg parameter {name} = {v}: must be between 0 and 60 s"
-                )));
-            }
-        }
-        Ok(())
+        crate::params::check_seconds(
+            "urg",
+            60.0,
+            &[
+                ("silence", self.silence),
+                ("reply_timeout", self.reply_timeout),
+            ],
+        )
     }
 
     /// The TCP address with the default port filled in.
@@ -123,11 +107,7 @@ struct ScanReading {
 /// The Hokuyo driver actor.
 pub struct UrgDriver {
     params: UrgParams,
-    devices: Vec<u8>,
-    up: BTreeSet<u8>,
-    publisher: Publisher,
-    link: LinkSupervisor,
-    log: Logger,
+    parts: LinkParts,
 }
 
 impl UrgDriver {
@@ -138,11 +118,7 @@ impl UrgDriver {
         let log = ctx.logger.new(slog::o!("sensor" => params.place()));
         Ok(UrgDriver {
             params,
-            devices: ctx.devices.clone(),
-            up: BTreeSet::new(),
-            publisher: Publisher::new(),
-            link: LinkSupervisor::new("laser").report_to(ctx.status.clone(), ctx.devices.clone()),
-            log,
+            parts: LinkParts::new("laser", ctx, log),
         })
     }
 }
@@ -156,42 +132,20 @@ impl LinkDriver for UrgDriver {
     const DRIVER: &'static str = "urg";
     const LINK: &'static str = "laser";
 
-    fn supervisor(&mut self) -> &mut LinkSupervisor {
-        &mut self.link
+    fn parts(&mut self) -> &mut LinkParts {
+        &mut self.parts
     }
-    fn publisher(&mut self) -> &mut Publisher {
-        &mut self.publisher
-    }
-    fn log(&self) -> &Logger {
-        &self.log
-    }
-    fn serves(&self, device: u8) -> bool {
-        self.devices.contains(&device)
-    }
+    // The default device_down: the line closes when neither `l` nor `L` is open any more.
     fn start_link(&mut self, ctx: &mut Context<Self>) {
-        let (close, close_rx) = close_channel();
-        let task = LinkTask {
+        self.parts.start_task(LinkTask {
             params: self.params.clone(),
-            log: self.log.clone(),
+            log: self.parts.log.clone(),
             scans: ctx.address().recipient(),
-        };
-        self.link
-            .start(close, |state| link::run_link(task, close_rx, state));
-    }
-    fn device_up(&mut self, device: u8) {
-        self.up.insert(device);
-    }
-    /// The line closes when neither `l` nor `L` is open any more.
-    fn device_down(&mut self, device: u8) -> bool {
-        self.up.remove(&device);
-        self.up.is_empty()
+        });
     }
     /// Only a link that reports failed is dropped: the other device may be waiting on it.
     fn drop_on_setup_error(&mut self) -> bool {
         false
-    }
-    fn terminating(&mut self) {
-        self.up.clear();
     }
 }
 
@@ -201,8 +155,8 @@ impl Handler<ScanReading> for UrgDriver {
     type Result = ();
 
     fn handle(&mut self, msg: ScanReading, _ctx: &mut Self::Context) {
-        let readings = laser::readings(&msg.scan, msg.max_range_mm, &self.devices);
-        self.publisher.publish_batch(readings, msg.at);
+        let readings = laser::readings(&msg.scan, msg.max_range_mm, &self.parts.devices);
+        self.parts.publisher.publish_batch(readings, msg.at);
     }
 }
 
@@ -224,8 +178,6 @@ pub struct Conn {
     clock: ClockMap,
     first: RawScan,
 }
-
-const WRITE_TIMEOUT: Duration = Duration::from_millis(500);
 
 impl Link for LinkTask {
     type Conn = Conn;
@@ -283,15 +235,15 @@ impl LinkTask {
         let silence = Duration::from_secs_f64(self.params.silence);
         let mut last_scan = Instant::now();
         let mut bad = LogThrottle::default();
+        let place = self.params.place();
         let mut buf = [0u8; 4096];
         loop {
             let deadline = tokio::time::Instant::from_std(last_scan + silence);
             tokio::select! {
-                r = tokio::io::AsyncReadExt::read(&mut conn.line, &mut buf) => {
+                r = link::read_served(&mut conn.line, &mut buf, &place, "line") => {
                     let n = match r {
-                        Ok(0) => return Ended::Lost(LinkError::protocol(self.params.place(), "the line reached its end")),
                         Ok(n) => n,
-                        Err(e) => return Ended::Lost(LinkError::io(self.params.place(), &e, format!("read failed: {e}"))),
+                        Err(e) => return Ended::Lost(e),
                     };
                     conn.parser.push(&buf[..n]);
                     while let Some(block) = conn.parser.next_block() {
@@ -324,10 +276,7 @@ impl LinkTask {
                         Ok(()) => info!(self.log, "scans stopped (QT); line closed"; "bad_scans" => bad.count()),
                         Err(e) => warn!(self.log, "could not send QT"; "error" => %e),
                     }
-                    if let Ok(ack) = ack {
-                        let _ = ack.send(());
-                    }
-                    return Ended::Closed;
+                    return Ended::acknowledged(ack);
                 }
             }
         }
@@ -343,22 +292,15 @@ async fn request(
 ) -> Result<Option<Block>, std::io::Error> {
     link::write_all(line, cmd, WRITE_TIMEOUT).await?;
     let want = &cmd[..cmd.len() - 1];
-    let deadline = Instant::now() + timeout;
-    let mut buf = [0u8; 4096];
-    loop {
-        while let Some(b) = parser.next_block() {
-            if b.echo == want {
-                return Ok(Some(b));
-            }
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Ok(None);
-        }
-        if let Some(n) = link::read_some(line, &mut buf, left).await? {
-            parser.push(&buf[..n]);
-        }
-    }
+    link::read_until(
+        line,
+        &mut [0u8; 4096],
+        timeout,
+        parser,
+        Parser::push,
+        |parser| std::iter::from_fn(|| parser.next_block()).find(|b| b.echo == want),
+    )
+    .await
 }
 
 /// Opens the line.
@@ -457,43 +399,41 @@ async fn connect(params: &UrgParams, log: &Logger) -> Result<Conn, LinkError> {
         Err(e) => return Err(fail(format!("laser on {place}: MD: {e}"))),
     }
     // The first good scan.
-    let deadline = Instant::now() + Duration::from_secs_f64(params.silence.max(0.5));
-    let mut buf = [0u8; 4096];
-    loop {
-        while let Some(b) = parser.next_block() {
-            if b.command() == b"MD" && b.status() == Ok(b"99") {
-                if let Ok(first) = RawScan::parse(&b) {
-                    info!(log, "laser streaming");
-                    return Ok(Conn {
-                        line,
-                        parser,
-                        sensor,
-                        clock: ClockMap::new(),
-                        first,
-                    });
-                }
-            }
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(silent(format!(
-                "the laser on {place} accepted MD but sends no scans"
-            )));
-        }
-        if let Some(n) = link::read_some(&mut line, &mut buf, left)
-            .await
-            .map_err(io)?
-        {
-            parser.push(&buf[..n]);
-        }
-    }
+    let patience = Duration::from_secs_f64(params.silence.max(0.5));
+    let first = link::read_until(
+        &mut line,
+        &mut [0u8; 4096],
+        patience,
+        &mut parser,
+        Parser::push,
+        |parser| {
+            std::iter::from_fn(|| parser.next_block())
+                .filter(|b| b.command() == b"MD" && b.status() == Ok(b"99"))
+                .find_map(|b| RawScan::parse(&b).ok())
+        },
+    )
+    .await
+    .map_err(io)?;
+    let Some(first) = first else {
+        return Err(silent(format!(
+            "the laser on {place} accepted MD but sends no scans"
+        )));
+    };
+    info!(log, "laser streaming");
+    Ok(Conn {
+        line,
+        parser,
+        sensor,
+        clock: ClockMap::new(),
+        first,
+    })
 }
 
 /// Registers the `urg` driver.
 pub fn register(catalog: &mut Catalog) {
     catalog.register("urg", |ctx: DriverContext| {
         let driver = UrgDriver::new(&ctx)?;
-        let devices = laser::specs(&driver.devices);
+        let devices = laser::specs(&driver.parts.devices);
         let addr = driver.start();
         Ok(StartedDriver {
             handle: DriverHandle::of(&addr),

@@ -3,10 +3,14 @@
 //! [`link_driver_handlers!`](crate::link_driver_handlers)), so a driver implements only
 //! what is its own (opening and serving its device, its commands and configs).
 
-use super::{Backoff, CloseAck, CloseReceiver, LinkError, LinkHandle, LinkState, LinkSupervisor};
+use super::{
+    Backoff, CloseAck, CloseReceiver, CloseSender, LinkError, LinkHandle, LinkState, LinkSupervisor,
+};
+use crate::catalog::DriverContext;
 use crate::driver::{Command, Config, DriverError, Publisher, Stop};
 use actix::prelude::*;
 use slog::{debug, info, warn, Logger};
+use std::collections::BTreeSet;
 use std::future::Future;
 use tokio::sync::watch;
 
@@ -18,6 +22,17 @@ pub enum Ended {
     /// Lost (silence, I/O error, the peer went away), with why; the loop reconnects, or,
     /// if the link was never up, reports the failure and ends.
     Lost(LinkError),
+}
+
+impl Ended {
+    /// A close request served: sends the acknowledgement `ack` (if the driver still waits
+    /// for it) and returns [`Ended::Closed`].
+    pub fn acknowledged(ack: Result<CloseAck, tokio::sync::oneshot::error::RecvError>) -> Ended {
+        if let Ok(ack) = ack {
+            let _ = ack.send(());
+        }
+        Ended::Closed
+    }
 }
 
 /// The way a link task hears that it must close, while it is connecting or waiting out a
@@ -141,12 +156,71 @@ async fn finish<L: Link>(link: &mut L, ack: Option<CloseAck>) {
     }
 }
 
+/// What every [`LinkDriver`] holds for the shared handlers: its link's supervisor, the
+/// publisher of its readings, its logger, the devices it serves and those set up. A driver
+/// keeps one as a field and hands it out through [`LinkDriver::parts`].
+pub struct LinkParts<H = CloseSender> {
+    /// The link's supervisor.
+    pub link: LinkSupervisor<H>,
+    /// The publisher of the driver's readings.
+    pub publisher: Publisher,
+    /// The driver's logger.
+    pub log: Logger,
+    /// The devices this instance serves (the configuration's, checked by the driver).
+    pub devices: Vec<u8>,
+    /// The devices set up: a setup succeeded and no shutdown came since.
+    pub up: BTreeSet<u8>,
+}
+
+impl<H: LinkHandle + 'static> LinkParts<H> {
+    /// The parts of a driver serving `ctx.devices` over a link named `link` (in setup
+    /// errors, "the `link` link ended during setup", and in the state changes reported to
+    /// `ctx.status`), logging to `log`.
+    pub fn new(link: &'static str, ctx: &DriverContext, log: Logger) -> Self {
+        LinkParts {
+            link: LinkSupervisor::new(link).report_to(ctx.status.clone(), ctx.devices.clone()),
+            publisher: Publisher::new(),
+            log,
+            devices: ctx.devices.clone(),
+            up: BTreeSet::new(),
+        }
+    }
+
+    /// Starts `task` on the current arbiter under the shared reconnect loop
+    /// ([`run_link`]), through [`LinkSupervisor::start`]: the supervisor keeps `handle`, the
+    /// task hears through `close` that it must close. Call it from `start_link`.
+    pub fn start<L: Link + 'static>(&mut self, handle: H, close: L::Close, task: L)
+    where
+        L::Close: 'static,
+    {
+        self.link
+            .start(handle, |state| run_link(task, close, state));
+    }
+
+    /// Whether a link is running and its device answers now (not connecting, lost or
+    /// failed).
+    pub fn link_up(&self) -> bool {
+        self.link
+            .state()
+            .is_some_and(|s| matches!(*s, LinkState::Up))
+    }
+}
+
+impl LinkParts<CloseSender> {
+    /// [`LinkParts::start`] for a task that takes nothing but the request to close.
+    pub fn start_task<L: Link<Close = CloseReceiver> + 'static>(&mut self, task: L) {
+        let (close, close_rx) = super::close_channel();
+        self.start(close, close_rx, task);
+    }
+}
+
 /// A driver actor whose devices ride one supervised link. With
 /// [`link_driver_handlers!`](crate::link_driver_handlers) it gets every driver message
-/// handler: setup starts the link (if none runs) and waits for it to be up; shutdown of
-/// its last device closes it; terminate closes it and stops the actor; subscribers go to
-/// its [`Publisher`]; commands, configs and stops go to the methods below, which by
-/// default ignore them (a sensor).
+/// handler: setup of a device it serves starts the link (if none runs) and waits for it to
+/// be up; shutdown of its last device closes it; terminate closes it and stops the actor;
+/// subscribers go to its [`Publisher`]; commands, configs and stops go to the methods
+/// below, which by default ignore them (a sensor). A driver writes [`LinkDriver::parts`]
+/// and [`LinkDriver::start_link`], and overrides what is its own.
 pub trait LinkDriver: Actor<Context = Context<Self>> {
     /// The handle the supervisor keeps of a running link.
     type Handle: LinkHandle + 'static;
@@ -155,37 +229,37 @@ pub trait LinkDriver: Actor<Context = Context<Self>> {
     /// The link's name in log lines ("laser").
     const LINK: &'static str;
 
-    /// The link's supervisor.
-    fn supervisor(&mut self) -> &mut LinkSupervisor<Self::Handle>;
-    /// The publisher of the driver's readings.
-    fn publisher(&mut self) -> &mut Publisher;
-    /// The driver's logger.
-    fn log(&self) -> &Logger;
-    /// Whether this instance serves `device`.
-    fn serves(&self, device: u8) -> bool;
+    /// The driver's link, publisher, logger and devices.
+    fn parts(&mut self) -> &mut LinkParts<Self::Handle>;
     /// Starts the link task (through [`LinkSupervisor::start`]); setup calls it when no
     /// link is running.
     fn start_link(&mut self, ctx: &mut Context<Self>);
 
-    /// `device` is set up (the link is up). Default: nothing.
-    fn device_up(&mut self, _device: u8) {}
-    /// `device` was shut down; returns whether the link should now close. Default: yes
-    /// (one device per link).
-    fn device_down(&mut self, _device: u8) -> bool {
-        true
+    /// `device` is set up (the link is up). Default: counted among the devices up.
+    fn device_up(&mut self, device: u8) {
+        self.parts().up.insert(device);
+    }
+    /// `device` was shut down; returns whether the link should now close. Default: when
+    /// no device is up any more.
+    fn device_down(&mut self, device: u8) -> bool {
+        let parts = self.parts();
+        parts.up.remove(&device);
+        parts.up.is_empty()
     }
     /// Whether a failed setup drops the link. Default: yes. A link serving several
     /// devices keeps one that is still trying (it reports [`LinkState::Failed`] if not).
     fn drop_on_setup_error(&mut self) -> bool {
         true
     }
-    /// The server is stopping; the link is about to close. Default: nothing.
-    fn terminating(&mut self) {}
+    /// The server is stopping; the link is about to close. Default: no device is up.
+    fn terminating(&mut self) {
+        self.parts().up.clear();
+    }
     /// A command (already past the registry's guard). Default: ignored.
     fn command(&mut self, _msg: Command, _ctx: &mut Context<Self>) {}
     /// A config request. Default: logged and ignored.
     fn config(&mut self, msg: Config, _ctx: &mut Context<Self>) {
-        info!(self.log(), "config ignored: the {} takes no configs", Self::LINK; "client" => &msg.client);
+        info!(self.parts().log, "config ignored: the {} takes no configs", Self::LINK; "client" => &msg.client);
     }
     /// Stop moving (watchdog, writer left, e-stop). Default: nothing (a sensor).
     fn stop(&mut self, _msg: Stop, _ctx: &mut Context<Self>) {}
@@ -197,7 +271,7 @@ pub fn setup<D: LinkDriver>(
     device: u8,
     ctx: &mut Context<D>,
 ) -> ResponseActFuture<D, Result<(), DriverError>> {
-    if !d.serves(device) {
+    if !d.parts().devices.contains(&device) {
         let e = DriverError::not_served(format!(
             "the {} driver does not serve '{}' here",
             D::DRIVER,
@@ -205,21 +279,22 @@ pub fn setup<D: LinkDriver>(
         ));
         return Box::pin(actix::fut::ready(Err(e)));
     }
-    if !d.supervisor().is_running() {
+    if !d.parts().link.is_running() {
         d.start_link(ctx);
     }
-    let wait = d.supervisor().wait_ready();
+    let wait = d.parts().link.wait_ready();
     Box::pin(wait.into_actor(d).map(move |res, act, _| {
         match &res {
             Ok(()) => act.device_up(device),
             Err(e) => {
-                warn!(act.log(), "{} setup failed", D::LINK; "device" => player_proto::device::name(device), "error" => %e);
+                warn!(act.parts().log, "{} setup failed", D::LINK; "device" => player_proto::device::name(device), "error" => %e);
                 let failed = act
-                    .supervisor()
+                    .parts()
+                    .link
                     .state()
                     .is_none_or(|s| matches!(*s, LinkState::Failed(_)));
                 if failed || act.drop_on_setup_error() {
-                    act.supervisor().abandon();
+                    act.parts().link.abandon();
                 }
             }
         }
@@ -229,10 +304,10 @@ pub fn setup<D: LinkDriver>(
 
 /// Shutdown of `device` on a [`LinkDriver`]: the shared handler's body.
 pub fn shutdown<D: LinkDriver>(d: &mut D, device: u8) -> ResponseActFuture<D, ()> {
-    d.publisher().clear(device);
-    if d.device_down(device) && d.supervisor().is_running() {
-        info!(d.log(), "{} closed; closing the link", D::LINK; "device" => player_proto::device::name(device));
-        let close = d.supervisor().close();
+    d.parts().publisher.clear(device);
+    if d.device_down(device) && d.parts().link.is_running() {
+        info!(d.parts().log, "{} closed; closing the link", D::LINK; "device" => player_proto::device::name(device));
+        let close = d.parts().link.close();
         return Box::pin(close.into_actor(d));
     }
     Box::pin(actix::fut::ready(()))
@@ -241,9 +316,9 @@ pub fn shutdown<D: LinkDriver>(d: &mut D, device: u8) -> ResponseActFuture<D, ()
 /// Terminate on a [`LinkDriver`]: close the link, then stop the actor.
 pub fn terminate<D: LinkDriver>(d: &mut D) -> ResponseActFuture<D, ()> {
     d.terminating();
-    let close = d.supervisor().close();
+    let close = d.parts().link.close();
     Box::pin(close.into_actor(d).map(|_, act, ctx| {
-        info!(act.log(), "{} driver stopped", D::DRIVER);
+        info!(act.parts().log, "{} driver stopped", D::DRIVER);
         ctx.stop();
     }))
 }
@@ -294,7 +369,9 @@ macro_rules! link_driver_handlers {
                 msg: $crate::driver::Subscribers,
                 _ctx: &mut $crate::__actix::Context<Self>,
             ) {
-                $crate::link::driver::LinkDriver::publisher(self).set_subscribers(msg);
+                $crate::link::driver::LinkDriver::parts(self)
+                    .publisher
+                    .set_subscribers(msg);
             }
         }
         impl $crate::__actix::Handler<$crate::driver::Command> for $t {

@@ -6,9 +6,11 @@
 //! once for all of them ([`driver`]). Byte layouts stay in each device's codec module.
 
 pub mod driver;
+mod requests;
 mod supervisor;
 
-pub use driver::{run_link, Closer, Ended, Link, LinkDriver, LinkUp};
+pub use driver::{run_link, Closer, Ended, Link, LinkDriver, LinkParts, LinkUp};
+pub use requests::{request_channel, Commanded, Incoming, Request, RequestReceiver, RequestSender};
 pub use supervisor::{
     close_channel, CloseAck, CloseReceiver, CloseSender, LinkHandle, LinkState, LinkSupervisor,
 };
@@ -146,6 +148,56 @@ pub async fn read_some<R: AsyncReadExt + Unpin>(
     }
 }
 
+/// Waits at most `timeout` for `take` to find what is waited for in `parser`: `take` looks
+/// first at what `parser` holds already, then again after each read from `port` (into
+/// `buf`) is given to `parser` with `push`. `Ok(None)` if nothing was found in time; an
+/// error if the port failed or reached its end (see [`read_some`]).
+pub async fn read_until<R: AsyncReadExt + Unpin, P, T>(
+    port: &mut R,
+    buf: &mut [u8],
+    timeout: Duration,
+    parser: &mut P,
+    push: fn(&mut P, &[u8]),
+    mut take: impl FnMut(&mut P) -> Option<T>,
+) -> io::Result<Option<T>> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if let Some(found) = take(parser) {
+            return Ok(Some(found));
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Ok(None);
+        }
+        if let Some(n) = read_some(port, buf, left).await? {
+            push(parser, &buf[..n]);
+        }
+    }
+}
+
+/// Reads what a served connection's device sends next (waiting as long as it takes; the
+/// caller races it against its silence deadline): the byte count, or why the link is
+/// lost: "the `line` reached its end" (`line` is "port" or "line") or "read failed: ...".
+/// `place` names the port or address in the error. Cancel-safe.
+pub async fn read_served<R: AsyncReadExt + Unpin>(
+    port: &mut R,
+    buf: &mut [u8],
+    place: &str,
+    line: &str,
+) -> Result<usize, LinkError> {
+    match port.read(buf).await {
+        Ok(0) => Err(LinkError::protocol(
+            place,
+            format!("the {line} reached its end"),
+        )),
+        Ok(n) => Ok(n),
+        Err(e) => Err(LinkError::io(place, &e, format!("read failed: {e}"))),
+    }
+}
+
+/// How long a write to a device may take before the line is taken for stuck.
+pub const WRITE_TIMEOUT: Duration = Duration::from_millis(500);
+
 /// Writes all of `bytes` within `timeout` (a line no one drains must not hang a driver).
 pub async fn write_all<W: tokio::io::AsyncWriteExt + Unpin>(
     port: &mut W,
@@ -159,6 +211,18 @@ pub async fn write_all<W: tokio::io::AsyncWriteExt + Unpin>(
             "the line did not take the bytes",
         )),
     }
+}
+
+/// Writes all of `bytes` and waits for the port to send them, each within
+/// [`WRITE_TIMEOUT`]: the last words to a device before its port closes (a stop, a close).
+/// A flush that does not finish in time is not an error (the bytes were taken).
+pub async fn write_flushed<W: tokio::io::AsyncWriteExt + Unpin>(
+    port: &mut W,
+    bytes: &[u8],
+) -> io::Result<()> {
+    write_all(port, bytes, WRITE_TIMEOUT).await?;
+    let _ = tokio::time::timeout(WRITE_TIMEOUT, port.flush()).await;
+    Ok(())
 }
 
 /// Exponential reconnect backoff.
@@ -249,6 +313,7 @@ impl Done {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::AsyncWriteExt;
 
     #[test]
     fn backoff_doubles_to_the_cap_and_resets() {
@@ -265,6 +330,75 @@ mod tests {
         let logged = (0..300).filter(|_| t.hit()).count();
         assert_eq!(logged, 10 + 3);
         assert_eq!(t.count(), 300);
+    }
+
+    /// A parser that keeps whole lines.
+    #[derive(Default)]
+    struct Lines(Vec<u8>);
+
+    impl Lines {
+        fn push(&mut self, bytes: &[u8]) {
+            self.0.extend_from_slice(bytes);
+        }
+        fn next(&mut self) -> Option<String> {
+            let end = self.0.iter().position(|&b| b == b'\n')?;
+            let line: Vec<u8> = self.0.drain(..=end).collect();
+            Some(String::from_utf8_lossy(&line[..end]).into_owned())
+        }
+    }
+
+    #[test]
+    fn read_until_finds_what_the_parser_holds_then_reads_until_found_or_timeout() {
+        actix_rt::System::new().block_on(async {
+            let (mut ours, mut device) = tokio::io::duplex(64);
+            let mut lines = Lines::default();
+            let mut buf = [0u8; 16];
+            let want_ok = |l: &mut Lines| std::iter::from_fn(|| l.next()).find(|s| s == "OK");
+            // Already held: found without a read.
+            lines.push(b"junk\nOK\nrest");
+            let t = Duration::from_millis(50);
+            let got = read_until(&mut ours, &mut buf, t, &mut lines, Lines::push, want_ok);
+            assert_eq!(got.await.unwrap().as_deref(), Some("OK"));
+            // Read in pieces, the rest of a line first.
+            device.write_all(b"\nnoise\nO").await.unwrap();
+            let later = async {
+                // Only splits the line over two reads: the wait must span them.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                device.write_all(b"K\n").await.unwrap();
+                device
+            };
+            let t = Duration::from_secs(5);
+            let wait = read_until(&mut ours, &mut buf, t, &mut lines, Lines::push, want_ok);
+            let (got, mut device) = tokio::join!(wait, later);
+            assert_eq!(got.unwrap().as_deref(), Some("OK"));
+            // Nothing wanted comes: None after the timeout.
+            device.write_all(b"nope\n").await.unwrap();
+            let t = Duration::from_millis(50);
+            let got = read_until(&mut ours, &mut buf, t, &mut lines, Lines::push, want_ok);
+            assert_eq!(got.await.unwrap(), None);
+            // The device goes away: an error.
+            drop(device);
+            let got = read_until(&mut ours, &mut buf, t, &mut lines, Lines::push, want_ok);
+            assert_eq!(got.await.unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+        });
+    }
+
+    #[test]
+    fn a_served_read_names_the_port_when_the_line_ends() {
+        actix_rt::System::new().block_on(async {
+            let (mut ours, mut device) = tokio::io::duplex(64);
+            let mut buf = [0u8; 16];
+            device.write_all(b"abc").await.unwrap();
+            assert_eq!(
+                read_served(&mut ours, &mut buf, "/dev/x", "port").await,
+                Ok(3)
+            );
+            drop(device);
+            let e = read_served(&mut ours, &mut buf, "/dev/x", "line")
+                .await
+                .unwrap_err();
+            assert_eq!(e, LinkError::protocol("/dev/x", "the line reached its end"));
+        });
     }
 
     #[test]
