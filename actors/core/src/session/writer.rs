@@ -35,9 +35,14 @@ pub(super) struct Writer {
 
 impl Writer {
     pub(super) fn new(stream: TcpStream) -> Self {
+        Writer::on(stream.as_raw_fd(), Rc::new(stream))
+    }
+
+    /// A writer with nothing written yet on this socket.
+    fn on(fd: RawFd, stream: Rc<TcpStream>) -> Self {
         Writer {
-            fd: stream.as_raw_fd(),
-            stream: Rc::new(stream),
+            fd,
+            stream,
             out: BytesMut::new(),
             flushing: false,
             pace: pace::Pacer::default(),
@@ -149,17 +154,7 @@ impl Writer {
     /// A writer on the same socket with nothing written, unsent or paced: what the session
     /// holds while its own writer serves rounds from its thread's tick (`park.rs`).
     pub(super) fn detached(&self) -> Writer {
-        Writer {
-            fd: self.fd,
-            stream: self.stream.clone(),
-            out: BytesMut::new(),
-            flushing: false,
-            pace: pace::Pacer::default(),
-            stalled_since: None,
-            skipped: 0,
-            drained: None,
-            timestamps: false,
-        }
+        Writer::on(self.fd, self.stream.clone())
     }
 
     /// Whether nothing is being flushed and nothing waits for the buffer to drain.
