@@ -53,6 +53,29 @@ fn has_sonar(map: &WorldMap) -> bool {
         .is_none_or(|d| d.contains(&b's'))
 }
 
+/// The seeds each sonar world's avoider runs are repeated with (the noise, hence the path,
+/// differs).
+const DITHER_SEEDS: u64 = 8;
+
+/// `step` driven in every shipped world with sonar (not the TurtleBot-like robot's: the
+/// laser avoider's world), once per seed in `0..DITHER_SEEDS`: (world file name, seed,
+/// run), each run made as it is asked for.
+fn seeded_sonar_runs(step: Step) -> impl Iterator<Item = (String, u64, Run)> {
+    shipped_worlds()
+        .into_iter()
+        .filter(|path| has_sonar(&WorldMap::from_file(path).unwrap_or_else(|e| panic!("{e}"))))
+        .flat_map(move |path| {
+            let world = path.file_name().unwrap().to_string_lossy().into_owned();
+            (0..DITHER_SEEDS).map(move |seed| {
+                let map = WorldMap::from_file(&path)
+                    .unwrap_or_else(|e| panic!("{e}"))
+                    .with_seed(seed);
+                let run = Run::drive(SimWorld::new(Arc::new(map)), step);
+                (world.clone(), seed, run)
+            })
+        })
+}
+
 /// What one run did: the true positions of the driven robot after every round, and its
 /// turn commands.
 struct Run {
@@ -208,42 +231,32 @@ fn sonar_avoidance_keeps_moving_or_parks_at_its_set_point_in_every_shipped_world
     let mut failures = Vec::new();
     let mut parked = 0;
     let mut runs = 0;
-    for path in shipped_worlds() {
-        let world = path.file_name().unwrap().to_string_lossy().into_owned();
-        if !has_sonar(&WorldMap::from_file(&path).unwrap_or_else(|e| panic!("{e}"))) {
-            continue; // the TurtleBot-like robot: the laser avoider's world
-        }
-        for seed in 0..DITHER_SEEDS {
-            let map = WorldMap::from_file(&path)
-                .unwrap_or_else(|e| panic!("{e}"))
-                .with_seed(seed);
-            let run = Run::drive(SimWorld::new(Arc::new(map)), manual::sonar_avoid_step);
-            runs += 1;
-            let travelled = run.travelled();
-            let from = run.parked_from(at_c4_set_point);
-            // Windows that end before it parked (the creep towards the set point is the
-            // last thing before it rests).
-            let (worst, at) = run.worst_window_ending_by(from);
-            let rest = if from < run.commands.len() {
-                parked += 1;
-                format!(
-                    "parked at its set point from t = {:.1} s",
-                    from as f64 * ROUND_S
-                )
-            } else {
-                "never parked".into()
-            };
-            println!(
-                "C.4 (sonar_avoid) in {world}, seed {seed}: travelled {travelled:.0} mm in \
-                 {RUN_S} s, {rest}; least progress in a {WINDOW_S} s window before that \
-                 {worst:.0} mm (from t = {at:.1} s)"
-            );
-            if travelled < 2000.0 || worst < MIN_WINDOW_MM {
-                failures.push(format!(
-                    "{world}, seed {seed}: travelled {travelled:.0} mm, {rest}, stayed \
-                     within {worst:.0} mm for {WINDOW_S} s from t = {at:.1} s"
-                ));
-            }
+    for (world, seed, run) in seeded_sonar_runs(manual::sonar_avoid_step) {
+        runs += 1;
+        let travelled = run.travelled();
+        let from = run.parked_from(at_c4_set_point);
+        // Windows that end before it parked (the creep towards the set point is the
+        // last thing before it rests).
+        let (worst, at) = run.worst_window_ending_by(from);
+        let rest = if from < run.commands.len() {
+            parked += 1;
+            format!(
+                "parked at its set point from t = {:.1} s",
+                from as f64 * ROUND_S
+            )
+        } else {
+            "never parked".into()
+        };
+        println!(
+            "C.4 (sonar_avoid) in {world}, seed {seed}: travelled {travelled:.0} mm in \
+             {RUN_S} s, {rest}; least progress in a {WINDOW_S} s window before that \
+             {worst:.0} mm (from t = {at:.1} s)"
+        );
+        if travelled < 2000.0 || worst < MIN_WINDOW_MM {
+            failures.push(format!(
+                "{world}, seed {seed}: travelled {travelled:.0} mm, {rest}, stayed \
+                 within {worst:.0} mm for {WINDOW_S} s from t = {at:.1} s"
+            ));
         }
     }
     println!("C.4 parked at its set point in {parked} of {runs} runs");
@@ -273,36 +286,22 @@ fn cpp_avoid_step(sonar: &[u16; 16]) -> (i16, i16) {
 /// The last stretch of a run in which the C++ avoider's turns are counted, s.
 const DITHER_S: f64 = 20.0;
 
-/// The seeds each world's C++ avoider run is repeated with (its noise, hence its path,
-/// differ).
-const DITHER_SEEDS: u64 = 8;
-
 #[test]
 fn the_2000_cpp_avoider_does_not_dither_for_good_in_any_shipped_world() {
     let mut failures = Vec::new();
-    for path in shipped_worlds() {
-        let world = path.file_name().unwrap().to_string_lossy().into_owned();
-        if !has_sonar(&WorldMap::from_file(&path).unwrap_or_else(|e| panic!("{e}"))) {
-            continue; // the TurtleBot-like robot: the laser avoider's world
-        }
-        for seed in 0..DITHER_SEEDS {
-            let map = WorldMap::from_file(&path)
-                .unwrap_or_else(|e| panic!("{e}"))
-                .with_seed(seed);
-            let run = Run::drive(SimWorld::new(Arc::new(map)), cpp_avoid_step);
-            let (reversals, turning) = run.late_reversals();
-            println!(
-                "C++ 2000 avoider in {world}, seed {seed}: in the last {DITHER_S} s, {turning} \
-                 rounds turning, {reversals} reversals of the turn"
-            );
-            // Dithering for good: the turn flipping in most rounds of the run's end, as
-            // it does when the two sides' sums swap order reading by reading. Turning one
-            // way, then the other once the view has changed, is a decision.
-            if reversals * 2 > turning && reversals >= 10 {
-                failures.push(format!(
-                    "{world}, seed {seed}: {reversals} reversals in {turning} rounds of turning"
-                ));
-            }
+    for (world, seed, run) in seeded_sonar_runs(cpp_avoid_step) {
+        let (reversals, turning) = run.late_reversals();
+        println!(
+            "C++ 2000 avoider in {world}, seed {seed}: in the last {DITHER_S} s, {turning} \
+             rounds turning, {reversals} reversals of the turn"
+        );
+        // Dithering for good: the turn flipping in most rounds of the run's end, as
+        // it does when the two sides' sums swap order reading by reading. Turning one
+        // way, then the other once the view has changed, is a decision.
+        if reversals * 2 > turning && reversals >= 10 {
+            failures.push(format!(
+                "{world}, seed {seed}: {reversals} reversals in {turning} rounds of turning"
+            ));
         }
     }
     assert!(failures.is_empty(), "dithering:\n{}", failures.join("\n"));
