@@ -313,9 +313,14 @@ motors_on = true
         cfg.write(section + text)
         cfg.close()
         self.cfg, self.text = cfg.name, section + text
+        self.start("--config", cfg.name)
+
+    def start(self, *args):
+        """Runs the player binary (`PLAYER_BIN`, else the debug build) with `args`, keeps
+        its log lines and opens the Zenoh session to it."""
         binary = os.environ.get("PLAYER_BIN") or os.path.join(ROOT, "target", "debug", "player")
         self.proc = subprocess.Popen(
-            [binary, "--config", cfg.name], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            [binary, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
         self.log = []
         threading.Thread(
@@ -741,18 +746,7 @@ class StageWorld(Player):
             f.write(f'[ros2]\nenabled = true\nlisten = ["tcp/127.0.0.1:{self.zport}"]\n'
                     f'write = true\n[[robot]]\nbind = "127.0.0.1"\nweb_port = 0\n'
                     '[[robot.driver]]\ndriver = "sim"\ndevices = ["p", "s"]\n')
-        binary = os.environ.get("PLAYER_BIN") or os.path.join(ROOT, "target", "debug", "player")
-        self.proc = subprocess.Popen(
-            [binary, "--config", cfg, "-stage", world, "-gp", "0"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        self.log = []
-        threading.Thread(
-            target=lambda: [self.log.append(l.decode(errors="replace")) for l in self.proc.stderr],
-            daemon=True,
-        ).start()
-        self.session = self.connect()
+        self.start("--config", cfg, "-stage", world, "-gp", "0")
 
     def stop(self):
         try:
