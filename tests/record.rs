@@ -694,3 +694,57 @@ fn a_recording_has_message_indexes_a_summary_and_log_times_from_one_clock() {
     }
     assert!(channels.contains("/pioneer/laser") && channels.contains("/pioneer/l"));
 }
+
+#[test]
+fn each_robot_of_a_world_is_recorded_under_its_own_name_with_its_own_commands() {
+    // Three robots of one world in one process, one recorder: the registries' messages do
+    // not name the robot, so what each robot's tap passes on must land on its own topics.
+    let file = scratch("world").join("world.mcap");
+    let world = concat!(env!("CARGO_MANIFEST_DIR"), "/config/worlds/arena.toml");
+    let args: Vec<String> = ["-stage", world, "-gp", "0", "-record"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([file.display().to_string()])
+        .collect();
+    let settings = match player::parse_args(&args) {
+        Ok(player::settings::Invocation::Run { settings, .. }) => *settings,
+        other => panic!("{other:?}"),
+    };
+    let server = TestServer::start(settings, player::builtin_catalog());
+    assert_eq!(server.addrs().len(), 3);
+    // Only the right follower (the third robot) is driven, and given the motor config.
+    let sent = drive_for(server.addrs()[2], Duration::from_secs(2));
+    server.shutdown();
+
+    let bytes = std::fs::read(&file).unwrap();
+    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    let mut farthest: BTreeMap<String, i32> = BTreeMap::new();
+    for m in mcap::MessageStream::new(&bytes).unwrap() {
+        let m = m.unwrap();
+        let topic = m.channel.topic.clone();
+        *count.entry(topic.clone()).or_default() += 1;
+        if topic.ends_with("/p") {
+            let p = player_proto::data::Position::decode(&m.data).unwrap();
+            let far = farthest.entry(topic).or_default();
+            *far = (*far).max(p.x.abs().max(p.y.abs()));
+        }
+    }
+    let n = |t: &str| count.get(t).copied().unwrap_or(0);
+    for robot in ["leader", "left", "right"] {
+        for topic in ["p", "s", "l", "laser", "tf"] {
+            let topic = format!("/{robot}/{topic}");
+            assert!(n(&topic) > 0, "nothing on {topic}: {count:?}");
+        }
+    }
+    assert!(
+        n("/right/p/cmd") >= sent / 2,
+        "{sent} commands sent: {count:?}"
+    );
+    assert_eq!(n("/right/p/cfg"), 1, "{count:?}");
+    for robot in ["leader", "left"] {
+        assert_eq!(n(&format!("/{robot}/p/cmd")), 0, "{count:?}");
+        assert_eq!(n(&format!("/{robot}/p/cfg")), 0, "{count:?}");
+        assert_eq!(farthest[&format!("/{robot}/p")], 0, "{farthest:?}");
+    }
+    assert!(farthest["/right/p"] > 100, "{farthest:?}");
+}

@@ -13,9 +13,11 @@
 //! [`Holdings`] is the bookkeeping every front end needs to hold devices at a registry:
 //! the access wanted per device, the `Subscribe`/`Unsubscribe` sent when it changes, and
 //! replies to requests a later change superseded told apart from current ones, and
-//! leaving. Its pure part is [`Wants`].
+//! leaving. Its pure part is [`Wants`]. A front end that serves several robots with one
+//! actor tells them apart through a [`tap::RobotTap`] per robot.
 
 pub mod bridge;
+pub mod tap;
 
 use crate::access::{AccessSettings, Policy};
 use crate::registry::{Disconnect, Registry, SessionId, Subscribe, Unsubscribe};

@@ -38,6 +38,7 @@ use actix::prelude::*;
 pub use layout::{RAW_ENCODING, RAW_SCHEMA_ENCODING};
 use mcap::records::MessageHeader;
 use mcap::{WriteOptions, Writer};
+use player_core::frontend::tap::{RobotTap, Tagged};
 use player_core::frontend::{Access, Asked, Change, FrontEnd, FrontEndContext, Holdings};
 use player_core::registry::{Registry, SessionId, Tap};
 pub use player_core::registry::{Sent, Tapped};
@@ -323,6 +324,10 @@ struct Output {
     pending: u64,
 }
 
+/// The schema data of every device's configs channel.
+const CONFIG_LAYOUT: &[u8] =
+    b"Player 0.7.4a config: u8 config code, then its arguments, as received.";
+
 /// The schema name of a device's raw channel.
 fn schema_name(code: u8, what: &str) -> String {
     match device::name(code) {
@@ -376,64 +381,33 @@ impl Output {
                     meta.insert("command_size".to_string(), n.to_string());
                 }
                 let topic = format!("/{}/{c}", src.robot);
+                let mut add = |stream, schema: (&str, &str, &[u8]), topic: &str, encoding: &str| {
+                    let id = declare(&mut writer, schema, topic, encoding, &meta).map_err(what)?;
+                    channels.insert((ri, code, stream), id);
+                    Ok::<_, RecordError>(())
+                };
                 if spec.readable {
-                    let schema = writer
-                        .add_schema(
-                            &schema_name(code, "data"),
-                            RAW_SCHEMA_ENCODING,
-                            layout::layout(code).as_bytes(),
-                        )
-                        .map_err(what)?;
-                    let id = writer
-                        .add_channel(schema, &topic, RAW_ENCODING, &meta)
-                        .map_err(what)?;
-                    channels.insert((ri, code, Stream::Data), id);
-                    if settings.foxglove {
-                        for f in foxglove_channels(code) {
-                            let e = settings.foxglove_encoding.for_channel(f);
-                            let schema = writer
-                                .add_schema(
-                                    f.schema_name,
-                                    e.schema_encoding(),
-                                    &e.schema_data(f.schema_name),
-                                )
-                                .map_err(what)?;
-                            let id = writer
-                                .add_channel(
-                                    schema,
-                                    &format!("/{}{}", src.robot, f.topic),
-                                    e.name(),
-                                    &meta,
-                                )
-                                .map_err(what)?;
-                            channels.insert((ri, code, Stream::Foxglove(f.id)), id);
-                        }
+                    let (name, layout) = (schema_name(code, "data"), layout::layout(code));
+                    let schema = (&name[..], RAW_SCHEMA_ENCODING, layout.as_bytes());
+                    add(Stream::Data, schema, &topic, RAW_ENCODING)?;
+                    for f in foxglove_channels(code).filter(|_| settings.foxglove) {
+                        let e = settings.foxglove_encoding.for_channel(f);
+                        let data = e.schema_data(f.schema_name);
+                        let schema = (f.schema_name, e.schema_encoding(), &data[..]);
+                        let topic = format!("/{}{}", src.robot, f.topic);
+                        add(Stream::Foxglove(f.id), schema, &topic, e.name())?;
                     }
                 }
                 if spec.command_size.is_some() {
-                    let schema = writer
-                        .add_schema(
-                            &schema_name(code, "command"),
-                            RAW_SCHEMA_ENCODING,
-                            layout::command_layout(code).as_bytes(),
-                        )
-                        .map_err(what)?;
-                    let id = writer
-                        .add_channel(schema, &format!("{topic}/cmd"), RAW_ENCODING, &meta)
-                        .map_err(what)?;
-                    channels.insert((ri, code, Stream::Sent(Sent::Command)), id);
+                    let (name, layout) =
+                        (schema_name(code, "command"), layout::command_layout(code));
+                    let schema = (&name[..], RAW_SCHEMA_ENCODING, layout.as_bytes());
+                    let topic = format!("{topic}/cmd");
+                    add(Stream::Sent(Sent::Command), schema, &topic, RAW_ENCODING)?;
                 }
-                let schema = writer
-                    .add_schema(
-                        "player.config",
-                        RAW_SCHEMA_ENCODING,
-                        b"Player 0.7.4a config: u8 config code, then its arguments, as received.",
-                    )
-                    .map_err(what)?;
-                let id = writer
-                    .add_channel(schema, &format!("{topic}/cfg"), RAW_ENCODING, &meta)
-                    .map_err(what)?;
-                channels.insert((ri, code, Stream::Sent(Sent::Config)), id);
+                let schema = ("player.config", RAW_SCHEMA_ENCODING, CONFIG_LAYOUT);
+                let topic = format!("{topic}/cfg");
+                add(Stream::Sent(Sent::Config), schema, &topic, RAW_ENCODING)?;
             }
         }
         // No flush here: the schemas and channels go in the first chunk with the first
@@ -454,33 +428,23 @@ impl Output {
     }
 }
 
+/// Declares a channel on `topic` in message `encoding` and its `schema` (name, encoding,
+/// data; the writer declares a schema once however many channels name it); returns the
+/// channel's id.
+fn declare(
+    writer: &mut Writer<CountingFile>,
+    (name, schema_encoding, data): (&str, &str, &[u8]),
+    topic: &str,
+    encoding: &str,
+    meta: &BTreeMap<String, String>,
+) -> Result<u16, mcap::McapError> {
+    let schema = writer.add_schema(name, schema_encoding, data)?;
+    writer.add_channel(schema, topic, encoding, meta)
+}
+
 /// Nanoseconds since the Unix epoch.
 fn nanos(t: Timestamp) -> u64 {
     u64::from(t.sec) * 1_000_000_000 + u64::from(t.usec) * 1000
-}
-
-/// Readings of one robot, forwarded by its [`RobotTap`].
-#[derive(Message)]
-#[rtype(result = "()")]
-struct Readings {
-    robot: usize,
-    batch: Arc<[DeviceData]>,
-}
-
-/// A reading of one robot, forwarded by its [`RobotTap`].
-#[derive(Message)]
-#[rtype(result = "()")]
-struct Reading {
-    robot: usize,
-    data: DeviceData,
-}
-
-/// A command or config of one robot, forwarded by its [`RobotTap`].
-#[derive(Message)]
-#[rtype(result = "()")]
-struct SentTo {
-    robot: usize,
-    sent: Tapped,
 }
 
 /// Server → recorder: stop recording; unsubscribe, finish the file (summary and footer),
@@ -489,56 +453,12 @@ struct SentTo {
 #[rtype(result = "RecordStats")]
 pub struct Finish;
 
-/// The recorder's subscriber of one robot: the registry sends readings to a recipient, not
-/// naming the robot, so each robot gets one of these to tag what it receives.
-pub struct RobotTap {
-    robot: usize,
-    recorder: Addr<Recorder>,
-}
-
-impl Actor for RobotTap {
-    type Context = Context<Self>;
-}
-
-impl Handler<DeviceData> for RobotTap {
-    type Result = ();
-
-    fn handle(&mut self, data: DeviceData, _ctx: &mut Self::Context) {
-        self.recorder.do_send(Reading {
-            robot: self.robot,
-            data,
-        });
-    }
-}
-
-impl Handler<DeviceDataBatch> for RobotTap {
-    type Result = ();
-
-    fn handle(&mut self, msg: DeviceDataBatch, _ctx: &mut Self::Context) {
-        self.recorder.do_send(Readings {
-            robot: self.robot,
-            batch: msg.0,
-        });
-    }
-}
-
-impl Handler<Tapped> for RobotTap {
-    type Result = ();
-
-    fn handle(&mut self, sent: Tapped, _ctx: &mut Self::Context) {
-        self.recorder.do_send(SentTo {
-            robot: self.robot,
-            sent,
-        });
-    }
-}
-
 /// The recorder actor (one per server, on its own thread).
 pub struct Recorder {
     settings: RecordSettings,
     path: PathBuf,
     sources: Vec<RecordSource>,
-    taps: Vec<Addr<RobotTap>>,
+    taps: Vec<Addr<RobotTap<Recorder>>>,
     out: Option<Output>,
     file_no: u32,
     stats: RecordStats,
@@ -734,7 +654,7 @@ impl Actor for Recorder {
 /// Handle → recorder: the per-robot taps are running; subscribe to every readable device.
 #[derive(Message)]
 #[rtype(result = "()")]
-struct Begin(Vec<Addr<RobotTap>>);
+struct Begin(Vec<Addr<RobotTap<Recorder>>>);
 
 impl Handler<Begin> for Recorder {
     type Result = ();
@@ -758,29 +678,29 @@ impl Handler<Begin> for Recorder {
     }
 }
 
-impl Handler<Reading> for Recorder {
+impl Handler<Tagged<DeviceData>> for Recorder {
     type Result = ();
 
-    fn handle(&mut self, msg: Reading, _ctx: &mut Self::Context) {
-        self.reading(msg.robot, &msg.data);
+    fn handle(&mut self, msg: Tagged<DeviceData>, _ctx: &mut Self::Context) {
+        self.reading(msg.robot, &msg.message);
     }
 }
 
-impl Handler<Readings> for Recorder {
+impl Handler<Tagged<DeviceDataBatch>> for Recorder {
     type Result = ();
 
-    fn handle(&mut self, msg: Readings, _ctx: &mut Self::Context) {
-        for d in msg.batch.iter() {
+    fn handle(&mut self, msg: Tagged<DeviceDataBatch>, _ctx: &mut Self::Context) {
+        for d in msg.message.0.iter() {
             self.reading(msg.robot, d);
         }
     }
 }
 
-impl Handler<SentTo> for Recorder {
+impl Handler<Tagged<Tapped>> for Recorder {
     type Result = ();
 
-    fn handle(&mut self, msg: SentTo, _ctx: &mut Self::Context) {
-        let t = msg.sent;
+    fn handle(&mut self, msg: Tagged<Tapped>, _ctx: &mut Self::Context) {
+        let t = msg.message;
         self.stats.sent += 1;
         let seq = self.stats.sent as u32;
         self.write(
@@ -810,7 +730,7 @@ impl Handler<Finish> for Recorder {
 /// A running recorder: its address and its thread.
 pub struct RecorderHandle {
     addr: Addr<Recorder>,
-    taps: Vec<Addr<RobotTap>>,
+    taps: Vec<Addr<RobotTap<Recorder>>>,
     arbiter: Arbiter,
 }
 
@@ -851,10 +771,12 @@ impl RecorderHandle {
         };
         let arbiter = Arbiter::new();
         let addr = Recorder::start_in_arbiter(&arbiter.handle(), move |_| recorder);
-        let taps: Vec<Addr<RobotTap>> = (0..robots)
+        let taps: Vec<Addr<RobotTap<Recorder>>> = (0..robots)
             .map(|robot| {
                 let recorder = addr.clone();
-                RobotTap::start_in_arbiter(&arbiter.handle(), move |_| RobotTap { robot, recorder })
+                RobotTap::start_in_arbiter(&arbiter.handle(), move |_| {
+                    RobotTap::new(robot, recorder)
+                })
             })
             .collect();
         addr.do_send(Begin(taps.clone()));

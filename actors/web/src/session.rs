@@ -13,7 +13,7 @@
 //! On an endpoint serving several robots ([`super::world`]) the session keeps what it holds
 //! of each robot apart (a [`RobotState`] per robot it touched: nothing for the others, so
 //! a world of 10 000 robots costs a client nothing until it subscribes), and the readings
-//! and notices of robot `k > 0` come through a [`Tap`] that tags them with `k`.
+//! and notices of robot `k > 0` come through a [`RobotTap`] that tags them with `k`.
 //!
 //! The rest of the protocol (parameters, the connection graph, status conditions, the
 //! server's clock) is in `session/ops.rs`; playback control of a replayed robot in
@@ -31,6 +31,7 @@ use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
 use hyper::upgrade::Upgraded;
 use hyper_util::rt::TokioIo;
+use player_core::frontend::tap::{RobotTap, Tagged};
 use player_core::frontend::{Access, Asked, Change, Holdings};
 use player_core::notice::{kind, Notice};
 use player_core::registry::{
@@ -158,51 +159,10 @@ struct RobotState {
     devices: HashMap<u8, DeviceState>,
     commands: HashMap<u8, Recipient<Command>>,
     /// Where the robot's readings and notices go (robot `k > 0`): tagged with `k`.
-    tap: Option<Addr<Tap>>,
+    tap: Option<Addr<RobotTap<WebSession>>>,
     /// Where its readings wait, newest per device, while only `/robots` reads it (picked
     /// up once a second instead of a message per reading).
     inbox: Arc<Inbox>,
-}
-
-/// A reading, readings or a notice of robot `.0` of the endpoint (through its [`Tap`]).
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Tagged<T>(usize, T);
-
-/// Forwards one robot's readings and notices to a session, tagged with the robot: the
-/// registry's messages do not say which robot they are from. Runs on the session's
-/// thread; ends when the session and the registry let go of it.
-pub struct Tap {
-    robot: usize,
-    session: Addr<WebSession>,
-}
-
-impl Actor for Tap {
-    type Context = Context<Self>;
-}
-
-impl Handler<DeviceData> for Tap {
-    type Result = ();
-
-    fn handle(&mut self, msg: DeviceData, _ctx: &mut Self::Context) {
-        self.session.do_send(Tagged(self.robot, msg));
-    }
-}
-
-impl Handler<DeviceDataBatch> for Tap {
-    type Result = ();
-
-    fn handle(&mut self, msg: DeviceDataBatch, _ctx: &mut Self::Context) {
-        self.session.do_send(Tagged(self.robot, msg));
-    }
-}
-
-impl Handler<Notice> for Tap {
-    type Result = ();
-
-    fn handle(&mut self, msg: Notice, _ctx: &mut Self::Context) {
-        self.session.do_send(Tagged(self.robot, msg));
-    }
 }
 
 /// Per device: what this session asked of the registry and what came of it.
@@ -499,7 +459,9 @@ impl WebSession {
         }
     }
 
-    fn send_text(&mut self, text: String, ctx: &mut Context<Self>) {
+    /// Queues a control message; a client with [`MAX_CONTROL`] waiting already does not
+    /// read at all and is disconnected.
+    fn send_control(&mut self, message: Message, ctx: &mut Context<Self>) {
         let mut out = self.out.borrow_mut();
         if out.control.len() >= MAX_CONTROL {
             drop(out);
@@ -510,26 +472,18 @@ impl WebSession {
             ctx.stop();
             return;
         }
-        out.control.push_back(Message::Text(text.into()));
+        out.control.push_back(message);
         drop(out);
         self.wake.notify_one();
     }
 
+    fn send_text(&mut self, text: String, ctx: &mut Context<Self>) {
+        self.send_control(Message::Text(text.into()), ctx);
+    }
+
     /// Queues a binary control message (a service call response) like a text one.
     fn send_binary_control(&mut self, frame: Bytes, ctx: &mut Context<Self>) {
-        let mut out = self.out.borrow_mut();
-        if out.control.len() >= MAX_CONTROL {
-            drop(out);
-            warn!(
-                self.log,
-                "web client does not read its messages; disconnecting"
-            );
-            ctx.stop();
-            return;
-        }
-        out.control.push_back(Message::Binary(frame));
-        drop(out);
-        self.wake.notify_one();
+        self.send_control(Message::Binary(frame), ctx);
     }
 
     fn status(&mut self, level: Level, message: &str, ctx: &mut Context<Self>) {
@@ -573,13 +527,7 @@ impl WebSession {
                 .get(k)
                 .map(|r| r.registry.clone())
                 .expect("robot index from the endpoint's own list");
-            let tap = (k > 0).then(|| {
-                Tap {
-                    robot: k,
-                    session: ctx.address(),
-                }
-                .start()
-            });
+            let tap = (k > 0).then(|| RobotTap::new(k, ctx.address()).start());
             let recipient = match &tap {
                 Some(t) => t.clone().recipient(),
                 None => ctx.address().recipient(),
@@ -1508,7 +1456,7 @@ impl Handler<Tagged<DeviceData>> for WebSession {
     type Result = ();
 
     fn handle(&mut self, msg: Tagged<DeviceData>, _ctx: &mut Self::Context) {
-        self.on_reading(msg.0, &msg.1);
+        self.on_reading(msg.robot, &msg.message);
     }
 }
 
@@ -1516,8 +1464,8 @@ impl Handler<Tagged<DeviceDataBatch>> for WebSession {
     type Result = ();
 
     fn handle(&mut self, msg: Tagged<DeviceDataBatch>, _ctx: &mut Self::Context) {
-        for d in msg.1 .0.iter() {
-            self.on_reading(msg.0, d);
+        for d in msg.message.0.iter() {
+            self.on_reading(msg.robot, d);
         }
     }
 }
@@ -1535,7 +1483,7 @@ impl Handler<Tagged<Notice>> for WebSession {
     type Result = ();
 
     fn handle(&mut self, msg: Tagged<Notice>, ctx: &mut Self::Context) {
-        self.on_notice(msg.0, msg.1, ctx);
+        self.on_notice(msg.robot, msg.message, ctx);
     }
 }
 
