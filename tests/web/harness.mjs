@@ -158,9 +158,14 @@ export async function spawnPlayer(args, { cwd, ready, what }) {
   };
 }
 
-/** Starts player with `extra` flags; resolves when its web endpoint answers. */
-export async function startPlayer(extra = []) {
-  const [gp, web] = await freePorts(2);
+/**
+ * Starts player with `extra` flags; resolves when its web endpoint answers. `gp` is its
+ * `-gp`; by default a free port. A world of many robots passes 0: each robot then listens
+ * on a port the system picks, where a free first port says nothing of the ports after it.
+ */
+export async function startPlayer(extra = [], { gp } = {}) {
+  const [free, web] = await freePorts(2);
+  gp ??= free;
   const args = ["-gp", String(gp), "-web", String(web), ...extra];
   const player = await spawnPlayer(args, {
     cwd: repo,

@@ -16,7 +16,7 @@ test("on a world's one port the page picks a robot, drives only it and draws the
     world,
     '[world]\nwidth = 30000\nheight = 30000\n[[swarm]]\ncount = 100\nspacing = 1500\nkind = "simple"\n',
   );
-  const player = await startPlayer(["-stage", world]);
+  const player = await startPlayer(["-stage", world], { gp: 0 });
   const chrome = await launchChromium({ viewport: { width: 1280, height: 1000 } });
   const browser = chrome.context;
   try {
