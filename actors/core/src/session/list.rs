@@ -8,7 +8,6 @@ use super::Session;
 use actix::prelude::*;
 use player_kit::driver::{Command, DeviceData, Inbox};
 use player_proto::access;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// One device in the client's list.
@@ -17,7 +16,9 @@ pub(super) struct Slot {
     /// r, w, a, c or e.
     pub(super) access: u8,
     pub(super) readable: bool,
-    pub(super) command: Option<(Recipient<Command>, usize)>,
+    /// Where its commands go and their size, for a device the client may command (boxed:
+    /// most slots are only read).
+    pub(super) command: Option<Box<(Recipient<Command>, usize)>>,
     pub(super) latest: Option<DeviceData>,
     /// Sequence number of the last reading sent to this client.
     pub(super) sent_seq: u64,
@@ -48,27 +49,25 @@ impl Slot {
 pub(super) struct DeviceList {
     /// In the order first requested.
     pub(super) slots: Vec<Slot>,
-    /// Readings that arrived for a device before its grant was applied.
-    early: HashMap<u8, DeviceData>,
+    /// Readings that arrived for a device before its grant was applied, one per device
+    /// (a few at most, and only while grants are applied).
+    early: Vec<DeviceData>,
     /// Devices whose subscription is in flight.
     requesting: Vec<u8>,
     /// Where the drivers leave readings while this session wants no message per reading.
     inbox: Arc<Inbox>,
     /// Whether the inbox was last told to have readings sent as messages.
     inbox_messages: bool,
-    /// The inbox's readings, taken out (kept for its capacity).
-    inbox_buf: Vec<DeviceData>,
 }
 
 impl DeviceList {
     pub(super) fn new() -> Self {
         DeviceList {
             slots: Vec::new(),
-            early: HashMap::new(),
+            early: Vec::new(),
             requesting: Vec::new(),
             inbox: Inbox::new(),
             inbox_messages: true,
-            inbox_buf: Vec::new(),
         }
     }
 
@@ -77,11 +76,10 @@ impl DeviceList {
     pub(super) fn lent(&self) -> Self {
         DeviceList {
             slots: Vec::new(),
-            early: HashMap::new(),
+            early: Vec::new(),
             requesting: Vec::new(),
             inbox: self.inbox.clone(),
             inbox_messages: self.inbox_messages,
-            inbox_buf: Vec::new(),
         }
     }
 
@@ -137,11 +135,15 @@ impl DeviceList {
 
     /// The reading of `dev` that came before its grant, if any (and forgets it).
     pub(super) fn take_early(&mut self, dev: u8) -> Option<DeviceData> {
-        let d = self.early.remove(&dev);
+        let d = self
+            .early
+            .iter()
+            .position(|d| d.device == dev)
+            .map(|i| self.early.swap_remove(i));
         if self.early.is_empty() && self.early.capacity() > 0 {
-            // Early readings come only while grants are applied: the map's room is not
-            // kept for the session's life (a few hundred bytes per client).
-            self.early = HashMap::new();
+            // Early readings come only while grants are applied: their room is not kept
+            // for the session's life.
+            self.early = Vec::new();
         }
         d
     }
@@ -151,30 +153,54 @@ impl DeviceList {
     /// list only if a request for it is in flight (a batch carries devices this client
     /// never asked for).
     pub(super) fn take(&mut self, msg: DeviceData, pending_only: bool) -> Option<bool> {
-        let Some(slot) = self.slots.iter_mut().find(|s| s.code == msg.device) else {
-            if !pending_only || self.requesting.contains(&msg.device) {
-                self.early.insert(msg.device, msg);
-            }
-            return None;
-        };
-        if !slot.reads() {
-            if slot.access != access::CLOSE
-                && (!pending_only || self.requesting.contains(&msg.device))
-            {
-                self.early.insert(msg.device, msg);
-            }
-            return None;
+        take_reading(
+            &mut self.slots,
+            &mut self.early,
+            &self.requesting,
+            msg,
+            pending_only,
+        )
+    }
+}
+
+/// [`DeviceList::take`] on the list's parts (so the inbox can hand readings over while it
+/// is borrowed).
+fn take_reading(
+    slots: &mut [Slot],
+    early: &mut Vec<DeviceData>,
+    requesting: &[u8],
+    msg: DeviceData,
+    pending_only: bool,
+) -> Option<bool> {
+    let Some(slot) = slots.iter_mut().find(|s| s.code == msg.device) else {
+        if !pending_only || requesting.contains(&msg.device) {
+            keep_early(early, msg);
         }
-        if slot
-            .latest
-            .as_ref()
-            .is_some_and(|l| l.seq >= msg.seq && l.seq != 0)
-        {
-            return None;
+        return None;
+    };
+    if !slot.reads() {
+        if slot.access != access::CLOSE && (!pending_only || requesting.contains(&msg.device)) {
+            keep_early(early, msg);
         }
-        let first = slot.latest.is_none();
-        slot.latest = Some(msg);
-        Some(first)
+        return None;
+    }
+    if slot
+        .latest
+        .as_ref()
+        .is_some_and(|l| l.seq >= msg.seq && l.seq != 0)
+    {
+        return None;
+    }
+    let first = slot.latest.is_none();
+    slot.latest = Some(msg);
+    Some(first)
+}
+
+/// Keeps `msg` as its device's early reading, replacing an earlier one.
+fn keep_early(early: &mut Vec<DeviceData>, msg: DeviceData) {
+    match early.iter_mut().find(|d| d.device == msg.device) {
+        Some(d) => *d = msg,
+        None => early.push(msg),
     }
 }
 
@@ -222,20 +248,22 @@ impl DeviceList {
     pub(super) fn drain_inbox(&mut self, schedule: &Schedule) -> bool {
         loop {
             let want = wants_messages(self, schedule);
-            let mut buf = std::mem::take(&mut self.inbox_buf);
-            self.inbox.take(want, &mut buf);
+            let mut changed = false;
+            let DeviceList {
+                slots,
+                early,
+                requesting,
+                inbox,
+                ..
+            } = self;
+            let taken = inbox.take_each(want, |d| {
+                changed |= take_reading(slots, early, requesting, d, true)
+                    .is_some_and(|first| schedule.reading_matters(first));
+            });
             self.inbox_messages = want;
-            if buf.is_empty() {
-                self.inbox_buf = buf;
+            if taken == 0 {
                 return false;
             }
-            let mut changed = false;
-            for d in buf.drain(..) {
-                changed |= self
-                    .take(d, true)
-                    .is_some_and(|first| schedule.reading_matters(first));
-            }
-            self.inbox_buf = buf;
             if changed {
                 return true;
             }
