@@ -148,7 +148,12 @@ impl InboxState {
                     *x = d.clone();
                 }
             }
-            None => self.readings.push(d.clone()),
+            None => {
+                // Room for exactly the devices seen (a session reads a few; growth by
+                // doubling would leave a slot or more unused for the session's life).
+                self.readings.reserve_exact(1);
+                self.readings.push(d.clone());
+            }
         }
     }
 }
@@ -1060,12 +1065,16 @@ mod tests {
             );
         }
         p.publish(b'p', Bytes::from_static(&[8]));
+        // Room for the two devices seen, no more.
+        assert_eq!(inbox.lock().readings.capacity(), 2);
         let mut got = Vec::new();
         let n = inbox.take_each(false, |d| got.push((d.device, d.data[0])));
         got.sort();
         assert_eq!((n, got), (2, vec![(b'p', 8), (b's', 4)]));
-        // Taken once: nothing is left, and readings still wait while no message is wanted.
+        // Taken once: nothing is left (the room stays for the next readings), and readings
+        // still wait while no message is wanted.
         assert_eq!(inbox.take_each(false, |_| panic!("taken twice")), 0);
+        assert_eq!(inbox.lock().readings.capacity(), 2);
         p.publish(b's', Bytes::from_static(&[9]));
         let mut got = Vec::new();
         assert_eq!(inbox.take_each(true, |d| got.push(d.data[0])), 1);
