@@ -321,7 +321,7 @@ impl Holdings {
                     read: access.read,
                     write: access.write,
                     recipient: recipient(),
-                    client: self.client.clone(),
+                    client: self.client.as_str().into(),
                 }),
             })),
         }

@@ -72,15 +72,49 @@ pub struct DeviceDataBatch(pub Arc<[DeviceData]>);
 /// Cloning one is cheap and allocates nothing: a session subscribes to each of its devices
 /// with clones of one recipient, which the registry and each driver keep (an actix
 /// recipient's own clone allocates a sender of its own, several per device per session).
+/// Both kinds of message go to one address of the actor (one sender, not one per kind),
+/// shared by every copy.
 #[derive(Clone)]
 pub struct DataRecipient {
-    /// For [`DeviceData`].
-    pub single: Arc<Recipient<DeviceData>>,
-    /// For [`DeviceDataBatch`].
-    pub batch: Arc<Recipient<DeviceDataBatch>>,
+    /// Where messages go.
+    to: Arc<dyn DataSink>,
     /// When set, readings are left here instead of sent while the session says it needs no
     /// message (see [`Inbox`]).
     pub inbox: Option<Arc<Inbox>>,
+}
+
+/// An actor's address that takes both kinds of data message.
+trait DataSink: Send + Sync {
+    fn single(&self, d: DeviceData);
+    fn batch(&self, b: DeviceDataBatch);
+}
+
+impl<A> DataSink for Addr<A>
+where
+    A: Actor + Handler<DeviceData> + Handler<DeviceDataBatch>,
+    A::Context: actix::dev::ToEnvelope<A, DeviceData> + actix::dev::ToEnvelope<A, DeviceDataBatch>,
+{
+    fn single(&self, d: DeviceData) {
+        self.do_send(d);
+    }
+
+    fn batch(&self, b: DeviceDataBatch) {
+        self.do_send(b);
+    }
+}
+
+impl DataRecipient {
+    /// Sends one reading as a message.
+    #[inline]
+    pub fn send_single(&self, d: DeviceData) {
+        self.to.single(d);
+    }
+
+    /// Sends a batch as a message.
+    #[inline]
+    pub fn send_batch(&self, b: DeviceDataBatch) {
+        self.to.batch(b);
+    }
 }
 
 /// A session's newest-wins shelf for readings it will pick up on its own schedule.
@@ -114,7 +148,12 @@ impl InboxState {
                     *x = d.clone();
                 }
             }
-            None => self.readings.push(d.clone()),
+            None => {
+                // Room for exactly the devices seen (a session reads a few; growth by
+                // doubling would leave a slot or more unused for the session's life).
+                self.readings.reserve_exact(1);
+                self.readings.push(d.clone());
+            }
         }
     }
 }
@@ -175,6 +214,19 @@ impl Inbox {
         into.clear();
         std::mem::swap(&mut s.readings, into);
     }
+
+    /// Owner side: hands every reading kept so far to `f` and sets whether readings come
+    /// as messages from now on, all under the inbox's lock (so a batch is seen whole or not
+    /// at all); returns how many there were. Unlike [`Inbox::take`] the owner keeps no
+    /// buffer of its own: the shelf keeps its room for the next readings, and only it.
+    /// `f` must not use this inbox.
+    pub fn take_each(&self, messages: bool, f: impl FnMut(DeviceData)) -> usize {
+        let mut s = self.lock();
+        s.messages = messages;
+        let n = s.readings.len();
+        s.readings.drain(..).for_each(f);
+        n
+    }
 }
 
 impl DataRecipient {
@@ -186,8 +238,7 @@ impl DataRecipient {
             actix::dev::ToEnvelope<A, DeviceData> + actix::dev::ToEnvelope<A, DeviceDataBatch>,
     {
         DataRecipient {
-            single: Arc::new(addr.clone().recipient()),
-            batch: Arc::new(addr.clone().recipient()),
+            to: Arc::new(addr.clone()),
             inbox: None,
         }
     }
@@ -782,7 +833,7 @@ impl Publisher {
         match (msg.recipient, at) {
             (Some(r), at) => {
                 if let Some(latest) = &ch.latest {
-                    r.single.do_send(latest.clone());
+                    r.send_single(latest.clone());
                 }
                 match at {
                     Some(i) => ch.recipients[i].1 = r,
@@ -808,7 +859,7 @@ impl Publisher {
             if r.inbox.as_ref().is_some_and(|i| i.offer(&msg)) {
                 continue;
             }
-            r.single.do_send(msg.clone());
+            r.send_single(msg.clone());
         }
     }
 
@@ -847,7 +898,7 @@ impl Publisher {
             if shelvable && r.inbox.as_ref().is_some_and(|i| i.offer_all(&batch, mask)) {
                 continue;
             }
-            r.batch.do_send(DeviceDataBatch(batch.clone()));
+            r.send_batch(DeviceDataBatch(batch.clone()));
         }
     }
 
@@ -991,6 +1042,56 @@ mod tests {
         let seen = seen.lock().unwrap();
         assert_eq!(seen.batches, vec![vec![b'p']]);
         assert_eq!(seen.singles, vec![b'p']);
+    }
+
+    #[actix_rt::test]
+    async fn take_each_hands_over_the_newest_reading_per_device_once_and_sets_the_switch() {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let inbox = Inbox::new();
+        let r = DataRecipient::with_inbox(&Collector(seen.clone()).start(), inbox.clone());
+        let mut p = Publisher::new();
+        for device in [b'p', b's'] {
+            p.set_subscribers(Subscribers {
+                device,
+                session: SessionId::from(1),
+                recipient: Some(r.clone()),
+            });
+        }
+        assert_eq!(inbox.take_each(false, |_| panic!("nothing shelved yet")), 0);
+        for v in 2..5u8 {
+            p.publish_batch(
+                vec![(b'p', Bytes::from(vec![v])), (b's', Bytes::from(vec![v]))],
+                Timestamp::now(),
+            );
+        }
+        p.publish(b'p', Bytes::from_static(&[8]));
+        // Room for the two devices seen, no more.
+        assert_eq!(inbox.lock().readings.capacity(), 2);
+        let mut got = Vec::new();
+        let n = inbox.take_each(false, |d| got.push((d.device, d.data[0])));
+        got.sort();
+        assert_eq!((n, got), (2, vec![(b'p', 8), (b's', 4)]));
+        // Taken once: nothing is left (the room stays for the next readings), and readings
+        // still wait while no message is wanted.
+        assert_eq!(inbox.take_each(false, |_| panic!("taken twice")), 0);
+        assert_eq!(inbox.lock().readings.capacity(), 2);
+        p.publish(b's', Bytes::from_static(&[9]));
+        let mut got = Vec::new();
+        assert_eq!(inbox.take_each(true, |d| got.push(d.data[0])), 1);
+        assert_eq!(got, vec![9]);
+        // Wanting messages: the next reading is a message, not shelved.
+        p.publish(b'p', Bytes::from_static(&[7]));
+        assert_eq!(
+            inbox.take_each(true, |_| panic!("shelved a wanted message")),
+            0
+        );
+        for _ in 0..400 {
+            if !seen.lock().unwrap().singles.is_empty() {
+                break;
+            }
+            actix_rt::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert_eq!(seen.lock().unwrap().singles, vec![b'p']);
     }
 
     #[actix_rt::test]

@@ -146,8 +146,8 @@ pub struct Subscribe {
     pub write: bool,
     /// Where the device's data goes.
     pub recipient: DataRecipient,
-    /// The client's address, for log lines.
-    pub client: String,
+    /// The client's address, for log lines (shared by the subscriptions of one request).
+    pub client: Arc<str>,
 }
 
 /// Session → registry: the session no longer holds the device (it closed it).
@@ -739,7 +739,7 @@ impl Handler<ReadDevice> for Registry {
             read: true,
             write: false,
             recipient: msg.recipient,
-            client: format!("driver reader {}", msg.session),
+            client: format!("driver reader {}", msg.session).into(),
         };
         Box::pin(
             <Self as Handler<Subscribe>>::handle(self, subscribe, ctx).map(|r, _, _| r.map(|_| ())),

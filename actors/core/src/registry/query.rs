@@ -91,7 +91,7 @@ impl Handler<ListHolders> for Registry {
                         let h = d.holders.get(&s)?;
                         Some(HolderEntry {
                             session: s,
-                            client: h.client.clone(),
+                            client: h.client.to_string(),
                             read: h.read,
                             write: h.write,
                         })

@@ -37,7 +37,7 @@ pub(super) struct Holder {
     pub hold: Option<std::time::Duration>,
     /// Who holds it, as its front end names it (a TCP client's address, `web ...`,
     /// `zenoh`, `ros2`, `recorder`), for the connection graph.
-    pub client: String,
+    pub client: std::sync::Arc<str>,
 }
 
 /// The sessions holding one device, by session id: a vector kept sorted, which holds

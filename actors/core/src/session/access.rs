@@ -105,9 +105,13 @@ impl Session {
                 None => finals.push((dev, new)),
             }
         }
-        // Net changes, in order of first appearance.
-        let mut calls = Vec::new();
+        // Net changes, in order of first appearance: (device, access, whether the registry
+        // was asked), and the registry's answers to come, in the same order.
+        let mut calls: Vec<(u8, u8, bool)> = Vec::new();
+        let mut asked = Vec::new();
         let recipient = DataRecipient::with_inbox(&ctx.address(), self.list.inbox());
+        // One name for the registry's holders of every device asked for here.
+        let client: std::sync::Arc<str> = self.conn.client().into();
         for &(dev, new) in &finals {
             let cur = self.list.access_of(dev);
             // Unchanged (a device not listed before stays unlisted: `new` is `None` only then).
@@ -130,7 +134,7 @@ impl Session {
                         read: matches!(new, access::READ | access::ALL),
                         write: matches!(new, access::WRITE | access::ALL),
                         recipient: recipient.clone(),
-                        client: self.conn.client.clone(),
+                        client: client.clone(),
                     }))
                 }
                 access::CLOSE => {
@@ -142,28 +146,25 @@ impl Session {
                 }
                 _ => continue,
             };
-            if call.is_some() {
+            let was_asked = call.is_some();
+            if let Some(call) = call {
                 self.list.requesting(dev);
+                asked.push(call);
             }
-            calls.push((dev, new, call));
+            calls.push((dev, new, was_asked));
         }
-        let futs: Vec<_> = calls
-            .into_iter()
-            .map(|(dev, new, call)| async move {
-                let r = match call {
-                    Some(c) => Some(c.await),
-                    None => None,
-                };
-                (dev, new, r)
-            })
-            .collect();
+        // The requests themselves are awaited together (each small: no per-device future
+        // around them, which while thousands of clients connect at once is most of what
+        // a session holds).
         Box::pin(
-            futures::future::join_all(futs)
+            futures::future::join_all(asked)
                 .into_actor(self)
-                .map(move |results, act, ctx| {
+                .map(move |answers, act, ctx| {
                     act.unpark(ctx);
                     act.list.answered();
-                    for (dev, new, r) in results {
+                    let mut answers = answers.into_iter();
+                    for (dev, new, was_asked) in calls {
+                        let r = if was_asked { answers.next() } else { None };
                         if let Some(why) = act.apply_grant(dev, new, r) {
                             refused.push((dev, why));
                         }
@@ -222,7 +223,7 @@ impl Session {
             Some(Ok(Ok(grant))) => {
                 slot.access = new;
                 slot.readable = grant.spec.readable;
-                slot.command = grant.command.zip(grant.spec.command_size);
+                slot.command = grant.command.zip(grant.spec.command_size).map(Box::new);
                 if matches!(new, access::WRITE | access::ALL) && grant.spec.command_size.is_none() {
                     info!(self.conn.log, "write access granted to a device that takes no commands; its commands will be ignored"; "device" => player_kit::log::device(dev));
                 }
@@ -263,9 +264,9 @@ impl Session {
                 esc(dev)
             )),
             Some(Slot {
-                command: Some((recipient, size)),
-                ..
+                command: Some(to), ..
             }) => {
+                let (recipient, size) = &**to;
                 if payload.len() == *size {
                     recipient.do_send(Command {
                         device: dev,

@@ -32,7 +32,7 @@ impl Session {
             let fut = self.conn.registry.send(RouteConfig {
                 device: dev,
                 payload,
-                client: self.conn.client.clone(),
+                client: self.conn.client(),
             });
             ctx.spawn(fut.into_actor(self).map(move |r, act, ctx| {
                 act.unpark(ctx);

@@ -29,7 +29,7 @@ impl Session {
         if latch || self.rights.may_write() {
             self.conn.registry.do_send(EStop {
                 latch,
-                client: self.conn.client.clone(),
+                client: self.conn.client(),
             });
             return;
         }

@@ -8,7 +8,6 @@ use super::Session;
 use actix::prelude::*;
 use player_kit::driver::{Command, DeviceData, Inbox};
 use player_proto::access;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// One device in the client's list.
@@ -17,7 +16,9 @@ pub(super) struct Slot {
     /// r, w, a, c or e.
     pub(super) access: u8,
     pub(super) readable: bool,
-    pub(super) command: Option<(Recipient<Command>, usize)>,
+    /// Where its commands go and their size, for a device the client may command (boxed:
+    /// most slots are only read).
+    pub(super) command: Option<Box<(Recipient<Command>, usize)>>,
     pub(super) latest: Option<DeviceData>,
     /// Sequence number of the last reading sent to this client.
     pub(super) sent_seq: u64,
@@ -48,27 +49,22 @@ impl Slot {
 pub(super) struct DeviceList {
     /// In the order first requested.
     pub(super) slots: Vec<Slot>,
-    /// Readings that arrived for a device before its grant was applied.
-    early: HashMap<u8, DeviceData>,
-    /// Devices whose subscription is in flight.
-    requesting: Vec<u8>,
+    /// Subscriptions in flight and readings that came before their grants: made when the
+    /// first is asked for and let go once all are answered and applied.
+    pending: Option<Box<Pending>>,
     /// Where the drivers leave readings while this session wants no message per reading.
     inbox: Arc<Inbox>,
     /// Whether the inbox was last told to have readings sent as messages.
     inbox_messages: bool,
-    /// The inbox's readings, taken out (kept for its capacity).
-    inbox_buf: Vec<DeviceData>,
 }
 
 impl DeviceList {
     pub(super) fn new() -> Self {
         DeviceList {
             slots: Vec::new(),
-            early: HashMap::new(),
-            requesting: Vec::new(),
+            pending: None,
             inbox: Inbox::new(),
             inbox_messages: true,
-            inbox_buf: Vec::new(),
         }
     }
 
@@ -77,11 +73,9 @@ impl DeviceList {
     pub(super) fn lent(&self) -> Self {
         DeviceList {
             slots: Vec::new(),
-            early: HashMap::new(),
-            requesting: Vec::new(),
+            pending: None,
             inbox: self.inbox.clone(),
             inbox_messages: self.inbox_messages,
-            inbox_buf: Vec::new(),
         }
     }
 
@@ -122,28 +116,49 @@ impl DeviceList {
 
     /// A subscription to `dev` is in flight.
     pub(super) fn requesting(&mut self, dev: u8) {
-        self.requesting.push(dev);
+        self.pending
+            .get_or_insert_with(Default::default)
+            .requesting
+            .push(dev);
     }
 
     /// The subscriptions in flight have been answered.
     pub(super) fn answered(&mut self) {
-        self.requesting.clear();
+        if let Some(p) = &mut self.pending {
+            p.requesting.clear();
+        }
+        self.let_pending_go();
     }
 
     /// Whether a subscription is in flight.
     pub(super) fn awaiting_grants(&self) -> bool {
-        !self.requesting.is_empty()
+        self.pending
+            .as_ref()
+            .is_some_and(|p| !p.requesting.is_empty())
     }
 
     /// The reading of `dev` that came before its grant, if any (and forgets it).
     pub(super) fn take_early(&mut self, dev: u8) -> Option<DeviceData> {
-        let d = self.early.remove(&dev);
-        if self.early.is_empty() && self.early.capacity() > 0 {
-            // Early readings come only while grants are applied: the map's room is not
-            // kept for the session's life (a few hundred bytes per client).
-            self.early = HashMap::new();
-        }
+        let p = self.pending.as_mut()?;
+        let d = p
+            .early
+            .iter()
+            .position(|d| d.device == dev)
+            .map(|i| p.early.swap_remove(i));
+        self.let_pending_go();
         d
+    }
+
+    /// Drops the pending state once nothing is in flight or early: it exists only while
+    /// grants are asked for and applied, not for the session's life.
+    fn let_pending_go(&mut self) {
+        if self
+            .pending
+            .as_ref()
+            .is_some_and(|p| p.requesting.is_empty() && p.early.is_empty())
+        {
+            self.pending = None;
+        }
     }
 
     /// Takes one reading. `Some(first)`: it is now its device's newest (`first`: the
@@ -151,30 +166,62 @@ impl DeviceList {
     /// list only if a request for it is in flight (a batch carries devices this client
     /// never asked for).
     pub(super) fn take(&mut self, msg: DeviceData, pending_only: bool) -> Option<bool> {
-        let Some(slot) = self.slots.iter_mut().find(|s| s.code == msg.device) else {
-            if !pending_only || self.requesting.contains(&msg.device) {
-                self.early.insert(msg.device, msg);
-            }
-            return None;
-        };
-        if !slot.reads() {
-            if slot.access != access::CLOSE
-                && (!pending_only || self.requesting.contains(&msg.device))
-            {
-                self.early.insert(msg.device, msg);
-            }
-            return None;
-        }
-        if slot
-            .latest
+        take_reading(&mut self.slots, &mut self.pending, msg, pending_only)
+    }
+}
+
+/// What a session has while it asks the registry for devices.
+#[derive(Default)]
+struct Pending {
+    /// Readings that arrived for a device before its grant was applied, one per device.
+    early: Vec<DeviceData>,
+    /// Devices whose subscription is in flight.
+    requesting: Vec<u8>,
+}
+
+/// [`DeviceList::take`] on the list's parts (so the inbox can hand readings over while it
+/// is borrowed).
+fn take_reading(
+    slots: &mut [Slot],
+    pending: &mut Option<Box<Pending>>,
+    msg: DeviceData,
+    pending_only: bool,
+) -> Option<bool> {
+    let requested = |pending: &Option<Box<Pending>>| {
+        pending
             .as_ref()
-            .is_some_and(|l| l.seq >= msg.seq && l.seq != 0)
-        {
-            return None;
+            .is_some_and(|p| p.requesting.contains(&msg.device))
+    };
+    let Some(slot) = slots.iter_mut().find(|s| s.code == msg.device) else {
+        if !pending_only || requested(pending) {
+            keep_early(pending, msg);
         }
-        let first = slot.latest.is_none();
-        slot.latest = Some(msg);
-        Some(first)
+        return None;
+    };
+    if !slot.reads() {
+        if slot.access != access::CLOSE && (!pending_only || requested(pending)) {
+            keep_early(pending, msg);
+        }
+        return None;
+    }
+    if slot
+        .latest
+        .as_ref()
+        .is_some_and(|l| l.seq >= msg.seq && l.seq != 0)
+    {
+        return None;
+    }
+    let first = slot.latest.is_none();
+    slot.latest = Some(msg);
+    Some(first)
+}
+
+/// Keeps `msg` as its device's early reading, replacing an earlier one.
+fn keep_early(pending: &mut Option<Box<Pending>>, msg: DeviceData) {
+    let early = &mut pending.get_or_insert_with(Default::default).early;
+    match early.iter_mut().find(|d| d.device == msg.device) {
+        Some(d) => *d = msg,
+        None => early.push(msg),
     }
 }
 
@@ -222,20 +269,21 @@ impl DeviceList {
     pub(super) fn drain_inbox(&mut self, schedule: &Schedule) -> bool {
         loop {
             let want = wants_messages(self, schedule);
-            let mut buf = std::mem::take(&mut self.inbox_buf);
-            self.inbox.take(want, &mut buf);
+            let mut changed = false;
+            let DeviceList {
+                slots,
+                pending,
+                inbox,
+                ..
+            } = self;
+            let taken = inbox.take_each(want, |d| {
+                changed |= take_reading(slots, pending, d, true)
+                    .is_some_and(|first| schedule.reading_matters(first));
+            });
             self.inbox_messages = want;
-            if buf.is_empty() {
-                self.inbox_buf = buf;
+            if taken == 0 {
                 return false;
             }
-            let mut changed = false;
-            for d in buf.drain(..) {
-                changed |= self
-                    .take(d, true)
-                    .is_some_and(|first| schedule.reading_matters(first));
-            }
-            self.inbox_buf = buf;
             if changed {
                 return true;
             }
@@ -245,5 +293,43 @@ impl DeviceList {
     /// Whether the inbox was last told to have readings sent as messages.
     pub(super) fn inbox_messages(&self) -> bool {
         self.inbox_messages
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use player_kit::driver::Timestamp;
+
+    fn reading(device: u8, seq: u64) -> DeviceData {
+        DeviceData {
+            device,
+            data: Bytes::from_static(&[1]),
+            timestamp: Timestamp { sec: 0, usec: 0 },
+            seq,
+        }
+    }
+
+    #[test]
+    fn a_reading_before_its_grant_waits_for_it_and_the_wait_leaves_nothing_behind() {
+        let mut l = DeviceList::new();
+        l.requesting(b'p');
+        assert!(l.awaiting_grants());
+        // In a batch: kept for a device asked for, dropped for one that was not.
+        assert_eq!(l.take(reading(b'p', 1), true), None);
+        assert_eq!(l.take(reading(b'p', 2), true), None);
+        assert_eq!(l.take(reading(b's', 1), true), None);
+        l.answered();
+        assert!(!l.awaiting_grants());
+        assert!(l.take_early(b's').is_none());
+        assert_eq!(l.take_early(b'p').map(|d| d.seq), Some(2));
+        assert!(l.take_early(b'p').is_none());
+        assert!(l.pending.is_none());
+        // A single reading for a device not listed is kept even with nothing asked for.
+        assert_eq!(l.take(reading(b'l', 3), false), None);
+        assert!(!l.awaiting_grants());
+        assert_eq!(l.take_early(b'l').map(|d| d.seq), Some(3));
+        assert!(l.pending.is_none());
     }
 }

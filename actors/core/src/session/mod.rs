@@ -125,22 +125,47 @@ pub use reload::Recheck;
 /// The connection: who the client is, where the session reports, its limits and its end.
 struct Conn {
     id: SessionId,
+    /// The client's address (its name in the log and to the registry).
     peer: SocketAddr,
-    client: String,
     log: Logger,
     registry: Addr<Registry>,
     listener: Option<Recipient<SessionClosed>>,
-    opts: SessionOptions,
+    /// Shared by every session of a listener.
+    opts: Arc<SessionOptions>,
     reader: Option<actix_rt::task::JoinHandle<()>>,
     closing_reason: Option<String>,
     /// It asked for notices (`x y e 1`).
     notices: bool,
     /// Notices dropped because the client left too much unread.
     notices_dropped: u64,
-    throttle: Throttle,
+    throttle: LazyThrottle,
     /// This session's part of its thread's load (rounds per second on a schedule), kept
     /// current for the placement of new sessions; `None` outside a server.
     load: Option<crate::placement::LoadShare>,
+}
+
+impl Conn {
+    /// The client's address as text (how the registry and the drivers name it).
+    fn client(&self) -> String {
+        self.peer.to_string()
+    }
+}
+
+/// A [`Throttle`] made when the session first has something to throttle (most never do):
+/// a pointer until then.
+#[derive(Default)]
+struct LazyThrottle(Option<Box<Throttle>>);
+
+impl LazyThrottle {
+    /// [`Throttle::allow`].
+    fn allow(&mut self, kind: &'static str) -> Option<u64> {
+        self.0.get_or_insert_with(Default::default).allow(kind)
+    }
+
+    /// [`Throttle::pending`].
+    fn pending(&self) -> u64 {
+        self.0.as_ref().map_or(0, |t| t.pending())
+    }
 }
 
 /// The session's timers: the repeating tick of continuous mode and the push-new wake.
@@ -175,12 +200,13 @@ impl Session {
         peer: SocketAddr,
         registry: Addr<Registry>,
         listener: Option<Recipient<SessionClosed>>,
-        opts: SessionOptions,
+        opts: impl Into<Arc<SessionOptions>>,
         log: &Logger,
     ) -> Self {
-        let client = peer.to_string();
+        let opts = opts.into();
         let (ticks, tick_stream) = crate::timer::ticks();
-        let log = log.new(slog::o!("client" => client.clone(), "session" => id));
+        // The address itself, shown as `ip:port` (no text of it kept per session).
+        let log = log.new(slog::o!("client" => peer, "session" => id));
         let rights = rights::Rights::admit(&opts.policy, peer.ip());
         let shelf = park::Shelf::default();
         let thread_tick = park::thread_tick(&shelf);
@@ -188,7 +214,6 @@ impl Session {
             conn: Conn {
                 id,
                 peer,
-                client,
                 log,
                 registry,
                 listener,
@@ -197,7 +222,7 @@ impl Session {
                 closing_reason: None,
                 notices: false,
                 notices_dropped: 0,
-                throttle: Throttle::default(),
+                throttle: LazyThrottle::default(),
                 load: None,
             },
             list: list::DeviceList::new(),

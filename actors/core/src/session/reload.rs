@@ -73,7 +73,7 @@ impl Session {
                     read: true,
                     write: false,
                     recipient: recipient.clone(),
-                    client: self.conn.client.clone(),
+                    client: self.conn.client().into(),
                 });
                 slot.access = access::READ;
                 slot.command = None;

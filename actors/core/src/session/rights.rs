@@ -22,7 +22,7 @@ pub(super) struct Rights {
     may_write: bool,
     must_present_key: bool,
     /// The key it presented and had accepted (checked again when the policy is reloaded).
-    presented_key: Option<Vec<u8>>,
+    presented_key: Option<Box<[u8]>>,
 }
 
 impl Rights {
@@ -53,7 +53,7 @@ impl Rights {
     pub(super) fn present_key(&mut self, policy: &Policy, ip: IpAddr, key: &[u8]) -> KeyOutcome {
         if policy.key_matches(key) {
             self.must_present_key = false;
-            self.presented_key = Some(key.to_vec());
+            self.presented_key = Some(key.into());
             self.may_write = policy.may_write(ip);
             KeyOutcome::Accepted {
                 write: self.may_write,
