@@ -135,8 +135,8 @@ mod tests {
         let second = RobotTap::new(2, log.clone()).start();
         let fifth = RobotTap::new(5, log.clone()).start();
         let data = DataRecipient::of(&second);
-        data.single.do_send(reading(b'p', 1));
-        data.batch.do_send(DeviceDataBatch(Arc::from(vec![
+        data.send_single(reading(b'p', 1));
+        data.send_batch(DeviceDataBatch(Arc::from(vec![
             reading(b'p', 2),
             reading(b's', 2),
         ])));
