@@ -145,16 +145,12 @@ struct Conn {
 
 /// The session's timers: the repeating tick of continuous mode and the push-new wake.
 struct Timers {
-    /// The session's repeating timer (its stream is added to the context at start).
-    ticks: TickHandle,
+    /// The session's repeating timer (its stream is added to the context at start), with
+    /// the shelf its parts go on while its thread's tick writes its rounds (`park.rs`).
+    ticks: TickHandle<park::Shelf>,
     tick_stream: Option<Ticks>,
     /// Set while push new waits out its period.
     push: Option<SpawnHandle>,
-    /// Where the session's parts are while its thread's tick writes its rounds
-    /// (`park.rs`).
-    shelf: park::Shelf,
-    /// That tick, made once.
-    thread_tick: crate::timer::ThreadTick,
 }
 
 /// The session actor of one client connection.
@@ -179,11 +175,9 @@ impl Session {
         log: &Logger,
     ) -> Self {
         let client = peer.to_string();
-        let (ticks, tick_stream) = crate::timer::ticks();
+        let (ticks, tick_stream) = crate::timer::ticks_with(park::Shelf::default());
         let log = log.new(slog::o!("client" => client.clone(), "session" => id));
         let rights = rights::Rights::admit(&opts.policy, peer.ip());
-        let shelf = park::Shelf::default();
-        let thread_tick = park::thread_tick(&shelf);
         Session {
             conn: Conn {
                 id,
@@ -206,8 +200,6 @@ impl Session {
                 ticks,
                 tick_stream: Some(tick_stream),
                 push: None,
-                shelf,
-                thread_tick,
             },
             writer: writer::Writer::new(stream),
             rights,
