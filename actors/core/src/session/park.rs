@@ -63,6 +63,16 @@ impl OnThread for Shelf {
     fn tick(&self) -> Fired {
         tick(&self.0)
     }
+
+    /// The device slots the round is laid out from.
+    fn prefetch(&self) {
+        if let Ok(parked) = self.0.try_borrow() {
+            if let Some(p) = parked.as_ref() {
+                let slots = &p.list.slots;
+                crate::timer::prefetch(slots.as_ptr().cast(), std::mem::size_of_val(&slots[..]));
+            }
+        }
+    }
 }
 
 /// One deadline of a parked session: what [`Session::on_tick`] does, without the actor.
