@@ -480,7 +480,7 @@ pub trait OnThread {
     fn tick(&self) -> Fired;
 
     /// The tick is next but one: ask the processor for what it will reach through
-    /// pointers ([`prefetch`]). Nothing by default.
+    /// pointers (a prefetch). Nothing by default.
     fn prefetch(&self) {}
 }
 
