@@ -4,7 +4,10 @@
 //! millisecond timeout, so a 10 Hz schedule on it wakes anywhere up to a millisecond late,
 //! at random: rounds arrive on average 0.3-0.5 ms off their interval. This module keeps,
 //! per thread, one `timerfd` armed at the earliest pending deadline (absolute
-//! `CLOCK_MONOTONIC`, nanosecond resolution, no timer slack) and a heap of deadlines.
+//! `CLOCK_MONOTONIC`, nanosecond resolution, no timer slack) and the pending deadlines in
+//! order, each with what is due at it (schedules on the shared grid, [`on_grid`], share
+//! their deadlines, so a wake-up takes a few lists off the front rather than popping a
+//! heap entry per timer).
 //! [`sleep_until`] returns a future that completes at its deadline, to within the time it
 //! takes the thread to get to it; deadlines within 100 µs of a wake-up share it.
 //!
@@ -12,8 +15,7 @@
 //! one); the first use on a thread starts that thread's timer task.
 
 use std::cell::{Cell, RefCell};
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -51,8 +53,8 @@ pub fn on_grid(at: Instant, period: Duration) -> Instant {
 struct Slot {
     fired: Cell<bool>,
     waker: RefCell<Option<Waker>>,
-    /// The `seq` of the heap entry that may fire this slot (0: none). A repeating timer
-    /// re-armed or cancelled leaves its old entry in the heap; this makes it inert.
+    /// The `seq` of the queued entry that may fire this slot (0: none). A repeating timer
+    /// re-armed or cancelled leaves its old entry queued; this makes it inert.
     armed: Cell<u64>,
 }
 
@@ -76,36 +78,102 @@ impl Slot {
 /// tick itself ([`TickHandle::run_on_thread`]).
 enum Target {
     Wake(Weak<Slot>),
-    Repeat(Weak<Repeat>),
+    Repeat(Weak<DynRepeat>),
 }
 
+impl Target {
+    /// Asks the processor for the target's state (its reference counts and first lines).
+    fn prefetch_state(&self) {
+        let (p, len): (*const u8, usize) = match self {
+            Target::Wake(w) => (w.as_ptr().cast(), std::mem::size_of::<Slot>()),
+            // The tick's parts of a parked session follow; those it reaches first.
+            Target::Repeat(r) => (r.as_ptr().cast(), 512),
+        };
+        // The counts are just before the value.
+        prefetch(p.wrapping_sub(16), len + 16);
+    }
+
+    /// Asks the processor for what a repeating timer's tick on the thread will reach
+    /// through pointers ([`OnThread::prefetch`]).
+    fn prefetch_parts(&self) {
+        if let Target::Repeat(w) = self {
+            if w.strong_count() > 0 {
+                // SAFETY: the value is alive (a strong reference exists) and only this
+                // thread can drop it, which it does not while this reference is held.
+                let r = unsafe { &*w.as_ptr() };
+                if r.direct.get() {
+                    r.payload.prefetch();
+                }
+            }
+        }
+    }
+}
+
+/// Asks the processor to bring `len` bytes from `p` into its cache; a hint that never
+/// faults, whatever the address.
+pub(crate) fn prefetch(p: *const u8, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for off in (0..len).step_by(64) {
+        // SAFETY: a prefetch reads nothing and never faults, whatever the address.
+        #[allow(unused_unsafe)]
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                p.wrapping_add(off).cast(),
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (p, len);
+}
+
+/// One timer due at a deadline of the queue, by the `seq` it was set with.
 struct Entry {
-    deadline: Instant,
     seq: u64,
     target: Target,
 }
 
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        self.deadline == other.deadline && self.seq == other.seq
-    }
+/// The pending deadlines, earliest first, each with its entries in the order they were
+/// set (the order they fire in), and emptied lists kept for reuse.
+#[derive(Default)]
+struct Queue {
+    due: BTreeMap<Instant, Vec<Entry>>,
+    spare: Vec<Vec<Entry>>,
 }
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
+
+impl Queue {
+    /// Lists of entries kept for reuse: the few deadlines a thread has pending at once.
+    const SPARE: usize = 64;
+
+    fn push(&mut self, deadline: Instant, entry: Entry) {
+        let spare = &mut self.spare;
+        self.due
+            .entry(deadline)
+            .or_insert_with(|| spare.pop().unwrap_or_default())
+            .push(entry);
     }
-}
-impl Ord for Entry {
-    /// Reversed, so the `BinaryHeap` pops the earliest deadline first.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.deadline, other.seq).cmp(&(self.deadline, self.seq))
+
+    /// The earliest deadline's entries, if it is at or before `until`.
+    fn pop_until(&mut self, until: Instant) -> Option<Vec<Entry>> {
+        let first = self.due.first_entry()?;
+        (*first.key() <= until).then(|| first.remove())
+    }
+
+    /// Takes back a list [`Queue::pop_until`] gave out, once its entries are fired.
+    fn recycle(&mut self, mut list: Vec<Entry>) {
+        list.clear();
+        if self.spare.len() < Self::SPARE {
+            self.spare.push(list);
+        }
+    }
+
+    fn earliest(&self) -> Option<Instant> {
+        self.due.first_key_value().map(|(d, _)| *d)
     }
 }
 
 struct Ticker {
     fd: AsyncFd<OwnedFd>,
-    heap: RefCell<BinaryHeap<Entry>>,
+    queue: RefCell<Queue>,
     /// The deadline the timerfd is armed for, if any.
     armed: Cell<Option<Instant>>,
     seq: Cell<u64>,
@@ -148,7 +216,7 @@ impl Ticker {
         let fd = unsafe { AsyncFd::register(fd) }.map_err(io::Error::from)?;
         let ticker = Rc::new(Ticker {
             fd,
-            heap: RefCell::new(BinaryHeap::new()),
+            queue: RefCell::new(Queue::default()),
             armed: Cell::new(None),
             seq: Cell::new(0),
             base,
@@ -191,15 +259,14 @@ impl Ticker {
         self.armed.set(deadline);
     }
 
-    fn insert(&self, deadline: Instant, slot: &Slot, target: Target) {
+    /// Adds `target` at `deadline`; `armed` (its slot's) is set to the entry's `seq`.
+    fn insert(&self, deadline: Instant, armed: &Cell<u64>, target: Target) {
         let seq = self.seq.get().wrapping_add(1).max(1);
         self.seq.set(seq);
-        slot.armed.set(seq);
-        self.heap.borrow_mut().push(Entry {
-            deadline,
-            seq,
-            target,
-        });
+        armed.set(seq);
+        self.queue
+            .borrow_mut()
+            .push(deadline, Entry { seq, target });
         if self.armed.get().is_none_or(|a| deadline < a) {
             self.arm(Some(deadline));
         }
@@ -211,51 +278,61 @@ impl Ticker {
     fn fire_due(&self) {
         let now = Instant::now() + COALESCE;
         loop {
-            let e = {
-                let mut heap = self.heap.borrow_mut();
-                match heap.peek() {
-                    Some(top) if top.deadline <= now => heap.pop().expect("peeked"),
-                    _ => break,
-                }
+            // The queue is not borrowed while entries fire: a tick may set timers (at a
+            // deadline already due, too: then it fires in this pass, after these).
+            let Some(list) = self.queue.borrow_mut().pop_until(now) else {
+                break;
             };
-            match e.target {
-                Target::Wake(slot) => {
-                    if let Some(slot) = slot.upgrade().filter(|s| s.armed.get() == e.seq) {
-                        slot.armed.set(0);
-                        slot.fired.set(true);
-                        slot.wake();
-                    }
+            for i in 0..list.len() {
+                // The timers fire one after the other, each with its own state spread
+                // over memory, and a round's `send` leaves time to fetch the next ones':
+                // the timer state two ahead, the parts its tick will reach one ahead.
+                if let Some(e) = list.get(i + 2) {
+                    e.target.prefetch_state();
                 }
-                Target::Repeat(r) => {
-                    if let Some(r) = r.upgrade().filter(|r| r.slot.armed.get() == e.seq) {
-                        self.fire_repeat(&r);
+                if let Some(e) = list.get(i + 1) {
+                    e.target.prefetch_parts();
+                }
+                let e = &list[i];
+                match &e.target {
+                    Target::Wake(slot) => {
+                        if let Some(slot) = slot.upgrade().filter(|s| s.armed.get() == e.seq) {
+                            slot.armed.set(0);
+                            slot.fired.set(true);
+                            slot.wake();
+                        }
+                    }
+                    Target::Repeat(r) => {
+                        if let Some(r) = r.upgrade().filter(|r| r.armed.get() == e.seq) {
+                            self.fire_repeat(&r);
+                        }
                     }
                 }
             }
+            self.queue.borrow_mut().recycle(list);
         }
-        let next = self.heap.borrow().peek().map(|e| e.deadline);
+        let next = self.queue.borrow().earliest();
         self.arm(next);
     }
 
-    /// A repeating timer's deadline came: its own tick when it has one (the heap is not
-    /// borrowed here: the tick may set timers), else a wake-up of its stream.
-    fn fire_repeat(&self, r: &Rc<Repeat>) {
-        r.slot.armed.set(0);
-        let tick = r.on_thread.borrow().clone();
-        let Some(tick) = tick else {
-            r.slot.fired.set(true);
-            r.slot.wake();
+    /// A repeating timer's deadline came: its own tick when it runs on the thread, else a
+    /// wake-up of its stream.
+    fn fire_repeat(&self, r: &Rc<DynRepeat>) {
+        r.armed.set(0);
+        if !r.direct.get() {
+            r.fired.set(true);
+            r.wake();
             return;
-        };
+        }
         r.deadline.set(None);
-        let fired = tick();
+        let fired = r.payload.tick();
         if let Some(at) = fired.next {
             r.deadline.set(Some(at));
-            self.insert(at, &r.slot, Target::Repeat(Rc::downgrade(r)));
+            self.insert(at, &r.armed, Target::Repeat(Rc::downgrade(r)));
         }
         if fired.wake {
             r.kicked.set(true);
-            r.slot.wake();
+            r.wake();
         }
     }
 }
@@ -338,7 +415,11 @@ impl Future for Sleep {
         match ticker() {
             Some(t) => {
                 let slot = Slot::new(Some(cx.waker().clone()));
-                t.insert(self.deadline, &slot, Target::Wake(Rc::downgrade(&slot)));
+                t.insert(
+                    self.deadline,
+                    &slot.armed,
+                    Target::Wake(Rc::downgrade(&slot)),
+                );
                 self.slot = Some(slot);
                 Poll::Pending
             }
@@ -353,23 +434,67 @@ impl Future for Sleep {
     }
 }
 
-/// The shared state of a repeating timer: its slot and the deadline it is set for.
-struct Repeat {
-    slot: Rc<Slot>,
-    deadline: Cell<Option<Instant>>,
-    /// Without a timerfd (should not happen on Linux): tokio's timer.
-    fallback: RefCell<Option<Pin<Box<tokio::time::Sleep>>>>,
-    /// The tick the timer task runs itself at each deadline, while set.
-    on_thread: RefCell<Option<ThreadTick>>,
+/// The shared state of a repeating timer, with the owner's `payload` (what its tick on the
+/// thread works on) in the same allocation: the timer task reaches a due timer's state and
+/// the tick's parts with one pointer, not one per part.
+struct Repeat<P: ?Sized> {
+    /// The `seq` of the queued entry that may fire this timer (0: none); see [`Slot`].
+    armed: Cell<u64>,
+    /// The deadline passed with the payload's tick not run: the stream yields.
+    fired: Cell<bool>,
+    /// The payload's tick runs on the thread at each deadline
+    /// ([`TickHandle::run_on_thread`]).
+    direct: Cell<bool>,
     /// That tick asked for the owner: the stream yields once.
     kicked: Cell<bool>,
+    deadline: Cell<Option<Instant>>,
+    waker: RefCell<Option<Waker>>,
+    /// Without a timerfd (should not happen on Linux): tokio's timer.
+    fallback: RefCell<Option<Pin<Box<tokio::time::Sleep>>>>,
+    payload: P,
 }
 
-/// A tick run by the thread's timer task itself at a repeating timer's deadlines
-/// ([`TickHandle::run_on_thread`]).
-pub type ThreadTick = Rc<dyn Fn() -> Fired>;
+/// A repeating timer as the thread's timer task holds it, whatever its payload.
+type DynRepeat = Repeat<dyn OnThread>;
 
-/// What a [`ThreadTick`] did.
+impl<P: ?Sized> Repeat<P> {
+    fn wake(&self) {
+        if let Some(w) = self.waker.borrow_mut().take() {
+            w.wake();
+        }
+    }
+
+    /// Keeps the poller's waker (unless the one kept wakes the same task).
+    fn keep_waker(&self, cx: &Context<'_>) {
+        let mut w = self.waker.borrow_mut();
+        if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            *w = Some(cx.waker().clone());
+        }
+    }
+}
+
+/// What the thread's timer task runs itself at a repeating timer's deadlines while its
+/// owner lets it ([`TickHandle::run_on_thread`]): the timer's payload.
+pub trait OnThread {
+    /// One deadline came: what was done, and what is next.
+    fn tick(&self) -> Fired;
+
+    /// The tick is next but one: ask the processor for what it will reach through
+    /// pointers (a prefetch). Nothing by default.
+    fn prefetch(&self) {}
+}
+
+/// No tick of its own: the owner is woken.
+impl OnThread for () {
+    fn tick(&self) -> Fired {
+        Fired {
+            next: None,
+            wake: true,
+        }
+    }
+}
+
+/// What an [`OnThread`] tick did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fired {
     /// The next deadline to run it at (`None`: none; the owner sets one).
@@ -379,43 +504,59 @@ pub struct Fired {
 }
 
 /// A repeating timer for one owner: a [`Stream`](futures::Stream) that yields once each
-/// time the deadline last given to its [`TickHandle`] passes. One slot serves every tick,
-/// so a schedule that ticks a thousand times allocates nothing after the first: no future
-/// per tick, no entry to free (a re-armed or cancelled deadline's old heap entry is
+/// time the deadline last given to its [`TickHandle`] passes. One allocation serves every
+/// tick, so a schedule that ticks a thousand times allocates nothing after the first: no
+/// future per tick, no entry to free (a re-armed or cancelled deadline's old entry is
 /// inert). Same precision and coalescing as [`sleep_until`].
-pub struct Ticks(Rc<Repeat>);
+pub struct Ticks(Rc<DynRepeat>);
 
-/// Sets (or clears) the deadline of its [`Ticks`].
-#[derive(Clone)]
-pub struct TickHandle(Rc<Repeat>);
+/// Sets (or clears) the deadline of its [`Ticks`], and holds the timer's payload `P`.
+pub struct TickHandle<P: 'static = ()>(Rc<Repeat<P>>);
+
+impl<P> Clone for TickHandle<P> {
+    fn clone(&self) -> Self {
+        TickHandle(self.0.clone())
+    }
+}
 
 /// A repeating timer, not set: its handle and its stream (poll the stream from the thread
 /// that sets the handle).
 pub fn ticks() -> (TickHandle, Ticks) {
-    let r = Rc::new(Repeat {
-        slot: Slot::new(None),
-        deadline: Cell::new(None),
-        fallback: RefCell::new(None),
-        on_thread: RefCell::new(None),
-        kicked: Cell::new(false),
-    });
-    (TickHandle(r.clone()), Ticks(r))
+    ticks_with(())
 }
 
-impl TickHandle {
+/// A repeating timer with a payload whose [`OnThread::tick`] the thread's timer task may
+/// run at its deadlines ([`TickHandle::run_on_thread`]), in the timer's own allocation.
+pub fn ticks_with<P: OnThread + 'static>(payload: P) -> (TickHandle<P>, Ticks) {
+    let r = Rc::new(Repeat {
+        armed: Cell::new(0),
+        fired: Cell::new(false),
+        direct: Cell::new(false),
+        kicked: Cell::new(false),
+        deadline: Cell::new(None),
+        waker: RefCell::new(None),
+        fallback: RefCell::new(None),
+        payload,
+    });
+    let dynamic: Rc<DynRepeat> = r.clone();
+    (TickHandle(r), Ticks(dynamic))
+}
+
+impl<P: OnThread + 'static> TickHandle<P> {
     /// The stream yields once at `deadline` (replacing any deadline set before).
     pub fn set(&self, deadline: Instant) {
         let r = &self.0;
         r.deadline.set(Some(deadline));
-        r.slot.fired.set(false);
+        r.fired.set(false);
         match ticker() {
-            Some(t) => t.insert(deadline, &r.slot, Target::Repeat(Rc::downgrade(r))),
+            Some(t) => {
+                let weak: Weak<DynRepeat> = Rc::downgrade(r) as Weak<DynRepeat>;
+                t.insert(deadline, &r.armed, Target::Repeat(weak));
+            }
             None => {
                 *r.fallback.borrow_mut() =
                     Some(Box::pin(tokio::time::sleep_until(deadline.into())));
-                if let Some(w) = r.slot.waker.borrow_mut().take() {
-                    w.wake();
-                }
+                r.wake();
             }
         }
     }
@@ -424,28 +565,34 @@ impl TickHandle {
     pub fn clear(&self) {
         let r = &self.0;
         r.deadline.set(None);
-        r.slot.fired.set(false);
-        r.slot.armed.set(0);
+        r.fired.set(false);
+        r.armed.set(0);
         r.kicked.set(false);
         *r.fallback.borrow_mut() = None;
     }
 
-    /// While `tick` is set, the thread's timer task runs it at each deadline instead of
-    /// waking the stream: thousands of timers due at one wake-up are served in one pass,
-    /// with no task woken or polled for each. The tick says when it runs next and whether
-    /// the stream must yield (once) for its owner to look; `None` gives the deadlines back
-    /// to the stream. Without a timerfd the tick is never run (the stream yields as usual).
-    pub fn run_on_thread(&self, tick: Option<ThreadTick>) {
-        if tick.is_none() {
+    /// While `on`, the thread's timer task runs the payload's [`OnThread::tick`] at each
+    /// deadline instead of waking the stream: thousands of timers due at one wake-up are
+    /// served in one pass, with no task woken or polled for each. The tick says when it
+    /// runs next and whether the stream must yield (once) for its owner to look; `false`
+    /// gives the deadlines back to the stream. Without a timerfd the tick is never run
+    /// (the stream yields as usual).
+    pub fn run_on_thread(&self, on: bool) {
+        if !on {
             // The owner took its ticks back and looks now: a wake-up asked for is moot.
             self.0.kicked.set(false);
         }
-        *self.0.on_thread.borrow_mut() = tick;
+        self.0.direct.set(on);
     }
 
     /// The deadline set, if any.
     pub fn deadline(&self) -> Option<Instant> {
         self.0.deadline.get()
+    }
+
+    /// The timer's payload.
+    pub fn payload(&self) -> &P {
+        &self.0.payload
     }
 }
 
@@ -457,7 +604,7 @@ impl futures::Stream for Ticks {
         if r.kicked.replace(false) {
             return Poll::Ready(Some(()));
         }
-        let direct = r.on_thread.borrow().is_some() && r.fallback.borrow().is_none();
+        let direct = r.direct.get() && r.fallback.borrow().is_none();
         let Some(at) = r.deadline.get().filter(|_| !direct) else {
             r.keep_waker(cx);
             return Poll::Pending;
@@ -466,13 +613,13 @@ impl futures::Stream for Ticks {
             let mut fb = r.fallback.borrow_mut();
             match fb.as_mut() {
                 Some(f) => f.as_mut().poll(cx).is_ready(),
-                None => r.slot.fired.get() || Instant::now() >= at,
+                None => r.fired.get() || Instant::now() >= at,
             }
         };
         if due {
             r.deadline.set(None);
-            r.slot.fired.set(false);
-            r.slot.armed.set(0);
+            r.fired.set(false);
+            r.armed.set(0);
             *r.fallback.borrow_mut() = None;
             return Poll::Ready(Some(()));
         }
@@ -481,19 +628,18 @@ impl futures::Stream for Ticks {
     }
 }
 
-impl Repeat {
-    /// Keeps the poller's waker (unless the one kept wakes the same task).
-    fn keep_waker(&self, cx: &Context<'_>) {
-        let mut w = self.slot.waker.borrow_mut();
-        if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-            *w = Some(cx.waker().clone());
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tick on the thread that runs a closure.
+    struct FnTick(Box<dyn Fn() -> Fired>);
+
+    impl OnThread for FnTick {
+        fn tick(&self) -> Fired {
+            (self.0)()
+        }
+    }
 
     /// Runs `f` on a current-thread runtime inside a `LocalSet`, as an arbiter would.
     fn on_local_set<F: Future>(f: F) -> F::Output {
@@ -569,13 +715,12 @@ mod tests {
     {
         use futures::StreamExt;
         on_local_set(async {
-            let (handle, mut ticks) = ticks();
             let start = Instant::now();
             let period = Duration::from_millis(10);
             let runs = Rc::new(RefCell::new(Vec::new()));
-            let tick: ThreadTick = {
+            let tick = {
                 let runs = runs.clone();
-                Rc::new(move || {
+                FnTick(Box::new(move || {
                     let mut runs = runs.borrow_mut();
                     runs.push(Instant::now());
                     let k = runs.len() as u32;
@@ -584,9 +729,10 @@ mod tests {
                         // The third run asks for the owner.
                         wake: k == 3,
                     }
-                })
+                }))
             };
-            handle.run_on_thread(Some(tick));
+            let (handle, mut ticks) = ticks_with(tick);
+            handle.run_on_thread(true);
             handle.set(start + period);
             // The stream yields once: at the third run, not at the deadlines before it.
             ticks.next().await;
@@ -604,7 +750,7 @@ mod tests {
             }
             // The tick set the next deadline itself; given back, it is the stream's.
             assert_eq!(handle.deadline(), Some(start + period * 4));
-            handle.run_on_thread(None);
+            handle.run_on_thread(false);
             ticks.next().await;
             assert!(Instant::now() + COALESCE >= start + period * 4);
             assert_eq!(
@@ -619,15 +765,15 @@ mod tests {
     fn a_wake_asked_for_by_a_thread_tick_is_dropped_when_the_owner_takes_its_ticks_back() {
         use futures::StreamExt;
         on_local_set(async {
-            let (handle, mut ticks) = ticks();
-            handle.run_on_thread(Some(Rc::new(|| Fired {
+            let (handle, mut ticks) = ticks_with(FnTick(Box::new(|| Fired {
                 next: None,
                 wake: true,
             })));
+            handle.run_on_thread(true);
             handle.set(Instant::now() + Duration::from_millis(5));
             // Let the timer task run the tick (it asks for a wake-up; nobody polls yet).
             tokio::time::sleep(Duration::from_millis(30)).await;
-            handle.run_on_thread(None);
+            handle.run_on_thread(false);
             // A sleep that proves nothing comes: the wake-up was taken back with the ticks.
             let r = tokio::time::timeout(Duration::from_millis(30), ticks.next()).await;
             assert!(r.is_err(), "the stream yielded for a wake-up taken back");

@@ -170,16 +170,12 @@ impl LazyThrottle {
 
 /// The session's timers: the repeating tick of continuous mode and the push-new wake.
 struct Timers {
-    /// The session's repeating timer (its stream is added to the context at start).
-    ticks: TickHandle,
+    /// The session's repeating timer (its stream is added to the context at start), with
+    /// the shelf its parts go on while its thread's tick writes its rounds (`park.rs`).
+    ticks: TickHandle<park::Shelf>,
     tick_stream: Option<Ticks>,
     /// Set while push new waits out its period.
     push: Option<SpawnHandle>,
-    /// Where the session's parts are while its thread's tick writes its rounds
-    /// (`park.rs`).
-    shelf: park::Shelf,
-    /// That tick, made once.
-    thread_tick: crate::timer::ThreadTick,
 }
 
 /// The session actor of one client connection.
@@ -204,12 +200,10 @@ impl Session {
         log: &Logger,
     ) -> Self {
         let opts = opts.into();
-        let (ticks, tick_stream) = crate::timer::ticks();
+        let (ticks, tick_stream) = crate::timer::ticks_with(park::Shelf::default());
         // The address itself, shown as `ip:port` (no text of it kept per session).
         let log = log.new(slog::o!("client" => peer, "session" => id));
         let rights = rights::Rights::admit(&opts.policy, peer.ip());
-        let shelf = park::Shelf::default();
-        let thread_tick = park::thread_tick(&shelf);
         Session {
             conn: Conn {
                 id,
@@ -231,8 +225,6 @@ impl Session {
                 ticks,
                 tick_stream: Some(tick_stream),
                 push: None,
-                shelf,
-                thread_tick,
             },
             writer: writer::Writer::new(stream),
             rights,

@@ -25,11 +25,10 @@ use super::list::{wants_messages, DeviceList};
 use super::schedule::{Due, Schedule};
 use super::writer::{Sent, Writer};
 use super::Session;
-use crate::timer::{Fired, ThreadTick};
+use crate::timer::{Fired, OnThread};
 use actix::prelude::*;
 use std::cell::RefCell;
 use std::io;
-use std::rc::{Rc, Weak};
 use std::time::{Duration, Instant};
 
 /// The parts a parked session lends its thread's tick, and what the tick leaves for the
@@ -54,26 +53,32 @@ pub(super) struct Parked {
     quiet: bool,
 }
 
-/// Where a session's parts are while it is parked (`None`: with the session). Boxed: an
-/// empty shelf costs a session a pointer, not the size of its parts.
-pub(super) type Shelf = Rc<RefCell<Option<Box<Parked>>>>;
+/// Where a session's parts are while it is parked (`None`: with the session): the payload
+/// of the session's repeating timer, so the thread's timer task finds a due session's
+/// timer state and its parts in one allocation, one after the other in memory.
+#[derive(Default)]
+pub(super) struct Shelf(RefCell<Option<Parked>>);
 
-/// The tick the thread's timer runs for the session whose parts go on `shelf`.
-pub(super) fn thread_tick(shelf: &Shelf) -> ThreadTick {
-    let shelf = Rc::downgrade(shelf);
-    Rc::new(move || tick(&shelf))
+impl OnThread for Shelf {
+    fn tick(&self) -> Fired {
+        tick(&self.0)
+    }
+
+    /// The device slots the round is laid out from.
+    fn prefetch(&self) {
+        if let Ok(parked) = self.0.try_borrow() {
+            if let Some(p) = parked.as_ref() {
+                let slots = &p.list.slots;
+                crate::timer::prefetch(slots.as_ptr().cast(), std::mem::size_of_val(&slots[..]));
+            }
+        }
+    }
 }
 
 /// One deadline of a parked session: what [`Session::on_tick`] does, without the actor.
-fn tick(shelf: &Weak<RefCell<Option<Box<Parked>>>>) -> Fired {
-    let Some(shelf) = shelf.upgrade() else {
-        return Fired {
-            next: None,
-            wake: false,
-        };
-    };
+fn tick(shelf: &RefCell<Option<Parked>>) -> Fired {
     let mut parked = shelf.borrow_mut();
-    let Some(p) = parked.as_deref_mut() else {
+    let Some(p) = parked.as_mut() else {
         // Not parked (the session took its parts back): its stream takes the deadlines.
         return Fired {
             next: None,
@@ -143,10 +148,11 @@ impl Session {
     /// Lends the session's device list, schedule and writer to its thread's tick when it
     /// is steady (at the end of its own tick).
     pub(super) fn park(&mut self) {
-        if self.timers.shelf.borrow().is_some() || !self.steady() || !crate::timer::init_thread() {
+        let shelf = &self.timers.ticks.payload().0;
+        if shelf.borrow().is_some() || !self.steady() || !crate::timer::init_thread() {
             return;
         }
-        let parked = Box::new(Parked {
+        let parked = Parked {
             list: {
                 let lent = self.list.lent();
                 std::mem::replace(&mut self.list, lent)
@@ -163,18 +169,16 @@ impl Session {
             stalled: None,
             changed: false,
             quiet: false,
-        });
-        *self.timers.shelf.borrow_mut() = Some(parked);
-        self.timers
-            .ticks
-            .run_on_thread(Some(self.timers.thread_tick.clone()));
+        };
+        *shelf.borrow_mut() = Some(parked);
+        self.timers.ticks.run_on_thread(true);
     }
 
     /// Takes the session's parts back from its thread's tick, if it lent them; returns
     /// what the tick left to do.
-    fn take_back(&mut self) -> Option<Box<Parked>> {
-        let mut p = self.timers.shelf.borrow_mut().take()?;
-        self.timers.ticks.run_on_thread(None);
+    fn take_back(&mut self) -> Option<Parked> {
+        let mut p = self.timers.ticks.payload().0.borrow_mut().take()?;
+        self.timers.ticks.run_on_thread(false);
         std::mem::swap(&mut self.list, &mut p.list);
         std::mem::swap(&mut self.schedule, &mut p.schedule);
         std::mem::swap(&mut self.writer, &mut p.writer);

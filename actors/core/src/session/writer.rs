@@ -180,27 +180,28 @@ impl Writer {
                 None => Sent::Skipped,
             };
         }
-        match self.write_round(slots, only_new) {
+        match self.write_round(slots, only_new, now) {
             Some(r) => Sent::Written(r),
             None => Sent::Empty,
         }
     }
 
-    /// Writes one round in one write; `None` when there was nothing to send. The round is
-    /// laid out in the thread's round buffer (kept between rounds, so a round costs no
+    /// Writes one round at `now` in one write; `None` when there was nothing to send. The
+    /// round is laid out in the thread's round buffer (kept between rounds, so a round costs no
     /// allocation): copying a few hundred bytes costs less than the kernel's walk over a
     /// vector of a header and a payload per device.
     pub(super) fn write_round(
         &mut self,
         slots: &mut [Slot],
         only_new: bool,
+        now: Instant,
     ) -> Option<io::Result<()>> {
         let buf = self.lay_out(slots, only_new);
         if buf.is_empty() {
             self.keep(buf);
             return None;
         }
-        self.pace.wrote_round(Instant::now(), buf.len());
+        self.pace.wrote_round(now, buf.len());
         let r = write_whole(&self.stream, self.fd, &mut self.out, &[IoSlice::new(&buf)]);
         self.keep(buf);
         Some(r)
@@ -241,7 +242,10 @@ impl Session {
     /// Writes one round in one write, whether or not the client keeps up (it asked for
     /// it); returns whether there was anything to send.
     pub(super) fn write_round(&mut self, only_new: bool, ctx: &mut Context<Self>) -> bool {
-        match self.writer.write_round(&mut self.list.slots, only_new) {
+        match self
+            .writer
+            .write_round(&mut self.list.slots, only_new, Instant::now())
+        {
             Some(r) => {
                 self.after_write(r, ctx);
                 true
