@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use super::camera::{Blob, CameraView, Ptz, PtzReading};
 pub use super::geom::Body;
-use super::geom::{normalize_angle, ray_circle, Vec2};
+use super::geom::{normalize_angle, ray_circle, Shape, Vec2};
 use super::gripper::Gripper;
 pub use super::laser::{LaserSpec, LASER_MAX_MM};
 use super::map::{NearSolids, WorldMap, ROBOT_RADIUS_MM};
@@ -701,10 +701,22 @@ impl SimRobot {
         let angle = |i: usize| th + (first + res * i as f64).to_radians();
         let walls = self.map.solids_near(origin, l.max_mm);
         let dirs: Vec<Vec2> = (0..n).map(|i| Vec2::from_angle(angle(i))).collect();
-        let mut ranges: Vec<f64> = dirs
-            .iter()
-            .map(|&dir| walls.range(origin, dir, l.max_mm))
-            .collect();
+        // Each ray's range is the nearest of the map's hits (or the maximum): each solid is
+        // cast only at the rays of the angle it covers, the others cannot meet it. The
+        // nearest of the same hits, so the same ranges as casting every ray at every solid.
+        let mut ranges = vec![l.max_mm; n];
+        walls.each_shape(|shape| {
+            let Some((lo, hi)) = ray_span(shape_window(origin, shape), th, first, res, n) else {
+                return;
+            };
+            for (r, &dir) in ranges[lo..=hi].iter_mut().zip(&dirs[lo..=hi]) {
+                if let Some(t) = shape.ray_hit(origin, dir) {
+                    if t < *r {
+                        *r = t;
+                    }
+                }
+            }
+        });
         // Each body only against the rays of the angle it covers (a full circle: all rays,
         // as the window may wrap).
         for b in &near {
@@ -1013,6 +1025,85 @@ fn angular_window(origin: Vec2, b: &Body) -> Option<(f64, f64)> {
         return None;
     }
     Some((d.angle(), (b.radius / dist).asin()))
+}
+
+/// How much wider than the geometry the ray windows of the laser are, degrees: far more
+/// than the rounding of a ray's direction (about 1e-14 radians), so no ray that can meet a
+/// solid is left out.
+const WINDOW_MARGIN_DEG: f64 = 0.01;
+
+/// The angle (radians, from `.0` counter-clockwise to `.1`, less than a half turn apart)
+/// within which a ray from `origin` can meet `shape`; `None` when rays in any direction can
+/// (the origin within a millimetre of the shape, or of a segment's line).
+fn shape_window(origin: Vec2, shape: &Shape) -> Option<(f64, f64)> {
+    const NEAR_MM: f64 = 1.0;
+    let mut points = [Vec2::new(0.0, 0.0); 4];
+    let (centre, k) = match *shape {
+        Shape::Circle(c, r) => {
+            let d = c - origin;
+            let dist = d.length();
+            if dist <= r + NEAR_MM {
+                return None;
+            }
+            let (bearing, half) = (d.angle(), (r / dist).asin());
+            return Some((bearing - half, bearing + half));
+        }
+        Shape::Segment(a, b) => {
+            let e = b - a;
+            let len = e.length();
+            if len < NEAR_MM || (origin - a).cross(e).abs() / len < NEAR_MM {
+                return None;
+            }
+            points[0] = a;
+            points[1] = b;
+            ((a + b) * 0.5, 2)
+        }
+        Shape::Rect(lo, hi) => {
+            let inside = |v: f64, lo: f64, hi: f64| v > lo - NEAR_MM && v < hi + NEAR_MM;
+            if inside(origin.x, lo.x, hi.x) && inside(origin.y, lo.y, hi.y) {
+                return None;
+            }
+            points = [lo, Vec2::new(hi.x, lo.y), hi, Vec2::new(lo.x, hi.y)];
+            ((lo + hi) * 0.5, 4)
+        }
+    };
+    // A convex shape seen from outside covers less than a half turn, its centre's
+    // direction within it: its corners' angles from that direction bound it.
+    let axis = (centre - origin).angle();
+    let (mut from, mut to) = (0.0f64, 0.0f64);
+    for p in &points[..k] {
+        let rel = normalize_angle((*p - origin).angle() - axis);
+        from = from.min(rel);
+        to = to.max(rel);
+    }
+    Some((axis + from, axis + to))
+}
+
+/// The rays (first and last index, of `n` from `first` degrees off the heading `th` at
+/// `res` degree steps) that a window of [`shape_window`] covers, with a margin; every ray
+/// when the window is `None` or reaches round behind the laser; `None` when it covers no
+/// ray.
+fn ray_span(
+    window: Option<(f64, f64)>,
+    th: f64,
+    first: f64,
+    res: f64,
+    n: usize,
+) -> Option<(usize, usize)> {
+    let Some((from, to)) = window else {
+        return Some((0, n - 1));
+    };
+    let lo = normalize_angle(from - th).to_degrees() - WINDOW_MARGIN_DEG;
+    let hi = lo + (to - from).to_degrees() + 2.0 * WINDOW_MARGIN_DEG;
+    if lo <= -180.0 || hi >= 180.0 {
+        return Some((0, n - 1));
+    }
+    let lo = ((lo - first) / res).floor();
+    let hi = ((hi - first) / res).ceil();
+    if hi < 0.0 || lo > (n - 1) as f64 {
+        return None;
+    }
+    Some((lo.max(0.0) as usize, (hi as usize).min(n - 1)))
 }
 
 /// The bodies of `others` whose discs come within `range` of `p`.
