@@ -156,6 +156,28 @@ impl NoisyOdometry {
     /// Adds one sub-step's motion: `ds` mm driven, `dth` radians turned.
     fn integrate(&mut self, ds: f64, dth: f64) {
         let (st, sr) = self.sigma;
+        if ds.to_bits() == 0 && dth.to_bits() == 0 && st.is_finite() && sr.is_finite() {
+            // Standing still (the common case of a served robot nobody drives): each error
+            // below is a finite draw times zero, so `ds_m` and `dth_m` come out +0.0
+            // whatever the draws. Skip the draws' logarithms and cosines, not their place
+            // in the sequence (two uniforms per normal draw), and move the pose by the same
+            // zeros as the general case does.
+            self.rng.skip(6);
+            let (x, y, th) = self.pose;
+            let mid = th + 0.0;
+            self.pose = (
+                x + 0.0 * mid.cos(),
+                y + 0.0 * mid.sin(),
+                normalize_angle(th + 0.0),
+            );
+            return;
+        }
+        self.integrate_drawn(ds, dth);
+    }
+
+    /// [`NoisyOdometry::integrate`] with every draw made.
+    fn integrate_drawn(&mut self, ds: f64, dth: f64) {
+        let (st, sr) = self.sigma;
         // Random-walk errors whose variance grows with distance and angle: over 1 m the
         // translation error is about `st` of it, over a full turn the rotation error `sr`.
         let ds_m = ds + self.rng.gaussian() * st * (ds.abs() * 1000.0).sqrt();
@@ -651,6 +673,13 @@ impl SimRobot {
     /// As [`SimRobot::scan`], with `solids` (other robots and solid bodies) in the world.
     pub fn scan_with(&self, solids: &impl Solids) -> Scan {
         self.scan_of(self.rays_with(solids))
+    }
+
+    /// [`SimRobot::laser_among`] and [`SimRobot::scan_among`] of the same instant from one
+    /// casting of the rays (the same readings as the two calls).
+    pub fn laser_and_scan_among(&self, others: &[Body]) -> ([u16; LASER_SAMPLES], Scan) {
+        let rays = self.rays_among(others);
+        (self.view(rays.clone()), self.scan_of(rays))
     }
 
     /// The laser this robot carries.
@@ -1171,5 +1200,44 @@ fn bumper_bits(bearing: f64, forward: bool) -> (u8, u8) {
             from_right.min(180.0)
         };
         (0, 1 << ((from_right / 36.0).floor() as u32).min(4))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn odometry_standing_still_reads_and_draws_as_the_general_formula() {
+        let starts = [
+            (0.0, 0.0, 0.0),
+            (-0.0, -0.0, -0.0),
+            (1234.5, -0.0, std::f64::consts::PI),
+            (-0.0, 77.25, -3.0),
+            (-5e-300, 5e-300, 1.5),
+        ];
+        for (k, &pose) in starts.iter().enumerate() {
+            let odometry = NoisyOdometry {
+                rng: Rng::new(k as u64 * 7919),
+                sigma: (0.02, 0.05),
+                pose,
+            };
+            let (mut fast, mut drawn) = (odometry.clone(), odometry);
+            // Standing, then moving (the sequence must be where the draws left it), then
+            // standing again.
+            for (ds, dth) in [
+                (0.0, 0.0),
+                (0.0, 0.0),
+                (3.0, 0.01),
+                (0.0, 0.0),
+                (0.0, -0.02),
+            ] {
+                fast.integrate(ds, dth);
+                drawn.integrate_drawn(ds, dth);
+                let bits = |p: (f64, f64, f64)| (p.0.to_bits(), p.1.to_bits(), p.2.to_bits());
+                assert_eq!(bits(fast.pose), bits(drawn.pose), "from {pose:?}");
+                assert_eq!(fast.rng, drawn.rng, "from {pose:?}");
+            }
+        }
     }
 }

@@ -1216,3 +1216,17 @@ fn laser_cast_by_windows_reads_as_every_ray_at_every_solid() {
         }
     }
 }
+
+#[test]
+fn laser_and_scan_of_one_casting_read_as_each_alone() {
+    let mut w = SimWorld::new(Arc::new(WorldMap::default_room()));
+    w.add_robot("other", (3000.0, 2500.0, 0.5), None);
+    for k in 0..20 {
+        w.controls(0)
+            .set_velocity(300, if k % 4 < 2 { 30 } else { -40 });
+        w.run(0.3);
+        let (laser, scan) = w.laser_and_scan(0);
+        assert_eq!(laser, w.laser(0), "after {k} steps");
+        assert_eq!(scan, w.scan(0), "after {k} steps");
+    }
+}
