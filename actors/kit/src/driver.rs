@@ -10,6 +10,7 @@ use actix::prelude::*;
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -817,6 +818,33 @@ struct Channel {
 #[derive(Default)]
 pub struct Publisher {
     channels: HashMap<u8, Channel>,
+    /// Scratch of [`Publisher::publish_batch`], kept for its memory: each reader's place in
+    /// `readers`.
+    at: HashMap<SessionId, usize, BuildHasherDefault<IdHasher>>,
+    /// Scratch of [`Publisher::publish_batch`]: each reader once (the device and place of
+    /// its first subscription) with the readings of the batch it reads (bit i: reading i).
+    readers: Vec<(u8, usize, u64)>,
+}
+
+/// A hasher for session ids (numbers the server hands out, never chosen by a client): one
+/// multiplication instead of SipHash's rounds, high bits well mixed.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
 }
 
 impl Publisher {
@@ -874,19 +902,24 @@ impl Publisher {
             .map(|(device, data)| self.record(device, data, timestamp))
             .collect();
         // Each reader once, with the readings of the batch it reads (bit i: batch[i]).
-        let mut readers: Vec<(&DataRecipient, u64)> = Vec::new();
-        let mut at: HashMap<SessionId, usize> = HashMap::new();
+        let Publisher {
+            channels,
+            at,
+            readers,
+        } = self;
+        at.clear();
+        readers.clear();
         for (i, d) in batch.iter().enumerate() {
-            let Some(ch) = self.channels.get(&d.device) else {
+            let Some(ch) = channels.get(&d.device) else {
                 continue;
             };
             let bit = 1u64.checked_shl(i as u32).unwrap_or(0);
-            for (id, r) in &ch.recipients {
+            for (k, (id, _)) in ch.recipients.iter().enumerate() {
                 match at.get(id) {
-                    Some(&k) => readers[k].1 |= bit,
+                    Some(&j) => readers[j].2 |= bit,
                     None => {
                         at.insert(*id, readers.len());
-                        readers.push((r, bit));
+                        readers.push((d.device, k, bit));
                     }
                 }
             }
@@ -894,7 +927,8 @@ impl Publisher {
         // (A batch of more than 64 readings, more than a robot has devices, goes as a
         // message whole.)
         let shelvable = batch.len() <= 64;
-        for (r, mask) in readers {
+        for &(device, k, mask) in readers.iter() {
+            let r = &channels[&device].recipients[k].1;
             if shelvable && r.inbox.as_ref().is_some_and(|i| i.offer_all(&batch, mask)) {
                 continue;
             }

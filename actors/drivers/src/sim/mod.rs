@@ -463,10 +463,23 @@ impl SimDriver {
     /// be computed after its timestamp was taken, and each session gets one message.
     fn publish(&mut self, devices: &[u8]) {
         self.advance();
+        let up = |d: u8| devices.contains(&d) && self.up.contains(&d);
+        // `l` and `L` both read: one casting of the rays gives both.
+        let mut laser_and_scan = (up(device::LASER) && up(device::FULL_SCAN)).then(|| {
+            let (laser, scan) = self.world.borrow().world().laser_and_scan(self.index);
+            (
+                Bytes::from(wire::Laser { ranges: laser }.encode()),
+                Bytes::from(scan.encode().unwrap_or_default()),
+            )
+        });
         let readings: Vec<(u8, Bytes)> = devices
             .iter()
             .filter(|d| self.up.contains(d))
-            .map(|&d| (d, self.reading(d)))
+            .map(|&d| match (&mut laser_and_scan, d) {
+                (Some((l, _)), device::LASER) => (d, std::mem::take(l)),
+                (Some((_, s)), device::FULL_SCAN) => (d, std::mem::take(s)),
+                _ => (d, self.reading(d)),
+            })
             .collect();
         if !readings.is_empty() {
             self.publisher.publish_batch(readings, Timestamp::now());

@@ -350,6 +350,11 @@ impl NearSolids<'_> {
         }
     }
 
+    /// Calls `f` with each solid a query looks at.
+    pub fn each_shape(&self, mut f: impl FnMut(&Shape)) {
+        self.each(|_, shape| f(shape));
+    }
+
     /// How many solids a query looks at.
     pub fn len(&self) -> usize {
         self.ids.map_or(self.map.solids.len(), <[u32]>::len)

@@ -22,6 +22,13 @@ impl Rng {
         z ^ (z >> 31)
     }
 
+    /// Moves on as `n` calls of [`Rng::next_u64`] would (the state is a counter).
+    pub fn skip(&mut self, n: u64) {
+        self.state = self
+            .state
+            .wrapping_add(0x9E37_79B9_7F4A_7C15u64.wrapping_mul(n));
+    }
+
     /// Uniform in [0, 1).
     pub fn uniform(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
@@ -48,6 +55,9 @@ mod tests {
         let ys: Vec<u64> = (0..5).map(|_| b.next_u64()).collect();
         let zs: Vec<u64> = (0..5).map(|_| c.next_u64()).collect();
         assert_eq!(xs, ys);
+        let mut skipped = Rng::new(7);
+        skipped.skip(3);
+        assert_eq!(skipped.next_u64(), xs[3]);
         assert_ne!(xs, zs);
         let n = 20000;
         let g: Vec<f64> = (0..n).map(|_| a.gaussian()).collect();

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use super::camera::{Blob, CameraView, Ptz, PtzReading};
 pub use super::geom::Body;
-use super::geom::{normalize_angle, ray_circle, Vec2};
+use super::geom::{normalize_angle, ray_circle, Shape, Vec2};
 use super::gripper::Gripper;
 pub use super::laser::{LaserSpec, LASER_MAX_MM};
 use super::map::{NearSolids, WorldMap, ROBOT_RADIUS_MM};
@@ -155,6 +155,28 @@ struct NoisyOdometry {
 impl NoisyOdometry {
     /// Adds one sub-step's motion: `ds` mm driven, `dth` radians turned.
     fn integrate(&mut self, ds: f64, dth: f64) {
+        let (st, sr) = self.sigma;
+        if ds.to_bits() == 0 && dth.to_bits() == 0 && st.is_finite() && sr.is_finite() {
+            // Standing still (the common case of a served robot nobody drives): each error
+            // below is a finite draw times zero, so `ds_m` and `dth_m` come out +0.0
+            // whatever the draws. Skip the draws' logarithms and cosines, not their place
+            // in the sequence (two uniforms per normal draw), and move the pose by the same
+            // zeros as the general case does.
+            self.rng.skip(6);
+            let (x, y, th) = self.pose;
+            let mid = th + 0.0;
+            self.pose = (
+                x + 0.0 * mid.cos(),
+                y + 0.0 * mid.sin(),
+                normalize_angle(th + 0.0),
+            );
+            return;
+        }
+        self.integrate_drawn(ds, dth);
+    }
+
+    /// [`NoisyOdometry::integrate`] with every draw made.
+    fn integrate_drawn(&mut self, ds: f64, dth: f64) {
         let (st, sr) = self.sigma;
         // Random-walk errors whose variance grows with distance and angle: over 1 m the
         // translation error is about `st` of it, over a full turn the rotation error `sr`.
@@ -653,6 +675,13 @@ impl SimRobot {
         self.scan_of(self.rays_with(solids))
     }
 
+    /// [`SimRobot::laser_among`] and [`SimRobot::scan_among`] of the same instant from one
+    /// casting of the rays (the same readings as the two calls).
+    pub fn laser_and_scan_among(&self, others: &[Body]) -> ([u16; LASER_SAMPLES], Scan) {
+        let rays = self.rays_among(others);
+        (self.view(rays.clone()), self.scan_of(rays))
+    }
+
     /// The laser this robot carries.
     pub fn laser_spec(&self) -> LaserSpec {
         self.params.laser
@@ -701,10 +730,22 @@ impl SimRobot {
         let angle = |i: usize| th + (first + res * i as f64).to_radians();
         let walls = self.map.solids_near(origin, l.max_mm);
         let dirs: Vec<Vec2> = (0..n).map(|i| Vec2::from_angle(angle(i))).collect();
-        let mut ranges: Vec<f64> = dirs
-            .iter()
-            .map(|&dir| walls.range(origin, dir, l.max_mm))
-            .collect();
+        // Each ray's range is the nearest of the map's hits (or the maximum): each solid is
+        // cast only at the rays of the angle it covers, the others cannot meet it. The
+        // nearest of the same hits, so the same ranges as casting every ray at every solid.
+        let mut ranges = vec![l.max_mm; n];
+        walls.each_shape(|shape| {
+            let Some((lo, hi)) = ray_span(shape_window(origin, shape), th, first, res, n) else {
+                return;
+            };
+            for (r, &dir) in ranges[lo..=hi].iter_mut().zip(&dirs[lo..=hi]) {
+                if let Some(t) = shape.ray_hit(origin, dir) {
+                    if t < *r {
+                        *r = t;
+                    }
+                }
+            }
+        });
         // Each body only against the rays of the angle it covers (a full circle: all rays,
         // as the window may wrap).
         for b in &near {
@@ -1015,6 +1056,85 @@ fn angular_window(origin: Vec2, b: &Body) -> Option<(f64, f64)> {
     Some((d.angle(), (b.radius / dist).asin()))
 }
 
+/// How much wider than the geometry the ray windows of the laser are, degrees: far more
+/// than the rounding of a ray's direction (about 1e-14 radians), so no ray that can meet a
+/// solid is left out.
+const WINDOW_MARGIN_DEG: f64 = 0.01;
+
+/// The angle (radians, from `.0` counter-clockwise to `.1`, less than a half turn apart)
+/// within which a ray from `origin` can meet `shape`; `None` when rays in any direction can
+/// (the origin within a millimetre of the shape, or of a segment's line).
+fn shape_window(origin: Vec2, shape: &Shape) -> Option<(f64, f64)> {
+    const NEAR_MM: f64 = 1.0;
+    let mut points = [Vec2::new(0.0, 0.0); 4];
+    let (centre, k) = match *shape {
+        Shape::Circle(c, r) => {
+            let d = c - origin;
+            let dist = d.length();
+            if dist <= r + NEAR_MM {
+                return None;
+            }
+            let (bearing, half) = (d.angle(), (r / dist).asin());
+            return Some((bearing - half, bearing + half));
+        }
+        Shape::Segment(a, b) => {
+            let e = b - a;
+            let len = e.length();
+            if len < NEAR_MM || (origin - a).cross(e).abs() / len < NEAR_MM {
+                return None;
+            }
+            points[0] = a;
+            points[1] = b;
+            ((a + b) * 0.5, 2)
+        }
+        Shape::Rect(lo, hi) => {
+            let inside = |v: f64, lo: f64, hi: f64| v > lo - NEAR_MM && v < hi + NEAR_MM;
+            if inside(origin.x, lo.x, hi.x) && inside(origin.y, lo.y, hi.y) {
+                return None;
+            }
+            points = [lo, Vec2::new(hi.x, lo.y), hi, Vec2::new(lo.x, hi.y)];
+            ((lo + hi) * 0.5, 4)
+        }
+    };
+    // A convex shape seen from outside covers less than a half turn, its centre's
+    // direction within it: its corners' angles from that direction bound it.
+    let axis = (centre - origin).angle();
+    let (mut from, mut to) = (0.0f64, 0.0f64);
+    for p in &points[..k] {
+        let rel = normalize_angle((*p - origin).angle() - axis);
+        from = from.min(rel);
+        to = to.max(rel);
+    }
+    Some((axis + from, axis + to))
+}
+
+/// The rays (first and last index, of `n` from `first` degrees off the heading `th` at
+/// `res` degree steps) that a window of [`shape_window`] covers, with a margin; every ray
+/// when the window is `None` or reaches round behind the laser; `None` when it covers no
+/// ray.
+fn ray_span(
+    window: Option<(f64, f64)>,
+    th: f64,
+    first: f64,
+    res: f64,
+    n: usize,
+) -> Option<(usize, usize)> {
+    let Some((from, to)) = window else {
+        return Some((0, n - 1));
+    };
+    let lo = normalize_angle(from - th).to_degrees() - WINDOW_MARGIN_DEG;
+    let hi = lo + (to - from).to_degrees() + 2.0 * WINDOW_MARGIN_DEG;
+    if lo <= -180.0 || hi >= 180.0 {
+        return Some((0, n - 1));
+    }
+    let lo = ((lo - first) / res).floor();
+    let hi = ((hi - first) / res).ceil();
+    if hi < 0.0 || lo > (n - 1) as f64 {
+        return None;
+    }
+    Some((lo.max(0.0) as usize, (hi as usize).min(n - 1)))
+}
+
 /// The bodies of `others` whose discs come within `range` of `p`.
 fn within(others: &[Body], p: Vec2, range: f64) -> Vec<Body> {
     others
@@ -1080,5 +1200,44 @@ fn bumper_bits(bearing: f64, forward: bool) -> (u8, u8) {
             from_right.min(180.0)
         };
         (0, 1 << ((from_right / 36.0).floor() as u32).min(4))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn odometry_standing_still_reads_and_draws_as_the_general_formula() {
+        let starts = [
+            (0.0, 0.0, 0.0),
+            (-0.0, -0.0, -0.0),
+            (1234.5, -0.0, std::f64::consts::PI),
+            (-0.0, 77.25, -3.0),
+            (-5e-300, 5e-300, 1.5),
+        ];
+        for (k, &pose) in starts.iter().enumerate() {
+            let odometry = NoisyOdometry {
+                rng: Rng::new(k as u64 * 7919),
+                sigma: (0.02, 0.05),
+                pose,
+            };
+            let (mut fast, mut drawn) = (odometry.clone(), odometry);
+            // Standing, then moving (the sequence must be where the draws left it), then
+            // standing again.
+            for (ds, dth) in [
+                (0.0, 0.0),
+                (0.0, 0.0),
+                (3.0, 0.01),
+                (0.0, 0.0),
+                (0.0, -0.02),
+            ] {
+                fast.integrate(ds, dth);
+                drawn.integrate_drawn(ds, dth);
+                let bits = |p: (f64, f64, f64)| (p.0.to_bits(), p.1.to_bits(), p.2.to_bits());
+                assert_eq!(bits(fast.pose), bits(drawn.pose), "from {pose:?}");
+                assert_eq!(fast.rng, drawn.rng, "from {pose:?}");
+            }
+        }
     }
 }

@@ -680,6 +680,12 @@ impl SimWorld {
         self.robot(i).scan_among(&self.laser_targets(i))
     }
 
+    /// [`SimWorld::laser`] and [`SimWorld::scan`] of robot `i` from one casting of its
+    /// rays (for a robot whose `l` and `L` are both read).
+    pub fn laser_and_scan(&self, i: usize) -> ([u16; LASER_SAMPLES], Scan) {
+        self.robot(i).laser_and_scan_among(&self.laser_targets(i))
+    }
+
     /// Files the robots where they are now, after poses were set from outside
     /// ([`SimWorld::robot_mut`]), so that readings look only at the robots near each one.
     /// A tick does this by itself.

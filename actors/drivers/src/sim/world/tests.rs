@@ -1141,3 +1141,92 @@ fn readings_through_the_indexes_are_those_among_every_robot_and_solid() {
         }
     }
 }
+
+#[test]
+fn laser_cast_by_windows_reads_as_every_ray_at_every_solid() {
+    // Walls, boxes and pillars at every angle, and poses touching them, inside a box or a
+    // pillar, on a wall's line and at the world's corners: the laser that casts each solid
+    // only at the rays of its angle must read what casting every ray at every solid reads
+    // (`laser_with` and `scan_with` do that), noise and all, whatever the laser.
+    let map = WorldMap::new("windows", 12000.0, 9000.0)
+        .with_wall((1000.0, 1000.0), (5000.0, 1000.0))
+        .with_wall((6000.0, 2000.0), (6000.0, 8000.0))
+        .with_wall((2000.0, 7000.0), (4000.0, 5000.0))
+        .with_box((7000.0, 3000.0), (7600.0, 3400.0))
+        .with_box((2500.0, 2500.0), (3000.0, 4000.0))
+        .with_pillar((9000.0, 6000.0), 300.0)
+        .with_pillar((4500.0, 3000.0), 150.0)
+        .with_noise(Noise::PIONEER);
+    let lasers = [
+        LaserSpec::default(),
+        LaserSpec {
+            fov_deg: 360.0,
+            resolution_deg: 1.0,
+            max_mm: 12000.0,
+        },
+        LaserSpec {
+            fov_deg: 270.0,
+            resolution_deg: 0.25,
+            max_mm: 5600.0,
+        },
+        LaserSpec {
+            fov_deg: 359.0,
+            resolution_deg: 0.5,
+            max_mm: 8000.0,
+        },
+    ];
+    let mut poses = vec![
+        (3000.0, 1000.0, 0.0),
+        (500.0, 1000.0, 0.0),
+        (6000.0, 1000.0, 90.0),
+        (6000.0, 5000.0, 180.0),
+        (3000.0, 6000.0, -45.0),
+        (7300.0, 3200.0, 10.0),
+        (7000.0, 3000.0, 225.0),
+        (9000.0, 6000.0, 30.0),
+        (9000.0, 6301.0, -90.0),
+        (0.0, 0.0, 45.0),
+        (12000.0, 9000.0, 180.0),
+        (4500.0, 2849.5, 90.0),
+    ];
+    let mut rng = super::rng::Rng::new(23);
+    for _ in 0..300 {
+        poses.push((
+            rng.uniform() * 12000.0,
+            rng.uniform() * 9000.0,
+            rng.uniform() * 720.0 - 360.0,
+        ));
+    }
+    let map = Arc::new(map);
+    for laser in lasers {
+        for (k, &(x, y, h)) in poses.iter().enumerate() {
+            let mut r = SimRobot::new(
+                map.clone(),
+                RobotParams {
+                    start_pose: Some((x, y, f64::to_radians(h))),
+                    laser_x_mm: if k % 2 == 0 { 0.0 } else { 160.0 },
+                    laser,
+                    ..RobotParams::default()
+                },
+            );
+            r.set_noise(Noise::PIONEER, k as u64);
+            let none: &[Body] = &[];
+            assert_eq!(r.laser(), r.laser_with(&none), "{laser:?} at {x}, {y}, {h}");
+            assert_eq!(r.scan(), r.scan_with(&none), "{laser:?} at {x}, {y}, {h}");
+        }
+    }
+}
+
+#[test]
+fn laser_and_scan_of_one_casting_read_as_each_alone() {
+    let mut w = SimWorld::new(Arc::new(WorldMap::default_room()));
+    w.add_robot("other", (3000.0, 2500.0, 0.5), None);
+    for k in 0..20 {
+        w.controls(0)
+            .set_velocity(300, if k % 4 < 2 { 30 } else { -40 });
+        w.run(0.3);
+        let (laser, scan) = w.laser_and_scan(0);
+        assert_eq!(laser, w.laser(0), "after {k} steps");
+        assert_eq!(scan, w.scan(0), "after {k} steps");
+    }
+}
