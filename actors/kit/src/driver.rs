@@ -990,6 +990,23 @@ mod tests {
         }
     }
 
+    /// A publisher of `devices` to one session (id 1) that has an inbox, its readings seen
+    /// by a collector: the inbox, the publisher and what came as messages.
+    fn inbox_reader(devices: [u8; 2]) -> (Arc<Inbox>, Publisher, Arc<Mutex<Seen>>) {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let inbox = Inbox::new();
+        let r = DataRecipient::with_inbox(&Collector(seen.clone()).start(), inbox.clone());
+        let mut p = Publisher::new();
+        for device in devices {
+            p.set_subscribers(Subscribers {
+                device,
+                session: SessionId::from(1),
+                recipient: Some(r.clone()),
+            });
+        }
+        (inbox, p, seen)
+    }
+
     #[actix_rt::test]
     async fn a_batch_reaches_each_reader_once_and_newcomers_get_the_latest() {
         let seen_a = Arc::new(Mutex::new(Seen::default()));
@@ -1040,17 +1057,7 @@ mod tests {
 
     #[actix_rt::test]
     async fn an_inbox_keeps_the_newest_reading_per_device_while_its_owner_wants_no_message() {
-        let seen = Arc::new(Mutex::new(Seen::default()));
-        let inbox = Inbox::new();
-        let r = DataRecipient::with_inbox(&Collector(seen.clone()).start(), inbox.clone());
-        let mut p = Publisher::new();
-        for device in [b'p', b's'] {
-            p.set_subscribers(Subscribers {
-                device,
-                session: SessionId::from(1),
-                recipient: Some(r.clone()),
-            });
-        }
+        let (inbox, mut p, seen) = inbox_reader([b'p', b's']);
         // Wanting messages (the default): a batch is a message.
         p.publish_batch(vec![(b'p', Bytes::from_static(&[1]))], Timestamp::now());
         let mut got = Vec::new();
@@ -1080,17 +1087,7 @@ mod tests {
 
     #[actix_rt::test]
     async fn take_each_hands_over_the_newest_reading_per_device_once_and_sets_the_switch() {
-        let seen = Arc::new(Mutex::new(Seen::default()));
-        let inbox = Inbox::new();
-        let r = DataRecipient::with_inbox(&Collector(seen.clone()).start(), inbox.clone());
-        let mut p = Publisher::new();
-        for device in [b'p', b's'] {
-            p.set_subscribers(Subscribers {
-                device,
-                session: SessionId::from(1),
-                recipient: Some(r.clone()),
-            });
-        }
+        let (inbox, mut p, seen) = inbox_reader([b'p', b's']);
         assert_eq!(inbox.take_each(false, |_| panic!("nothing shelved yet")), 0);
         for v in 2..5u8 {
             p.publish_batch(
@@ -1130,17 +1127,7 @@ mod tests {
 
     #[actix_rt::test]
     async fn a_round_taken_while_a_batch_is_shelved_sees_all_of_the_batch_or_none() {
-        let seen = Arc::new(Mutex::new(Seen::default()));
-        let inbox = Inbox::new();
-        let r = DataRecipient::with_inbox(&Collector(seen.clone()).start(), inbox.clone());
-        let mut p = Publisher::new();
-        for device in [b'l', b'L'] {
-            p.set_subscribers(Subscribers {
-                device,
-                session: SessionId::from(1),
-                recipient: Some(r.clone()),
-            });
-        }
+        let (inbox, mut p, _) = inbox_reader([b'l', b'L']);
         let mut got = Vec::new();
         inbox.take(false, &mut got);
         // The owner takes rounds on its own thread while the batches of one scan (`l` and
