@@ -59,17 +59,25 @@ struct Slot {
 }
 
 impl Slot {
-    fn new(waker: Option<Waker>) -> Rc<Slot> {
-        Rc::new(Slot {
+    fn new(waker: Option<Waker>) -> Slot {
+        Slot {
             fired: Cell::new(false),
             waker: RefCell::new(waker),
             armed: Cell::new(0),
-        })
+        }
     }
 
     fn wake(&self) {
         if let Some(w) = self.waker.borrow_mut().take() {
             w.wake();
+        }
+    }
+
+    /// Keeps the poller's waker (unless the one kept wakes the same task).
+    fn keep_waker(&self, cx: &Context<'_>) {
+        let mut w = self.waker.borrow_mut();
+        if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            *w = Some(cx.waker().clone());
         }
     }
 }
@@ -303,7 +311,7 @@ impl Ticker {
                         }
                     }
                     Target::Repeat(r) => {
-                        if let Some(r) = r.upgrade().filter(|r| r.armed.get() == e.seq) {
+                        if let Some(r) = r.upgrade().filter(|r| r.slot.armed.get() == e.seq) {
                             self.fire_repeat(&r);
                         }
                     }
@@ -318,21 +326,21 @@ impl Ticker {
     /// A repeating timer's deadline came: its own tick when it runs on the thread, else a
     /// wake-up of its stream.
     fn fire_repeat(&self, r: &Rc<DynRepeat>) {
-        r.armed.set(0);
+        r.slot.armed.set(0);
         if !r.direct.get() {
-            r.fired.set(true);
-            r.wake();
+            r.slot.fired.set(true);
+            r.slot.wake();
             return;
         }
         r.deadline.set(None);
         let fired = r.payload.tick();
         if let Some(at) = fired.next {
             r.deadline.set(Some(at));
-            self.insert(at, &r.armed, Target::Repeat(Rc::downgrade(r)));
+            self.insert(at, &r.slot.armed, Target::Repeat(Rc::downgrade(r)));
         }
         if fired.wake {
             r.kicked.set(true);
-            r.wake();
+            r.slot.wake();
         }
     }
 }
@@ -406,7 +414,7 @@ impl Future for Sleep {
             if slot.fired.get() || Instant::now() >= self.deadline {
                 return Poll::Ready(());
             }
-            *slot.waker.borrow_mut() = Some(cx.waker().clone());
+            slot.keep_waker(cx);
             return Poll::Pending;
         }
         if Instant::now() >= self.deadline {
@@ -414,7 +422,7 @@ impl Future for Sleep {
         }
         match ticker() {
             Some(t) => {
-                let slot = Slot::new(Some(cx.waker().clone()));
+                let slot = Rc::new(Slot::new(Some(cx.waker().clone())));
                 t.insert(
                     self.deadline,
                     &slot.armed,
@@ -438,17 +446,15 @@ impl Future for Sleep {
 /// thread works on) in the same allocation: the timer task reaches a due timer's state and
 /// the tick's parts with one pointer, not one per part.
 struct Repeat<P: ?Sized> {
-    /// The `seq` of the queued entry that may fire this timer (0: none); see [`Slot`].
-    armed: Cell<u64>,
-    /// The deadline passed with the payload's tick not run: the stream yields.
-    fired: Cell<bool>,
+    /// Its queued entry's `seq`, whether the deadline passed with the payload's tick not
+    /// run (the stream yields), and the stream's waker.
+    slot: Slot,
     /// The payload's tick runs on the thread at each deadline
     /// ([`TickHandle::run_on_thread`]).
     direct: Cell<bool>,
     /// That tick asked for the owner: the stream yields once.
     kicked: Cell<bool>,
     deadline: Cell<Option<Instant>>,
-    waker: RefCell<Option<Waker>>,
     /// Without a timerfd (should not happen on Linux): tokio's timer.
     fallback: RefCell<Option<Pin<Box<tokio::time::Sleep>>>>,
     payload: P,
@@ -456,22 +462,6 @@ struct Repeat<P: ?Sized> {
 
 /// A repeating timer as the thread's timer task holds it, whatever its payload.
 type DynRepeat = Repeat<dyn OnThread>;
-
-impl<P: ?Sized> Repeat<P> {
-    fn wake(&self) {
-        if let Some(w) = self.waker.borrow_mut().take() {
-            w.wake();
-        }
-    }
-
-    /// Keeps the poller's waker (unless the one kept wakes the same task).
-    fn keep_waker(&self, cx: &Context<'_>) {
-        let mut w = self.waker.borrow_mut();
-        if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-            *w = Some(cx.waker().clone());
-        }
-    }
-}
 
 /// What the thread's timer task runs itself at a repeating timer's deadlines while its
 /// owner lets it ([`TickHandle::run_on_thread`]): the timer's payload.
@@ -487,10 +477,7 @@ pub trait OnThread {
 /// No tick of its own: the owner is woken.
 impl OnThread for () {
     fn tick(&self) -> Fired {
-        Fired {
-            next: None,
-            wake: true,
-        }
+        Fired::TO_OWNER
     }
 }
 
@@ -501,6 +488,14 @@ pub struct Fired {
     pub next: Option<Instant>,
     /// The owner must look: its stream yields once.
     pub wake: bool,
+}
+
+impl Fired {
+    /// No next deadline, and the owner must look: the deadlines are its stream's again.
+    pub const TO_OWNER: Fired = Fired {
+        next: None,
+        wake: true,
+    };
 }
 
 /// A repeating timer for one owner: a [`Stream`](futures::Stream) that yields once each
@@ -529,12 +524,10 @@ pub fn ticks() -> (TickHandle, Ticks) {
 /// run at its deadlines ([`TickHandle::run_on_thread`]), in the timer's own allocation.
 pub fn ticks_with<P: OnThread + 'static>(payload: P) -> (TickHandle<P>, Ticks) {
     let r = Rc::new(Repeat {
-        armed: Cell::new(0),
-        fired: Cell::new(false),
+        slot: Slot::new(None),
         direct: Cell::new(false),
         kicked: Cell::new(false),
         deadline: Cell::new(None),
-        waker: RefCell::new(None),
         fallback: RefCell::new(None),
         payload,
     });
@@ -547,16 +540,16 @@ impl<P: OnThread + 'static> TickHandle<P> {
     pub fn set(&self, deadline: Instant) {
         let r = &self.0;
         r.deadline.set(Some(deadline));
-        r.fired.set(false);
+        r.slot.fired.set(false);
         match ticker() {
             Some(t) => {
                 let weak: Weak<DynRepeat> = Rc::downgrade(r) as Weak<DynRepeat>;
-                t.insert(deadline, &r.armed, Target::Repeat(weak));
+                t.insert(deadline, &r.slot.armed, Target::Repeat(weak));
             }
             None => {
                 *r.fallback.borrow_mut() =
                     Some(Box::pin(tokio::time::sleep_until(deadline.into())));
-                r.wake();
+                r.slot.wake();
             }
         }
     }
@@ -565,8 +558,8 @@ impl<P: OnThread + 'static> TickHandle<P> {
     pub fn clear(&self) {
         let r = &self.0;
         r.deadline.set(None);
-        r.fired.set(false);
-        r.armed.set(0);
+        r.slot.fired.set(false);
+        r.slot.armed.set(0);
         r.kicked.set(false);
         *r.fallback.borrow_mut() = None;
     }
@@ -606,24 +599,24 @@ impl futures::Stream for Ticks {
         }
         let direct = r.direct.get() && r.fallback.borrow().is_none();
         let Some(at) = r.deadline.get().filter(|_| !direct) else {
-            r.keep_waker(cx);
+            r.slot.keep_waker(cx);
             return Poll::Pending;
         };
         let due = {
             let mut fb = r.fallback.borrow_mut();
             match fb.as_mut() {
                 Some(f) => f.as_mut().poll(cx).is_ready(),
-                None => r.fired.get() || Instant::now() >= at,
+                None => r.slot.fired.get() || Instant::now() >= at,
             }
         };
         if due {
             r.deadline.set(None);
-            r.fired.set(false);
-            r.armed.set(0);
+            r.slot.fired.set(false);
+            r.slot.armed.set(0);
             *r.fallback.borrow_mut() = None;
             return Poll::Ready(Some(()));
         }
-        r.keep_waker(cx);
+        r.slot.keep_waker(cx);
         Poll::Pending
     }
 }

@@ -80,17 +80,11 @@ fn tick(shelf: &RefCell<Option<Parked>>) -> Fired {
     let mut parked = shelf.borrow_mut();
     let Some(p) = parked.as_mut() else {
         // Not parked (the session took its parts back): its stream takes the deadlines.
-        return Fired {
-            next: None,
-            wake: true,
-        };
+        return Fired::TO_OWNER;
     };
     if p.handed_back {
         p.owed = true;
-        return Fired {
-            next: None,
-            wake: true,
-        };
+        return Fired::TO_OWNER;
     }
     let now = Instant::now();
     let next = match p.schedule.on_tick(now, p.list.any_reads()) {
@@ -98,10 +92,7 @@ fn tick(shelf: &RefCell<Option<Parked>>) -> Fired {
         _ => {
             // Ticking stops (nothing read, or out of continuous mode): the session's.
             p.handed_back = true;
-            return Fired {
-                next: None,
-                wake: true,
-            };
+            return Fired::TO_OWNER;
         }
     };
     // The readings left in the inbox since the last round.
