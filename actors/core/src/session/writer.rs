@@ -242,16 +242,11 @@ impl Session {
     /// Writes one round in one write, whether or not the client keeps up (it asked for
     /// it); returns whether there was anything to send.
     pub(super) fn write_round(&mut self, only_new: bool, ctx: &mut Context<Self>) -> bool {
-        match self
+        let sent = self
             .writer
             .write_round(&mut self.list.slots, only_new, Instant::now())
-        {
-            Some(r) => {
-                self.after_write(r, ctx);
-                true
-            }
-            None => false,
-        }
+            .map_or(Sent::Empty, Sent::Written);
+        self.after_round(sent, ctx)
     }
 
     // ----- writing ---------------------------------------------------------------------
