@@ -10,7 +10,6 @@ use actix::prelude::*;
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::fmt;
-use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -820,31 +819,10 @@ pub struct Publisher {
     channels: HashMap<u8, Channel>,
     /// Scratch of [`Publisher::publish_batch`], kept for its memory: each reader's place in
     /// `readers`.
-    at: HashMap<SessionId, usize, BuildHasherDefault<IdHasher>>,
+    at: HashMap<SessionId, usize, foldhash::fast::FixedState>,
     /// Scratch of [`Publisher::publish_batch`]: each reader once (the device and place of
     /// its first subscription) with the readings of the batch it reads (bit i: reading i).
     readers: Vec<(u8, usize, u64)>,
-}
-
-/// A hasher for session ids (numbers the server hands out, never chosen by a client): one
-/// multiplication instead of SipHash's rounds, high bits well mixed.
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
 }
 
 impl Publisher {
