@@ -42,11 +42,6 @@ impl<A: Actor> RobotTap<A> {
         RobotTap { robot, to }
     }
 
-    /// The robot it tags with.
-    pub fn robot(&self) -> usize {
-        self.robot
-    }
-
     fn forward<T>(&self, message: T)
     where
         T: Send + 'static,
