@@ -12,7 +12,8 @@
 //! - [`server`]: starting and stopping it all.
 //! - [`frontend`]: the front-end kit: robot handles, holding devices, attaching front ends.
 //! - [`placement`]: which session thread a new client's session runs on.
-//! - [`timer`]: precise per-thread timers for client schedules.
+//! - [`timer`]: precise per-thread timers for client schedules (the kit's, re-exported:
+//!   drivers time their readings with it too).
 //! - [`logging`]: the log drain and its rate limits.
 //!
 //! Drivers are known only through the driver kit (`player_kit`: messages, catalog), front
@@ -30,6 +31,6 @@ pub mod registry;
 pub mod server;
 pub mod session;
 pub mod settings;
-pub mod timer;
+pub use player_kit::timer;
 
 pub use player_kit::{catalog, driver};

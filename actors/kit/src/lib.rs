@@ -13,12 +13,14 @@
 //!   with backoff, and the message handlers every such driver shares.
 //! - [`log`]: bytes from outside, escaped for log lines.
 //! - [`playback`]: play, pause, speed and seek for a driver that plays a recording back.
+//! - [`timer`]: precise per-thread timers (one `timerfd` per thread, deadlines on a shared
+//!   grid): the sessions' schedules and the drivers' periodic readings.
 //! - [`program`]: driver programs written in Rust: the framed protocol a program speaks
 //!   with the server over its standard input and output, and a small blocking runtime.
 //!
-//! The actor parts (`driver`, `catalog`, `link`) are the default feature `actors`; a driver
-//! program depends on the kit with `default-features = false` and gets `program` and `log`
-//! with no dependencies at all.
+//! The actor parts (`driver`, `catalog`, `link`, `playback`, `timer`) are the default
+//! feature `actors`; a driver program depends on the kit with `default-features = false`
+//! and gets `program` and `log` with no dependencies at all.
 //!
 //! The core crate (sessions, registry, listener) depends on this crate; drivers depend on
 //! it and never on the core, so a driver cannot reach into a session and the core names
@@ -35,6 +37,8 @@ pub mod log;
 #[cfg(feature = "actors")]
 pub mod playback;
 pub mod program;
+#[cfg(feature = "actors")]
+pub mod timer;
 
 /// actix, for the handlers [`link_driver_handlers!`] writes in a driver's crate.
 #[cfg(feature = "actors")]

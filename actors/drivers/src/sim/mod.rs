@@ -17,6 +17,7 @@
 
 pub mod world;
 
+use actix::fut::{self, ActorStreamExt};
 use actix::prelude::*;
 use bytes::Bytes;
 use player_kit::catalog::{
@@ -26,6 +27,7 @@ use player_kit::driver::{
     Command, Config, DeviceSpec, DriverError, DriverHandle, MapOutline, MapRequest, Publisher,
     Setup, Shutdown, Stop, Subscribers, Terminate, Timestamp, MAX_MAP_SEGMENTS,
 };
+use player_kit::timer;
 use player_proto::data::{self as wire, GripperCommand, PositionCommand};
 use player_proto::{config as codes, device};
 use serde::Deserialize;
@@ -486,6 +488,10 @@ impl SimDriver {
         }
     }
 
+    /// Publishes `devices` (those this driver serves) at `hz`, on the thread's precise
+    /// timer: one wake-up a period, at grid points that the other robots' drivers on the
+    /// thread share (tokio's interval would wake twice a period beyond 64 ms, and up to a
+    /// millisecond late).
     fn every(&mut self, hz: f64, ctx: &mut Context<Self>, devices: Vec<u8>) {
         let devices: Vec<u8> = devices
             .into_iter()
@@ -494,9 +500,11 @@ impl SimDriver {
         if devices.is_empty() {
             return;
         }
-        let h = ctx.run_interval(Duration::from_secs_f64(1.0 / hz), move |act, _| {
-            act.publish(&devices)
-        });
+        let h = ctx.spawn(
+            fut::wrap_stream::<_, Self>(timer::interval(Duration::from_secs_f64(1.0 / hz)))
+                .map(move |(), act, _| act.publish(&devices))
+                .finish(),
+        );
         self.timers.push(h);
     }
 
@@ -567,7 +575,11 @@ impl Actor for SimDriver {
             // Physics runs in fixed 10 ms steps, caught up lazily before every reading and
             // command; this timer only keeps the world and its truth log moving when nobody
             // reads. Waking every step would cost more than the steps themselves.
-            ctx.run_interval(CATCH_UP, |act, _| act.advance());
+            ctx.spawn(
+                fut::wrap_stream::<_, Self>(timer::interval(CATCH_UP))
+                    .map(|(), act, _| act.advance())
+                    .finish(),
+            );
         }
     }
 }

@@ -1,8 +1,10 @@
-//! Precise per-thread timers for client schedules.
+//! Precise per-thread timers for client schedules and drivers' periodic readings.
 //!
 //! tokio's timer wheel works in whole milliseconds and wakes through `epoll_wait`'s
 //! millisecond timeout, so a 10 Hz schedule on it wakes anywhere up to a millisecond late,
-//! at random: rounds arrive on average 0.3-0.5 ms off their interval. This module keeps,
+//! at random: rounds arrive on average 0.3-0.5 ms off their interval. A deadline more than
+//! 64 ms away also costs a second wake-up: the wheel's coarser level must move it to the
+//! finer one first. This module keeps,
 //! per thread, one `timerfd` armed at the earliest pending deadline (absolute
 //! `CLOCK_MONOTONIC`, nanosecond resolution, no timer slack) and the pending deadlines in
 //! order, each with what is due at it (schedules on the shared grid, [`on_grid`], share
@@ -119,7 +121,7 @@ impl Target {
 
 /// Asks the processor to bring `len` bytes from `p` into its cache; a hint that never
 /// faults, whatever the address.
-pub(crate) fn prefetch(p: *const u8, len: usize) {
+pub fn prefetch(p: *const u8, len: usize) {
     #[cfg(target_arch = "x86_64")]
     for off in (0..len).step_by(64) {
         // SAFETY: a prefetch reads nothing and never faults, whatever the address.
@@ -284,7 +286,8 @@ impl Ticker {
     /// the next. A repeating timer with a tick of its own ([`TickHandle::run_on_thread`])
     /// has it run here, one after the other, with no wake-up of its owner's task.
     fn fire_due(&self) {
-        let now = Instant::now() + COALESCE;
+        let woke = Instant::now();
+        let now = woke + COALESCE;
         loop {
             // The queue is not borrowed while entries fire: a tick may set timers (at a
             // deadline already due, too: then it fires in this pass, after these).
@@ -320,7 +323,13 @@ impl Ticker {
             self.queue.borrow_mut().recycle(list);
         }
         let next = self.queue.borrow().earliest();
-        self.arm(next);
+        if next.is_none() && self.armed.get().is_some_and(|a| a <= woke) {
+            // Armed for a deadline already past: the timerfd (one-shot) has disarmed
+            // itself, and a call to say so again would be a system call per wake-up.
+            self.armed.set(None);
+        } else {
+            self.arm(next);
+        }
     }
 
     /// A repeating timer's deadline came: its own tick when it runs on the thread, else a
@@ -621,6 +630,62 @@ impl futures::Stream for Ticks {
     }
 }
 
+/// A periodic timer: a [`Stream`](futures::Stream) that yields at each multiple of its
+/// period from its first deadline on, on this thread's precise timer. See [`interval`].
+pub struct Interval {
+    handle: TickHandle,
+    ticks: Ticks,
+    next: Instant,
+    period: Duration,
+}
+
+/// Yields every `period`, the first time one period from now, rounded up to the grid
+/// ([`on_grid`]): periodic work on a thread shares its wake-ups with the schedules and
+/// other intervals due at the same grid points. The deadlines stay exact multiples of the
+/// period from the first; a deadline missed (the thread was busy or stopped) yields once,
+/// and the next is the first multiple still ahead. Unlike tokio's interval, a deadline
+/// costs one wake-up, on time to within [`COALESCE`], whatever the period.
+pub fn interval(period: Duration) -> Interval {
+    let period = period.max(Duration::from_micros(1));
+    let (handle, ticks) = ticks();
+    let next = on_grid(Instant::now() + period, period);
+    handle.set(next);
+    Interval {
+        handle,
+        ticks,
+        next,
+        period,
+    }
+}
+
+impl Interval {
+    /// The deadline it yields at next.
+    pub fn deadline(&self) -> Instant {
+        self.next
+    }
+}
+
+impl futures::Stream for Interval {
+    type Item = ();
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<()>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.ticks).poll_next(cx) {
+            Poll::Ready(Some(())) => {
+                // The first multiple of the period after this deadline that is still ahead
+                // (the tick may come up to COALESCE early: then it is the next one).
+                let now = Instant::now().max(this.next);
+                let behind = (now - this.next).as_nanos() / this.period.as_nanos();
+                let skip = u32::try_from(behind + 1).unwrap_or(u32::MAX);
+                this.next += this.period.saturating_mul(skip);
+                this.handle.set(this.next);
+                Poll::Ready(Some(()))
+            }
+            other => other,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -770,6 +835,40 @@ mod tests {
             // A sleep that proves nothing comes: the wake-up was taken back with the ticks.
             let r = tokio::time::timeout(Duration::from_millis(30), ticks.next()).await;
             assert!(r.is_err(), "the stream yielded for a wake-up taken back");
+        });
+    }
+
+    #[test]
+    fn an_interval_yields_at_exact_multiples_of_its_period_and_skips_what_it_missed() {
+        use futures::StreamExt;
+        on_local_set(async {
+            let period = Duration::from_millis(20);
+            let mut iv = interval(period);
+            let first = iv.deadline();
+            assert_eq!(
+                on_grid(first, period),
+                first,
+                "the first deadline is on the grid"
+            );
+            for k in 0..3u32 {
+                let at = first + period * k;
+                iv.next().await;
+                assert!(Instant::now() + COALESCE >= at, "tick {k} early");
+                assert_eq!(iv.deadline(), at + period);
+            }
+            // The thread stops for three and a half periods: one tick for the ones
+            // missed, then the next multiple still ahead.
+            std::thread::sleep(period * 7 / 2);
+            let resumed = Instant::now();
+            iv.next().await;
+            assert!(
+                resumed.elapsed() < period / 2,
+                "a missed deadline did not yield at once"
+            );
+            let next = iv.deadline();
+            assert!(next > Instant::now());
+            assert_eq!((next - first).as_nanos() % period.as_nanos(), 0);
+            assert!(next - Instant::now() <= period);
         });
     }
 
