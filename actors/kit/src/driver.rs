@@ -10,6 +10,7 @@ use actix::prelude::*;
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -127,9 +128,19 @@ impl DataRecipient {
 /// cross-thread wake-up per reader per reading. Otherwise (waiting for a first reading, a
 /// round due, push new, request modes) readings are sent as messages as without an inbox.
 /// The switch and the shelf share one lock, so no reading is lost between them.
+///
+/// Two flags mirror the state for the owner's look without the lock: whether anything is
+/// shelved, and the switch. A session ticking faster than its devices publish finds the
+/// shelf empty most of the time, and then takes nothing without writing the lock's cache
+/// line, which the publishing thread writes at each reading.
 #[derive(Debug)]
 pub struct Inbox {
     state: std::sync::Mutex<InboxState>,
+    /// Something is shelved (set by the publisher, cleared by the owner, both under the
+    /// lock).
+    held: AtomicBool,
+    /// The switch as the owner last set it (under the lock).
+    messages: AtomicBool,
 }
 
 #[derive(Debug)]
@@ -165,6 +176,8 @@ impl Default for Inbox {
                 readings: Vec::new(),
                 messages: true,
             }),
+            held: AtomicBool::new(false),
+            messages: AtomicBool::new(true),
         }
     }
 }
@@ -187,6 +200,7 @@ impl Inbox {
             return false;
         }
         s.shelve(d);
+        self.held.store(true, Ordering::Release);
         true
     }
 
@@ -203,6 +217,9 @@ impl Inbox {
                 s.shelve(d);
             }
         }
+        if !s.readings.is_empty() {
+            self.held.store(true, Ordering::Release);
+        }
         true
     }
 
@@ -210,9 +227,17 @@ impl Inbox {
     /// capacity is reused) and sets whether readings come as messages from now on.
     pub fn take(&self, messages: bool, into: &mut Vec<DeviceData>) {
         let mut s = self.lock();
-        s.messages = messages;
+        self.set_switch(&mut s, messages);
         into.clear();
         std::mem::swap(&mut s.readings, into);
+    }
+
+    /// Sets the switch and clears the shelved flag (the caller empties the shelf), under
+    /// the lock `s` holds.
+    fn set_switch(&self, s: &mut InboxState, messages: bool) {
+        s.messages = messages;
+        self.messages.store(messages, Ordering::Relaxed);
+        self.held.store(false, Ordering::Relaxed);
     }
 
     /// Owner side: hands every reading kept so far to `f` and sets whether readings come
@@ -221,8 +246,14 @@ impl Inbox {
     /// buffer of its own: the shelf keeps its room for the next readings, and only it.
     /// `f` must not use this inbox.
     pub fn take_each(&self, messages: bool, f: impl FnMut(DeviceData)) -> usize {
+        // Nothing shelved and the switch stays: nothing to do, and no lock to take. A
+        // reading shelved just after this look waits for the next take, as it would
+        // had it come just after a take under the lock.
+        if !self.held.load(Ordering::Acquire) && self.messages.load(Ordering::Relaxed) == messages {
+            return 0;
+        }
         let mut s = self.lock();
-        s.messages = messages;
+        self.set_switch(&mut s, messages);
         let n = s.readings.len();
         s.readings.drain(..).for_each(f);
         n
@@ -1101,6 +1132,34 @@ mod tests {
             actix_rt::time::sleep(std::time::Duration::from_millis(5)).await;
         }
         assert_eq!(seen.lock().unwrap().singles, vec![b'p']);
+    }
+
+    #[actix_rt::test]
+    async fn a_take_of_an_empty_shelf_still_sets_the_switch() {
+        let (inbox, mut p, seen) = inbox_reader([b'p', b's']);
+        // Empty twice over (the second take finds nothing shelved and the switch as it
+        // is), then an empty take that turns messages back on: the next reading is sent.
+        assert_eq!(inbox.take_each(false, |_| panic!("empty")), 0);
+        assert_eq!(inbox.take_each(false, |_| panic!("empty")), 0);
+        p.publish(b'p', Bytes::from_static(&[1]));
+        assert_eq!(inbox.take_each(false, |d| assert_eq!(d.data[0], 1)), 1);
+        assert_eq!(inbox.take_each(true, |_| panic!("empty")), 0);
+        p.publish(b's', Bytes::from_static(&[2]));
+        assert_eq!(
+            inbox.take_each(true, |_| panic!("shelved a wanted message")),
+            0
+        );
+        for _ in 0..400 {
+            if !seen.lock().unwrap().singles.is_empty() {
+                break;
+            }
+            actix_rt::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert_eq!(seen.lock().unwrap().singles, vec![b's']);
+        // And off again with nothing shelved: the next reading waits on the shelf.
+        assert_eq!(inbox.take_each(false, |_| panic!("empty")), 0);
+        p.publish(b'p', Bytes::from_static(&[3]));
+        assert_eq!(inbox.take_each(false, |d| assert_eq!(d.data[0], 3)), 1);
     }
 
     #[actix_rt::test]
