@@ -68,6 +68,17 @@ impl DeviceList {
         }
     }
 
+    /// Asks the processor for what a round reaches through pointers: the device slots and
+    /// the inbox (each session's own allocations, cold after the other sessions' rounds).
+    pub(super) fn prefetch(&self) {
+        let slots = &self.slots;
+        crate::timer::prefetch(slots.as_ptr().cast(), std::mem::size_of_val(&slots[..]));
+        crate::timer::prefetch(
+            Arc::as_ptr(&self.inbox).cast(),
+            std::mem::size_of::<Inbox>(),
+        );
+    }
+
     /// An empty list on the same inbox: what the session holds while it lends its list to
     /// its thread's tick (`park.rs`).
     pub(super) fn lent(&self) -> Self {

@@ -64,12 +64,11 @@ impl OnThread for Shelf {
         tick(&self.0)
     }
 
-    /// The device slots the round is laid out from.
+    /// The device slots the round is laid out from, and the inbox.
     fn prefetch(&self) {
         if let Ok(parked) = self.0.try_borrow() {
             if let Some(p) = parked.as_ref() {
-                let slots = &p.list.slots;
-                crate::timer::prefetch(slots.as_ptr().cast(), std::mem::size_of_val(&slots[..]));
+                p.list.prefetch();
             }
         }
     }
