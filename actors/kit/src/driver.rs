@@ -1125,13 +1125,18 @@ mod tests {
             inbox.take_each(true, |_| panic!("shelved a wanted message")),
             0
         );
+        assert_eq!(first_singles(&seen).await, vec![b'p']);
+    }
+
+    /// The single readings the collector has got, once it has got any (waits up to 2 s).
+    async fn first_singles(seen: &Arc<Mutex<Seen>>) -> Vec<u8> {
         for _ in 0..400 {
             if !seen.lock().unwrap().singles.is_empty() {
                 break;
             }
             actix_rt::time::sleep(std::time::Duration::from_millis(5)).await;
         }
-        assert_eq!(seen.lock().unwrap().singles, vec![b'p']);
+        seen.lock().unwrap().singles.clone()
     }
 
     #[actix_rt::test]
@@ -1149,13 +1154,7 @@ mod tests {
             inbox.take_each(true, |_| panic!("shelved a wanted message")),
             0
         );
-        for _ in 0..400 {
-            if !seen.lock().unwrap().singles.is_empty() {
-                break;
-            }
-            actix_rt::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
-        assert_eq!(seen.lock().unwrap().singles, vec![b's']);
+        assert_eq!(first_singles(&seen).await, vec![b's']);
         // And off again with nothing shelved: the next reading waits on the shelf.
         assert_eq!(inbox.take_each(false, |_| panic!("empty")), 0);
         p.publish(b'p', Bytes::from_static(&[3]));
