@@ -17,6 +17,7 @@
 //! floor; the sonars are at the P2-DX transducer poses in [`SONAR_POSES`].
 
 pub mod camera;
+pub mod cast;
 pub mod geom;
 pub mod gripper;
 pub mod index;
