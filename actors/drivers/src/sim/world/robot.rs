@@ -341,6 +341,13 @@ impl SimRobot {
         &self.noise
     }
 
+    /// How many laser and sonar readings so far cast their rays afresh; the others reused
+    /// the geometry of the last casting, their inputs unchanged (a copy of the robot
+    /// starts counting from 0 with nothing kept).
+    pub fn castings(&self) -> (u64, u64) {
+        (self.castings.laser.casts(), self.castings.sonar.casts())
+    }
+
     /// The noise draws of `draw` (a sensor's base plus an index) at the current instant.
     fn noise_rng(&self, draw: u64) -> Rng {
         NoiseKey {

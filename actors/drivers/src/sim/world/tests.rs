@@ -1371,3 +1371,191 @@ fn seeded_dump_of_worlds_for_comparing_builds() {
     dump_world("room12", world, ticks, &mut out);
     std::fs::write(path, out).unwrap();
 }
+
+/// Robot `i`'s laser, full scan and sonar, and the same read by a copy of it (a copy keeps
+/// no casting: it casts afresh).
+fn readings_and_fresh(
+    w: &SimWorld,
+    i: usize,
+) -> (
+    (Vec<u16>, Vec<u16>, [u16; 16]),
+    (Vec<u16>, Vec<u16>, [u16; 16]),
+) {
+    let read = |w: &SimWorld| {
+        let (l, scan) = w.laser_and_scan(i);
+        (l.to_vec(), scan.ranges, w.sonar(i))
+    };
+    let kept = read(w);
+    let fresh = read(&w.clone());
+    (kept, fresh)
+}
+
+/// Two robots in the room facing east, `robot1` out of `robot0`'s sight behind it.
+fn two_robot_world() -> SimWorld {
+    let map = WorldMap::new("t", 12000.0, 8000.0)
+        .with_wall((9000.0, 0.0), (9000.0, 8000.0))
+        .with_robot(RobotPlacement {
+            name: "a".into(),
+            pose: (3000.0, 4000.0, 0.0),
+            channel: None,
+            port: None,
+            devices: None,
+            laser: LaserSpec::default(),
+        })
+        .with_robot(RobotPlacement {
+            name: "b".into(),
+            pose: (1000.0, 1000.0, std::f64::consts::PI),
+            channel: None,
+            port: None,
+            devices: None,
+            laser: LaserSpec::default(),
+        });
+    SimWorld::new(Arc::new(map))
+}
+
+#[test]
+fn a_still_robot_reuses_its_casting_and_reads_as_if_cast_afresh() {
+    let mut w = SimWorld::new(Arc::new(WorldMap::default_room()));
+    let mut last_laser = Vec::new();
+    for t in 0..30 {
+        w.run(0.1);
+        let (kept, fresh) = readings_and_fresh(&w, 0);
+        assert_eq!(kept, fresh, "tick {t}");
+        // The noise is drawn anew each instant: the readings are not a copy of the last.
+        assert_ne!(kept.0, last_laser, "tick {t}");
+        last_laser = kept.0;
+    }
+    // One casting for 30 readings of each sensor (l and L share theirs).
+    assert_eq!(w.robot(0).castings(), (1, 1));
+}
+
+#[test]
+fn a_robot_driven_into_view_changes_a_still_robots_readings() {
+    let mut w = two_robot_world();
+    let before = readings_and_fresh(&w, 0).0;
+    // b drives round into the space ahead of a: every reading matches a fresh casting,
+    // and a's laser ahead ends up seeing b.
+    w.robot_mut(1)
+        .set_true_pose(6000.0, 1000.0, std::f64::consts::FRAC_PI_2);
+    w.refresh_index();
+    w.controls(1).set_velocity(500, 0);
+    for t in 0..64 {
+        w.run(0.1);
+        let (kept, fresh) = readings_and_fresh(&w, 0);
+        assert_eq!(kept, fresh, "tick {t}");
+    }
+    let after = readings_and_fresh(&w, 0).0;
+    let (by, ahead) = (w.robot(1).true_pose().1, after.0[180]);
+    assert!((by - 4000.0).abs() < 3000.0, "b at y {by}");
+    assert!(
+        ahead < 3000 - 200,
+        "a's laser ahead reads {ahead}: b not seen"
+    );
+    assert!(before.0[180] > 5500, "{}", before.0[180]);
+    let (laser_casts, sonar_casts) = w.robot(0).castings();
+    assert!(
+        laser_casts > 1 && sonar_casts > 1,
+        "{laser_casts} {sonar_casts}"
+    );
+}
+
+#[test]
+fn a_robot_placed_by_hand_in_view_changes_a_still_robots_readings_at_once() {
+    let mut w = two_robot_world();
+    let before = readings_and_fresh(&w, 0).0;
+    // Placed 1 m ahead of a, with and without the index filed again.
+    w.robot_mut(1).set_true_pose(4000.0, 4000.0, 0.0);
+    let (kept, fresh) = readings_and_fresh(&w, 0);
+    assert_eq!(kept, fresh);
+    assert!(kept.0[180] < 800, "{}", kept.0[180]);
+    assert!(kept.2[3].min(kept.2[4]) < 800, "{:?}", kept.2);
+    w.refresh_index();
+    assert_eq!(readings_and_fresh(&w, 0).0 .0[180], kept.0[180]);
+    // Taken away again: the wall at 6 m again.
+    w.robot_mut(1).set_true_pose(1000.0, 1000.0, 0.0);
+    w.refresh_index();
+    let (kept, fresh) = readings_and_fresh(&w, 0);
+    assert_eq!(kept, fresh);
+    assert!(kept.0[180] > 5500 && before.0[180] > 5500);
+}
+
+#[test]
+fn moving_turning_or_resetting_the_robot_itself_recasts() {
+    let mut w = two_robot_world();
+    let (x, y, th) = w.robot(0).true_pose();
+    let ahead = |w: &SimWorld| readings_and_fresh(w, 0);
+    let start = ahead(&w).0;
+    // Moved 1 m toward the wall.
+    w.robot_mut(0).set_true_pose(x + 1000.0, y, th);
+    let (kept, fresh) = ahead(&w);
+    assert_eq!(kept, fresh);
+    assert!(
+        kept.0[180] + 900 < start.0[180],
+        "{} {}",
+        kept.0[180],
+        start.0[180]
+    );
+    // Turned a quarter: the wall is to the right now.
+    w.robot_mut(0)
+        .set_true_pose(x, y, th + std::f64::consts::FRAC_PI_2);
+    let (kept, fresh) = ahead(&w);
+    assert_eq!(kept, fresh);
+    // The map's north edge is 4 m ahead now, the wall 6 m to the right.
+    assert!(
+        kept.0[180].abs_diff(4000) < 50 && kept.0[0].abs_diff(6000) < 50,
+        "{kept:?}"
+    );
+    // Another laser: 720 rays all round.
+    w.robot_mut(0).set_laser(LaserSpec {
+        fov_deg: 360.0,
+        resolution_deg: 0.5,
+        max_mm: 8000.0,
+    });
+    let (kept, fresh) = ahead(&w);
+    assert_eq!(kept, fresh);
+    assert_eq!(kept.1.len(), 720);
+    // Noise off: exact readings, the same as a fresh robot's.
+    w.robot_mut(0).set_noise(Noise::NONE, 0);
+    let (kept, fresh) = ahead(&w);
+    assert_eq!(kept, fresh);
+    let exact = {
+        let mut r = w.robot(0).clone();
+        r.set_noise(Noise::NONE, 0);
+        r.sonar_among(&w.others(0))
+    };
+    assert_eq!(kept.2, exact);
+}
+
+#[test]
+fn a_robot_among_bodies_recasts_when_a_body_moves() {
+    let map = WorldMap::new("t", 10000.0, 10000.0).with_wall((8000.0, 0.0), (8000.0, 10000.0));
+    let mut r = robot_in(map, 2000.0, 5000.0, 0.0);
+    r.set_noise(Noise::PIONEER, 5);
+    let body = |x: f64| Body {
+        center: geom::Vec2::new(x, 5000.0),
+        radius: 250.0,
+        height: 500.0,
+        channel: None,
+        solid: true,
+    };
+    let far = r.laser_among(&[body(7000.0)]);
+    let near = r.laser_among(&[body(3000.0)]);
+    assert!(
+        far[180] > 4000 && near[180] < 1000,
+        "{} {}",
+        far[180],
+        near[180]
+    );
+    // The same body's centre one bit further: cast afresh.
+    let casts = r.castings().0;
+    let nudged = 3000.0f64.next_up();
+    let _ = r.laser_among(&[body(nudged)]);
+    assert_eq!(r.castings().0, casts + 1);
+    let _ = r.laser_among(&[body(nudged)]);
+    assert_eq!(r.castings().0, casts + 1);
+    assert_eq!(
+        r.sonar_among(&[body(3000.0)]),
+        r.clone().sonar_among(&[body(3000.0)])
+    );
+    assert_ne!(r.sonar_among(&[body(3000.0)])[3], r.sonar_among(&[])[3]);
+}
