@@ -149,18 +149,36 @@ impl CastInputs<'_> {
 }
 
 /// One slot: the last casting of one sensor and its key.
+///
+/// A casting is kept only when the robot stood still since the sensor's last reading
+/// (its pose the same to the bit): a robot on the move would seldom read the same inputs
+/// twice, and keeping its castings would cost it the key's copy and the memory for nothing.
+/// Which castings are kept never changes a reading; only the key decides when one is
+/// reused.
 #[derive(Debug)]
 pub struct CastSlot<T> {
-    last: Mutex<Option<(CastKey, T)>>,
+    last: Mutex<Kept<T>>,
     /// How many times the slot was cast afresh (kept or not).
     casts: AtomicU64,
+}
+
+/// What a slot remembers.
+#[derive(Debug)]
+struct Kept<T> {
+    /// The robot's pose (bits) at the sensor's last reading.
+    pose: Option<[u64; 3]>,
+    /// The last casting kept, with its key.
+    casting: Option<Box<(CastKey, T)>>,
 }
 
 impl<T> Default for CastSlot<T> {
     /// An empty slot.
     fn default() -> CastSlot<T> {
         CastSlot {
-            last: Mutex::new(None),
+            last: Mutex::new(Kept {
+                pose: None,
+                casting: None,
+            }),
             casts: AtomicU64::new(0),
         }
     }
@@ -175,7 +193,8 @@ impl<T> Clone for CastSlot<T> {
 
 impl<T> CastSlot<T> {
     /// `read` of the casting of `inputs`: the kept one when its key matches, else `cast()`'s
-    /// (kept for next time). When another thread holds the slot, casts without it.
+    /// (kept for next time when the robot has not moved since the last reading). When
+    /// another thread holds the slot, casts without it.
     pub fn read<R>(
         &self,
         inputs: &CastInputs<'_>,
@@ -186,14 +205,26 @@ impl<T> CastSlot<T> {
             self.casts.fetch_add(1, Ordering::Relaxed);
             return read(&cast());
         };
-        match last.as_ref() {
-            Some((key, value)) if inputs.matches(key) => read(value),
-            _ => {
-                self.casts.fetch_add(1, Ordering::Relaxed);
-                let (_, value) = last.insert((inputs.key(), cast()));
-                read(value)
+        let last = &mut *last;
+        if let Some(kept) = last.casting.as_deref() {
+            if inputs.matches(&kept.0) {
+                return read(&kept.1);
             }
         }
+        self.casts.fetch_add(1, Ordering::Relaxed);
+        let pose = inputs.pose_bits();
+        let value = cast();
+        let out = read(&value);
+        if last.pose == Some(pose) {
+            match last.casting.as_deref_mut() {
+                Some(kept) => *kept = (inputs.key(), value),
+                None => last.casting = Some(Box::new((inputs.key(), value))),
+            }
+        } else {
+            last.pose = Some(pose);
+            last.casting = None;
+        }
+        out
     }
 
     /// How many readings through this slot were cast afresh (the others reused a casting).
