@@ -1372,15 +1372,12 @@ fn seeded_dump_of_worlds_for_comparing_builds() {
     std::fs::write(path, out).unwrap();
 }
 
+/// A robot's laser (`l`), full scan ranges (`L`) and sonar.
+type Readings = (Vec<u16>, Vec<u16>, [u16; 16]);
+
 /// Robot `i`'s laser, full scan and sonar, and the same read by a copy of it (a copy keeps
 /// no casting: it casts afresh).
-fn readings_and_fresh(
-    w: &SimWorld,
-    i: usize,
-) -> (
-    (Vec<u16>, Vec<u16>, [u16; 16]),
-    (Vec<u16>, Vec<u16>, [u16; 16]),
-) {
+fn readings_and_fresh(w: &SimWorld, i: usize) -> (Readings, Readings) {
     let read = |w: &SimWorld| {
         let (l, scan) = w.laser_and_scan(i);
         (l.to_vec(), scan.ranges, w.sonar(i))
