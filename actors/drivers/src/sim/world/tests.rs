@@ -1481,7 +1481,12 @@ fn a_robot_placed_by_hand_in_view_changes_a_still_robots_readings_at_once() {
 fn moving_turning_or_resetting_the_robot_itself_recasts() {
     let mut w = two_robot_world();
     let (x, y, th) = w.robot(0).true_pose();
-    let ahead = |w: &SimWorld| readings_and_fresh(w, 0);
+    // Read twice: the second reading keeps its casting (the robot stood still since the
+    // first), which the next change must then not reuse.
+    let ahead = |w: &SimWorld| {
+        let _ = readings_and_fresh(w, 0);
+        readings_and_fresh(w, 0)
+    };
     let start = ahead(&w).0;
     // Moved 1 m toward the wall.
     w.robot_mut(0).set_true_pose(x + 1000.0, y, th);
