@@ -49,6 +49,12 @@ impl Vec2 {
     /// This vector rotated `angle` radians counter-clockwise.
     pub fn rotated(self, angle: f64) -> Vec2 {
         let (s, c) = angle.sin_cos();
+        self.rotated_by(s, c)
+    }
+
+    /// This vector rotated by the angle whose sine and cosine are `s` and `c` (the same
+    /// as [`Vec2::rotated`] by that angle, bit for bit).
+    pub fn rotated_by(self, s: f64, c: f64) -> Vec2 {
         Vec2::new(c * self.x - s * self.y, s * self.x + c * self.y)
     }
 

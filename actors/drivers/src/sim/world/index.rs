@@ -32,12 +32,26 @@ pub struct RobotIndex {
     cells: Vec<u32>,
     /// Robot `i`'s centre.
     centers: Vec<Vec2>,
+    /// The width, height and radius (bits) it was last built for, if it was.
+    built_for: Option<[u64; 3]>,
 }
 
 impl RobotIndex {
     /// Files robots of `radius` at `centers` in a grid over `width` x `height` (robots
     /// outside it are filed in the border cells).
+    /// The index is a function of its arguments alone: when they are those of the last
+    /// rebuild to the bit (no robot moved), it is left as it is.
     pub fn rebuild(&mut self, width: f64, height: f64, radius: f64, centers: &[Vec2]) {
+        let built_for = [width.to_bits(), height.to_bits(), radius.to_bits()];
+        let same =
+            |a: &Vec2, b: &Vec2| a.x.to_bits() == b.x.to_bits() && a.y.to_bits() == b.y.to_bits();
+        if self.built_for == Some(built_for)
+            && self.centers.len() == centers.len()
+            && self.centers.iter().zip(centers).all(|(a, b)| same(a, b))
+        {
+            return;
+        }
+        self.built_for = Some(built_for);
         let n = centers.len().max(1) as f64;
         let area = (width * height).max(1.0);
         let cell = MIN_CELL_MM

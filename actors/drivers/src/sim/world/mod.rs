@@ -11,12 +11,15 @@
 //!   battery, sonars, laser, PTZ camera, ACTS vision and gripper, read out in the units of the
 //!   Player 0.7.4a manual (Table 7).
 //! - [`geom`]: ray casting and distance helpers.
+//! - [`cast`]: the noise-free geometry of a robot's last laser and sonar castings, reused
+//!   while nothing it was cast from has changed (a robot standing still only draws noise).
 //!
 //! Sensor mounting: the laser is on the robot's centre line `RobotParams::laser_x_mm` ahead of
 //! the centre (default 0, i.e. at the centre); the camera is at the centre, 300 mm above the
 //! floor; the sonars are at the P2-DX transducer poses in [`SONAR_POSES`].
 
 pub mod camera;
+pub mod cast;
 pub mod geom;
 pub mod gripper;
 pub mod index;

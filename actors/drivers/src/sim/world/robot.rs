@@ -21,6 +21,7 @@
 use std::sync::Arc;
 
 use super::camera::{Blob, CameraView, Ptz, PtzReading};
+use super::cast::{CastInputs, CastKind, Castings, SonarEcho};
 pub use super::geom::Body;
 use super::geom::{normalize_angle, ray_circle, Shape, Vec2};
 use super::gripper::Gripper;
@@ -292,6 +293,8 @@ pub struct SimRobot {
     noisy_odometry: Option<NoisyOdometry>,
     noise: Noise,
     seed: u64,
+    /// The noise-free geometry of the last laser and sonar castings and their inputs.
+    castings: Castings,
 }
 
 impl SimRobot {
@@ -320,6 +323,7 @@ impl SimRobot {
             noisy_odometry: None,
             noise: Noise::NONE,
             seed: 0,
+            castings: Castings::default(),
         }
     }
 
@@ -335,6 +339,13 @@ impl SimRobot {
     /// The robot's noise settings.
     pub fn noise(&self) -> &Noise {
         &self.noise
+    }
+
+    /// How many laser and sonar readings so far cast their rays afresh; the others reused
+    /// the geometry of the last casting, their inputs unchanged (a copy of the robot
+    /// starts counting from 0 with nothing kept).
+    pub fn castings(&self) -> (u64, u64) {
+        (self.castings.laser.casts(), self.castings.sonar.casts())
     }
 
     /// The noise draws of `draw` (a sensor's base plus an index) at the current instant.
@@ -558,15 +569,54 @@ impl SimRobot {
     /// As [`SimRobot::sonar`], with `others` in the world (solid ones echo).
     pub fn sonar_among(&self, others: &[Body]) -> [u16; 16] {
         let (x, y, _) = self.pose;
-        let near = within(others, Vec2::new(x, y), SONAR_MAX_MM + ROBOT_RADIUS_MM);
-        self.sonar_with(&near.as_slice())
+        let centre = Vec2::new(x, y);
+        let near = within(others, centre, SONAR_MAX_MM + ROBOT_RADIUS_MM);
+        self.sonar_seen(CastKind::SonarList, centre, &near, || near.as_slice())
     }
 
     /// As [`SimRobot::sonar`], with `solids` (other robots and solid bodies) in the world.
     pub fn sonar_with(&self, solids: &impl Solids) -> [u16; 16] {
+        self.sonar_finish(&self.sonar_echoes(solids))
+    }
+
+    /// As [`SimRobot::sonar_with`] with the solids `view()` gives, a view of `bodies` (and
+    /// of nothing else) taken from `from`: the echoes' geometry is reused when this robot,
+    /// `bodies`, `from` and the settings are the same to the bit as at the last such reading
+    /// (see [`super::cast`]), and only the fresh draws are made.
+    pub(crate) fn sonar_seen<S: Solids>(
+        &self,
+        kind: CastKind,
+        from: Vec2,
+        bodies: &[Body],
+        view: impl FnOnce() -> S,
+    ) -> [u16; 16] {
+        let inputs = self.cast_inputs(kind, from, bodies);
+        self.castings.sonar.read(
+            &inputs,
+            || self.sonar_echoes(&view()),
+            |echoes| self.sonar_finish(echoes),
+        )
+    }
+
+    /// What a casting depends on, for the cache.
+    fn cast_inputs<'a>(&'a self, kind: CastKind, from: Vec2, bodies: &'a [Body]) -> CastInputs<'a> {
+        CastInputs {
+            kind,
+            pose: self.pose,
+            from,
+            laser: self.params.laser,
+            laser_x_mm: self.params.laser_x_mm,
+            noise: &self.noise,
+            seed: self.seed,
+            bodies,
+        }
+    }
+
+    /// Each sonar's echo among `solids`, all but the draws fresh at every instant.
+    fn sonar_echoes(&self, solids: &impl Solids) -> [SonarEcho; 16] {
         let (x, y, th) = self.pose;
         let centre = Vec2::new(x, y);
-        let mut out = [0u16; 16];
+        let mut out = [SonarEcho::Reading(0); 16];
         let noisy = !self.noise.is_none();
         let half = SONAR_HALF_CONE_DEG.to_radians();
         let (sin_th, cos_th) = th.sin_cos();
@@ -582,7 +632,7 @@ impl SimRobot {
             let narrowed = solids.cone(origin, axis, half, &mut cone);
             if narrowed && cone.is_empty() && walls.is_empty() {
                 // Nothing within reach of this cone: no ray can echo.
-                *reading = SONAR_MAX_MM as u16;
+                *reading = SonarEcho::Reading(SONAR_MAX_MM as u16);
                 continue;
             }
             let mut nearest = SONAR_MAX_MM;
@@ -628,12 +678,36 @@ impl SimRobot {
                     let sigma =
                         self.noise.sonar_sigma * nearest.max(noise::SONAR_SIGMA_FLOOR_RANGE_MM);
                     let spot = self.spot_gaussian(k, at);
+                    *reading = SonarEcho::Jitter {
+                        nearest,
+                        sigma,
+                        spot,
+                    };
+                    continue;
+                }
+            }
+            *reading = SonarEcho::Reading(nearest.round().clamp(0.0, SONAR_MAX_MM) as u16);
+        }
+        out
+    }
+
+    /// The readings of `echoes`, with the draws fresh at this instant.
+    fn sonar_finish(&self, echoes: &[SonarEcho; 16]) -> [u16; 16] {
+        let mut out = [0u16; 16];
+        for (k, (reading, echo)) in out.iter_mut().zip(echoes).enumerate() {
+            *reading = match *echo {
+                SonarEcho::Reading(r) => r,
+                SonarEcho::Jitter {
+                    mut nearest,
+                    sigma,
+                    spot,
+                } => {
                     let fresh = self.noise_rng(noise::SONAR + k as u64).gaussian();
                     nearest += sigma
                         * (spot * noise::SONAR_SPOT_SHARE + fresh * noise::SONAR_JITTER_SHARE);
+                    nearest.round().clamp(0.0, SONAR_MAX_MM) as u16
                 }
-            }
-            *reading = nearest.round().clamp(0.0, SONAR_MAX_MM) as u16;
+            };
         }
         out
     }
@@ -650,6 +724,12 @@ impl SimRobot {
 
     /// As [`SimRobot::laser`], with `others` in the world (solid ones reflect).
     pub fn laser_among(&self, others: &[Body]) -> [u16; LASER_SAMPLES] {
+        if self.params.laser == LaserSpec::default() {
+            // The rays are the `l` bins: noise and rounding straight into them.
+            let mut out = [0u16; LASER_SAMPLES];
+            self.cast_among(others, |ranges| self.finish_rays_into(ranges, &mut out));
+            return out;
+        }
         self.view(self.rays_among(others))
     }
 
@@ -720,11 +800,29 @@ impl SimRobot {
 
     /// The laser's rays, mm (its maximum range where nothing is hit), with `others`.
     fn rays_among(&self, others: &[Body]) -> Vec<u16> {
+        self.cast_among(others, |ranges| self.finish_rays(ranges))
+    }
+
+    /// `read` of the laser's rays before noise, mm, with `others`: the last casting's when
+    /// this robot, the others within the laser's reach and the settings are the same to
+    /// the bit as then (see [`super::cast`]), else a fresh one.
+    fn cast_among<R>(&self, others: &[Body], read: impl FnOnce(&[f64]) -> R) -> R {
+        let (x, y, _) = self.pose;
+        let centre = Vec2::new(x, y);
+        let near = within(others, centre, self.params.laser.max_mm + ROBOT_RADIUS_MM);
+        let inputs = self.cast_inputs(CastKind::Laser, centre, &near);
+        self.castings
+            .laser
+            .read(&inputs, || self.cast_rays(&near), |ranges| read(ranges))
+    }
+
+    /// The laser's rays before noise, mm (its maximum range where nothing is hit), with
+    /// `near`, the solid bodies within its reach.
+    fn cast_rays(&self, near: &[Body]) -> Vec<f64> {
         let l = self.params.laser;
         let n = l.count();
-        let (x, y, th) = self.pose;
+        let th = self.pose.2;
         let origin = self.laser_origin();
-        let near = within(others, Vec2::new(x, y), l.max_mm + ROBOT_RADIUS_MM);
         let first = l.first_deg();
         let res = l.resolution_deg;
         let angle = |i: usize| th + (first + res * i as f64).to_radians();
@@ -748,7 +846,7 @@ impl SimRobot {
         });
         // Each body only against the rays of the angle it covers (a full circle: all rays,
         // as the window may wrap).
-        for b in &near {
+        for b in near {
             let (lo, hi) = match angular_window(origin, b) {
                 Some((bearing, width)) if !l.full_circle() => {
                     let rel = normalize_angle(bearing - th).to_degrees();
@@ -768,7 +866,7 @@ impl SimRobot {
                 }
             }
         }
-        self.finish_rays(ranges)
+        ranges
     }
 
     /// The laser's rays, mm (its maximum range where nothing is hit), with `solids`.
@@ -787,22 +885,29 @@ impl SimRobot {
                 None => d,
             };
         }
-        self.finish_rays(ranges)
+        self.finish_rays(&ranges)
     }
 
     /// Noise on the rays that hit something, then whole millimetres.
-    fn finish_rays(&self, mut ranges: Vec<f64>) -> Vec<u16> {
+    fn finish_rays(&self, ranges: &[f64]) -> Vec<u16> {
+        let mut out = vec![0u16; ranges.len()];
+        self.finish_rays_into(ranges, &mut out);
+        out
+    }
+
+    /// [`SimRobot::finish_rays`] into `out` (as long as `ranges`): the noise drawn ray by
+    /// ray in order, only for the rays that hit something.
+    fn finish_rays_into(&self, ranges: &[f64], out: &mut [u16]) {
         let max = self.params.laser.max_mm;
-        if self.noise.laser_sigma_mm > 0.0 {
-            let mut rng = self.noise_rng(noise::LASER);
-            for r in ranges.iter_mut().filter(|r| **r < max) {
-                *r += rng.gaussian() * self.noise.laser_sigma_mm;
+        let sigma = self.noise.laser_sigma_mm;
+        let mut rng = (sigma > 0.0).then(|| self.noise_rng(noise::LASER));
+        for (o, &r) in out.iter_mut().zip(ranges) {
+            let mut r = r;
+            if let Some(rng) = rng.as_mut().filter(|_| r < max) {
+                r += rng.gaussian() * sigma;
             }
+            *o = r.round().clamp(0.0, max) as u16;
         }
-        ranges
-            .into_iter()
-            .map(|r| r.round().clamp(0.0, max) as u16)
-            .collect()
     }
 
     /// Where the laser sits in the world, mm.

@@ -23,6 +23,7 @@ use player_proto::scan::Scan;
 use std::io::{self, Write};
 use std::sync::Arc;
 
+use super::cast::CastKind;
 use super::geom::Vec2;
 use super::gripper::{HOLD_POSITION, INNER_BEAM_MM, OUTER_BEAM_MM};
 use super::index::RobotIndex;
@@ -217,18 +218,18 @@ impl Solids for Others<'_> {
 /// the robot's centre and the cosine of the widest angle off a sonar's axis at which it can
 /// still meet that sonar's cone, worked out once per reading, so that sorting out each
 /// sonar's few is a dot product per robot.
-struct Ring {
-    bodies: Vec<Body>,
+struct Ring<'a> {
+    bodies: &'a [Body],
     /// Per body: the unit vector from the centre to it (zero when it overlaps the centre's
     /// neighbourhood: in every cone), and the cosine limit.
     seen: Vec<(Vec2, f64)>,
     half: f64,
 }
 
-impl Ring {
+impl Ring<'_> {
     /// The ring of a robot at `centre` among `bodies`, for cones of `half` radians from
     /// transducers within `offset` of the centre.
-    fn new(centre: Vec2, bodies: Vec<Body>, half: f64, offset: f64) -> Ring {
+    fn new(centre: Vec2, bodies: &[Body], half: f64, offset: f64) -> Ring<'_> {
         let (sin_half, cos_half) = half.sin_cos();
         let seen = bodies
             .iter()
@@ -255,14 +256,14 @@ impl Ring {
     }
 }
 
-impl Solids for Ring {
+impl Solids for Ring<'_> {
     fn first_hit(&self, origin: Vec2, dir: Vec2, max: f64) -> Option<(f64, Vec2)> {
-        self.bodies.as_slice().first_hit(origin, dir, max)
+        self.bodies.first_hit(origin, dir, max)
     }
 
     fn cone(&self, origin: Vec2, axis: Vec2, half: f64, out: &mut Vec<Body>) -> bool {
         if half != self.half {
-            return self.bodies.as_slice().cone(origin, axis, half, out);
+            return self.bodies.cone(origin, axis, half, out);
         }
         // A superset of the bodies the cone can meet, in their order: the rays then find
         // the same first hits as among every body.
@@ -639,13 +640,16 @@ impl SimWorld {
                             near.push(robot_body(others.index.center(j), None));
                         }
                     });
-                let ring = Ring::new(
-                    p,
-                    near,
-                    SONAR_HALF_CONE_DEG.to_radians(),
-                    sonar_offset() + 1.0,
-                );
-                self.robot(i).sonar_with(&ring)
+                // The ring is a view of `near` from `p` alone: the robot reuses its last
+                // echoes when `near`, `p` and itself are as they were.
+                self.robot(i).sonar_seen(CastKind::SonarRing, p, &near, || {
+                    Ring::new(
+                        p,
+                        &near,
+                        SONAR_HALF_CONE_DEG.to_radians(),
+                        sonar_offset() + 1.0,
+                    )
+                })
             }
             Err(all) => self.robot(i).sonar_among(&all),
         }
@@ -811,6 +815,8 @@ impl SimWorld {
         let member = &self.members[i];
         let (x, y, th) = member.robot.true_pose();
         let centre = Vec2::new(x, y);
+        // The turns into and out of the robot's frame, worked out once for every puck.
+        let (to_world, to_robot) = (th.sin_cos(), (-th).sin_cos());
         let g = member.robot.gripper_mechanism();
         let (paddles, lift, closing, holding) = (g.paddles(), g.lift(), g.closing(), g.holding());
         let hold_x = member.hold_x;
@@ -825,7 +831,8 @@ impl SimWorld {
                         puck.lifted = false;
                         released = true;
                     } else {
-                        puck.center = centre + Vec2::new(hold_x, 0.0).rotated(th);
+                        puck.center =
+                            centre + Vec2::new(hold_x, 0.0).rotated_by(to_world.0, to_world.1);
                         puck.lifted = lift > 0.5;
                     }
                     continue;
@@ -834,7 +841,7 @@ impl SimWorld {
                 None => {}
             }
             let r = puck.radius;
-            let mut local = (puck.center - centre).rotated(-th);
+            let mut local = (puck.center - centre).rotated_by(to_robot.0, to_robot.1);
             let in_lane = local.x > 0.0 && local.y.abs() <= MOUTH_HALF_WIDTH_MM - r;
             let mut moved = false;
             if in_lane {
@@ -862,10 +869,10 @@ impl SimWorld {
                 }
             }
             if moved {
-                puck.center = centre + local.rotated(th);
+                puck.center = centre + local.rotated_by(to_world.0, to_world.1);
                 puck.center = out_of_walls(&self.map, puck.center, r);
             }
-            let local = (puck.center - centre).rotated(-th);
+            let local = (puck.center - centre).rotated_by(to_robot.0, to_robot.1);
             let in_mouth = local.x >= ROBOT_RADIUS_MM + r - 1.0
                 && local.x <= PADDLE_TIP_MM - r
                 && local.y.abs() <= MOUTH_HALF_WIDTH_MM - r;
@@ -882,7 +889,7 @@ impl SimWorld {
         if let Some((k, at)) = grip {
             let puck = &mut self.pucks[k];
             puck.held_by = Some(i);
-            puck.center = centre + Vec2::new(at, 0.0).rotated(th);
+            puck.center = centre + Vec2::new(at, 0.0).rotated_by(to_world.0, to_world.1);
             let m = &mut self.members[i];
             m.hold_x = at;
             m.robot.gripper_mechanism_mut().set_holding(true);

@@ -1230,3 +1230,335 @@ fn laser_and_scan_of_one_casting_read_as_each_alone() {
         assert_eq!(scan, w.scan(0), "after {k} steps");
     }
 }
+
+/// A seeded run of `world` for `ticks` ticks, every reading of every robot written to
+/// `out`: each tick the true poses (bits) and `p`; every few ticks (a cadence per robot)
+/// sonar, laser, full scan, gripper and misc, some read twice in the same tick and some
+/// through the batch readers. Robots drive by a per-index plan: `i % 4 == 0` stand still,
+/// 1 wander (turning away from what the front sonars see), 2 turn on the spot then stand,
+/// 3 drive a while then stand with its gripper working; robot 1 is moved by hand once.
+fn dump_world(name: &str, mut world: SimWorld, ticks: u64, out: &mut String) {
+    use std::fmt::Write as _;
+    let n = world.len();
+    let _ = writeln!(out, "world {name} robots {n} pucks {}", world.pucks().len());
+    for t in 0..ticks {
+        for i in 0..n {
+            let phase = t / 200;
+            match i % 4 {
+                1 => {
+                    let s = world.sonar(i);
+                    let front = s[2..6].iter().copied().min().unwrap_or(5000);
+                    if front < 700 {
+                        world.controls(i).set_velocity(0, 40);
+                    } else {
+                        world
+                            .controls(i)
+                            .set_velocity(300, (phase as i16 % 3 - 1) * 10);
+                    }
+                }
+                2 if phase < 3 => world.controls(i).set_velocity(0, 30),
+                2 => world.controls(i).set_velocity(0, 0),
+                3 if phase % 2 == 0 => world.controls(i).set_velocity(200, 0),
+                3 => {
+                    world.controls(i).set_velocity(0, 0);
+                    if t % 200 == 0 {
+                        world.controls(i).gripper_command(cmd::GRIP_OPEN, 0);
+                    }
+                    if t % 200 == 100 {
+                        world.controls(i).gripper_command(cmd::GRIP_CLOSE, 0);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if t == ticks / 2 && n > 1 {
+            let (x, y, th) = world.robot(1).true_pose();
+            world.robot_mut(1).set_true_pose(x + 30.0, y, th + 0.1);
+        }
+        world.tick();
+        for i in 0..n {
+            let (x, y, th) = world.robot(i).true_pose();
+            let _ = writeln!(
+                out,
+                "{t} {i} pose {:x} {:x} {:x} p {:?}",
+                x.to_bits(),
+                y.to_bits(),
+                th.to_bits(),
+                world.position(i)
+            );
+            let every = 5 + (i as u64 % 3) * 5;
+            if t % every == 0 {
+                let _ = writeln!(out, "{t} {i} s {:?}", world.sonar(i));
+                let _ = writeln!(out, "{t} {i} l {:?}", world.laser(i));
+                if i % 2 == 0 {
+                    // Twice in the same instant: the same readings.
+                    let _ = writeln!(out, "{t} {i} s2 {:?}", world.sonar(i));
+                    let (l, scan) = world.laser_and_scan(i);
+                    let _ = writeln!(out, "{t} {i} lL {:?} {:?}", l, scan.ranges);
+                }
+                let _ = writeln!(
+                    out,
+                    "{t} {i} g {:?} m {:?}",
+                    world.gripper(i),
+                    world.misc(i)
+                );
+            }
+        }
+        if t % 50 == 25 {
+            let all: Vec<usize> = (0..n).collect();
+            let _ = writeln!(out, "{t} many s {:?}", world.sonar_many(&all));
+            let _ = writeln!(out, "{t} many l {:?}", world.laser_many(&all));
+        }
+        for (k, p) in world.pucks().iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "{t} puck {k} {:x} {:x} {:?}",
+                p.center.x.to_bits(),
+                p.center.y.to_bits(),
+                p.held_by
+            );
+        }
+    }
+}
+
+/// Writes the seeded dump of several worlds (30 simulated seconds each) to the file named
+/// by `SIM_DUMP`, to compare two builds of the simulator byte for byte (md5 of the file):
+/// `SIM_DUMP=/tmp/a.txt cargo test -p player-drivers --lib -- --ignored seeded_dump`.
+#[test]
+#[ignore = "writes a file for comparing builds; run by hand with SIM_DUMP set"]
+fn seeded_dump_of_worlds_for_comparing_builds() {
+    let Ok(path) = std::env::var("SIM_DUMP") else {
+        return;
+    };
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/worlds");
+    let ticks = 3000;
+    let mut out = String::new();
+    dump_world(
+        "room",
+        SimWorld::new(Arc::new(WorldMap::default_room())),
+        ticks,
+        &mut out,
+    );
+    for file in ["arena", "maze", "turtlebot"] {
+        let map = WorldMap::from_file(&dir.join(format!("{file}.toml"))).unwrap();
+        dump_world(file, SimWorld::new(Arc::new(map)), ticks, &mut out);
+    }
+    // Twelve robots in the room, three pucks among them, a seed of its own.
+    let mut map = WorldMap::default_room().with_seed(99);
+    for k in 0..12 {
+        let (x, y) = (
+            1500.0 + 1100.0 * (k % 4) as f64,
+            1500.0 + 1300.0 * (k / 4) as f64,
+        );
+        map = map.with_robot(RobotPlacement {
+            name: format!("r{k}"),
+            pose: (x, y, f64::from(k) * 0.7),
+            channel: Some((k % 8) as u8),
+            port: None,
+            devices: None,
+            laser: LaserSpec::default(),
+        });
+    }
+    let mut world = SimWorld::new(Arc::new(map));
+    for k in 0..3 {
+        let (x, y, th) = world.robot(4 * k + 3).true_pose();
+        world.add_puck(PuckPlacement {
+            center: (x + 600.0 * th.cos(), y + 600.0 * th.sin()),
+            radius: 40.0,
+            channel: Some(1),
+        });
+    }
+    dump_world("room12", world, ticks, &mut out);
+    std::fs::write(path, out).unwrap();
+}
+
+/// A robot's laser (`l`), full scan ranges (`L`) and sonar.
+type Readings = (Vec<u16>, Vec<u16>, [u16; 16]);
+
+/// Robot `i`'s laser, full scan and sonar, and the same read by a copy of it (a copy keeps
+/// no casting: it casts afresh).
+fn readings_and_fresh(w: &SimWorld, i: usize) -> (Readings, Readings) {
+    let read = |w: &SimWorld| {
+        let (l, scan) = w.laser_and_scan(i);
+        (l.to_vec(), scan.ranges, w.sonar(i))
+    };
+    let kept = read(w);
+    let fresh = read(&w.clone());
+    (kept, fresh)
+}
+
+/// Two robots in the room facing east, `robot1` out of `robot0`'s sight behind it.
+fn two_robot_world() -> SimWorld {
+    let map = WorldMap::new("t", 12000.0, 8000.0)
+        .with_wall((9000.0, 0.0), (9000.0, 8000.0))
+        .with_robot(RobotPlacement {
+            name: "a".into(),
+            pose: (3000.0, 4000.0, 0.0),
+            channel: None,
+            port: None,
+            devices: None,
+            laser: LaserSpec::default(),
+        })
+        .with_robot(RobotPlacement {
+            name: "b".into(),
+            pose: (1000.0, 1000.0, std::f64::consts::PI),
+            channel: None,
+            port: None,
+            devices: None,
+            laser: LaserSpec::default(),
+        });
+    SimWorld::new(Arc::new(map))
+}
+
+#[test]
+fn a_still_robot_reuses_its_casting_and_reads_as_if_cast_afresh() {
+    let mut w = SimWorld::new(Arc::new(WorldMap::default_room()));
+    let mut last_laser = Vec::new();
+    for t in 0..30 {
+        w.run(0.1);
+        let (kept, fresh) = readings_and_fresh(&w, 0);
+        assert_eq!(kept, fresh, "tick {t}");
+        // The noise is drawn anew each instant: the readings are not a copy of the last.
+        assert_ne!(kept.0, last_laser, "tick {t}");
+        last_laser = kept.0;
+    }
+    // Two castings for 30 readings of each sensor (l and L share theirs): the first, and
+    // the second, kept once the robot was seen standing still.
+    assert_eq!(w.robot(0).castings(), (2, 2));
+}
+
+#[test]
+fn a_robot_driven_into_view_changes_a_still_robots_readings() {
+    let mut w = two_robot_world();
+    let before = readings_and_fresh(&w, 0).0;
+    // b drives round into the space ahead of a: every reading matches a fresh casting,
+    // and a's laser ahead ends up seeing b.
+    w.robot_mut(1)
+        .set_true_pose(6000.0, 1000.0, std::f64::consts::FRAC_PI_2);
+    w.refresh_index();
+    w.controls(1).set_velocity(500, 0);
+    for t in 0..64 {
+        w.run(0.1);
+        let (kept, fresh) = readings_and_fresh(&w, 0);
+        assert_eq!(kept, fresh, "tick {t}");
+    }
+    let after = readings_and_fresh(&w, 0).0;
+    let (by, ahead) = (w.robot(1).true_pose().1, after.0[180]);
+    assert!((by - 4000.0).abs() < 3000.0, "b at y {by}");
+    assert!(
+        ahead < 3000 - 200,
+        "a's laser ahead reads {ahead}: b not seen"
+    );
+    assert!(before.0[180] > 5500, "{}", before.0[180]);
+    let (laser_casts, sonar_casts) = w.robot(0).castings();
+    assert!(
+        laser_casts > 1 && sonar_casts > 1,
+        "{laser_casts} {sonar_casts}"
+    );
+}
+
+#[test]
+fn a_robot_placed_by_hand_in_view_changes_a_still_robots_readings_at_once() {
+    let mut w = two_robot_world();
+    let before = readings_and_fresh(&w, 0).0;
+    // Placed 1 m ahead of a, with and without the index filed again.
+    w.robot_mut(1).set_true_pose(4000.0, 4000.0, 0.0);
+    let (kept, fresh) = readings_and_fresh(&w, 0);
+    assert_eq!(kept, fresh);
+    assert!(kept.0[180] < 800, "{}", kept.0[180]);
+    assert!(kept.2[3].min(kept.2[4]) < 800, "{:?}", kept.2);
+    w.refresh_index();
+    assert_eq!(readings_and_fresh(&w, 0).0 .0[180], kept.0[180]);
+    // Taken away again: the wall at 6 m again.
+    w.robot_mut(1).set_true_pose(1000.0, 1000.0, 0.0);
+    w.refresh_index();
+    let (kept, fresh) = readings_and_fresh(&w, 0);
+    assert_eq!(kept, fresh);
+    assert!(kept.0[180] > 5500 && before.0[180] > 5500);
+}
+
+#[test]
+fn moving_turning_or_resetting_the_robot_itself_recasts() {
+    let mut w = two_robot_world();
+    let (x, y, th) = w.robot(0).true_pose();
+    // Read twice: the second reading keeps its casting (the robot stood still since the
+    // first), which the next change must then not reuse.
+    let ahead = |w: &SimWorld| {
+        let _ = readings_and_fresh(w, 0);
+        readings_and_fresh(w, 0)
+    };
+    let start = ahead(&w).0;
+    // Moved 1 m toward the wall.
+    w.robot_mut(0).set_true_pose(x + 1000.0, y, th);
+    let (kept, fresh) = ahead(&w);
+    assert_eq!(kept, fresh);
+    assert!(
+        kept.0[180] + 900 < start.0[180],
+        "{} {}",
+        kept.0[180],
+        start.0[180]
+    );
+    // Turned a quarter: the wall is to the right now.
+    w.robot_mut(0)
+        .set_true_pose(x, y, th + std::f64::consts::FRAC_PI_2);
+    let (kept, fresh) = ahead(&w);
+    assert_eq!(kept, fresh);
+    // The map's north edge is 4 m ahead now, the wall 6 m to the right.
+    assert!(
+        kept.0[180].abs_diff(4000) < 50 && kept.0[0].abs_diff(6000) < 50,
+        "{kept:?}"
+    );
+    // Another laser: 720 rays all round.
+    w.robot_mut(0).set_laser(LaserSpec {
+        fov_deg: 360.0,
+        resolution_deg: 0.5,
+        max_mm: 8000.0,
+    });
+    let (kept, fresh) = ahead(&w);
+    assert_eq!(kept, fresh);
+    assert_eq!(kept.1.len(), 720);
+    // Noise off: exact readings, the same as a fresh robot's.
+    w.robot_mut(0).set_noise(Noise::NONE, 0);
+    let (kept, fresh) = ahead(&w);
+    assert_eq!(kept, fresh);
+    let exact = {
+        let mut r = w.robot(0).clone();
+        r.set_noise(Noise::NONE, 0);
+        r.sonar_among(&w.others(0))
+    };
+    assert_eq!(kept.2, exact);
+}
+
+#[test]
+fn a_robot_among_bodies_recasts_when_a_body_moves() {
+    let map = WorldMap::new("t", 10000.0, 10000.0).with_wall((8000.0, 0.0), (8000.0, 10000.0));
+    let mut r = robot_in(map, 2000.0, 5000.0, 0.0);
+    r.set_noise(Noise::PIONEER, 5);
+    let body = |x: f64| Body {
+        center: geom::Vec2::new(x, 5000.0),
+        radius: 250.0,
+        height: 500.0,
+        channel: None,
+        solid: true,
+    };
+    let far = r.laser_among(&[body(7000.0)]);
+    let near = r.laser_among(&[body(3000.0)]);
+    assert!(
+        far[180] > 4000 && near[180] < 1000,
+        "{} {}",
+        far[180],
+        near[180]
+    );
+    // The same body's centre one bit further: cast afresh.
+    let casts = r.castings().0;
+    let nudged = 3000.0f64.next_up();
+    let _ = r.laser_among(&[body(nudged)]);
+    assert_eq!(r.castings().0, casts + 1);
+    let _ = r.laser_among(&[body(nudged)]);
+    assert_eq!(r.castings().0, casts + 1);
+    assert_eq!(
+        r.sonar_among(&[body(3000.0)]),
+        r.clone().sonar_among(&[body(3000.0)])
+    );
+    assert_ne!(r.sonar_among(&[body(3000.0)])[3], r.sonar_among(&[])[3]);
+}
