@@ -7,7 +7,7 @@ use player::daemon;
 use player::settings::{parse_args_with, Invocation};
 use slog::{error, info};
 use std::process::ExitCode;
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -34,48 +34,24 @@ fn main() -> ExitCode {
         player::logging::stderr(settings.server.debug, player::logging::Output::detect());
     daemon::raise_open_files(&log);
     let system = actix_rt::System::new();
-    let result = system.block_on(async {
+    let task_log = log.clone();
+    let result = system.block_on(async move {
         // Install the handlers before anything can block, so no signal is lost.
-        let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
-        let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
-        let mut usr1 = signal(SignalKind::user_defined1()).map_err(|e| e.to_string())?;
-        let mut hup = signal(SignalKind::hangup()).map_err(|e| e.to_string())?;
-        let setup_timeout = std::time::Duration::from_secs_f64(settings.server.setup_timeout);
-        let mut server = player::server::start(&settings, &catalog, base_dir, log.clone())
-            .await
-            .map_err(|e| e.to_string())?;
-        // The watchdog is petted from this (the drivers') arbiter: a stuck loop stops it.
-        if let Some(every) = daemon::watchdog_interval() {
-            daemon::pet_watchdog(&server, every, &log);
-        }
-        // The recorder sets every device up at start: ready once each is up or has failed.
-        let status = daemon::settle(&server, setup_timeout, settings.record.enabled()).await;
-        daemon::ready(&log, &status);
-        // The configuration in force (a reload changes its [access] and log level).
-        let mut running = settings.clone();
-        let mut status_tick = tokio::time::interval(daemon::STATUS_EVERY);
-        status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let which = loop {
-            tokio::select! {
-                _ = int.recv() => break "SIGINT",
-                _ = term.recv() => break "SIGTERM",
-                _ = usr1.recv() => {
-                    info!(log, "signal received: latching the emergency stop"; "signal" => "SIGUSR1");
-                    server.emergency_stop("SIGUSR1");
-                }
-                _ = hup.recv() => {
-                    info!(log, "signal received: reloading the configuration"; "signal" => "SIGHUP");
-                    daemon::reload(&args, &catalog, &mut server, &mut running, &level, &log).await;
-                }
-                _ = status_tick.tick(), if daemon::enabled() => {
-                    daemon::refresh_status(&log, &server).await;
-                }
-            }
+        let signals = Signals {
+            int: signal(SignalKind::interrupt()).map_err(|e| e.to_string())?,
+            term: signal(SignalKind::terminate()).map_err(|e| e.to_string())?,
+            usr1: signal(SignalKind::user_defined1()).map_err(|e| e.to_string())?,
+            hup: signal(SignalKind::hangup()).map_err(|e| e.to_string())?,
         };
-        daemon::stopping(&log, which);
-        info!(log, "signal received"; "signal" => which);
-        server.shutdown().await;
-        Ok::<(), String>(())
+        // The server runs as a task of its own on this (the drivers') thread: the future
+        // given to `block_on` is polled whenever any task of the thread wakes (ten times a
+        // second per simulated robot), and `serve`'s wait on four signals and a timer
+        // would be set up anew each time.
+        let main = tokio::task::spawn_local(serve(
+            args, catalog, *settings, base_dir, level, task_log, signals,
+        ));
+        main.await
+            .unwrap_or_else(|e| Err(format!("the server's task failed: {e}")))
     });
     match result {
         Ok(()) => {
@@ -89,6 +65,64 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// The signals the server answers, installed before it starts.
+struct Signals {
+    int: Signal,
+    term: Signal,
+    usr1: Signal,
+    hup: Signal,
+}
+
+/// Starts the server and runs it until SIGINT or SIGTERM, then shuts it down in order:
+/// SIGUSR1 latches every robot's emergency stop, SIGHUP reloads, and under systemd the
+/// status is refreshed.
+async fn serve(
+    args: Vec<String>,
+    catalog: player::catalog::Catalog,
+    settings: player::settings::Settings,
+    base_dir: std::path::PathBuf,
+    level: player::logging::LogLevel,
+    log: slog::Logger,
+    mut signals: Signals,
+) -> Result<(), String> {
+    let setup_timeout = std::time::Duration::from_secs_f64(settings.server.setup_timeout);
+    let mut server = player::server::start(&settings, &catalog, base_dir, log.clone())
+        .await
+        .map_err(|e| e.to_string())?;
+    // The watchdog is petted from this (the drivers') arbiter: a stuck loop stops it.
+    if let Some(every) = daemon::watchdog_interval() {
+        daemon::pet_watchdog(&server, every, &log);
+    }
+    // The recorder sets every device up at start: ready once each is up or has failed.
+    let status = daemon::settle(&server, setup_timeout, settings.record.enabled()).await;
+    daemon::ready(&log, &status);
+    // The configuration in force (a reload changes its [access] and log level).
+    let mut running = settings.clone();
+    let mut status_tick = tokio::time::interval(daemon::STATUS_EVERY);
+    status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let which = loop {
+        tokio::select! {
+            _ = signals.int.recv() => break "SIGINT",
+            _ = signals.term.recv() => break "SIGTERM",
+            _ = signals.usr1.recv() => {
+                info!(log, "signal received: latching the emergency stop"; "signal" => "SIGUSR1");
+                server.emergency_stop("SIGUSR1");
+            }
+            _ = signals.hup.recv() => {
+                info!(log, "signal received: reloading the configuration"; "signal" => "SIGHUP");
+                daemon::reload(&args, &catalog, &mut server, &mut running, &level, &log).await;
+            }
+            _ = status_tick.tick(), if daemon::enabled() => {
+                daemon::refresh_status(&log, &server).await;
+            }
+        }
+    };
+    daemon::stopping(&log, which);
+    info!(log, "signal received"; "signal" => which);
+    server.shutdown().await;
+    Ok(())
 }
 
 /// `player --check-config FILE`: prints what the file would serve and exits 0, or lists
