@@ -479,9 +479,16 @@ impl Registry {
     fn update_health_check(&mut self, ctx: &mut Context<Self>) {
         match (self.table.any_readable_up(), self.health_check.is_some()) {
             (true, false) => {
-                self.health_check = Some(ctx.run_interval(Duration::from_secs(1), |act, _| {
-                    act.check_health();
-                }));
+                // On the thread's precise timer: one wake-up a second, on the grid the
+                // drivers' readings use (tokio's interval would wake twice).
+                let every = crate::timer::interval(Duration::from_secs(1));
+                self.health_check = Some(
+                    ctx.spawn(
+                        actix::fut::wrap_stream::<_, Self>(every)
+                            .map(|(), act, _| act.check_health())
+                            .finish(),
+                    ),
+                );
             }
             (false, true) => {
                 if let Some(h) = self.health_check.take() {
