@@ -272,6 +272,29 @@ fn every_flag_of_player_is_in_its_page_and_every_flag_there_is_taken() {
     );
 }
 
+/// The environment variables the code under `dir` reads (`env::var("NAME")`), the
+/// systemd watchdog's among them, leaving out tests: files named `tests.rs` and whatever
+/// follows a file's first `#[cfg(test)]` (a variable only a test reads is not the server's).
+fn env_read_in(dir: &Path) -> BTreeSet<String> {
+    let mut read_vars = BTreeSet::new();
+    let mut files = vec![dir.to_path_buf()];
+    while let Some(p) = files.pop() {
+        if p.is_dir() {
+            files.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+        } else if p.extension().is_some_and(|e| e == "rs") && !p.ends_with("tests.rs") {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            for line in code.lines().filter(|l| l.contains("env::var")) {
+                read_vars.extend(literals(line).into_iter().take(1));
+            }
+            if code.contains("sd_notify::watchdog_enabled") {
+                read_vars.extend(set(&["WATCHDOG_USEC", "WATCHDOG_PID"]));
+            }
+        }
+    }
+    read_vars
+}
+
 #[test]
 fn the_signals_player_handles_and_the_environment_it_reads_are_in_its_page() {
     let main = read("src/main.rs");
@@ -299,36 +322,11 @@ fn the_signals_player_handles_and_the_environment_it_reads_are_in_its_page() {
         &flags_or_words(section(&all, "SIGNALS")),
     );
 
-    let mut read_vars = BTreeSet::new();
-    let mut files = vec![Path::new(ROOT).join("src")];
-    while let Some(p) = files.pop() {
-        if p.is_dir() {
-            files.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
-        } else if p.extension().is_some_and(|e| e == "rs") {
-            let text = std::fs::read_to_string(&p).unwrap();
-            for line in text.lines().filter(|l| l.contains("env::var")) {
-                read_vars.extend(literals(line).into_iter().take(1));
-            }
-            if text.contains("sd_notify::watchdog_enabled") {
-                read_vars.extend(set(&["WATCHDOG_USEC", "WATCHDOG_PID"]));
-            }
-        }
-    }
+    let mut read_vars = env_read_in(&Path::new(ROOT).join("src"));
     for crate_dir in std::fs::read_dir(Path::new(ROOT).join("actors")).unwrap() {
         let dir = crate_dir.unwrap().path();
-        if dir.ends_with("testkit") {
-            continue;
-        }
-        let mut files = vec![dir.join("src")];
-        while let Some(p) = files.pop() {
-            if p.is_dir() {
-                files.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
-            } else if p.extension().is_some_and(|e| e == "rs") {
-                let text = std::fs::read_to_string(&p).unwrap();
-                for line in text.lines().filter(|l| l.contains("env::var")) {
-                    read_vars.extend(literals(line).into_iter().take(1));
-                }
-            }
+        if !dir.ends_with("testkit") {
+            read_vars.extend(env_read_in(&dir.join("src")));
         }
     }
     assert!(read_vars.contains("NOTIFY_SOCKET"), "{read_vars:?}");
