@@ -686,6 +686,34 @@ impl futures::Stream for Interval {
     }
 }
 
+/// [`interval`] for an actor, as actix's `run_interval` is tokio's: `ctx.run_every(period,
+/// |act, ctx| ...)` runs the closure on the actor at each of the interval's deadlines until
+/// the actor stops or the returned handle is cancelled.
+pub trait RunEvery<A: actix::Actor> {
+    /// Runs `f` every `period` on this thread's precise timer ([`interval`]).
+    fn run_every<F>(&mut self, period: Duration, f: F) -> actix::SpawnHandle
+    where
+        F: FnMut(&mut A, &mut Self) + 'static;
+}
+
+impl<A, C> RunEvery<A> for C
+where
+    A: actix::Actor<Context = C>,
+    C: actix::AsyncContext<A>,
+{
+    fn run_every<F>(&mut self, period: Duration, mut f: F) -> actix::SpawnHandle
+    where
+        F: FnMut(&mut A, &mut C) + 'static,
+    {
+        use actix::fut::ActorStreamExt;
+        self.spawn(
+            actix::fut::wrap_stream::<_, A>(interval(period))
+                .map(move |(), act, ctx| f(act, ctx))
+                .finish(),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -870,6 +898,59 @@ mod tests {
             assert_eq!((next - first).as_nanos() % period.as_nanos(), 0);
             assert!(next - Instant::now() <= period);
         });
+    }
+
+    #[actix_rt::test]
+    async fn run_every_runs_on_the_actor_at_each_deadline_until_its_handle_is_cancelled() {
+        use actix::prelude::*;
+        use std::sync::atomic::{AtomicU32, Ordering};
+        use std::sync::Arc;
+
+        struct Counter {
+            runs: Arc<AtomicU32>,
+            every: Option<SpawnHandle>,
+        }
+        impl Actor for Counter {
+            type Context = actix::Context<Self>;
+            fn started(&mut self, ctx: &mut Self::Context) {
+                self.every = Some(ctx.run_every(Duration::from_millis(10), |act, _| {
+                    act.runs.fetch_add(1, Ordering::SeqCst);
+                }));
+            }
+        }
+        #[derive(Message)]
+        #[rtype(result = "()")]
+        struct Cancel;
+        impl Handler<Cancel> for Counter {
+            type Result = ();
+            fn handle(&mut self, _: Cancel, ctx: &mut Self::Context) {
+                if let Some(h) = self.every.take() {
+                    ctx.cancel_future(h);
+                }
+            }
+        }
+
+        let runs = Arc::new(AtomicU32::new(0));
+        let start = Instant::now();
+        let addr = Counter {
+            runs: runs.clone(),
+            every: None,
+        }
+        .start();
+        while runs.load(Ordering::SeqCst) < 3 {
+            assert!(
+                start.elapsed() < Duration::from_secs(2),
+                "ran {runs:?} times"
+            );
+            actix_rt::time::sleep(Duration::from_millis(5)).await;
+        }
+        // Three runs take at least two periods after the first deadline.
+        assert!(start.elapsed() + COALESCE >= Duration::from_millis(30));
+        addr.send(Cancel).await.unwrap();
+        let after = runs.load(Ordering::SeqCst);
+        // A sleep that proves nothing comes: cancelled, it runs no more.
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(runs.load(Ordering::SeqCst), after);
     }
 
     #[test]

@@ -23,6 +23,7 @@
 //! and its handlers, and arms the timers the guard and the health check ask for.
 
 use crate::notice::{kind, Notice};
+use crate::timer::RunEvery;
 use actix::prelude::*;
 use bytes::Bytes;
 use futures::channel::oneshot;
@@ -481,14 +482,9 @@ impl Registry {
             (true, false) => {
                 // On the thread's precise timer: one wake-up a second, on the grid the
                 // drivers' readings use (tokio's interval would wake twice).
-                let every = crate::timer::interval(Duration::from_secs(1));
-                self.health_check = Some(
-                    ctx.spawn(
-                        actix::fut::wrap_stream::<_, Self>(every)
-                            .map(|(), act, _| act.check_health())
-                            .finish(),
-                    ),
-                );
+                self.health_check = Some(ctx.run_every(Duration::from_secs(1), |act, _| {
+                    act.check_health();
+                }));
             }
             (false, true) => {
                 if let Some(h) = self.health_check.take() {

@@ -17,7 +17,6 @@
 
 pub mod world;
 
-use actix::fut::{self, ActorStreamExt};
 use actix::prelude::*;
 use bytes::Bytes;
 use player_kit::catalog::{
@@ -27,7 +26,7 @@ use player_kit::driver::{
     Command, Config, DeviceSpec, DriverError, DriverHandle, MapOutline, MapRequest, Publisher,
     Setup, Shutdown, Stop, Subscribers, Terminate, Timestamp, MAX_MAP_SEGMENTS,
 };
-use player_kit::timer;
+use player_kit::timer::RunEvery;
 use player_proto::data::{self as wire, GripperCommand, PositionCommand};
 use player_proto::{config as codes, device};
 use serde::Deserialize;
@@ -500,11 +499,9 @@ impl SimDriver {
         if devices.is_empty() {
             return;
         }
-        let h = ctx.spawn(
-            fut::wrap_stream::<_, Self>(timer::interval(Duration::from_secs_f64(1.0 / hz)))
-                .map(move |(), act, _| act.publish(&devices))
-                .finish(),
-        );
+        let h = ctx.run_every(Duration::from_secs_f64(1.0 / hz), move |act, _| {
+            act.publish(&devices)
+        });
         self.timers.push(h);
     }
 
@@ -575,11 +572,7 @@ impl Actor for SimDriver {
             // Physics runs in fixed 10 ms steps, caught up lazily before every reading and
             // command; this timer only keeps the world and its truth log moving when nobody
             // reads. Waking every step would cost more than the steps themselves.
-            ctx.spawn(
-                fut::wrap_stream::<_, Self>(timer::interval(CATCH_UP))
-                    .map(|(), act, _| act.advance())
-                    .finish(),
-            );
+            ctx.run_every(CATCH_UP, |act, _| act.advance());
         }
     }
 }
