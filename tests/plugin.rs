@@ -2,7 +2,8 @@
 //! registered in a catalog under a new device code, configured next to the simulator.
 //!
 //! The `counter` driver serves device `q`: 2-byte data (a u16 counter that advances by a
-//! step every 50 ms) and 2-byte commands (set the counter). Config `s <u16>` sets the step.
+//! step every 50 ms) and 2-byte commands (set the counter). Config `s <u16>` sets the step;
+//! config `h <0|1>` holds its readings back (the device goes quiet) or lets them go again.
 
 use actix::prelude::*;
 use bytes::Bytes;
@@ -12,6 +13,7 @@ use player::driver::{
     Shutdown, Stop, Subscribers, Terminate, Timestamp,
 };
 use player::settings::Settings;
+use player_testkit::hw::wait_for;
 use player_testkit::*;
 use serde::Deserialize;
 use std::sync::{Arc, Mutex};
@@ -39,6 +41,7 @@ struct Counter {
     value: u16,
     step: u16,
     up: bool,
+    held: bool,
     setup_ms: u64,
     fail_setups: u32,
     publisher: Publisher,
@@ -56,7 +59,7 @@ impl Actor for Counter {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.run_interval(Duration::from_millis(50), |act, _| {
-            if act.up {
+            if act.up && !act.held {
                 act.value = act.value.wrapping_add(act.step);
                 act.publish();
             }
@@ -99,8 +102,10 @@ impl Handler<Command> for Counter {
 impl Handler<Config> for Counter {
     type Result = ();
     fn handle(&mut self, msg: Config, _ctx: &mut Self::Context) {
-        if let [b's', hi, lo] = msg.payload[..] {
-            self.step = u16::from_be_bytes([hi, lo]);
+        match msg.payload[..] {
+            [b's', hi, lo] => self.step = u16::from_be_bytes([hi, lo]),
+            [b'h', held] => self.held = held != 0,
+            _ => {}
         }
     }
 }
@@ -146,6 +151,7 @@ fn catalog_with_counter() -> player::catalog::Catalog {
             value: params.start,
             step: 1,
             up: false,
+            held: false,
             setup_ms: params.setup_ms,
             fail_setups: params.fail_setups,
             publisher: Publisher::new(),
@@ -279,6 +285,67 @@ fn commands_and_configs_reach_the_plugin_driver() {
         assert!(std::time::Instant::now() < deadline, "config not applied");
         a = b;
     }
+}
+
+/// The registry reads every device it has set up: the device list gives a device's rate,
+/// a device that stops publishing is reported failed to the clients that asked for notices
+/// after `quiet_after`, and the first reading after that is reported at once, not at the
+/// registry's next check (while a device is silent its readings reach the registry as
+/// messages; while all are well it takes them from an inbox once a second).
+#[test]
+fn a_device_that_goes_quiet_is_reported_and_its_first_reading_again_at_once() {
+    let config = format!("[server]\nquiet_after = 1.0\n{CONFIG}");
+    let settings = Settings::from_toml(&config, "plugin test").unwrap();
+    let server = start_server_with(settings, catalog_with_counter());
+    let mut c = player_client::Client::connect(server.addr()).unwrap();
+    c.request("qa").unwrap().check().unwrap();
+    c.set_notices(true).unwrap();
+    let rate = |c: &mut player_client::Client| {
+        let list = c.device_list().unwrap();
+        let q = list.iter().find(|e| e.code == b'q').unwrap().clone();
+        (q.rate_hz(), q.state, q.data_size)
+    };
+    // A reading every 50 ms, counted over two seconds from the first check.
+    wait_for("the counter's rate to be listed", || rate(&mut c).0 > 0.0);
+    let (hz, state, size) = rate(&mut c);
+    assert!((17.0..=21.5).contains(&hz), "listed at {hz} Hz");
+    assert_eq!((state, size), (b'u', 2));
+
+    c.config(b'q', b'h', &[1]).unwrap();
+    let held = Instant::now();
+    let n = c
+        .wait_notice(Duration::from_secs(10))
+        .unwrap()
+        .expect("a notice");
+    let quiet = held.elapsed();
+    assert_eq!((n.kind, n.device), (b'f', b'q'), "{n:?}");
+    assert!(n.text.starts_with("no reading for"), "{n:?}");
+    // One second of quiet, seen at a check a second apart, from a reading seen at a check.
+    assert!(
+        (Duration::from_millis(900)..Duration::from_secs(4)).contains(&quiet),
+        "reported after {quiet:?}"
+    );
+    let (hz, state, _) = rate(&mut c);
+    assert_eq!((hz, state), (0.0, b'f'), "listed as failed");
+
+    c.config(b'q', b'h', &[0]).unwrap();
+    let released = Instant::now();
+    let n = c
+        .wait_notice(Duration::from_secs(10))
+        .unwrap()
+        .expect("a notice");
+    let back = released.elapsed();
+    assert_eq!(
+        (n.kind, n.device, n.text.as_str()),
+        (b'u', b'q', "readings again")
+    );
+    assert!(
+        back < Duration::from_millis(400),
+        "readings again reported {back:?} after they started (a reading every 50 ms)"
+    );
+    wait_for("the counter to be listed up again", || {
+        rate(&mut c).1 == b'u'
+    });
 }
 
 #[test]

@@ -2,6 +2,13 @@
 //! instants: the reading rate (over windows of about two seconds), the size of the last
 //! reading, and whether a device has gone silent (no reading for `quiet_after`, or three
 //! of its own periods for a device that publishes slowly).
+//!
+//! Readings come numbered (the publisher counts each device's readings), and the tap
+//! mostly sees only the newest of them: while every device is well, the registry takes
+//! its readings from an inbox at its once-a-second check, not as a message per reading
+//! (`mod.rs`). The numbers say how many came since the one seen before, so the rate is
+//! exact; the instant of a reading taken from the inbox is the check's, so a device is
+//! called silent up to one check later than its last reading would say.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -22,6 +29,8 @@ pub struct Silent {
 #[derive(Debug, Default)]
 struct Seen {
     last: Option<Instant>,
+    /// The number of the newest reading seen (0: none, or the publisher does not number).
+    seq: u64,
     data_size: u16,
     count: u32,
     window_start: Option<Instant>,
@@ -48,11 +57,21 @@ impl Health {
         }
     }
 
-    /// A reading of `size` bytes of `device` at `now`.
-    pub fn seen(&mut self, device: u8, size: usize, now: Instant) {
+    /// Readings of `device` up to its `seq`-th, seen at `now`, the newest of `size` bytes.
+    /// The readings since the one seen before count (one when either is unnumbered); a
+    /// reading numbered no higher than one already seen (a message overtaken by a later
+    /// reading the check took from the inbox) is not counted again.
+    pub fn seen(&mut self, device: u8, seq: u64, size: usize, now: Instant) {
         let s = self.seen.entry(device).or_default();
+        let n = match (s.seq, seq) {
+            (0, _) | (_, 0) => 1,
+            (before, seq) if seq > before => seq - before,
+            _ => return,
+        };
+        let n = u32::try_from(n).unwrap_or(u32::MAX);
         if let Some(last) = s.last {
-            let gap = now.saturating_duration_since(last);
+            // The mean gap between the readings since the last one seen.
+            let gap = now.saturating_duration_since(last) / n;
             s.period = if gap > s.period {
                 gap
             } else {
@@ -60,8 +79,9 @@ impl Health {
             };
         }
         s.last = Some(now);
+        s.seq = seq;
         s.data_size = size.min(usize::from(u16::MAX)) as u16;
-        s.count += 1;
+        s.count = s.count.saturating_add(n);
         s.window_start.get_or_insert(now);
     }
 
@@ -129,7 +149,8 @@ mod tests {
     /// instant.
     fn publish(h: &mut Health, device: u8, from: Instant, period: Duration, n: u32) -> Instant {
         for k in 0..n {
-            h.seen(device, 10, from + period * k);
+            let seq = h.seen.get(&device).map_or(0, |s| s.seq) + 1;
+            h.seen(device, seq, 10, from + period * k);
         }
         from + period * (n - 1)
     }
@@ -196,5 +217,36 @@ mod tests {
         assert_eq!(h.rate_x10(LASER), 0);
         assert_eq!(h.data_size(LASER), 0);
         assert!(h.check(t0 + Duration::from_secs(60), all).is_empty());
+    }
+
+    #[test]
+    fn readings_taken_at_the_check_count_by_their_numbers() {
+        // A 10 Hz device whose readings the check takes from the inbox once a second: the
+        // newest each time, ten numbers on.
+        let mut h = Health::new(Duration::from_secs(3));
+        let t0 = Instant::now();
+        for k in 0..=4u32 {
+            h.seen(LASER, 100 + 10 * u64::from(k), 361, t0 + ms(1000) * k);
+        }
+        h.check(t0 + ms(4000), all);
+        // 41 readings over the window from the first check (the first counts as one).
+        assert_eq!(h.rate_x10(LASER), 103);
+        assert_eq!(h.data_size(LASER), 361);
+        // Its period is 100 ms, not the checks' second: silent after quiet_after.
+        assert!(h.check(t0 + ms(6999), all).is_empty());
+        assert_eq!(h.check(t0 + ms(7000), all).len(), 1);
+    }
+
+    #[test]
+    fn a_reading_numbered_below_one_seen_is_not_counted_again() {
+        let mut h = Health::new(Duration::from_secs(3));
+        let t0 = Instant::now();
+        h.seen(SONAR, 5, 10, t0);
+        h.seen(SONAR, 25, 10, t0 + ms(1000));
+        // A message of reading 24 delivered after the check took reading 25.
+        h.seen(SONAR, 24, 10, t0 + ms(1001));
+        h.seen(SONAR, 25, 10, t0 + ms(1002));
+        h.check(t0 + ms(2000), all);
+        assert_eq!(h.rate_x10(SONAR), 105, "21 readings over two seconds");
     }
 }

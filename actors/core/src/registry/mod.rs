@@ -14,7 +14,10 @@
 //! [`DeviceSpec::command_timeout`]) is stopped once when no command has arrived from any
 //! writer for that long, and resumes with the next command. It reads every device it has
 //! set up (a tap, like one more session) to know each device's rate and notice one that
-//! goes silent, keeps the state drivers report ([`DeviceStatus`]), answers the device list
+//! goes silent: while every device is well, from an inbox the drivers leave the newest
+//! readings in, taken at the once-a-second check (no message per reading on the drivers'
+//! thread); while one is silent, as messages, so "readings again" goes out with the first
+//! one. It keeps the state drivers report ([`DeviceStatus`]), answers the device list
 //! ([`ListDevices`]) and sends [`Notice`]s to the sessions that asked for them ([`Watch`]).
 //!
 //! By job: `table.rs` (the devices, their holders and setup states, the device list),
@@ -29,7 +32,7 @@ use bytes::Bytes;
 use futures::channel::oneshot;
 use player_kit::driver::{
     Command, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, DeviceState,
-    DeviceStatus, DriverHandle, MapOutline, MapRequest, ReadDevice, Setup, Shutdown, Stop,
+    DeviceStatus, DriverHandle, Inbox, MapOutline, MapRequest, ReadDevice, Setup, Shutdown, Stop,
     StopReason, Subscribers, Terminate,
 };
 use player_kit::playback::Playback;
@@ -235,6 +238,10 @@ pub struct Registry {
     /// off (for clients of 0.7.4a that send one command) has been written.
     watchdog_explained: bool,
     health_check: Option<SpawnHandle>,
+    /// Where the drivers leave the tap's readings while no device is silent.
+    tap_inbox: Arc<Inbox>,
+    /// The readings last taken from it (kept for its room).
+    tap_taken: Vec<DeviceData>,
     taps: Vec<Recipient<Tapped>>,
     log: Logger,
 }
@@ -252,6 +259,8 @@ impl Registry {
             watchdog_check: None,
             watchdog_explained: false,
             health_check: None,
+            tap_inbox: Inbox::new(),
+            tap_taken: Vec::new(),
             taps: Vec::new(),
             log,
         }
@@ -371,7 +380,7 @@ impl Registry {
     }
 
     fn setup_done(&mut self, code: u8, result: Result<(), DeviceError>, ctx: &mut Context<Self>) {
-        let tap = DataRecipient::of(&ctx.address());
+        let tap = DataRecipient::with_inbox(&ctx.address(), self.tap_inbox.clone());
         let Some(d) = self.table.devices.get_mut(&code) else {
             return;
         };
@@ -497,6 +506,7 @@ impl Registry {
 
     /// Updates each device's rate, and tells holders about a device that has gone silent.
     fn check_health(&mut self) {
+        self.take_tap_inbox();
         let devices = &self.table.devices;
         let silent = self.health.check(Instant::now(), |code| {
             devices
@@ -517,10 +527,34 @@ impl Registry {
                 ),
             );
         }
+        if self.any_silent() {
+            // From now on readings come as messages: the first one of a silent device
+            // makes "readings again" at once, not at the next check.
+            self.take_tap_inbox();
+        }
     }
 
-    /// The tap saw a reading of `code`.
-    fn seen(&mut self, code: u8, size: usize) {
+    fn any_silent(&self) -> bool {
+        self.table
+            .devices
+            .values()
+            .any(|d| d.condition == Condition::Silent)
+    }
+
+    /// Takes the readings the drivers left in the tap's inbox, and sets whether the next
+    /// ones come as messages (while a device is silent) or are left there.
+    fn take_tap_inbox(&mut self) {
+        let mut taken = std::mem::take(&mut self.tap_taken);
+        self.tap_inbox.take(self.any_silent(), &mut taken);
+        for d in &taken {
+            self.seen(d.device, d.seq, d.data.len());
+        }
+        taken.clear();
+        self.tap_taken = taken;
+    }
+
+    /// The tap saw readings of `code` up to its `seq`-th, the newest of `size` bytes.
+    fn seen(&mut self, code: u8, seq: u64, size: usize) {
         let Some(d) = self.table.devices.get_mut(&code) else {
             return;
         };
@@ -528,7 +562,7 @@ impl Registry {
         if !d.is_up() {
             return;
         }
-        self.health.seen(code, size, Instant::now());
+        self.health.seen(code, seq, size, Instant::now());
         if d.condition == Condition::Silent {
             d.condition = Condition::Ok;
             info!(self.log, "device publishing again"; "device" => player_kit::log::device(code));
@@ -862,7 +896,7 @@ impl Handler<DeviceData> for Registry {
     type Result = ();
 
     fn handle(&mut self, msg: DeviceData, _ctx: &mut Self::Context) {
-        self.seen(msg.device, msg.data.len());
+        self.seen(msg.device, msg.seq, msg.data.len());
     }
 }
 
@@ -871,7 +905,7 @@ impl Handler<DeviceDataBatch> for Registry {
 
     fn handle(&mut self, msg: DeviceDataBatch, _ctx: &mut Self::Context) {
         for d in msg.0.iter() {
-            self.seen(d.device, d.data.len());
+            self.seen(d.device, d.seq, d.data.len());
         }
     }
 }
