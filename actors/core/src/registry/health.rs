@@ -58,15 +58,16 @@ impl Health {
     }
 
     /// Readings of `device` up to its `seq`-th, seen at `now`, the newest of `size` bytes.
-    /// The readings since the one seen before count (one when either is unnumbered); a
-    /// reading numbered no higher than one already seen (a message overtaken by a later
-    /// reading the check took from the inbox) is not counted again.
+    /// The readings since the one seen before count. A reading numbered no higher than
+    /// that one counts as one and its number is taken from then on: a driver that numbers
+    /// afresh (a plugin that made a new publisher) goes on being counted, and a message
+    /// overtaken by a newer reading the check took from the inbox (only when the switch
+    /// turns, around a silence) counts once more, an error of one reading.
     pub fn seen(&mut self, device: u8, seq: u64, size: usize, now: Instant) {
         let s = self.seen.entry(device).or_default();
         let n = match (s.seq, seq) {
-            (0, _) | (_, 0) => 1,
-            (before, seq) if seq > before => seq - before,
-            _ => return,
+            (before, seq) if before != 0 && seq > before => seq - before,
+            _ => 1,
         };
         let n = u32::try_from(n).unwrap_or(u32::MAX);
         if let Some(last) = s.last {
@@ -238,15 +239,20 @@ mod tests {
     }
 
     #[test]
-    fn a_reading_numbered_below_one_seen_is_not_counted_again() {
+    fn a_driver_that_numbers_afresh_goes_on_being_counted() {
         let mut h = Health::new(Duration::from_secs(3));
         let t0 = Instant::now();
         h.seen(SONAR, 5, 10, t0);
         h.seen(SONAR, 25, 10, t0 + ms(1000));
-        // A message of reading 24 delivered after the check took reading 25.
-        h.seen(SONAR, 24, 10, t0 + ms(1001));
-        h.seen(SONAR, 25, 10, t0 + ms(1002));
+        // The driver's publisher starts over: 3, then ten more by the next check.
+        h.seen(SONAR, 3, 10, t0 + ms(1100));
+        h.seen(SONAR, 13, 10, t0 + ms(2000));
         h.check(t0 + ms(2000), all);
-        assert_eq!(h.rate_x10(SONAR), 105, "21 readings over two seconds");
+        assert_eq!(
+            h.rate_x10(SONAR),
+            160,
+            "1 + 20 + 1 + 10 readings over two seconds"
+        );
+        assert!(h.check(t0 + ms(4999), all).is_empty(), "not silent");
     }
 }
