@@ -305,19 +305,21 @@ fn a_device_that_goes_quiet_is_reported_and_its_first_reading_again_at_once() {
         let q = list.iter().find(|e| e.code == b'q').unwrap().clone();
         (q.rate_hz(), q.state, q.data_size)
     };
+    // Holds the counter's readings back (or lets them go) and waits for the notice that
+    // follows: the notice and how long it took.
+    let hold = |c: &mut player_client::Client, held: u8| {
+        c.config(b'q', b'h', &[held]).unwrap();
+        let from = Instant::now();
+        let n = c.wait_notice(Duration::from_secs(10)).unwrap();
+        (n.expect("a notice"), from.elapsed())
+    };
     // A reading every 50 ms, counted over two seconds from the first check.
     wait_for("the counter's rate to be listed", || rate(&mut c).0 > 0.0);
     let (hz, state, size) = rate(&mut c);
     assert!((17.0..=21.5).contains(&hz), "listed at {hz} Hz");
     assert_eq!((state, size), (b'u', 2));
 
-    c.config(b'q', b'h', &[1]).unwrap();
-    let held = Instant::now();
-    let n = c
-        .wait_notice(Duration::from_secs(10))
-        .unwrap()
-        .expect("a notice");
-    let quiet = held.elapsed();
+    let (n, quiet) = hold(&mut c, 1);
     assert_eq!((n.kind, n.device), (b'f', b'q'), "{n:?}");
     assert!(n.text.starts_with("no reading for"), "{n:?}");
     // One second of quiet, seen at a check a second apart, from a reading seen at a check.
@@ -328,13 +330,7 @@ fn a_device_that_goes_quiet_is_reported_and_its_first_reading_again_at_once() {
     let (hz, state, _) = rate(&mut c);
     assert_eq!((hz, state), (0.0, b'f'), "listed as failed");
 
-    c.config(b'q', b'h', &[0]).unwrap();
-    let released = Instant::now();
-    let n = c
-        .wait_notice(Duration::from_secs(10))
-        .unwrap()
-        .expect("a notice");
-    let back = released.elapsed();
+    let (n, back) = hold(&mut c, 0);
     assert_eq!(
         (n.kind, n.device, n.text.as_str()),
         (b'u', b'q', "readings again")
