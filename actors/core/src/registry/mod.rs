@@ -240,8 +240,6 @@ pub struct Registry {
     health_check: Option<SpawnHandle>,
     /// Where the drivers leave the tap's readings while no device is silent.
     tap_inbox: Arc<Inbox>,
-    /// The readings last taken from it (kept for its room).
-    tap_taken: Vec<DeviceData>,
     taps: Vec<Recipient<Tapped>>,
     log: Logger,
 }
@@ -260,7 +258,6 @@ impl Registry {
             watchdog_explained: false,
             health_check: None,
             tap_inbox: Inbox::new(),
-            tap_taken: Vec::new(),
             taps: Vec::new(),
             log,
         }
@@ -544,13 +541,10 @@ impl Registry {
     /// Takes the readings the drivers left in the tap's inbox, and sets whether the next
     /// ones come as messages (while a device is silent) or are left there.
     fn take_tap_inbox(&mut self) {
-        let mut taken = std::mem::take(&mut self.tap_taken);
-        self.tap_inbox.take(self.any_silent(), &mut taken);
-        for d in &taken {
-            self.seen(d.device, d.seq, d.data.len());
-        }
-        taken.clear();
-        self.tap_taken = taken;
+        let inbox = self.tap_inbox.clone();
+        inbox.take_each(self.any_silent(), |d| {
+            self.seen(d.device, d.seq, d.data.len())
+        });
     }
 
     /// The tap saw readings of `code` up to its `seq`-th, the newest of `size` bytes.
