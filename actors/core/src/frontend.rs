@@ -11,21 +11,20 @@
 //! stops it at shutdown, after the TCP listeners and before the devices shut down.
 //!
 //! [`Holdings`] is the bookkeeping every front end needs to hold devices at a registry:
-//! the access wanted per device, the `Subscribe`/`Unsubscribe` sent when it changes, and
-//! replies to requests a later change superseded told apart from current ones, and
-//! leaving. Its pure part is [`Wants`]. A front end that serves several robots with one
+//! the access wanted per device, the `Subscribe`/`Unsubscribe` sent when it changes
+//! ([`Holdings::want_in`], which hands the front end the registry's reply only while no
+//! later change has superseded its request), and leaving. Its pure part is [`Wants`]. A front end that serves several robots with one
 //! actor tells them apart through a [`tap::RobotTap`] per robot.
 
 pub mod bridge;
 pub mod tap;
 
 use crate::access::{AccessSettings, Policy};
-use crate::registry::{Disconnect, Registry, SessionId, Subscribe, Unsubscribe};
+use crate::registry::{Disconnect, Grant, Registry, SessionId, Subscribe, Unsubscribe};
 use crate::settings::ServerSettings;
-use actix::dev::Request;
 use actix::prelude::*;
 use futures::future::LocalBoxFuture;
-use player_kit::driver::{DataRecipient, DeviceData, DeviceSpec};
+use player_kit::driver::{DataRecipient, DeviceData, DeviceError, DeviceSpec};
 use slog::Logger;
 use std::any::Any;
 use std::collections::HashMap;
@@ -244,24 +243,16 @@ impl Wants {
     }
 }
 
-/// A `Subscribe` sent: its ticket, the access asked for and the registry's reply to come.
-pub struct Asked {
-    /// Pass to [`Holdings::settle`] with the reply.
-    pub ticket: Ticket,
-    /// The access asked for.
-    pub access: Access,
-    /// The registry's reply.
-    pub reply: Request<Registry, Subscribe>,
-}
-
-/// What [`Holdings::want`] did.
+/// What [`Holdings::want_in`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Change {
     /// Nothing: that access is held or asked for already.
     Same,
     /// `Unsubscribe` was sent.
     Released,
-    /// `Subscribe` was sent (boxed: the pending reply is large).
-    Asked(Box<Asked>),
+    /// `Subscribe` was sent; its reply goes to the front end unless a later change
+    /// supersedes it.
+    Asked,
 }
 
 /// A front end's session at one registry: the devices it holds, kept in line with the
@@ -297,39 +288,52 @@ impl Holdings {
 
     /// Wants `access` to `code` from now on and tells the registry if that changes what is
     /// held; `recipient` (called only when asking) is where the data goes.
-    pub fn want(
+    ///
+    /// When it asks (`Subscribe`), the registry's reply comes back on the actor `A`
+    /// whose context is `ctx`: `holdings` finds these holdings in it again (the reply is
+    /// settled there, [`Wants::settle`]), and `then` gets the reply only if no later
+    /// change superseded the request: the grant, or why not (a registry that has stopped
+    /// answers [`DeviceError::RegistryStopped`]). A refusal leaves nothing held, so the
+    /// next call asks again.
+    pub fn want_in<A>(
         &mut self,
+        ctx: &mut Context<A>,
         code: u8,
         access: Access,
         recipient: impl FnOnce() -> DataRecipient,
-    ) -> Change {
-        match self.wants.want(code, access) {
-            None => Change::Same,
+        holdings: impl FnOnce(&mut A) -> Option<&mut Holdings> + 'static,
+        then: impl FnOnce(&mut A, Result<Grant, DeviceError>, &mut Context<A>) + 'static,
+    ) -> Change
+    where
+        A: Actor<Context = Context<A>>,
+    {
+        let (access, ticket) = match self.wants.want(code, access) {
+            None => return Change::Same,
             Some(Step::Release) => {
                 self.registry.do_send(Unsubscribe {
                     session: self.session,
                     device: code,
                 });
-                Change::Released
+                return Change::Released;
             }
-            Some(Step::Ask(access, ticket)) => Change::Asked(Box::new(Asked {
-                ticket,
-                access,
-                reply: self.registry.send(Subscribe {
-                    session: self.session,
-                    device: code,
-                    read: access.read,
-                    write: access.write,
-                    recipient: recipient(),
-                    client: self.client.as_str().into(),
-                }),
-            })),
-        }
-    }
-
-    /// See [`Wants::settle`].
-    pub fn settle(&mut self, ticket: Ticket, granted: bool) -> bool {
-        self.wants.settle(ticket, granted)
+            Some(Step::Ask(access, ticket)) => (access, ticket),
+        };
+        let reply = self.registry.send(Subscribe {
+            session: self.session,
+            device: code,
+            read: access.read,
+            write: access.write,
+            recipient: recipient(),
+            client: self.client.as_str().into(),
+        });
+        ctx.spawn(fut::wrap_future::<_, A>(reply).map(move |r, act, ctx| {
+            let granted = r.unwrap_or(Err(DeviceError::RegistryStopped));
+            let current = holdings(act).is_some_and(|h| h.wants.settle(ticket, granted.is_ok()));
+            if current {
+                then(act, granted, ctx);
+            }
+        }));
+        Change::Asked
     }
 
     /// The access held (or asked for) to `code`.
@@ -470,5 +474,209 @@ mod tests {
         w.clear();
         assert_eq!((w.held(b'p'), w.held(b's')), (None, None));
         assert!(!w.settle(s, true), "nothing held after clear");
+    }
+
+    // ----- Holdings::want_in against a real registry ------------------------------------
+
+    use player_kit::driver::{
+        Command, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, DriverError,
+        DriverHandle, Setup, Shutdown, Stop, Subscribers, Terminate,
+    };
+    use std::time::Duration;
+
+    /// A driver whose devices set up at once and ignore what they are sent.
+    struct Toy;
+
+    impl Actor for Toy {
+        type Context = Context<Self>;
+    }
+
+    macro_rules! ignores {
+        ($($m:ty),*) => {$(
+            impl Handler<$m> for Toy {
+                type Result = ();
+
+                fn handle(&mut self, _: $m, _: &mut Self::Context) {}
+            }
+        )*};
+    }
+
+    ignores!(Shutdown, Command, Config, Stop, Subscribers, Terminate);
+
+    impl Handler<Setup> for Toy {
+        type Result = Result<(), DriverError>;
+
+        fn handle(&mut self, _: Setup, _: &mut Self::Context) -> Self::Result {
+            Ok(())
+        }
+    }
+
+    /// A registry with one device, `p`, which takes commands of 4 bytes.
+    fn registry() -> Registry {
+        let log = Logger::root(slog::Discard, slog::o!());
+        let mut r = Registry::new("toy", Duration::from_secs(2), log);
+        let toy = Toy.start();
+        r.add_driver(
+            "toy",
+            DriverHandle::of(&toy),
+            &[DeviceSpec::read_write(b'p', 4)],
+        )
+        .unwrap();
+        r
+    }
+
+    /// A front end holding devices at one registry: the replies it was handed, and how
+    /// many replies came at all (superseded or not).
+    struct Front {
+        holdings: Holdings,
+        replies: Vec<(u8, Result<bool, String>)>,
+        came: usize,
+    }
+
+    impl Actor for Front {
+        type Context = Context<Self>;
+    }
+
+    impl Handler<DeviceData> for Front {
+        type Result = ();
+
+        fn handle(&mut self, _: DeviceData, _: &mut Self::Context) {}
+    }
+
+    impl Handler<DeviceDataBatch> for Front {
+        type Result = ();
+
+        fn handle(&mut self, _: DeviceDataBatch, _: &mut Self::Context) {}
+    }
+
+    /// Wants these accesses, one after the other in one turn of the actor (so no reply is
+    /// handled between them); answers what each changed.
+    #[derive(Message)]
+    #[rtype(result = "Vec<Change>")]
+    struct WantIt(Vec<(u8, Access)>);
+
+    impl Handler<WantIt> for Front {
+        type Result = MessageResult<WantIt>;
+
+        fn handle(&mut self, WantIt(wants): WantIt, ctx: &mut Self::Context) -> Self::Result {
+            let me = ctx.address();
+            let mut changes = Vec::new();
+            for (code, access) in wants {
+                changes.push(self.holdings.want_in(
+                    ctx,
+                    code,
+                    access,
+                    || DataRecipient::of(&me),
+                    |f: &mut Front| {
+                        f.came += 1;
+                        Some(&mut f.holdings)
+                    },
+                    move |f, granted, _| {
+                        let r = granted
+                            .map(|g| g.command.is_some())
+                            .map_err(|e| e.to_string());
+                        f.replies.push((code, r));
+                    },
+                ));
+            }
+            MessageResult(changes)
+        }
+    }
+
+    /// The replies handed over once `came` replies have come, and what is held of `p`.
+    #[derive(Message)]
+    #[rtype(result = "Option<(Vec<(u8, Result<bool, String>)>, Option<Access>)>")]
+    struct After(usize);
+
+    impl Handler<After> for Front {
+        type Result = MessageResult<After>;
+
+        fn handle(&mut self, After(n): After, _: &mut Self::Context) -> Self::Result {
+            MessageResult(
+                (self.came >= n).then(|| (self.replies.clone(), self.holdings.held(b'p'))),
+            )
+        }
+    }
+
+    fn front(registry: Addr<Registry>) -> Addr<Front> {
+        Front {
+            holdings: Holdings::new(registry, SessionIds::new().next(), "test"),
+            replies: Vec::new(),
+            came: 0,
+        }
+        .start()
+    }
+
+    /// What `front` was handed once `n` replies have come (within 5 s).
+    async fn after(
+        front: &Addr<Front>,
+        n: usize,
+    ) -> (Vec<(u8, Result<bool, String>)>, Option<Access>) {
+        for _ in 0..1000 {
+            if let Some(seen) = front.send(After(n)).await.unwrap() {
+                return seen;
+            }
+            actix_rt::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("{n} replies did not come");
+    }
+
+    #[actix_rt::test]
+    async fn only_the_reply_to_the_newest_request_reaches_the_front_end() {
+        let f = front(registry().start());
+        let changes = f.send(WantIt(vec![(b'p', R), (b'p', RW)])).await.unwrap();
+        assert_eq!(changes, vec![Change::Asked, Change::Asked]);
+        let (replies, held) = after(&f, 2).await;
+        assert_eq!(
+            replies,
+            vec![(b'p', Ok(true))],
+            "the read-only grant was superseded"
+        );
+        assert_eq!(held, Some(RW));
+    }
+
+    #[actix_rt::test]
+    async fn a_release_supersedes_the_pending_request_and_what_is_held_asks_nothing() {
+        let f = front(registry().start());
+        let wants = vec![(b'p', R), (b'p', R), (b'p', NONE), (b'p', NONE)];
+        let changes = f.send(WantIt(wants)).await.unwrap();
+        use Change::*;
+        assert_eq!(changes, vec![Asked, Same, Released, Same]);
+        let (replies, held) = after(&f, 1).await;
+        assert_eq!(replies, vec![], "the grant came after the release");
+        assert_eq!(held, None);
+    }
+
+    #[actix_rt::test]
+    async fn a_refusal_reaches_the_front_end_and_the_next_want_asks_again() {
+        let f = front(registry().start());
+        let ask = || f.send(WantIt(vec![(b'z', R)]));
+        assert_eq!(ask().await.unwrap(), vec![Change::Asked]);
+        let (replies, _) = after(&f, 1).await;
+        assert_eq!(
+            replies,
+            vec![(b'z', Err("no device 'z' on this robot".into()))]
+        );
+        assert_eq!(ask().await.unwrap(), vec![Change::Asked]);
+    }
+
+    #[actix_rt::test]
+    async fn a_registry_that_has_stopped_answers_registry_stopped() {
+        let arbiter = Arbiter::new();
+        let r = Registry::start_in_arbiter(&arbiter.handle(), |_| registry());
+        arbiter.stop();
+        for _ in 0..1000 {
+            if !r.connected() {
+                break;
+            }
+            actix_rt::time::sleep(Duration::from_millis(5)).await;
+        }
+        let f = front(r);
+        let changes = f.send(WantIt(vec![(b'p', RW)])).await.unwrap();
+        assert_eq!(changes, vec![Change::Asked]);
+        let (replies, held) = after(&f, 1).await;
+        let stopped = DeviceError::RegistryStopped.to_string();
+        assert_eq!(replies, vec![(b'p', Err(stopped))]);
+        assert_eq!(held, None, "a failed request leaves nothing held");
     }
 }

@@ -39,11 +39,13 @@ pub use layout::{RAW_ENCODING, RAW_SCHEMA_ENCODING};
 use mcap::records::MessageHeader;
 use mcap::{WriteOptions, Writer};
 use player_core::frontend::tap::{RobotTap, Tagged};
-use player_core::frontend::{Access, Asked, Change, FrontEnd, FrontEndContext, Holdings};
-use player_core::registry::{Registry, SessionId, Tap};
+use player_core::frontend::{Access, FrontEnd, FrontEndContext, Holdings};
+use player_core::registry::{Grant, Registry, SessionId, Tap};
 pub use player_core::registry::{Sent, Tapped};
 use player_core::settings::{check_seconds, FlagSpec, FrontEndSyntax, Settings, SettingsError};
-use player_kit::driver::{DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, Timestamp};
+use player_kit::driver::{
+    DataRecipient, DeviceData, DeviceDataBatch, DeviceError, DeviceSpec, Timestamp,
+};
 use player_proto::device;
 use player_web::protobuf::Encoding;
 use player_web::schema::{self as foxglove, Source};
@@ -590,33 +592,42 @@ impl Recorder {
         let (Some(tap), Some(holdings)) = (self.taps.get(ri), self.holdings.get_mut(ri)) else {
             return;
         };
-        let read = Access::new(true, false);
-        let Change::Asked(asked) = holdings.want(code, read, || DataRecipient::of(tap)) else {
-            return;
-        };
-        let Asked { ticket, reply, .. } = *asked;
-        let retry = Duration::from_secs_f64(self.settings.retry_seconds);
-        ctx.spawn(reply.into_actor(self).map(move |res, act, ctx| {
-            if !act.holdings[ri].settle(ticket, matches!(res, Ok(Ok(_)))) {
-                return;
+        holdings.want_in(
+            ctx,
+            code,
+            Access::new(true, false),
+            || DataRecipient::of(tap),
+            move |act: &mut Self| act.holdings.get_mut(ri),
+            move |act, granted, ctx| act.granted(ri, code, granted, ctx),
+        );
+    }
+
+    /// The registry's answer to the newest request for robot `ri`'s `code`: recorded, or
+    /// asked again in `retry_seconds`.
+    fn granted(
+        &mut self,
+        ri: usize,
+        code: u8,
+        granted: Result<Grant, DeviceError>,
+        ctx: &mut Context<Self>,
+    ) {
+        let robot = self.sources[ri].robot.clone();
+        match granted {
+            Ok(_) => {
+                self.refused.remove(&(ri, code));
+                info!(self.log, "recording device"; "robot" => robot, "device" => player_kit::log::device(code), "code" => %char::from(code));
             }
-            let robot = act.sources[ri].robot.clone();
-            match res {
-                Ok(Ok(_)) => {
-                    act.refused.remove(&(ri, code));
-                    info!(act.log, "recording device"; "robot" => robot, "device" => player_kit::log::device(code), "code" => %char::from(code));
+            Err(DeviceError::RegistryStopped) => {} // the server is exiting
+            Err(e) => {
+                let retry = Duration::from_secs_f64(self.settings.retry_seconds);
+                let n = self.refused.entry((ri, code)).or_insert(0);
+                *n += 1;
+                if *n == 1 {
+                    warn!(self.log, "cannot record device, will retry"; "robot" => robot, "device" => player_kit::log::device(code), "error" => %e, "every_s" => retry.as_secs_f64());
                 }
-                Ok(Err(e)) => {
-                    let n = act.refused.entry((ri, code)).or_insert(0);
-                    *n += 1;
-                    if *n == 1 {
-                        warn!(act.log, "cannot record device, will retry"; "robot" => robot, "device" => player_kit::log::device(code), "error" => %e, "every_s" => retry.as_secs_f64());
-                    }
-                    ctx.run_later(retry, move |act, ctx| act.subscribe(ri, code, ctx));
-                }
-                Err(_) => {} // the registry has stopped: the server is exiting
+                ctx.run_later(retry, move |act, ctx| act.subscribe(ri, code, ctx));
             }
-        }));
+        }
     }
 }
 

@@ -31,9 +31,11 @@ use actix::prelude::*;
 use bytes::Bytes;
 use futures::future::LocalBoxFuture;
 use player_core::frontend::bridge::{off_runtime, Blocking, Detach, Stats, Waiting};
-use player_core::frontend::{Access, Asked, Change, FrontEnd, FrontEndContext, Holdings};
-use player_core::registry::{Disconnect, EStop};
-use player_kit::driver::{Command, DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec};
+use player_core::frontend::{Access, FrontEnd, FrontEndContext, Holdings};
+use player_core::registry::{Disconnect, EStop, Grant};
+use player_kit::driver::{
+    Command, DataRecipient, DeviceData, DeviceDataBatch, DeviceError, DeviceSpec,
+};
 use player_proto::device;
 use slog::{info, warn, Logger};
 use std::any::Any;
@@ -461,38 +463,34 @@ impl RobotNode {
             self.waiting.forget(code);
         }
         let me = ctx.address();
-        match self
-            .holdings
-            .want(code, Access::new(read, write), || DataRecipient::of(&me))
-        {
-            Change::Same | Change::Released => {}
-            Change::Asked(asked) => {
-                let Asked {
-                    ticket,
-                    access,
-                    reply,
-                } = *asked;
-                ctx.spawn(reply.into_actor(self).map(move |r, act, _| {
-                    let granted = matches!(r, Ok(Ok(_)));
-                    if !act.holdings.settle(ticket, granted) {
-                        return;
-                    }
-                    match r {
-                        Ok(Ok(grant)) if access.write => {
-                            act.command = grant.command;
-                            if act.command.is_none() {
-                                warn!(act.log, "ros2: cmd_vel ignored: the base takes no commands");
-                            } else if let Some(p) = act.pending.take() {
-                                act.forward(p);
-                            }
-                        }
-                        Ok(Ok(_)) => {}
-                        Ok(Err(e)) => {
-                            warn!(act.log, "ros2: device not available"; "device" => device::name(code), "error" => %e)
-                        }
-                        Err(_) => {}
-                    }
-                }));
+        self.holdings.want_in(
+            ctx,
+            code,
+            Access::new(read, write),
+            || DataRecipient::of(&me),
+            |act: &mut Self| Some(&mut act.holdings),
+            move |act, granted, _| act.granted(code, write, granted),
+        );
+    }
+
+    /// The registry's answer to the newest request for `code` (asked with write access
+    /// when `write`).
+    fn granted(&mut self, code: u8, write: bool, granted: Result<Grant, DeviceError>) {
+        match granted {
+            Ok(grant) if write => {
+                self.command = grant.command;
+                if self.command.is_none() {
+                    warn!(
+                        self.log,
+                        "ros2: cmd_vel ignored: the base takes no commands"
+                    );
+                } else if let Some(p) = self.pending.take() {
+                    self.forward(p);
+                }
+            }
+            Ok(_) | Err(DeviceError::RegistryStopped) => {}
+            Err(e) => {
+                warn!(self.log, "ros2: device not available"; "device" => device::name(code), "error" => %e)
             }
         }
     }

@@ -32,14 +32,14 @@ use futures::{SinkExt, StreamExt};
 use hyper::upgrade::Upgraded;
 use hyper_util::rt::TokioIo;
 use player_core::frontend::tap::{RobotTap, Tagged};
-use player_core::frontend::{Access, Asked, Change, Holdings};
+use player_core::frontend::{Access, Change, Holdings};
 use player_core::notice::{kind, Notice};
 use player_core::registry::{
-    CommandHold, ControlPlayback, EStop, GetMap, ListDevices, RouteConfig, SessionId, Watch,
+    CommandHold, ControlPlayback, EStop, GetMap, Grant, ListDevices, RouteConfig, SessionId, Watch,
     MAX_COMMAND_HOLD,
 };
 use player_kit::driver::{
-    Command, DataRecipient, DeviceData, DeviceDataBatch, Inbox, MapOutline, Timestamp,
+    Command, DataRecipient, DeviceData, DeviceDataBatch, DeviceError, Inbox, MapOutline, Timestamp,
 };
 use player_proto::ext::DeviceEntry;
 use player_proto::{config as codes, device};
@@ -568,64 +568,71 @@ impl WebSession {
         let rs = self.robot(k, ctx);
         let tap = rs.tap.clone();
         let inbox = rs.inbox.clone();
-        let asked = match rs
-            .holdings
-            .want(code, Access::new(read, write), || match &tap {
+        let change = rs.holdings.want_in(
+            ctx,
+            code,
+            Access::new(read, write),
+            || match &tap {
                 Some(t) => DataRecipient::with_inbox(t, inbox),
                 None => DataRecipient::with_inbox(&me, inbox),
-            }) {
-            Change::Same => return,
-            Change::Released => None,
-            Change::Asked(a) => Some(*a),
-        };
+            },
+            move |act: &mut Self| act.robots.get_mut(&k).map(|rs| &mut rs.holdings),
+            move |act, granted, ctx| act.granted(k, code, write, granted, ctx),
+        );
+        if change == Change::Same {
+            return;
+        }
         let st = rs.devices.entry(code).or_default();
         if !write {
             st.hold_sent = None;
             st.pacing = Pacing::default();
             rs.commands.remove(&code);
         }
-        let Some(Asked { ticket, reply, .. }) = asked else {
-            st.setting_up = false;
+        st.setting_up = change == Change::Asked;
+        if change == Change::Asked {
+            st.failed = None;
+        }
+    }
+
+    /// Robot `k`'s registry's answer to the newest request for `code` (asked with write
+    /// access when `write`).
+    fn granted(
+        &mut self,
+        k: usize,
+        code: u8,
+        write: bool,
+        granted: Result<Grant, DeviceError>,
+        ctx: &mut Context<Self>,
+    ) {
+        let Some(rs) = self.robots.get_mut(&k) else {
             return;
         };
-        st.setting_up = true;
-        st.failed = None;
-        ctx.spawn(reply.into_actor(self).map(move |r, act, ctx| {
-            let Some(rs) = act.robots.get_mut(&k) else {
-                return;
-            };
-            if !rs.holdings.settle(ticket, matches!(r, Ok(Ok(_)))) {
-                return; // superseded by a later change
-            }
-            let st = rs.devices.entry(code).or_default();
-            st.setting_up = false;
-            match r {
-                Ok(Ok(grant)) => {
-                    if let Some(c) = grant.command {
-                        rs.commands.insert(code, c);
-                    } else if write {
-                        let m = format!(
-                            "device '{}' ({}) takes no commands",
-                            char::from(code),
-                            player_kit::log::device(code)
-                        );
-                        act.status(Level::Warning, &m, ctx);
-                    }
-                }
-                Ok(Err(e)) => {
-                    st.failed = Some(e.to_string());
+        let st = rs.devices.entry(code).or_default();
+        st.setting_up = false;
+        match granted {
+            Ok(grant) => {
+                if let Some(c) = grant.command {
+                    rs.commands.insert(code, c);
+                } else if write {
                     let m = format!(
-                        "device '{}' ({}): {e}",
+                        "device '{}' ({}) takes no commands",
                         char::from(code),
                         player_kit::log::device(code)
                     );
-                    act.status(Level::Error, &m, ctx);
-                }
-                Err(e) => {
-                    st.failed = Some(e.to_string());
+                    self.status(Level::Warning, &m, ctx);
                 }
             }
-        }));
+            Err(e @ DeviceError::RegistryStopped) => st.failed = Some(e.to_string()),
+            Err(e) => {
+                st.failed = Some(e.to_string());
+                let m = format!(
+                    "device '{}' ({}): {e}",
+                    char::from(code),
+                    player_kit::log::device(code)
+                );
+                self.status(Level::Error, &m, ctx);
+            }
+        }
     }
 
     /// Robot `k`'s reading `d`, to every subscription of its channels.

@@ -12,10 +12,10 @@ use actix::prelude::*;
 use bytes::Bytes;
 use player_core::access::Policy;
 use player_core::frontend::bridge::{Detach, Stats, Waiting};
-use player_core::frontend::{Access, Asked, Change, Holdings};
+use player_core::frontend::{Access, Holdings};
 use player_core::logging::{code as show, Throttle};
-use player_core::registry::{EStop, EStopState, ListDevices, Registry, SessionId};
-use player_kit::driver::{Command, DataRecipient, DeviceData, DeviceDataBatch};
+use player_core::registry::{EStop, EStopState, Grant, ListDevices, Registry, SessionId};
+use player_kit::driver::{Command, DataRecipient, DeviceData, DeviceDataBatch, DeviceError};
 use player_proto::device;
 use slog::{info, warn, Logger};
 use std::collections::HashMap;
@@ -320,50 +320,53 @@ impl RobotBridge {
             d.pending = None;
         }
         let me = ctx.address();
-        let Change::Asked(asked) = self.holdings.want(code, want, || DataRecipient::of(&me)) else {
-            return;
-        };
-        let Asked { ticket, reply, .. } = *asked;
-        let write = want.write;
-        ctx.spawn(reply.into_actor(self).map(move |r, act, _| {
-            if !act.holdings.settle(ticket, matches!(r, Ok(Ok(_)))) {
-                return; // superseded by a later change
-            }
-            let d = act.devs.entry(code).or_default();
-            match r {
-                Ok(Ok(grant)) => {
-                    d.failed_at = None;
-                    if !write {
-                        return;
-                    }
-                    match grant.command {
-                        Some(c) => {
-                            d.command = Some(c);
-                            d.command_size = grant.spec.command_size;
-                            if let Some(p) = d.pending.take() {
-                                act.forward(code, p);
-                            }
-                        }
-                        None => {
-                            d.pending = None;
-                            act.warn_throttled(
-                                "no commands",
-                                "zenoh command ignored: the device takes no commands",
-                                code,
-                            );
+        self.holdings.want_in(
+            ctx,
+            code,
+            want,
+            || DataRecipient::of(&me),
+            |act: &mut Self| Some(&mut act.holdings),
+            move |act, granted, _| act.granted(code, want.write, granted),
+        );
+    }
+
+    /// The registry's answer to the newest request for `code` (asked with write access
+    /// when `write`).
+    fn granted(&mut self, code: u8, write: bool, granted: Result<Grant, DeviceError>) {
+        let d = self.devs.entry(code).or_default();
+        match granted {
+            Ok(grant) => {
+                d.failed_at = None;
+                if !write {
+                    return;
+                }
+                match grant.command {
+                    Some(c) => {
+                        d.command = Some(c);
+                        d.command_size = grant.spec.command_size;
+                        if let Some(p) = d.pending.take() {
+                            self.forward(code, p);
                         }
                     }
-                }
-                Ok(Err(e)) => {
-                    d.command = None;
-                    d.failed_at = Some(Instant::now());
-                    warn!(act.o.log, "zenoh: device not available"; "device" => device::name(code), "error" => %e);
-                }
-                Err(_) => {
-                    d.failed_at = Some(Instant::now());
+                    None => {
+                        d.pending = None;
+                        self.warn_throttled(
+                            "no commands",
+                            "zenoh command ignored: the device takes no commands",
+                            code,
+                        );
+                    }
                 }
             }
-        }));
+            Err(DeviceError::RegistryStopped) => {
+                d.failed_at = Some(Instant::now());
+            }
+            Err(e) => {
+                d.command = None;
+                d.failed_at = Some(Instant::now());
+                warn!(self.o.log, "zenoh: device not available"; "device" => device::name(code), "error" => %e);
+            }
+        }
     }
 
     /// Sends a command through the registry's guard (size checked here, as a TCP session
