@@ -106,7 +106,7 @@ impl Encoding {
         match (self.for_channel(channel), prefix) {
             (Encoding::Json, None) => schema::encode(channel, d),
             (Encoding::Json, Some(p)) => {
-                schema::encode(channel, d).map(|j| crate::world::prefix_frames(&j, p))
+                schema::encode(channel, d).map(|j| schema::prefix_frames(&j, p))
             }
             (Encoding::Protobuf, _) => encode_in(channel, d, &Frames::of(prefix)),
         }
@@ -131,7 +131,7 @@ impl Encoding {
         match (self, prefix) {
             (Encoding::Json, None) => schema::encode_map_transform(map, t),
             (Encoding::Json, Some(p)) => {
-                crate::world::prefix_frames(&schema::encode_map_transform(map, t), p)
+                schema::prefix_frames(&schema::encode_map_transform(map, t), p)
             }
             (Encoding::Protobuf, _) => {
                 let [x, y, th] = map.odometry_origin;

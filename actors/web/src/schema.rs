@@ -3,7 +3,9 @@
 //!
 //! Frames: `odom` is the position device's odometry frame (x forward at the last odometry
 //! reset, y left, metres); `base_link` is the robot; `map` is the simulated world, when the
-//! driver has one. `/tf` carries `odom → base_link`, `/tf_map` carries `map → odom`.
+//! driver has one. `/tf` carries `odom → base_link`, `/tf_map` carries `map → odom`. On an
+//! endpoint serving several robots a robot's `odom` and `base_link` are under its name
+//! ([`prefix_frames`]).
 
 use player_kit::driver::{DeviceData, MapOutline, Timestamp};
 use player_proto::data::{self as wire};
@@ -555,6 +557,36 @@ pub fn encode_map_transform(map: &MapOutline, t: Timestamp) -> Vec<u8> {
     serde_json::to_vec(&frame_transform(t, "map", "odom", x, y, th)).unwrap_or_default()
 }
 
+/// A message encoded for one robot with its frames renamed for an endpoint serving several
+/// robots ([`crate::world`]): every
+/// `*_id` field naming `odom` or `base_link` names `<prefix>/odom`, `<prefix>/base_link`.
+/// (The encoder writes compact JSON, so the fields are exactly `"frame_id":"odom"` and the
+/// like.)
+pub fn prefix_frames(json: &[u8], prefix: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(json.len() + 64);
+    let mut i = 0;
+    while i < json.len() {
+        let rest = &json[i..];
+        let hit = [&b"_id\":\"odom\""[..], &b"_id\":\"base_link\""[..]]
+            .into_iter()
+            .find(|p| rest.starts_with(p));
+        match hit {
+            Some(p) => {
+                out.extend_from_slice(b"_id\":\"");
+                out.extend_from_slice(prefix.as_bytes());
+                out.push(b'/');
+                out.extend_from_slice(&p[6..]);
+                i += p.len();
+            }
+            None => {
+                out.push(json[i]);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -782,5 +814,15 @@ pub(crate) mod tests {
             serde_json::from_slice(&encode_map_transform(&m, Timestamp::now())).unwrap();
         assert_eq!(tf["translation"]["x"], 2.0);
         assert_eq!(tf["child_frame_id"], "odom");
+    }
+
+    #[test]
+    fn frames_of_a_world_robot_are_under_its_name_and_the_map_is_shared() {
+        let j = br#"{"parent_frame_id":"odom","child_frame_id":"base_link","id":"odom","frame_id":"map"}"#;
+        let p = prefix_frames(j, "r7");
+        assert_eq!(
+            std::str::from_utf8(&p).unwrap(),
+            r#"{"parent_frame_id":"r7/odom","child_frame_id":"r7/base_link","id":"odom","frame_id":"map"}"#
+        );
     }
 }

@@ -285,48 +285,9 @@ fn schema_fields(c: &Channel, encoding: Encoding) -> &'static str {
         .map_or("", |(_, _, s)| s.as_str())
 }
 
-/// A message encoded for one robot with its frames renamed for a world endpoint: every
-/// `*_id` field naming `odom` or `base_link` names `<prefix>/odom`, `<prefix>/base_link`.
-/// (The encoder writes compact JSON, so the fields are exactly `"frame_id":"odom"` and the
-/// like.)
-pub fn prefix_frames(json: &[u8], prefix: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(json.len() + 64);
-    let mut i = 0;
-    while i < json.len() {
-        let rest = &json[i..];
-        let hit = [&b"_id\":\"odom\""[..], &b"_id\":\"base_link\""[..]]
-            .into_iter()
-            .find(|p| rest.starts_with(p));
-        match hit {
-            Some(p) => {
-                out.extend_from_slice(b"_id\":\"");
-                out.extend_from_slice(prefix.as_bytes());
-                out.push(b'/');
-                out.extend_from_slice(&p[6..]);
-                i += p.len();
-            }
-            None => {
-                out.push(json[i]);
-                i += 1;
-            }
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn frames_of_a_world_robot_are_under_its_name_and_the_map_is_shared() {
-        let j = br#"{"parent_frame_id":"odom","child_frame_id":"base_link","id":"odom","frame_id":"map"}"#;
-        let p = prefix_frames(j, "r7");
-        assert_eq!(
-            std::str::from_utf8(&p).unwrap(),
-            r#"{"parent_frame_id":"r7/odom","child_frame_id":"r7/base_link","id":"odom","frame_id":"map"}"#
-        );
-    }
 
     #[test]
     fn every_channel_id_is_below_the_stride() {
