@@ -1,24 +1,16 @@
-//! A session's protocol operations beyond channels, commands and services: parameters
-//! (read; set with write access; update subscriptions), the connection graph, status
-//! conditions (frames a slow client lost, the e-stop, a failed device: `status` with an
-//! id, `removeStatus` when over) and the server's clock (`time`).
+//! A session's protocol operations beyond channels, commands and services: what they
+//! keep per session ([`Ops`], the parameters' part used by `parameters.rs`), the
+//! connection graph, status conditions (frames a slow client lost, the e-stop, a failed
+//! device: `status` with an id, `removeStatus` when over), this connection's rate cap and
+//! the server's clock (`time`).
 //!
-//! - Parameters ([`crate::params`]): `getParameters` is answered with the registry's
-//!   command timeouts fetched at that moment; a `setParameters` from a client without
-//!   write access is refused with an error status and changes nothing; one with it sets
-//!   the registry's watchdog ([`SetCommandTimeout`]) or this connection's rate cap, and
-//!   every session of the endpoint then sends `parameterValues` to its subscribers of
-//!   what changed. Each session also looks at the registry's values every second while
-//!   it has parameter subscriptions, so a change made elsewhere reaches them too.
 //! - Connection graph ([`crate::graph`]): the whole graph on `subscribeConnectionGraph`,
-//!   then once a second what changed (the registry's [`ListHolders`], diffed).
-//!
-//! On an endpoint serving several robots ([`crate::world`]): the parameters are `robots`
-//! and the endpoint's own, and only `web.max_rate_hz` is writable (a robot's command
-//! timeouts are set on its own endpoint or in the configuration); the graph is that of
-//! the robots this session reads or commands, at most [`GRAPH_ROBOTS`] of them (the
-//! first by index), their topics under their names; a device's status id is
-//! `<robot>/device/<code>` and the e-stop's `<robot>/estop`.
+//!   then once a second what changed (the registry's [`ListHolders`], diffed). On an
+//!   endpoint serving several robots ([`crate::world`]) it is that of the robots this
+//!   session reads or commands, at most [`GRAPH_ROBOTS`] of them (the first by index),
+//!   their topics under their names.
+//! - Status conditions: a device's status id is `device/<code>`, the e-stop's `estop`,
+//!   under the robot's name where the endpoint serves several (`<robot>/estop`).
 //! - Time: the wall clock, in a newest-wins slot the socket writer sends before any data
 //!   queued after it: once a second, and before data at most every [`TIME_EVERY`], so a
 //!   client that stamps messages with the server's clock (Foxglove does, with the `time`
@@ -27,12 +19,10 @@
 use super::{WebSession, TICK};
 use crate::foxglove::{self, Level};
 use crate::graph::{self, Graph};
-use crate::params::{self, Setting, Snapshot};
 use crate::world;
 use actix::prelude::*;
 use player_core::notice::kind;
-use player_core::registry::{CommandTimeouts, ListHolders, SetCommandTimeout, MAX_COMMAND_HOLD};
-use player_kit::driver::DeviceSpec;
+use player_core::registry::ListHolders;
 use player_kit::driver::Timestamp;
 use serde_json::Value;
 use slog::info;
@@ -50,31 +40,23 @@ const DROP_REPORT_MIN: u64 = 5;
 const DROPPED_ID: &str = "dropped";
 /// The status id of the e-stop.
 const ESTOP_ID: &str = "estop";
-/// Most entries of one `setParameters` looked at.
-const MAX_SET: usize = 64;
 /// Most robots of an endpoint serving several whose holders one session's connection
 /// graph shows (a registry asked per robot per second).
 pub(super) const GRAPH_ROBOTS: usize = 32;
-
-/// Endpoint's sessions → session: a parameter changed; send its new value to this
-/// session's subscribers.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct RefreshParameters;
 
 /// What the operations keep per session.
 #[derive(Default)]
 pub(super) struct Ops {
     /// The registry's command timeouts, as last fetched.
-    timeouts: HashMap<u8, Option<Duration>>,
+    pub(super) timeouts: HashMap<u8, Option<Duration>>,
     /// Parameter names the client subscribed to.
-    param_subs: HashSet<String>,
+    pub(super) param_subs: HashSet<String>,
     /// The values last sent to them.
-    param_sent: HashMap<String, Value>,
+    pub(super) param_sent: HashMap<String, Value>,
     /// This connection's cap on messages per second per subscription (0: none).
-    max_rate_hz: f64,
+    pub(super) max_rate_hz: f64,
     /// When each subscription's last message was let through the cap.
-    last_sent: HashMap<u32, Instant>,
+    pub(super) last_sent: HashMap<u32, Instant>,
     /// The graph the client has, while it subscribes to it.
     graph: Option<Graph>,
     /// Frames replaced before the socket took them, per subscription, since `window`.
@@ -177,8 +159,7 @@ impl WebSession {
         }
         self.ops.time_sent = Some(now);
         let frame = foxglove::time(self.server_time_ns());
-        self.out.borrow_mut().time = Some(frame);
-        self.wake.notify_one();
+        self.conn.time(frame);
     }
 
     /// At connection: the clock before anything else that carries a time.
@@ -236,11 +217,13 @@ impl WebSession {
                 // Per topic, most first.
                 let mut by_topic: BTreeMap<String, u64> = BTreeMap::new();
                 for (sub, n) in &self.ops.dropped {
-                    let topic = match self.subs.get(sub) {
-                        Some(&c) if c == world::ROBOTS_CHANNEL && self.shared.robots.several() => {
+                    let topic = match self.subs.channel(*sub) {
+                        Some(c) if c == world::ROBOTS_CHANNEL && self.shared.robots.several() => {
                             world::ROBOTS_TOPIC.to_string()
                         }
-                        Some(&c) => self
+                        Some(c) => self
+                            .shared
+                            .robots
                             .channel(c)
                             .map_or("?".into(), |(k, ch)| self.shared.robots.topic(k, ch)),
                         None => "?".into(),
@@ -309,223 +292,6 @@ impl WebSession {
         }
     }
 
-    // ----- parameters --------------------------------------------------------------------
-
-    /// The devices of the endpoint's one robot (none where it serves several: their
-    /// parameters are not offered there).
-    fn single_specs(&self) -> &[(DeviceSpec, String)] {
-        let robots = &self.shared.robots;
-        match robots.get(0) {
-            Some(r) if !robots.several() => &r.specs,
-            _ => &[],
-        }
-    }
-
-    /// Every parameter's value as this session knows it.
-    fn parameter_values(&self) -> Vec<(String, Value)> {
-        let robots = &self.shared.robots;
-        let snapshot = Snapshot {
-            robot: robots.get(0).map_or("", |r| r.name.as_str()),
-            specs: self.single_specs(),
-            timeouts: &self.ops.timeouts,
-            stall_timeout: self.shared.stall_timeout,
-            max_clients: self.shared.max_clients,
-            max_command_hold: MAX_COMMAND_HOLD,
-            max_rate_hz: self.ops.max_rate_hz,
-        };
-        if robots.several() {
-            params::world_values(robots.iter().map(|r| r.name.as_str()), &snapshot)
-        } else {
-            params::values(&snapshot)
-        }
-    }
-
-    /// Fetches the registry's command timeouts (the endpoint's one robot's; none where it
-    /// serves several), then runs `then`.
-    fn with_timeouts(
-        &mut self,
-        ctx: &mut Context<Self>,
-        then: impl FnOnce(&mut Self, &mut Context<Self>) + 'static,
-    ) {
-        let registry = match self.shared.robots.get(0) {
-            Some(r) if !self.shared.robots.several() => r.registry.clone(),
-            _ => return then(self, ctx),
-        };
-        let fut = registry.send(CommandTimeouts);
-        ctx.spawn(fut.into_actor(self).map(move |r, act, ctx| {
-            if let Ok(list) = r {
-                act.ops.timeouts = list.into_iter().collect();
-            }
-            then(act, ctx);
-        }));
-    }
-
-    /// `getParameters`: the values of `names` (all when empty), with `id`.
-    pub(super) fn get_parameters(
-        &mut self,
-        names: Vec<String>,
-        id: Option<String>,
-        ctx: &mut Context<Self>,
-    ) {
-        self.with_timeouts(ctx, move |act, ctx| {
-            let picked: Vec<(String, Value)> = act
-                .parameter_values()
-                .into_iter()
-                .filter(|(n, _)| names.is_empty() || names.contains(n))
-                .collect();
-            act.send_text(foxglove::parameter_values(&picked, id.as_deref()), ctx);
-        });
-    }
-
-    /// Answers a `setParameters` carrying `id` with the values of `names` now.
-    fn answer_set(&mut self, names: &[String], id: Option<&str>, ctx: &mut Context<Self>) {
-        let Some(id) = id else {
-            return;
-        };
-        let current: Vec<(String, Value)> = self
-            .parameter_values()
-            .into_iter()
-            .filter(|(n, _)| names.contains(n))
-            .collect();
-        self.send_text(foxglove::parameter_values(&current, Some(id)), ctx);
-    }
-
-    /// `setParameters`: refused as a whole without write access; with it, each writable
-    /// parameter in range is set and the rest named in a status.
-    pub(super) fn set_parameters(
-        &mut self,
-        parameters: Vec<(String, Value)>,
-        id: Option<String>,
-        ctx: &mut Context<Self>,
-    ) {
-        let names: Vec<String> = parameters
-            .iter()
-            .take(MAX_SET)
-            .map(|(n, _)| n.clone())
-            .collect();
-        if !self.may_write {
-            let shown: Vec<String> = names
-                .iter()
-                .take(8)
-                .map(|n| n.chars().take(40).collect())
-                .collect();
-            let m = format!(
-                "parameters not set ({}): this client may not command the robot (access policy{})",
-                shown.join(", "),
-                if self.shared.policy.has_key() {
-                    "; connect with ?key=KEY"
-                } else {
-                    ""
-                }
-            );
-            self.status(Level::Error, &m, ctx);
-            return self.with_timeouts(ctx, move |act, ctx| {
-                act.answer_set(&names, id.as_deref(), ctx);
-            });
-        }
-        let mut refused = Vec::new();
-        let mut timeouts = Vec::new();
-        let mut local_change = false;
-        let several = self.shared.robots.several();
-        for (name, value) in parameters.iter().take(MAX_SET) {
-            if several && name.ends_with(".command_timeout") {
-                refused.push(format!(
-                    "{}: command timeouts are set on a robot's own endpoint (this one serves {} robots)",
-                    name.chars().take(40).collect::<String>(),
-                    self.shared.robots.len()
-                ));
-                continue;
-            }
-            match params::parse_setting(name, value, self.single_specs()) {
-                Ok(Setting::MaxRate(hz)) => {
-                    info!(self.log, "web rate cap set"; "max_rate_hz" => hz);
-                    self.ops.max_rate_hz = hz;
-                    self.ops.last_sent.clear();
-                    local_change = true;
-                }
-                Ok(Setting::CommandTimeout { device, timeout }) => {
-                    let Some(registry) = self.registry(0) else {
-                        continue;
-                    };
-                    timeouts.push(registry.send(SetCommandTimeout {
-                        device,
-                        timeout,
-                        client: self.client.clone(),
-                    }));
-                }
-                Err(e) => refused.push(e.to_string()),
-            }
-        }
-        if !refused.is_empty() {
-            let m = format!(
-                "parameters not set: {}",
-                refused
-                    .iter()
-                    .take(8)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            );
-            self.status(Level::Warning, &m, ctx);
-        }
-        let any_timeout = !timeouts.is_empty();
-        let all = futures::future::join_all(timeouts);
-        ctx.spawn(all.into_actor(self).map(move |_, act, ctx| {
-            act.with_timeouts(ctx, move |act, ctx| {
-                act.answer_set(&names, id.as_deref(), ctx);
-                if any_timeout {
-                    // Every session of the endpoint (this one too) tells its subscribers.
-                    for s in act.shared.session_addrs() {
-                        s.do_send(RefreshParameters);
-                    }
-                } else if local_change {
-                    act.send_parameter_updates(ctx);
-                }
-            });
-        }));
-    }
-
-    /// Sends this session's parameter subscribers the values that changed.
-    fn send_parameter_updates(&mut self, ctx: &mut Context<Self>) {
-        if self.ops.param_subs.is_empty() {
-            return;
-        }
-        let now = self.parameter_values();
-        let changed = params::changed(&now, &self.ops.param_subs, &mut self.ops.param_sent);
-        if !changed.is_empty() {
-            self.send_text(foxglove::parameter_values(&changed, None), ctx);
-        }
-    }
-
-    /// Fetches the registry's values and sends the subscribers what changed.
-    fn refresh_parameters(&mut self, ctx: &mut Context<Self>) {
-        self.with_timeouts(ctx, |act, ctx| act.send_parameter_updates(ctx));
-    }
-
-    /// `subscribeParameterUpdates`: later changes of `names` are sent (at most
-    /// [`params::MAX_PARAMETER_SUBSCRIPTIONS`] names).
-    pub(super) fn subscribe_parameters(&mut self, names: Vec<String>, ctx: &mut Context<Self>) {
-        let now = self.parameter_values();
-        for n in names {
-            if self.ops.param_subs.len() >= params::MAX_PARAMETER_SUBSCRIPTIONS {
-                self.status(Level::Warning, "too many parameter subscriptions", ctx);
-                break;
-            }
-            if let Some((_, v)) = now.iter().find(|(k, _)| *k == n) {
-                self.ops.param_sent.insert(n.clone(), v.clone());
-                self.ops.param_subs.insert(n);
-            }
-        }
-    }
-
-    /// `unsubscribeParameterUpdates`.
-    pub(super) fn unsubscribe_parameters(&mut self, names: &[String]) {
-        for n in names {
-            self.ops.param_subs.remove(n);
-            self.ops.param_sent.remove(n);
-        }
-    }
-
     // ----- connection graph --------------------------------------------------------------
 
     /// `subscribeConnectionGraph`: the whole graph now, changes later.
@@ -547,11 +313,12 @@ impl WebSession {
         if !self.shared.robots.several() {
             return vec![0];
         }
+        let robots = &self.shared.robots;
         let mut ks: Vec<usize> = self
             .subs
-            .values()
-            .filter_map(|&c| self.channel(c).map(|(k, _)| k))
-            .chain(self.pubs.values().map(|&(k, _)| k))
+            .iter()
+            .filter_map(|(_, c)| robots.channel(c).map(|(k, _)| k))
+            .chain(self.pubs.robots())
             .collect::<HashSet<usize>>()
             .into_iter()
             .collect();
@@ -603,14 +370,6 @@ impl WebSession {
             }
             act.ops.graph = Some(new);
         }));
-    }
-}
-
-impl Handler<RefreshParameters> for WebSession {
-    type Result = ();
-
-    fn handle(&mut self, _msg: RefreshParameters, ctx: &mut Self::Context) {
-        self.refresh_parameters(ctx);
     }
 }
 

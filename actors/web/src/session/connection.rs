@@ -1,0 +1,360 @@
+//! A web session's connection: the WebSocket's two halves, what waits for the socket
+//! ([`Unsent`]) and the writer task that hands it over.
+//!
+//! The rules, in [`Unsent`] and unit-tested: control messages (status, advertise,
+//! parameter values, service responses) go first, in order, at most [`MAX_CONTROL`] of
+//! them (a client with that many waiting does not read at all and is disconnected); then
+//! the next chunk of an endpoint's channels while they are being advertised (made only
+//! when the socket has taken the chunk before); then the server's clock; then data, at
+//! most one frame per subscription: a newer frame takes the place of one the socket has
+//! not taken (newest wins, counted as dropped). A client that has left something waiting
+//! and taken nothing for the stall timeout is stalled.
+//!
+//! The writer task sends what [`Unsent::next`] gives, one message at a time, and sleeps
+//! when nothing waits until the session wakes it; so a slow browser loses rounds, never
+//! delays the drivers or anyone else, and never queues a backlog.
+
+use bytes::Bytes;
+use futures::stream::{SplitSink, SplitStream};
+use futures::{SinkExt, StreamExt};
+use hyper::upgrade::Upgraded;
+use hyper_util::rt::TokioIo;
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::WebSocketStream;
+
+/// The WebSocket of one connection.
+pub type Socket = WebSocketStream<TokioIo<Upgraded>>;
+
+/// Most status and advertise messages waiting for the socket; past this the client is
+/// not reading at all and is disconnected.
+pub(super) const MAX_CONTROL: usize = 256;
+
+/// How long the writer may go on sending (a close frame, the last messages) after the
+/// session has ended.
+const WRITER_GRACE: Duration = Duration::from_secs(2);
+
+/// Makes the `advertise` chunk that starts with robot `k` of those picked (`None`: all),
+/// and says which robot the next chunk starts with (`None`: that was the last).
+pub(super) type Advertiser = Box<dyn FnMut(Option<&[usize]>, usize) -> (String, Option<usize>)>;
+
+/// What the socket is waiting to take.
+pub(super) struct Unsent {
+    control: VecDeque<Message>,
+    /// The newest frame per subscription, oldest first.
+    data: VecDeque<(u32, Bytes)>,
+    /// The robot whose channels the next `advertise` chunk starts with, while an endpoint
+    /// serving several robots has not advertised them all (see [`crate::world`]).
+    adverts: Option<usize>,
+    /// The robots whose channels are advertised (`?robots=`; `None`: all).
+    picked: Option<Arc<[usize]>>,
+    /// The session has ended: the writer stops once the rest is sent.
+    closed: bool,
+    /// When the writer last finished a send (or the outbox was last empty).
+    progress: Instant,
+    /// Frames replaced before the socket took them.
+    dropped: u64,
+    /// The server's clock, newest wins; sent after the control messages, before data.
+    time: Option<Bytes>,
+}
+
+impl Unsent {
+    /// Nothing waiting, as of `now`.
+    fn new(now: Instant) -> Unsent {
+        Unsent {
+            control: VecDeque::new(),
+            data: VecDeque::new(),
+            adverts: None,
+            picked: None,
+            closed: false,
+            progress: now,
+            dropped: 0,
+            time: None,
+        }
+    }
+
+    /// Whether anything waits for the socket.
+    fn pending(&self) -> bool {
+        !self.control.is_empty() || !self.data.is_empty() || self.adverts.is_some()
+    }
+
+    /// Queues a control message; false (and nothing queued) when [`MAX_CONTROL`] wait
+    /// already.
+    fn control(&mut self, message: Message) -> bool {
+        if self.control.len() >= MAX_CONTROL {
+            return false;
+        }
+        self.control.push_back(message);
+        true
+    }
+
+    /// Puts `frame` in `sub`'s place: instead of the frame waiting there (returns true;
+    /// it counts as dropped), or last. When nothing waited, the stall clock starts at
+    /// `now`.
+    fn frame(&mut self, sub: u32, frame: Bytes, now: Instant) -> bool {
+        if let Some(slot) = self.data.iter_mut().find(|(s, _)| *s == sub) {
+            slot.1 = frame;
+            self.dropped += 1;
+            return true;
+        }
+        if self.data.is_empty() && self.control.is_empty() {
+            self.progress = now;
+        }
+        self.data.push_back((sub, frame));
+        false
+    }
+
+    /// The next message for the socket (see the module's rules), or `None` when nothing
+    /// waits; `advertise` makes the next chunk of channels.
+    fn next(&mut self, advertise: &mut Advertiser) -> Option<Message> {
+        if let Some(m) = self.control.pop_front() {
+            return Some(m);
+        }
+        if let Some(k) = self.adverts {
+            let (text, next) = advertise(self.picked.as_deref(), k);
+            self.adverts = next;
+            return Some(Message::Text(text.into()));
+        }
+        if let Some(t) = self.time.take() {
+            return Some(Message::Binary(t));
+        }
+        self.data.pop_front().map(|(_, b)| Message::Binary(b))
+    }
+
+    /// Whether something has waited and nothing was taken for longer than `stall` (zero:
+    /// never stalled).
+    fn stalled(&self, stall: Duration, now: Instant) -> bool {
+        !stall.is_zero() && self.pending() && now.saturating_duration_since(self.progress) > stall
+    }
+}
+
+/// The connection: its two halves until the session starts, then what waits for the
+/// socket, the writer task and its wake-up.
+pub(super) struct Connection {
+    unsent: Rc<RefCell<Unsent>>,
+    wake: Rc<Notify>,
+    sink: Option<SplitSink<Socket, Message>>,
+    stream: Option<SplitStream<Socket>>,
+    /// The writer task, ended at the latest [`WRITER_GRACE`] after the session (a client
+    /// that reads nothing would hold it for ever).
+    writer: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Connection {
+    /// The connection of `socket`, not started.
+    pub(super) fn new(socket: Socket) -> Connection {
+        let (sink, stream) = socket.split();
+        Connection {
+            unsent: Rc::new(RefCell::new(Unsent::new(Instant::now()))),
+            wake: Rc::new(Notify::new()),
+            sink: Some(sink),
+            stream: Some(stream),
+            writer: None,
+        }
+    }
+
+    /// Advertises only the robots `picked` (`?robots=`).
+    pub(super) fn pick(&self, picked: Option<Vec<usize>>) {
+        self.unsent.borrow_mut().picked = picked.map(Arc::from);
+    }
+
+    /// Starts the writer task (on the session's thread), which makes the chunks of an
+    /// endpoint's channels with `advertise`; gives back the stream of the client's
+    /// messages (once).
+    pub(super) fn start(&mut self, advertise: Advertiser) -> Option<SplitStream<Socket>> {
+        if let Some(sink) = self.sink.take() {
+            let task = write_out(sink, self.unsent.clone(), self.wake.clone(), advertise);
+            self.writer = Some(actix_rt::spawn(task));
+        }
+        self.stream.take()
+    }
+
+    /// Queues a control message; false when the client does not read at all.
+    pub(super) fn control(&self, message: Message) -> bool {
+        let queued = self.unsent.borrow_mut().control(message);
+        if queued {
+            self.wake.notify_one();
+        }
+        queued
+    }
+
+    /// Queues the close frame, whatever waits already.
+    pub(super) fn close_with(&self, frame: CloseFrame) {
+        let mut unsent = self.unsent.borrow_mut();
+        unsent.control.push_back(Message::Close(Some(frame)));
+        drop(unsent);
+        self.wake.notify_one();
+    }
+
+    /// Puts `frame` in subscription `sub`'s place; true when it replaced one.
+    pub(super) fn frame(&self, sub: u32, frame: Bytes) -> bool {
+        let replaced = self.unsent.borrow_mut().frame(sub, frame, Instant::now());
+        self.wake.notify_one();
+        replaced
+    }
+
+    /// Sets the server's clock to send.
+    pub(super) fn time(&self, frame: Bytes) {
+        self.unsent.borrow_mut().time = Some(frame);
+        self.wake.notify_one();
+    }
+
+    /// Forgets the frame waiting for subscription `sub` (unsubscribed).
+    pub(super) fn forget(&self, sub: u32) {
+        self.unsent.borrow_mut().data.retain(|(s, _)| *s != sub);
+    }
+
+    /// Advertises every robot picked, a chunk at a time, starting with the first.
+    pub(super) fn advertise_all(&self) {
+        self.unsent.borrow_mut().adverts = Some(0);
+    }
+
+    /// Frames replaced before the socket took them.
+    pub(super) fn dropped(&self) -> u64 {
+        self.unsent.borrow().dropped
+    }
+
+    /// See [`Unsent::stalled`].
+    pub(super) fn stalled(&self, stall: Duration) -> bool {
+        self.unsent.borrow().stalled(stall, Instant::now())
+    }
+
+    /// The session ended: the writer sends what waits and stops, or is stopped
+    /// [`WRITER_GRACE`] later.
+    pub(super) fn end(&mut self) {
+        self.unsent.borrow_mut().closed = true;
+        self.wake.notify_one();
+        if let Some(w) = self.writer.take() {
+            actix_rt::spawn(async move {
+                tokio::time::sleep(WRITER_GRACE).await;
+                w.abort();
+            });
+        }
+    }
+}
+
+/// The writer task: sends what waits, one message at a time, then closes the socket.
+async fn write_out(
+    mut sink: SplitSink<Socket, Message>,
+    unsent: Rc<RefCell<Unsent>>,
+    wake: Rc<Notify>,
+    mut advertise: Advertiser,
+) {
+    loop {
+        let next = unsent.borrow_mut().next(&mut advertise);
+        match next {
+            Some(m) => {
+                if sink.send(m).await.is_err() {
+                    break;
+                }
+                unsent.borrow_mut().progress = Instant::now();
+            }
+            None => {
+                if unsent.borrow().closed {
+                    break;
+                }
+                wake.notified().await;
+            }
+        }
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(m: Option<Message>) -> String {
+        match m {
+            Some(Message::Text(t)) => t.to_string(),
+            Some(Message::Binary(b)) => format!("bin {}", String::from_utf8_lossy(&b)),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn no_adverts() -> Advertiser {
+        Box::new(|_, _| panic!("nothing to advertise"))
+    }
+
+    #[test]
+    fn a_newer_frame_takes_the_place_of_the_one_waiting_for_its_subscription() {
+        let t0 = Instant::now();
+        let mut u = Unsent::new(t0);
+        assert!(!u.frame(1, Bytes::from_static(b"a1"), t0));
+        assert!(!u.frame(2, Bytes::from_static(b"b1"), t0));
+        assert!(u.frame(1, Bytes::from_static(b"a2"), t0), "replaced");
+        assert_eq!(u.dropped, 1);
+        let mut adv = no_adverts();
+        assert_eq!(text(u.next(&mut adv)), "bin a2", "in the first one's place");
+        assert_eq!(text(u.next(&mut adv)), "bin b1");
+        assert!(u.next(&mut adv).is_none());
+        assert!(
+            !u.frame(1, Bytes::from_static(b"a3"), t0),
+            "taken: a new place"
+        );
+    }
+
+    #[test]
+    fn control_goes_first_then_the_channels_advertised_then_the_clock_then_data() {
+        let t0 = Instant::now();
+        let mut u = Unsent::new(t0);
+        u.frame(1, Bytes::from_static(b"data"), t0);
+        u.time = Some(Bytes::from_static(b"time"));
+        u.adverts = Some(0);
+        u.picked = Some(Arc::from(vec![3, 4]));
+        assert!(u.control(Message::Text("status".into())));
+        let mut made = Vec::new();
+        let mut adv: Advertiser = Box::new(move |picked, k| {
+            made.push(k);
+            assert_eq!(picked, Some(&[3, 4][..]));
+            (format!("advertise from {k}"), (k == 0).then_some(1))
+        });
+        let sent: Vec<String> = std::iter::from_fn(|| u.next(&mut adv).map(Some))
+            .map(text)
+            .collect();
+        assert_eq!(
+            sent,
+            [
+                "status",
+                "advertise from 0",
+                "advertise from 1",
+                "bin time",
+                "bin data"
+            ]
+        );
+        assert!(!u.pending());
+    }
+
+    #[test]
+    fn a_client_that_leaves_max_control_messages_waiting_gets_no_more() {
+        let mut u = Unsent::new(Instant::now());
+        for i in 0..MAX_CONTROL {
+            assert!(u.control(Message::Text(format!("{i}").into())), "{i}");
+        }
+        assert!(!u.control(Message::Text("one too many".into())));
+        assert_eq!(u.control.len(), MAX_CONTROL);
+    }
+
+    #[test]
+    fn a_client_is_stalled_only_while_something_waits_untaken_past_the_timeout() {
+        let t0 = Instant::now();
+        let s = |n| Duration::from_secs(n);
+        let mut u = Unsent::new(t0);
+        assert!(!u.stalled(s(5), t0 + s(60)), "nothing waits");
+        u.frame(1, Bytes::from_static(b"x"), t0 + s(50));
+        assert!(
+            !u.stalled(s(5), t0 + s(54)),
+            "the clock starts with the frame"
+        );
+        assert!(u.stalled(s(5), t0 + s(56)));
+        assert!(!u.stalled(Duration::ZERO, t0 + s(600)), "zero: never");
+        u.progress = t0 + s(56);
+        assert!(!u.stalled(s(5), t0 + s(60)), "something was taken");
+    }
+}
