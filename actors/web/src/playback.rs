@@ -15,7 +15,7 @@
 //! the data lines up with the timeline.
 //!
 //! The request goes to the registry as the kit's generic
-//! [`PlaybackRequest`](player_kit::playback::PlaybackRequest); the driver answers with its
+//! [`PlaybackRequest`]; the driver answers with its
 //! shared [`PlaybackClock`], which this module reads.
 
 use bytes::{BufMut, Bytes, BytesMut};

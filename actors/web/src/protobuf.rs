@@ -1,6 +1,6 @@
 //! The binary encodings of the web viewer's channels: the `foxglove.*` channels as protobuf
 //! (Foxglove's own message types and descriptors, from the `foxglove` crate), beside the JSON
-//! of [`schema`](crate::schema). Pure: readings in, bytes out.
+//! of [`schema`]. Pure: readings in, bytes out.
 //!
 //! A client chooses per connection, with `?encoding=` on the WebSocket URL (the Foxglove
 //! protocol gives a client no other place to say it): `protobuf` (the default) advertises

@@ -558,8 +558,8 @@ pub fn encode_map_transform(map: &MapOutline, t: Timestamp) -> Vec<u8> {
 }
 
 /// A message encoded for one robot with its frames renamed for an endpoint serving several
-/// robots ([`crate::world`]): every
-/// `*_id` field naming `odom` or `base_link` names `<prefix>/odom`, `<prefix>/base_link`.
+/// robots (`world.rs` has the rule): every `*_id` field naming `odom` or `base_link` names
+/// `<prefix>/odom`, `<prefix>/base_link`.
 /// (The encoder writes compact JSON, so the fields are exactly `"frame_id":"odom"` and the
 /// like.)
 pub fn prefix_frames(json: &[u8], prefix: &str) -> Vec<u8> {

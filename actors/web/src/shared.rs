@@ -2,8 +2,8 @@
 //! access policy, the open sessions (each reachable by [`SessionSignal`]) and the count of
 //! sessions per client address ([`AddressSlot`]).
 //!
-//! It sits below both the sessions ([`crate::session`]), which read it, and the endpoint
-//! ([`crate::endpoint`]), which makes it and starts the sessions: it names neither.
+//! It sits below both the sessions (`session/`), which read it, and the endpoint
+//! (`endpoint.rs`), which makes it and starts the sessions: it names neither.
 
 use crate::tls;
 use crate::world::Robots;
