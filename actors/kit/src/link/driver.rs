@@ -112,6 +112,9 @@ pub trait Link {
 pub async fn run_link<L: Link>(mut link: L, mut close: L::Close, state: watch::Sender<LinkState>) {
     let mut backoff = Backoff::default();
     let mut ever_up = false;
+    // The reason of the last reconnect failure logged: each new reason is logged once (a
+    // sensor that is back but answers wrongly says so), a repeated one only at debug.
+    let mut last_failure: Option<String> = None;
     loop {
         let result = tokio::select! {
             r = link.connect(ever_up) => r,
@@ -123,6 +126,7 @@ pub async fn run_link<L: Link>(mut link: L, mut close: L::Close, state: watch::S
                     state: &state,
                     ever_up: &mut ever_up,
                 };
+                last_failure = None;
                 match link.serve(conn, &mut close, up).await {
                     Ended::Closed => return link.finish().await,
                     Ended::Lost(why) if ever_up => {
@@ -134,7 +138,13 @@ pub async fn run_link<L: Link>(mut link: L, mut close: L::Close, state: watch::S
                 }
             }
             Err(e) if !ever_up => return fail(&mut link, &state, e).await,
-            Err(e) => debug!(link.log(), "{} reconnect failed", L::NAME; "error" => %e),
+            Err(e) if last_failure.as_deref() == Some(e.text.as_str()) => {
+                debug!(link.log(), "{} reconnect failed", L::NAME; "error" => %e)
+            }
+            Err(e) => {
+                info!(link.log(), "{} reconnect failed; retrying with backoff", L::NAME; "error" => %e);
+                last_failure = Some(e.text);
+            }
         }
         tokio::select! {
             _ = tokio::time::sleep(backoff.next_delay()) => {}
