@@ -409,20 +409,26 @@ impl From<DeviceError> for DriverError {
 
 /// Registry → driver: the first client subscribed to `device`; open it. The reply comes
 /// when the device is ready (or failed, which the client sees as `e`).
-#[derive(Message, Debug, Clone, Copy)]
+#[derive(Message, Debug, Clone)]
 #[rtype(result = "Result<(), DriverError>")]
 pub struct Setup {
     /// The device code.
     pub device: u8,
+    /// The client whose request opens it, for log lines (`"opened_by"`: the log's limits
+    /// count a driver's lines about opening a device as that client's).
+    pub client: Arc<str>,
 }
 
 /// Registry → driver: the last client left `device`; close it (a driver that serves several
 /// devices over one link closes the link after the last of them).
-#[derive(Message, Debug, Clone, Copy)]
+#[derive(Message, Debug, Clone)]
 #[rtype(result = "()")]
 pub struct Shutdown {
     /// The device code.
     pub device: u8,
+    /// The client that left it last, for log lines (`"client"`); empty when the server
+    /// closes every device as it stops.
+    pub client: Arc<str>,
 }
 
 /// Session → registry → driver: a client's command. Every front end sends it to the
@@ -479,13 +485,16 @@ impl fmt::Display for StopReason {
 /// Registry → driver: put `device` in its safe state, with its command zeroed: the
 /// position device stops the wheels. Sent when a writer leaves, when the command watchdog
 /// expires and when the emergency stop is latched.
-#[derive(Message, Debug, Clone, Copy)]
+#[derive(Message, Debug, Clone)]
 #[rtype(result = "()")]
 pub struct Stop {
     /// The device code.
     pub device: u8,
     /// Why.
     pub reason: StopReason,
+    /// The client that caused it, for log lines (`"client"`): the writer that left or
+    /// fell silent, the client that latched the emergency stop.
+    pub client: Arc<str>,
 }
 
 /// The state of a device as its driver sees it.

@@ -58,14 +58,18 @@ impl Session {
         ctx: &mut Context<Self>,
     ) -> ResponseActFuture<Self, ()> {
         if second != b'r' {
-            if let Some(n) = self.conn.throttle.allow("request-second") {
-                warn!(self.conn.log, "device request with second byte {} instead of 'r'; treated as a request", esc(second); "suppressed" => n);
-            }
+            warn!(
+                self.conn.log,
+                "device request with second byte {} instead of 'r'; treated as a request",
+                esc(second)
+            );
         }
         if let Some(b) = odd_byte {
-            if let Some(n) = self.conn.throttle.allow("request-odd") {
-                warn!(self.conn.log, "device request of odd size; trailing byte {} ignored", esc(b); "suppressed" => n);
-            }
+            warn!(
+                self.conn.log,
+                "device request of odd size; trailing byte {} ignored",
+                esc(b)
+            );
         }
         // Pairs refused before the registry is asked, with why (for the error channel).
         let mut refused: Vec<(u8, String)> = Vec::new();
@@ -81,9 +85,12 @@ impl Session {
                 req,
                 access::READ | access::WRITE | access::ALL | access::CLOSE
             ) {
-                if let Some(n) = self.conn.throttle.allow("access-code") {
-                    warn!(self.conn.log, "unknown access code {} for device {}; ignored", esc(req), esc(dev); "suppressed" => n);
-                }
+                warn!(
+                    self.conn.log,
+                    "unknown access code {} for device {}; ignored",
+                    esc(req),
+                    esc(dev)
+                );
                 refused.push((dev, format!("unknown access code {}", esc(req))));
             }
             let req = if !self.rights.may_write() && matches!(req, access::WRITE | access::ALL) {
@@ -284,9 +291,7 @@ impl Session {
             }
         };
         if let Err(why) = why {
-            if let Some(n) = self.conn.throttle.allow("command") {
-                warn!(self.conn.log, "{}", why; "suppressed" => n);
-            }
+            warn!(self.conn.log, "{}", why);
             self.notice(Notice::new(kind::COMMAND, dev, why), ctx);
         }
     }

@@ -458,6 +458,8 @@ pub struct ProgramDriver {
     reads: BTreeSet<u8>,
     next_config: u32,
     terminating: bool,
+    /// The client whose request set a device up last, for the lines about its answer.
+    opened_by: std::sync::Arc<str>,
 }
 
 impl ProgramDriver {
@@ -488,6 +490,7 @@ impl ProgramDriver {
             reads: BTreeSet::new(),
             next_config: 0,
             terminating: false,
+            opened_by: "".into(),
         }
     }
 
@@ -717,7 +720,7 @@ impl ProgramDriver {
                         }
                     }
                     Err(e) => {
-                        info!(self.log, "driver program refused a setup"; "device" => code(device), "error" => %e);
+                        info!(self.log, "driver program refused a setup"; "device" => code(device), "error" => %e, "opened_by" => &*self.opened_by);
                         if waiters.is_empty() {
                             // A setup again after a restart: the device stays failed.
                             self.status.report(&[device], DeviceState::Failed, &e.text);
@@ -1000,6 +1003,7 @@ impl Handler<Setup> for ProgramDriver {
 
     fn handle(&mut self, msg: Setup, ctx: &mut Self::Context) -> Self::Result {
         let (tx, rx) = oneshot::channel();
+        self.opened_by = msg.client;
         if self.terminating {
             let _ = tx.send(Err(DriverError::other("the server is shutting down")));
         } else {

@@ -141,7 +141,7 @@ impl LinkDriver for UrgDriver {
     fn start_link(&mut self, ctx: &mut Context<Self>) {
         self.parts.start_task(LinkTask {
             params: self.params.clone(),
-            log: self.parts.log.clone(),
+            log: self.parts.task_log(),
             scans: ctx.address().recipient(),
         });
     }
