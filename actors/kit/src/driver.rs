@@ -6,6 +6,7 @@
 //! [`Command`]s (the newest overwrites the previous one) and [`Config`]s. Drivers never know
 //! about clients. [`Publisher`] does the bookkeeping most drivers need.
 
+use crate::fresh::Stamp;
 use actix::prelude::*;
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -54,7 +55,9 @@ pub struct DeviceData {
     /// When the reading was taken.
     pub timestamp: Timestamp,
     /// Increases with every reading of this device, so a session can tell new data from
-    /// data it has already sent.
+    /// data it has already sent; 0 for a driver that does not number its readings. A
+    /// driver may number afresh ([`Publisher::renumber`]); every consumer in the server
+    /// tells new readings from old by the one rule of [`crate::fresh`].
     pub seq: u64,
 }
 
@@ -151,11 +154,12 @@ struct InboxState {
 }
 
 impl InboxState {
-    /// Keeps `d` as its device's newest reading (an older one never replaces a newer).
+    /// Keeps `d` as its device's newest reading (an older one never replaces a newer: the
+    /// rule of [`crate::fresh`]).
     fn shelve(&mut self, d: &DeviceData) {
         match self.readings.iter_mut().find(|x| x.device == d.device) {
             Some(x) => {
-                if x.seq < d.seq || d.seq == 0 {
+                if crate::fresh::judge(Some(Stamp::of(x)), Stamp::of(d)).is_new() {
                     *x = d.clone();
                 }
             }
@@ -968,6 +972,15 @@ impl Publisher {
         msg
     }
 
+    /// Numbers `device`'s readings afresh: the next is number 1 (a new run of what
+    /// produces them, a driver program restarted, say). Consumers take the new numbering's
+    /// readings at once ([`crate::fresh`]).
+    pub fn renumber(&mut self, device: u8) {
+        if let Some(ch) = self.channels.get_mut(&device) {
+            ch.seq = 0;
+        }
+    }
+
     /// Forgets `device`'s reading (after its shutdown, so the next setup starts fresh).
     pub fn clear(&mut self, device: u8) {
         if let Some(ch) = self.channels.get_mut(&device) {
@@ -1101,6 +1114,25 @@ mod tests {
         let seen = seen.lock().unwrap();
         assert_eq!(seen.batches, vec![vec![b'p']]);
         assert_eq!(seen.singles, vec![b'p']);
+    }
+
+    #[actix_rt::test]
+    async fn an_inbox_takes_a_reading_numbered_afresh_but_never_an_older_one() {
+        let (inbox, mut p, _seen) = inbox_reader([b'p', b's']);
+        let mut got = Vec::new();
+        inbox.take(false, &mut got);
+        let at = |sec| Timestamp { sec, usec: 0 };
+        p.publish_at(b'p', Bytes::from_static(&[1]), at(10));
+        p.publish_at(b'p', Bytes::from_static(&[2]), at(11));
+        // Numbered afresh (seq 1 again), taken later: it replaces the old numbering's 2.
+        p.renumber(b'p');
+        p.publish_at(b'p', Bytes::from_static(&[3]), at(12));
+        // Numbered afresh again but taken earlier than the shelved one: older, kept out.
+        p.renumber(b'p');
+        p.publish_at(b'p', Bytes::from_static(&[4]), at(5));
+        inbox.take(false, &mut got);
+        let kept: Vec<(u8, u64)> = got.iter().map(|d| (d.data[0], d.seq)).collect();
+        assert_eq!(kept, vec![(3, 1)]);
     }
 
     #[actix_rt::test]

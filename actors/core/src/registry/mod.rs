@@ -554,13 +554,12 @@ impl Registry {
     /// ones come as messages (while a device is silent) or are left there.
     fn take_tap_inbox(&mut self) {
         let inbox = self.tap_inbox.clone();
-        inbox.take_each(self.any_silent(), |d| {
-            self.seen(d.device, d.seq, d.data.len())
-        });
+        inbox.take_each(self.any_silent(), |d| self.seen(&d));
     }
 
-    /// The tap saw readings of `code` up to its `seq`-th, the newest of `size` bytes.
-    fn seen(&mut self, code: u8, seq: u64, size: usize) {
+    /// The tap saw readings of a device up to `d`, the newest.
+    fn seen(&mut self, data: &DeviceData) {
+        let code = data.device;
         let Some(d) = self.table.devices.get_mut(&code) else {
             return;
         };
@@ -568,7 +567,13 @@ impl Registry {
         if !d.is_up() {
             return;
         }
-        self.health.seen(code, seq, size, Instant::now());
+        let reading = player_kit::fresh::Stamp::of(data);
+        if !self
+            .health
+            .seen(code, reading, data.data.len(), Instant::now())
+        {
+            return;
+        }
         if d.condition == Condition::Silent {
             d.condition = Condition::Ok;
             info!(self.log, "device publishing again"; "device" => player_kit::log::device(code));
@@ -908,7 +913,7 @@ impl Handler<DeviceData> for Registry {
     type Result = ();
 
     fn handle(&mut self, msg: DeviceData, _ctx: &mut Self::Context) {
-        self.seen(msg.device, msg.seq, msg.data.len());
+        self.seen(&msg);
     }
 }
 
@@ -917,7 +922,7 @@ impl Handler<DeviceDataBatch> for Registry {
 
     fn handle(&mut self, msg: DeviceDataBatch, _ctx: &mut Self::Context) {
         for d in msg.0.iter() {
-            self.seen(d.device, d.seq, d.data.len());
+            self.seen(d);
         }
     }
 }

@@ -10,6 +10,7 @@ use crate::registry::{Subscribe, Unsubscribe};
 use actix::prelude::*;
 use bytes::Bytes;
 use player_kit::driver::{Command, DataRecipient};
+use player_kit::fresh::{self, Stamp};
 use player_proto::message;
 use player_proto::{access, device};
 use slog::{info, warn};
@@ -216,7 +217,7 @@ impl Session {
                     readable: false,
                     command: None,
                     latest: None,
-                    sent_seq: 0,
+                    sent: Stamp::default(),
                 });
                 slots.len() - 1
             }
@@ -237,7 +238,8 @@ impl Session {
                 if !slot.reads() {
                     slot.latest = None;
                 } else if let Some(d) = early {
-                    if slot.latest.as_ref().is_none_or(|l| l.seq < d.seq) {
+                    let last = slot.latest.as_ref().map(Stamp::of);
+                    if fresh::judge(last, Stamp::of(&d)).is_new() {
                         slot.latest = Some(d);
                     }
                 }

@@ -17,7 +17,9 @@
 //! unread, is killed (its whole process group), logged under its name, and its devices
 //! are reported failed (clients waiting on a setup get `e`; clients with the error channel
 //! get `f`); it is started again after a backoff (doubling from `restart_backoff.initial`
-//! to `restart_backoff.max`) and the devices that still have clients are set up again.
+//! to `restart_backoff.max`) and the devices that still have clients are set up again. A
+//! new run's readings are numbered afresh (`DeviceData::seq` from 1), and reach every
+//! client and front end at once (the kit's one rule, `player_kit::fresh`).
 //! Its standard error is logged line by line under its name (lines cut at
 //! [`MAX_LINE`] bytes, escaped, rate-limited).
 //!
@@ -667,8 +669,11 @@ impl ProgramDriver {
         let failed: Vec<u8> = self.up.iter().copied().collect();
         self.status.report(&failed, DeviceState::Failed, &text);
         self.failed.extend(failed);
+        // The next run's readings are a new stream, numbered afresh; every consumer takes
+        // them at once (player_kit::fresh).
         for d in &self.plan.devices {
             self.publisher.clear(d.code);
+            self.publisher.renumber(d.code);
         }
         let me = DataRecipient::of(&ctx.address());
         for device in std::mem::take(&mut self.reads) {
