@@ -341,7 +341,7 @@ impl Holdings {
 
     /// Whether reading `d` is to be taken (see [`Wants::take`]).
     pub fn take(&mut self, d: &DeviceData) -> bool {
-        self.wants.take(d.device, player_kit::fresh::Stamp::of(d))
+        self.wants.take(d.device, d.stamp())
     }
 
     /// Leaves the registry (`Disconnect`: every device held is released, a device this
@@ -438,10 +438,7 @@ mod tests {
 
     /// Reading number `seq`, taken at second `sec`.
     fn r(seq: u64, sec: u32) -> player_kit::fresh::Stamp {
-        player_kit::fresh::Stamp {
-            seq,
-            at: player_kit::driver::Timestamp { sec, usec: 0 },
-        }
+        player_kit::fresh::Stamp { seq, at: (sec, 0) }
     }
 
     #[test]

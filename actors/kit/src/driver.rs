@@ -61,6 +61,17 @@ pub struct DeviceData {
     pub seq: u64,
 }
 
+impl DeviceData {
+    /// What identifies this reading for the rule of [`crate::fresh`]: its number and when
+    /// it was taken.
+    pub fn stamp(&self) -> Stamp {
+        Stamp {
+            seq: self.seq,
+            at: (self.timestamp.sec, self.timestamp.usec),
+        }
+    }
+}
+
 /// Several devices' readings taken at one instant (one P2OS packet gives position, sonar,
 /// misc and gripper; a simulator reads all its sensors at once), published as one message
 /// to every session that reads any of them. Each session takes the devices it reads and
@@ -159,7 +170,7 @@ impl InboxState {
     fn shelve(&mut self, d: &DeviceData) {
         match self.readings.iter_mut().find(|x| x.device == d.device) {
             Some(x) => {
-                if crate::fresh::judge(Some(Stamp::of(x)), Stamp::of(d)).is_new() {
+                if crate::fresh::judge(Some(x.stamp()), d.stamp()).is_new() {
                     *x = d.clone();
                 }
             }

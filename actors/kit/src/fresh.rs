@@ -2,9 +2,11 @@
 //! consumer of readings in the server: the registry's health check, the sessions (their
 //! device lists and inboxes), the front ends' holdings and the recorder.
 //!
-//! A reading is known by its [`Stamp`]: its number ([`DeviceData::seq`], counted by the
-//! driver's [`Publisher`](crate::driver::Publisher), 0 for a driver that does not number)
-//! and when it was taken. Numbers rise with every reading, but a driver may number afresh
+//! A reading is known by its [`Stamp`]
+//! ([`DeviceData::stamp`](crate::driver::DeviceData::stamp)): its number
+//! ([`DeviceData::seq`](crate::driver::DeviceData::seq), counted by the driver's
+//! [`Publisher`](crate::driver::Publisher), 0 for a driver that does not number) and when
+//! it was taken. Numbers rise with every reading, but a driver may number afresh
 //! (a restarted driver program, a plugin that made a new publisher): its next readings
 //! carry numbers no higher than before. And a consumer may be handed a reading it has
 //! already taken (a new reader is sent the newest reading at once), or an older one
@@ -17,25 +19,14 @@
 //!   on, when the reading was taken later than the last taken one;
 //! - otherwise it is that reading again, or an older one: not new.
 
-use crate::driver::{DeviceData, Timestamp};
-
 /// What identifies a reading of one device: its number and when it was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Stamp {
-    /// [`DeviceData::seq`] (0: the driver does not number).
+    /// [`DeviceData::seq`](crate::driver::DeviceData::seq) (0: the driver does not number).
     pub seq: u64,
-    /// [`DeviceData::timestamp`].
-    pub at: Timestamp,
-}
-
-impl Stamp {
-    /// The stamp of `d`.
-    pub fn of(d: &DeviceData) -> Stamp {
-        Stamp {
-            seq: d.seq,
-            at: d.timestamp,
-        }
-    }
+    /// [`DeviceData::timestamp`](crate::driver::DeviceData::timestamp): seconds and
+    /// microseconds since the Unix epoch.
+    pub at: (u32, u32),
 }
 
 /// What a reading is to a consumer, by the rule of this module.
@@ -147,10 +138,7 @@ mod tests {
 
     /// Reading number `seq` taken at second `sec`.
     fn r(seq: u64, sec: u32) -> Stamp {
-        Stamp {
-            seq,
-            at: Timestamp { sec, usec: 0 },
-        }
+        Stamp { seq, at: (sec, 0) }
     }
 
     #[test]

@@ -507,7 +507,7 @@ impl Recorder {
         // The same reading again (sent to a newly subscribed reader) or an older one is
         // not written; a driver that numbers afresh is (the kit's one rule).
         let gate = self.last_seq.entry((robot, d.device)).or_default();
-        if gate.take(player_kit::fresh::Stamp::of(d)).is_none() {
+        if gate.take(d.stamp()).is_none() {
             return;
         }
         if self.out.is_none() {

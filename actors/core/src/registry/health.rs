@@ -134,7 +134,6 @@ impl Health {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use player_kit::driver::Timestamp;
 
     const LASER: u8 = b'l';
     const SONAR: u8 = b's';
@@ -151,10 +150,7 @@ mod tests {
     fn r(seq: u64, ms: u64) -> Stamp {
         Stamp {
             seq,
-            at: Timestamp {
-                sec: (ms / 1000) as u32,
-                usec: (ms % 1000 * 1000) as u32,
-            },
+            at: ((ms / 1000) as u32, (ms % 1000 * 1000) as u32),
         }
     }
 
@@ -164,7 +160,9 @@ mod tests {
         for k in 0..n {
             let last = h.seen.get(&device).and_then(|s| s.gate.last());
             let seq = last.map_or(0, |l| l.seq) + 1;
-            let ms = last.map_or(0, |l| u64::from(l.at.sec) * 1000 + 1);
+            let ms = last.map_or(0, |l| {
+                u64::from(l.at.0) * 1000 + u64::from(l.at.1) / 1000 + 1
+            });
             assert!(h.seen(device, r(seq, ms), 10, from + period * k));
         }
         from + period * (n - 1)

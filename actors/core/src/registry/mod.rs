@@ -567,7 +567,7 @@ impl Registry {
         if !d.is_up() {
             return;
         }
-        let reading = player_kit::fresh::Stamp::of(data);
+        let reading = data.stamp();
         if !self
             .health
             .seen(code, reading, data.data.len(), Instant::now())

@@ -9,7 +9,7 @@ use crate::notice::{kind, Notice};
 use crate::registry::{Subscribe, Unsubscribe};
 use actix::prelude::*;
 use bytes::Bytes;
-use player_kit::driver::{Command, DataRecipient};
+use player_kit::driver::{Command, DataRecipient, DeviceData};
 use player_kit::fresh::{self, Stamp};
 use player_proto::message;
 use player_proto::{access, device};
@@ -238,8 +238,8 @@ impl Session {
                 if !slot.reads() {
                     slot.latest = None;
                 } else if let Some(d) = early {
-                    let last = slot.latest.as_ref().map(Stamp::of);
-                    if fresh::judge(last, Stamp::of(&d)).is_new() {
+                    let last = slot.latest.as_ref().map(DeviceData::stamp);
+                    if fresh::judge(last, d.stamp()).is_new() {
                         slot.latest = Some(d);
                     }
                 }

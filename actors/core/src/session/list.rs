@@ -43,9 +43,7 @@ impl Slot {
 
     /// Whether its newest reading has not been sent yet.
     pub(super) fn is_new(&self) -> bool {
-        self.latest
-            .as_ref()
-            .is_some_and(|d| Stamp::of(d) != self.sent)
+        self.latest.as_ref().is_some_and(|d| d.stamp() != self.sent)
     }
 }
 
@@ -222,7 +220,7 @@ fn take_reading(
     if slot
         .latest
         .as_ref()
-        .is_some_and(|l| !fresh::judge(Some(Stamp::of(l)), Stamp::of(&msg)).is_new())
+        .is_some_and(|l| !fresh::judge(Some(l.stamp()), msg.stamp()).is_new())
     {
         return None;
     }
@@ -347,7 +345,7 @@ mod tests {
         });
         assert_eq!(l.take(laser(500, 10), false), Some(true), "the first");
         assert!(l.slots[0].is_new());
-        l.slots[0].sent = Stamp::of(l.slots[0].latest.as_ref().unwrap());
+        l.slots[0].sent = l.slots[0].latest.as_ref().unwrap().stamp();
         assert!(!l.slots[0].is_new(), "sent");
         assert_eq!(l.take(laser(500, 10), false), None, "the same again");
         assert_eq!(l.take(laser(499, 9), false), None, "older");

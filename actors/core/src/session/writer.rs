@@ -115,7 +115,7 @@ impl Writer {
                 buf.extend_from_slice(&d.timestamp.encode());
             }
             buf.extend_from_slice(&d.data);
-            slot.sent = player_kit::fresh::Stamp::of(d);
+            slot.sent = d.stamp();
         }
         buf
     }
