@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use player::drivers::sim::world::render::{
+use player_sim::render::{
     channel_colour, render, RenderOptions, FLOOR_COLOUR, MARGIN_COLOUR, ROBOT_COLOUR,
 };
-use player::drivers::sim::world::{SimWorld, TruthFormat, TruthRecord, WorldMap};
+use player_sim::{SimWorld, TruthFormat, TruthRecord, WorldMap};
 
 fn shipped(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -23,7 +23,7 @@ fn arena() -> SimWorld {
 }
 
 /// The pixel at world (x, y) mm with the default 50 px/m and 10 px margin.
-fn at(img: &player::drivers::sim::world::render::Image, x: f64, y: f64) -> [u8; 4] {
+fn at(img: &player_sim::render::Image, x: f64, y: f64) -> [u8; 4] {
     let px = 10.0 + x / 1000.0 * 50.0;
     let py = f64::from(img.height()) - 10.0 - y / 1000.0 * 50.0;
     img.pixel(px as u32, py as u32).unwrap()

@@ -62,7 +62,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// The blob packet for what the camera sees.
-pub fn packet(blobs: &[player_drivers::sim::world::Blob]) -> Vec<u8> {
+pub fn packet(blobs: &[player_sim::Blob]) -> Vec<u8> {
     let mut channels = vec![Vec::new(); ACTS_CHANNELS];
     for b in blobs {
         if let Some(c) = channels.get_mut(usize::from(b.channel)) {

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use player_drivers::sim::world::render::{render, RenderOptions};
-use player_drivers::sim::world::{SimWorld, TruthRecord, WorldMap};
+use player_sim::render::{render, RenderOptions};
+use player_sim::{SimWorld, TruthRecord, WorldMap};
 
 const HELP: &str = "\
 player-render: draw a simulator world to PNG

@@ -608,8 +608,7 @@ fn shipped_room_parses() {
     assert!(!map.boxes().is_empty() && !map.pillars().is_empty());
     let channels: Vec<u8> = map.objects().iter().map(|o| o.channel).collect();
     assert_eq!(channels, [0, 1, 2]);
-    let file =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/worlds/room.toml");
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/worlds/room.toml");
     assert_eq!(WorldMap::from_file(&file).unwrap().objects(), map.objects());
 
     // From the start pose the red ball (channel 0) is in view, 18 degrees to the left of
@@ -623,6 +622,20 @@ fn shipped_room_parses() {
     assert_eq!(
         f64::from(r.laser()[180]),
         (2000.0 / 18f64.to_radians().sin()).round()
+    );
+}
+
+/// The crate embeds its own copy of the shipped room (`sim/worlds/room.toml`, so the crate
+/// builds alone); `config/worlds/room.toml` is the copy users read and serve. They must
+/// stay the same file.
+#[test]
+fn the_embedded_room_is_the_shipped_config_worlds_room_toml() {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/worlds/room.toml");
+    let shipped = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        shipped == ROOM_TOML,
+        "config/worlds/room.toml and sim/worlds/room.toml differ: edit both (the sim crate \
+         embeds its copy, users read config's)"
     );
 }
 
@@ -1323,14 +1336,14 @@ fn dump_world(name: &str, mut world: SimWorld, ticks: u64, out: &mut String) {
 
 /// Writes the seeded dump of several worlds (30 simulated seconds each) to the file named
 /// by `SIM_DUMP`, to compare two builds of the simulator byte for byte (md5 of the file):
-/// `SIM_DUMP=/tmp/a.txt cargo test -p player-drivers --lib -- --ignored seeded_dump`.
+/// `SIM_DUMP=/tmp/a.txt cargo test -p player-sim --lib -- --ignored seeded_dump`.
 #[test]
 #[ignore = "writes a file for comparing builds; run by hand with SIM_DUMP set"]
 fn seeded_dump_of_worlds_for_comparing_builds() {
     let Ok(path) = std::env::var("SIM_DUMP") else {
         return;
     };
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/worlds");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/worlds");
     let ticks = 3000;
     let mut out = String::new();
     dump_world(

@@ -20,15 +20,15 @@
 
 use std::sync::Arc;
 
-use super::camera::{Blob, CameraView, Ptz, PtzReading};
-use super::cast::{CastInputs, CastKind, Castings, SonarEcho};
-pub use super::geom::Body;
-use super::geom::{normalize_angle, ray_circle, Shape, Vec2};
-use super::gripper::Gripper;
-pub use super::laser::{LaserSpec, LASER_MAX_MM};
-use super::map::{NearSolids, WorldMap, ROBOT_RADIUS_MM};
-use super::noise::{self, Noise, NoiseKey};
-use super::rng::Rng;
+use crate::camera::{Blob, CameraView, Ptz, PtzReading};
+use crate::cast::{CastInputs, CastKind, Castings, SonarEcho};
+pub use crate::geom::Body;
+use crate::geom::{normalize_angle, ray_circle, Shape, Vec2};
+use crate::gripper::Gripper;
+pub use crate::laser::{LaserSpec, LASER_MAX_MM};
+use crate::map::{NearSolids, WorldMap, ROBOT_RADIUS_MM};
+use crate::noise::{self, Noise, NoiseKey};
+use crate::rng::Rng;
 use player_proto::scan::{self, Scan};
 
 /// Translational speed limit, mm/s.
@@ -582,7 +582,7 @@ impl SimRobot {
     /// As [`SimRobot::sonar_with`] with the solids `view()` gives, a view of `bodies` (and
     /// of nothing else) taken from `from`: the echoes' geometry is reused when this robot,
     /// `bodies`, `from` and the settings are the same to the bit as at the last such reading
-    /// (see [`super::cast`]), and only the fresh draws are made.
+    /// (see [`crate::cast`]), and only the fresh draws are made.
     pub(crate) fn sonar_seen<S: Solids>(
         &self,
         kind: CastKind,
@@ -805,7 +805,7 @@ impl SimRobot {
 
     /// `read` of the laser's rays before noise, mm, with `others`: the last casting's when
     /// this robot, the others within the laser's reach and the settings are the same to
-    /// the bit as then (see [`super::cast`]), else a fresh one.
+    /// the bit as then (see [`crate::cast`]), else a fresh one.
     fn cast_among<R>(&self, others: &[Body], read: impl FnOnce(&[f64]) -> R) -> R {
         let (x, y, _) = self.pose;
         let centre = Vec2::new(x, y);

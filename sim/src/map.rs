@@ -4,7 +4,7 @@
 //! schema) or built in code.
 //!
 //! The walls, boxes, pillars and objects are static; pucks and robots only get their starting
-//! places here (they move in [`super::SimWorld`]).
+//! places here (they move in [`crate::SimWorld`]).
 //!
 //! Lengths are millimetres. In the file headings are degrees; in the Rust API they are radians.
 
@@ -14,13 +14,13 @@ use std::path::{Path, PathBuf};
 use config::{Config, File, FileFormat, Source, Value};
 use serde::Deserialize;
 
-use super::geom::{Shape, Vec2};
-use super::laser::LaserSpec;
-use super::noise::Noise;
-use super::solids::SolidIndex;
+use crate::geom::{Shape, Vec2};
+use crate::laser::LaserSpec;
+use crate::noise::Noise;
+use crate::solids::SolidIndex;
 
 /// The shipped example world, `config/worlds/room.toml`.
-pub const ROOM_TOML: &str = include_str!("../../../../../config/worlds/room.toml");
+pub const ROOM_TOML: &str = include_str!("../worlds/room.toml");
 
 /// Radius (mm) of the simulated Pioneer 2-DX body, used to check that start poses are free.
 pub const ROBOT_RADIUS_MM: f64 = 250.0;
@@ -1395,7 +1395,7 @@ impl WorldMap {
         let r = ROBOT_RADIUS_MM;
         let (w, h) = (x1 - x0, y1 - y0);
         let mut rng =
-            super::rng::Rng::new(sw.seed.unwrap_or(self.seed) ^ 0x5357_4152_4D00 ^ s as u64);
+            crate::rng::Rng::new(sw.seed.unwrap_or(self.seed) ^ 0x5357_4152_4D00 ^ s as u64);
         if random {
             for k in 0..sw.count {
                 let mut placed = false;

@@ -8,7 +8,7 @@
 //! reaches at most into the cells next to its own. Queries visit cells in a fixed order and
 //! robots within a cell in index order, so their results never depend on threads or timing.
 
-use super::geom::{ray_circle, Vec2};
+use crate::geom::{ray_circle, Vec2};
 
 /// Side of a cell at least, mm (four robot diameters: a neighbour query touches at most
 /// four cells, a ray a few cells per metre).
@@ -239,7 +239,7 @@ impl RobotIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::world::rng::Rng;
+    use crate::rng::Rng;
 
     fn scatter(n: usize, seed: u64) -> Vec<Vec2> {
         let mut rng = Rng::new(seed);

@@ -10,7 +10,7 @@
 //! is in: no merging, no allocation. Listing in index order keeps the first-hit tie-breaks
 //! (the lower index wins) of a scan over every solid, so results are the same to the bit.
 
-use super::geom::{Shape, Vec2};
+use crate::geom::{Shape, Vec2};
 
 /// The reaches of the levels, mm: bumpers (a robot radius and a little more), sonar
 /// (5 m from a transducer within a robot radius of the centre), the default laser (8 m).
@@ -163,8 +163,8 @@ fn bounding_box(s: &Shape) -> (Vec2, Vec2) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::world::rng::Rng;
-    use crate::sim::world::WorldMap;
+    use crate::rng::Rng;
+    use crate::WorldMap;
 
     #[test]
     fn every_solid_within_reach_of_a_point_is_in_its_cell() {

@@ -19,7 +19,7 @@
 //! change as the robot moves (the range error smoothly, over [`RANGE_CELL_MM`]); only a
 //! small share ([`SONAR_JITTER_SHARE`]) is fresh at every reading.
 
-use super::rng::Rng;
+use crate::rng::Rng;
 
 /// Noise magnitudes of one simulated robot.
 #[derive(Debug, Clone, Copy, PartialEq)]

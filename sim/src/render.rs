@@ -9,11 +9,11 @@
 
 use std::io::Write;
 
-use super::geom::Vec2;
-use super::map::ObjectShape;
-use super::robot::{SONAR_HALF_CONE_DEG, SONAR_POSES};
-use super::simworld::{SimWorld, MOUTH_HALF_WIDTH_MM, PADDLE_TIP_MM};
-use super::ROBOT_RADIUS_MM;
+use crate::geom::Vec2;
+use crate::map::ObjectShape;
+use crate::robot::{SONAR_HALF_CONE_DEG, SONAR_POSES};
+use crate::simworld::{SimWorld, MOUTH_HALF_WIDTH_MM, PADDLE_TIP_MM};
+use crate::ROBOT_RADIUS_MM;
 
 /// An RGBA colour.
 pub type Rgba = [u8; 4];
@@ -329,7 +329,7 @@ pub fn render(world: &SimWorld, opts: &RenderOptions) -> Image {
             pts.extend(hits.iter().map(|&p| f.px(p)));
             img.fill_polygon(&pts, LASER_FILL);
             for (k, &p) in hits.iter().enumerate() {
-                if laser[k] < super::LASER_MAX_MM as u16 {
+                if laser[k] < crate::LASER_MAX_MM as u16 {
                     let (hx, hy) = f.px(p);
                     img.fill_circle(hx, hy, (scale / 50.0).max(1.0), LASER_HIT);
                 }

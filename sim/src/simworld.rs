@@ -23,17 +23,17 @@ use player_proto::scan::Scan;
 use std::io::{self, Write};
 use std::sync::Arc;
 
-use super::cast::CastKind;
-use super::geom::Vec2;
-use super::gripper::{HOLD_POSITION, INNER_BEAM_MM, OUTER_BEAM_MM};
-use super::index::RobotIndex;
-use super::map::{PuckPlacement, TruthFormat, WorldMap, ROBOT_RADIUS_MM};
-use super::noise::Noise;
-use super::robot::{
+use crate::cast::CastKind;
+use crate::geom::Vec2;
+use crate::gripper::{HOLD_POSITION, INNER_BEAM_MM, OUTER_BEAM_MM};
+use crate::index::RobotIndex;
+use crate::map::{PuckPlacement, TruthFormat, WorldMap, ROBOT_RADIUS_MM};
+use crate::noise::Noise;
+use crate::robot::{
     Body, GripperReading, MiscReading, PositionReading, RobotParams, SimRobot, Solids,
     LASER_SAMPLES, MAX_SPEED_MM_S, ROBOT_HEIGHT_MM, SONAR_HALF_CONE_DEG, SONAR_MAX_MM, SONAR_POSES,
 };
-use super::{Blob, PtzReading};
+use crate::{Blob, PtzReading};
 use std::collections::HashMap;
 
 /// The fixed physics step, seconds.

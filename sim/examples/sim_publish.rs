@@ -3,12 +3,12 @@
 //! at 10 Hz: ten 10 ms physics steps, then position, sonar and laser. Prints the CPU time
 //! per publish (the best of five windows of `PUBLISHES` publishes, 300 by default).
 //!
-//! `cargo run --release -p player-drivers --example sim_publish`
+//! `cargo run --release -p player-sim --example sim_publish`
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use player_drivers::sim::world::{SimWorld, WorldMap};
+use player_sim::{SimWorld, WorldMap};
 
 fn main() {
     let publishes: usize = std::env::var("PUBLISHES")

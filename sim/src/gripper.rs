@@ -3,7 +3,7 @@
 //! state and DIGIN bytes of the Player 0.7.4a gripper data (manual Table 7).
 //!
 //! The paddles can close on a puck (the world decides when one is between them, see
-//! [`super::SimWorld`]): they then stop at the puck and report closed. The break beams see
+//! [`crate::SimWorld`]): they then stop at the puck and report closed. The break beams see
 //! whatever solid lies straight ahead of the robot, and pucks between the paddles.
 
 /// Seconds for the paddles to go from fully closed to fully open (or back).

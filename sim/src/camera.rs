@@ -14,8 +14,8 @@
 //! field of view at zoom 0) to the tele end (4.4 degrees at zoom 1023), because optical zoom
 //! scales the focal length. The vertical field of view follows from the 4:3 image.
 
-use super::geom::{normalize_angle, ray_circle, Body, Vec2};
-use super::map::{ColouredObject, ObjectShape, Owner, WorldMap};
+use crate::geom::{normalize_angle, ray_circle, Body, Vec2};
+use crate::map::{ColouredObject, ObjectShape, Owner, WorldMap};
 
 /// Pan range, degrees (positive counter-clockwise).
 pub const PAN_LIMIT_DEG: i16 = 100;

@@ -18,9 +18,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::geom::{Body, Vec2};
-use super::laser::LaserSpec;
-use super::noise::Noise;
+use crate::geom::{Body, Vec2};
+use crate::laser::LaserSpec;
+use crate::noise::Noise;
 
 /// Which casting a key is for: the solids given as a plain list, or through a view of
 /// the same list (the world's sonar ring), or the laser.
