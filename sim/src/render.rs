@@ -10,7 +10,7 @@
 use std::io::Write;
 
 use crate::geom::Vec2;
-use crate::map::ObjectShape;
+use crate::map::{ObjectShape, WorldMap};
 use crate::robot::{SONAR_HALF_CONE_DEG, SONAR_POSES};
 use crate::simworld::{SimWorld, MOUTH_HALF_WIDTH_MM, PADDLE_TIP_MM};
 use crate::ROBOT_RADIUS_MM;
@@ -256,6 +256,11 @@ impl Frame {
         )
     }
 
+    /// The pixel of world point (x, y) mm.
+    fn at(&self, x: f64, y: f64) -> (f64, f64) {
+        self.px(Vec2::new(x, y))
+    }
+
     fn len(&self, mm: f64) -> f64 {
         mm / 1000.0 * self.scale
     }
@@ -278,104 +283,133 @@ pub fn render(world: &SimWorld, opts: &RenderOptions) -> Image {
         height_px: f64::from(h),
     };
     let mut img = Image::new(w, h, MARGIN_COLOUR);
-    let px = |x: f64, y: f64| f.px(Vec2::new(x, y));
-    let (x0, y0) = px(0.0, 0.0);
-    let (x1, y1) = px(map.width(), map.height());
+    draw_floor(&mut img, &f, map);
+    // Sensing first, so that the world is drawn over the translucent fans.
+    for i in 0..world.len() {
+        if opts.sonar {
+            draw_sonar(&mut img, &f, world, i);
+        }
+        if opts.laser {
+            draw_laser(&mut img, &f, world, i);
+        }
+    }
+    draw_solids(&mut img, &f, map);
+    for path in &opts.paths {
+        for seg in path.windows(2) {
+            img.line(
+                f.at(seg[0].0, seg[0].1),
+                f.at(seg[1].0, seg[1].1),
+                1.5,
+                PATH_COLOUR,
+            );
+        }
+    }
+    for i in 0..world.len() {
+        let c = world.channel(i).map_or(ROBOT_COLOUR, channel_colour);
+        draw_robot(&mut img, &f, world.robot(i).true_pose(), c);
+    }
+    for p in world.pucks() {
+        let (cx, cy) = f.px(p.center);
+        let c = p.channel.map_or(OBSTACLE_COLOUR, channel_colour);
+        img.fill_circle(cx, cy, f.len(p.radius).max(3.0), WALL_COLOUR);
+        img.fill_circle(cx, cy, f.len(p.radius).max(3.0) - 1.0, c);
+    }
+    img
+}
+
+/// The floor of the world, with a light grid every metre.
+fn draw_floor(img: &mut Image, f: &Frame, map: &WorldMap) {
+    let (x0, y0) = f.at(0.0, 0.0);
+    let (x1, y1) = f.at(map.width(), map.height());
     img.fill_rect(x0, y0, x1, y1, FLOOR_COLOUR);
-    // A light grid every metre.
     let grid = [225, 225, 225, 255];
     let mut gx = 1000.0;
     while gx < map.width() {
-        img.line(px(gx, 0.0), px(gx, map.height()), 1.0, grid);
+        img.line(f.at(gx, 0.0), f.at(gx, map.height()), 1.0, grid);
         gx += 1000.0;
     }
     let mut gy = 1000.0;
     while gy < map.height() {
-        img.line(px(0.0, gy), px(map.width(), gy), 1.0, grid);
+        img.line(f.at(0.0, gy), f.at(map.width(), gy), 1.0, grid);
         gy += 1000.0;
     }
+}
 
-    // Sensing first, so that the world is drawn over the translucent fans.
-    for i in 0..world.len() {
-        let robot = world.robot(i);
-        let (x, y, th) = robot.true_pose();
-        if opts.sonar {
-            let sonar = world.sonar(i);
-            for (k, &(sx, sy, sh)) in SONAR_POSES.iter().enumerate() {
-                let origin = Vec2::new(x, y) + Vec2::new(sx, sy).rotated(th);
-                let axis = th + sh.to_radians();
-                let half = SONAR_HALF_CONE_DEG.to_radians();
-                let r = f64::from(sonar[k]);
-                let mut pts = vec![f.px(origin)];
-                for s in 0..=12 {
-                    let a = axis - half + 2.0 * half * f64::from(s) / 12.0;
-                    pts.push(f.px(origin + Vec2::from_angle(a) * r));
-                }
-                img.fill_polygon(&pts, SONAR_FILL);
-            }
+/// Robot `i`'s sonar cones, each as long as its reading.
+fn draw_sonar(img: &mut Image, f: &Frame, world: &SimWorld, i: usize) {
+    let (x, y, th) = world.robot(i).true_pose();
+    let sonar = world.sonar(i);
+    for (k, &(sx, sy, sh)) in SONAR_POSES.iter().enumerate() {
+        let origin = Vec2::new(x, y) + Vec2::new(sx, sy).rotated(th);
+        let axis = th + sh.to_radians();
+        let half = SONAR_HALF_CONE_DEG.to_radians();
+        let r = f64::from(sonar[k]);
+        let mut pts = vec![f.px(origin)];
+        for s in 0..=12 {
+            let a = axis - half + 2.0 * half * f64::from(s) / 12.0;
+            pts.push(f.px(origin + Vec2::from_angle(a) * r));
         }
-        if opts.laser {
-            let laser = world.laser(i);
-            let origin = robot.laser_origin();
-            let mut pts = vec![f.px(origin)];
-            let hits: Vec<Vec2> = laser
-                .iter()
-                .enumerate()
-                .map(|(k, &r)| {
-                    let a = th + (-90.0 + 0.5 * k as f64).to_radians();
-                    origin + Vec2::from_angle(a) * f64::from(r)
-                })
-                .collect();
-            pts.extend(hits.iter().map(|&p| f.px(p)));
-            img.fill_polygon(&pts, LASER_FILL);
-            for (k, &p) in hits.iter().enumerate() {
-                if laser[k] < crate::LASER_MAX_MM as u16 {
-                    let (hx, hy) = f.px(p);
-                    img.fill_circle(hx, hy, (scale / 50.0).max(1.0), LASER_HIT);
-                }
-            }
+        img.fill_polygon(&pts, SONAR_FILL);
+    }
+}
+
+/// Robot `i`'s laser scan: the scanned area, and a dot where a ray met something.
+fn draw_laser(img: &mut Image, f: &Frame, world: &SimWorld, i: usize) {
+    let robot = world.robot(i);
+    let (_, _, th) = robot.true_pose();
+    let laser = world.laser(i);
+    let origin = robot.laser_origin();
+    let mut pts = vec![f.px(origin)];
+    let hits: Vec<Vec2> = laser
+        .iter()
+        .enumerate()
+        .map(|(k, &r)| {
+            let a = th + (-90.0 + 0.5 * k as f64).to_radians();
+            origin + Vec2::from_angle(a) * f64::from(r)
+        })
+        .collect();
+    pts.extend(hits.iter().map(|&p| f.px(p)));
+    img.fill_polygon(&pts, LASER_FILL);
+    for (k, &p) in hits.iter().enumerate() {
+        if laser[k] < crate::LASER_MAX_MM as u16 {
+            let (hx, hy) = f.px(p);
+            img.fill_circle(hx, hy, (f.scale / 50.0).max(1.0), LASER_HIT);
         }
     }
+}
 
+/// Boxes, pillars, walls, the world's edge and the coloured objects.
+fn draw_solids(img: &mut Image, f: &Frame, map: &WorldMap) {
     for b in map.boxes() {
-        let (ax, ay) = px(b.min.0, b.min.1);
-        let (bx, by) = px(b.max.0, b.max.1);
+        let (ax, ay) = f.at(b.min.0, b.min.1);
+        let (bx, by) = f.at(b.max.0, b.max.1);
         img.fill_rect(ax, ay, bx, by, OBSTACLE_COLOUR);
-        for (p, q) in [
-            ((ax, ay), (bx, ay)),
-            ((bx, ay), (bx, by)),
-            ((bx, by), (ax, by)),
-            ((ax, by), (ax, ay)),
-        ] {
-            img.line(p, q, 1.0, WALL_COLOUR);
-        }
+        outline(img, (ax, ay), (bx, by), 1.0);
     }
     for p in map.pillars() {
-        let (cx, cy) = px(p.center.0, p.center.1);
+        let (cx, cy) = f.at(p.center.0, p.center.1);
         img.fill_circle(cx, cy, f.len(p.radius), WALL_COLOUR);
         img.fill_circle(cx, cy, f.len(p.radius) - 1.0, OBSTACLE_COLOUR);
     }
-    let wall_px = (scale / 25.0).max(2.0);
+    let wall_px = (f.scale / 25.0).max(2.0);
     for wall in map.walls() {
         img.line(
-            px(wall.from.0, wall.from.1),
-            px(wall.to.0, wall.to.1),
+            f.at(wall.from.0, wall.from.1),
+            f.at(wall.to.0, wall.to.1),
             wall_px,
             WALL_COLOUR,
         );
     }
     // The world's edge is solid.
-    for (p, q) in [
-        ((x0, y0), (x1, y0)),
-        ((x1, y0), (x1, y1)),
-        ((x1, y1), (x0, y1)),
-        ((x0, y1), (x0, y0)),
-    ] {
-        img.line(p, q, wall_px, WALL_COLOUR);
-    }
+    outline(
+        img,
+        f.at(0.0, 0.0),
+        f.at(map.width(), map.height()),
+        wall_px,
+    );
     for o in map.objects() {
         let c = channel_colour(o.channel);
-        let (cx, cy) = px(o.center.0, o.center.1);
+        let (cx, cy) = f.at(o.center.0, o.center.1);
         match o.shape {
             ObjectShape::Circle { radius } => {
                 img.fill_circle(cx, cy, f.len(radius), WALL_COLOUR);
@@ -394,41 +428,39 @@ pub fn render(world: &SimWorld, opts: &RenderOptions) -> Image {
             }
         }
     }
+}
 
-    for path in &opts.paths {
-        for seg in path.windows(2) {
-            img.line(
-                px(seg[0].0, seg[0].1),
-                px(seg[1].0, seg[1].1),
-                1.5,
-                PATH_COLOUR,
-            );
-        }
+/// The four sides of the rectangle with corners `a` and `b` (pixels), `width` wide.
+fn outline(img: &mut Image, (ax, ay): (f64, f64), (bx, by): (f64, f64), width: f64) {
+    for (p, q) in [
+        ((ax, ay), (bx, ay)),
+        ((bx, ay), (bx, by)),
+        ((bx, by), (ax, by)),
+        ((ax, by), (ax, ay)),
+    ] {
+        img.line(p, q, width, WALL_COLOUR);
     }
+}
 
-    for i in 0..world.len() {
-        let (x, y, th) = world.robot(i).true_pose();
-        let c = world.channel(i).map_or(ROBOT_COLOUR, channel_colour);
-        let centre = Vec2::new(x, y);
-        let (cx, cy) = f.px(centre);
-        // The gripper's paddles, then the body, then a heading line.
-        for side in [-1.0, 1.0] {
-            let root =
-                centre + Vec2::new(ROBOT_RADIUS_MM - 60.0, side * MOUTH_HALF_WIDTH_MM).rotated(th);
-            let tip = centre + Vec2::new(PADDLE_TIP_MM, side * MOUTH_HALF_WIDTH_MM).rotated(th);
-            img.line(f.px(root), f.px(tip), (scale / 30.0).max(1.5), WALL_COLOUR);
-        }
-        let r = f.len(ROBOT_RADIUS_MM);
-        img.fill_circle(cx, cy, r, WALL_COLOUR);
-        img.fill_circle(cx, cy, r - (scale / 40.0).max(1.0), c);
-        let nose = f.px(centre + Vec2::from_angle(th) * ROBOT_RADIUS_MM);
-        img.line((cx, cy), nose, (scale / 25.0).max(1.5), WALL_COLOUR);
+/// A robot at `pose` in colour `c`: the gripper's paddles, then the body, then a heading
+/// line.
+fn draw_robot(img: &mut Image, f: &Frame, (x, y, th): (f64, f64, f64), c: Rgba) {
+    let centre = Vec2::new(x, y);
+    let (cx, cy) = f.px(centre);
+    for side in [-1.0, 1.0] {
+        let root =
+            centre + Vec2::new(ROBOT_RADIUS_MM - 60.0, side * MOUTH_HALF_WIDTH_MM).rotated(th);
+        let tip = centre + Vec2::new(PADDLE_TIP_MM, side * MOUTH_HALF_WIDTH_MM).rotated(th);
+        img.line(
+            f.px(root),
+            f.px(tip),
+            (f.scale / 30.0).max(1.5),
+            WALL_COLOUR,
+        );
     }
-    for p in world.pucks() {
-        let (cx, cy) = f.px(p.center);
-        let c = p.channel.map_or(OBSTACLE_COLOUR, channel_colour);
-        img.fill_circle(cx, cy, f.len(p.radius).max(3.0), WALL_COLOUR);
-        img.fill_circle(cx, cy, f.len(p.radius).max(3.0) - 1.0, c);
-    }
-    img
+    let r = f.len(ROBOT_RADIUS_MM);
+    img.fill_circle(cx, cy, r, WALL_COLOUR);
+    img.fill_circle(cx, cy, r - (f.scale / 40.0).max(1.0), c);
+    let nose = f.px(centre + Vec2::from_angle(th) * ROBOT_RADIUS_MM);
+    img.line((cx, cy), nose, (f.scale / 25.0).max(1.5), WALL_COLOUR);
 }
