@@ -5,7 +5,7 @@
 //! zero count byte.
 
 use crate::EmuWorld;
-use player_drivers::acts::codec;
+use player_devices::acts as codec;
 use player_proto::data::{Blob, Vision, ACTS_CHANNELS};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -14,11 +14,10 @@
 //! hazard) is put back in Safe mode. Watchdog, writer-left and e-stop stops zero the
 //! wheels; shutdown and server exit send a stop, then the OI's STOP.
 
-pub mod codec;
-
 use actix::prelude::*;
 use bytes::Bytes;
 use codec::{Event, Odometry, Parser, Sensors};
+use player_devices::create as codec;
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
 use player_kit::driver::{
     Command, Config, DeviceSpec, DeviceState, DriverError, DriverHandle, StatusSink, Stop,

@@ -11,11 +11,10 @@
 //! read are counted, logged and skipped. A camera that stops answering is reopened with
 //! backoff. On shutdown the camera is recentred and zoomed out, as 0.7.4a does.
 
-pub mod codec;
-
 use actix::prelude::*;
 use bytes::Bytes;
 use codec::{Parser, Reply};
+use player_devices::visca as codec;
 use player_kit::catalog::{Catalog, DeviceFlag, DriverContext, FlagValue, StartedDriver};
 use player_kit::driver::{Command, DeviceSpec, DriverError, DriverHandle, Timestamp};
 use player_kit::link::{

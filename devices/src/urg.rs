@@ -438,7 +438,7 @@ impl ClockMap {
 mod tests {
     use super::*;
 
-    const SESSION: &[u8] = include_bytes!("testdata/urg-04lx-session.scip");
+    const SESSION: &[u8] = include_bytes!("../testdata/urg-04lx-session.scip");
 
     fn blocks(bytes: &[u8]) -> Vec<Block> {
         let mut p = Parser::new();

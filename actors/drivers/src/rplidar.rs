@@ -12,11 +12,10 @@
 //! clockwise; the scans served run counter-clockwise. A sensor that goes quiet is reopened
 //! with backoff; on shutdown the driver sends `STOP` and stops the motor before closing.
 
-pub mod codec;
-
 use crate::laser;
 use actix::prelude::*;
 use codec::{Descriptor, ExpressDecoder, Health, Info, Item, Measurement, Parser, Revolutions};
+use player_devices::rplidar as codec;
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
 use player_kit::driver::{DriverError, DriverHandle, Timestamp};
 use player_kit::link::{

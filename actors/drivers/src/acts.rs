@@ -14,10 +14,9 @@
 //! The port is dialled as given: 0.7.4a's unswapped-port quirk (5001 dialled as 35091) is
 //! not reproduced; give `-vp 35091` for an ACTS that listens there.
 
-pub mod codec;
-
 use actix::prelude::*;
 use bytes::Bytes;
+use player_devices::acts as codec;
 use player_kit::catalog::{Catalog, DeviceFlag, DriverContext, FlagValue, StartedDriver};
 use player_kit::driver::{DeviceSpec, DriverError, DriverHandle, Timestamp};
 use player_kit::link::{

@@ -10,11 +10,10 @@
 //! quiet is reopened with backoff; on shutdown the driver stops the stream and returns the
 //! scanner to 9600 before closing the port, so the next setup starts clean.
 
-pub mod codec;
-
 use actix::prelude::*;
 use bytes::Bytes;
 use codec::{Event, Parser, Scan};
+use player_devices::sick as codec;
 use player_kit::catalog::{Catalog, DeviceFlag, DriverContext, FlagValue, StartedDriver};
 use player_kit::driver::{DriverError, DriverHandle, Timestamp};
 use player_kit::link::{

@@ -10,11 +10,10 @@
 //! Scans are stamped with the sensor's clock mapped to the host's. A sensor that goes quiet
 //! is reopened with backoff; on shutdown the driver sends `QT` before closing the line.
 
-pub mod codec;
-
 use crate::laser;
 use actix::prelude::*;
 use codec::{Block, ClockMap, Parser, RawScan, Sensor};
+use player_devices::urg as codec;
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
 use player_kit::driver::{DriverError, DriverHandle, Timestamp};
 use player_kit::link::{

@@ -14,11 +14,10 @@
 //! shutdown of the last device (or server exit) the link sends STOP and CLOSE and closes
 //! the port.
 
-pub mod codec;
-
 use actix::prelude::*;
 use bytes::Bytes;
 use codec::{Identity, Parser, Readings, SeparateMode, Sip, SipState};
+use player_devices::p2os as codec;
 use player_kit::catalog::{Catalog, DeviceFlag, DriverContext, FlagValue, StartedDriver};
 use player_kit::driver::{Command, Config, DeviceSpec, DriverError, DriverHandle, Stop, Timestamp};
 use player_kit::link::{
