@@ -24,3 +24,15 @@ pub mod rplidar;
 pub mod sick;
 pub mod urg;
 pub mod visca;
+
+/// What the protocols' tests share.
+#[cfg(test)]
+mod testing {
+    /// Bytes written as the fact sheets print them: hex pairs separated by spaces
+    /// (`"FA FB 03"`).
+    pub fn hex(s: &str) -> Vec<u8> {
+        s.split_whitespace()
+            .map(|b| u8::from_str_radix(b, 16).unwrap())
+            .collect()
+    }
+}

@@ -624,12 +624,7 @@ impl SipState {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(s: &str) -> Vec<u8> {
-        s.split_whitespace()
-            .map(|b| u8::from_str_radix(b, 16).unwrap())
-            .collect()
-    }
+    use crate::testing::hex;
 
     #[test]
     fn packets_match_the_fact_sheet_vectors() {

@@ -175,12 +175,7 @@ pub fn from_camera(pan: i16, tilt: i16, zoom: i16) -> (i16, i16, i16) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(s: &str) -> Vec<u8> {
-        s.split_whitespace()
-            .map(|b| u8::from_str_radix(b, 16).unwrap())
-            .collect()
-    }
+    use crate::testing::hex;
 
     #[test]
     fn the_fact_sheet_example_encodes_byte_for_byte() {
