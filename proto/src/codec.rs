@@ -1,4 +1,5 @@
-//! The server's decoder of client messages.
+//! The server's decoder of client messages (the core reads every TCP client's bytes with it, as
+//! `player_core::codec`).
 //!
 //! Pure: bytes in, typed [`ClientMessage`]s out; no sockets, actors or clocks. Every client
 //! message has a 4-byte header (type, device or `r`, u16 size) and `size` bytes of payload
@@ -9,11 +10,11 @@
 //! framing error is a connection that ends in the middle of a message
 //! ([`ClientDecoder::decode_eof`]).
 
+use crate::message::{CLIENT_HEADER, COMMAND, CONFIG, REQUEST};
 use bytes::{Buf, Bytes, BytesMut};
-use player_proto::message::{CLIENT_HEADER, COMMAND, CONFIG, REQUEST};
 use std::fmt;
 
-pub use player_proto::MAX_PAYLOAD;
+pub use crate::MAX_PAYLOAD;
 
 /// One message from a client.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -191,7 +192,7 @@ impl ClientDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use player_proto::message;
+    use crate::message;
 
     fn decode_all(stream: &[u8]) -> Vec<ClientMessage> {
         let mut d = ClientDecoder::new();

@@ -33,7 +33,7 @@ impl SimRobot {
     /// With noise (see [`SimRobot::set_noise`]), rays meeting a surface at a grazing angle may
     /// get no echo, a reading may be lost (5000), and ranges err: whether and by how much
     /// follow the spot of the surface the echo comes from (a robot standing still reads
-    /// the same bar a millimetre's jitter a metre), see [`Noise`].
+    /// the same bar a millimetre's jitter a metre), see [`Noise`](crate::Noise).
     pub fn sonar(&self) -> [u16; 16] {
         self.sonar_among(&[])
     }
