@@ -28,7 +28,7 @@ pub const MAX_PAYLOAD: usize = 4096;
 /// packet, byte for byte), as recordings carry it.
 pub const RAW_ENCODING: &str = "player-0.7.4a";
 
-#[cfg(feature = "codec")]
+#[cfg(any(feature = "codec", test))]
 pub mod codec;
 pub mod data;
 pub mod ext;
