@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use player::settings::Settings;
+use player::settings::{CoreSettings, Settings};
 use std::time::Duration;
 
 fuzz_target!(|data: &[u8]| {
@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
     for r in &settings.robot {
         for d in &r.driver {
             d.device_codes().expect("checked by the loader");
-            let _ = Settings::command_timeout(r, d, Some(Duration::from_millis(500)));
+            let _ = CoreSettings::command_timeout(r, d, Some(Duration::from_millis(500)));
         }
     }
 });
