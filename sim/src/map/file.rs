@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use config::{Config, File, FileFormat, Source, Value};
 use serde::Deserialize;
 
-use super::swarm::Spots;
+use super::swarm::{Pattern, Spots, Swarm, MAX_ROBOTS};
 use super::{
     bitmap, BoxObstacle, ColouredObject, ObjectShape, Pillar, PuckPlacement, RobotPlacement,
     TruthFormat, TruthLogSpec, Wall, WorldError, WorldMap, ACTS_CHANNELS, COLOUR_NAMES,
@@ -42,9 +42,6 @@ pub const ROBOT_KINDS: [(&str, &[u8]); 4] = [
     ("base-laser", b"pml"),
     ("turtlebot", b"pmlL"),
 ];
-
-/// Most robots one world file may place.
-pub const MAX_ROBOTS: usize = 100_000;
 
 /// `[world]`.
 #[derive(Debug, Deserialize)]
@@ -82,19 +79,19 @@ struct RobotSpec {
 /// `[[swarm]]`: `count` robots placed by a pattern.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct SwarmSpec {
-    pub(super) count: usize,
-    pub(super) pattern: Option<String>,
-    pub(super) region: Option<Vec<Vec<f64>>>,
-    pub(super) spacing: Option<f64>,
-    pub(super) heading: Option<f64>,
-    pub(super) seed: Option<u64>,
-    pub(super) name: Option<String>,
-    pub(super) port: Option<u16>,
-    pub(super) channel: Option<u8>,
-    pub(super) colour: Option<String>,
-    pub(super) kind: Option<String>,
-    pub(super) devices: Option<Vec<String>>,
+struct SwarmSpec {
+    count: usize,
+    pattern: Option<String>,
+    region: Option<Vec<Vec<f64>>>,
+    spacing: Option<f64>,
+    heading: Option<f64>,
+    seed: Option<u64>,
+    name: Option<String>,
+    port: Option<u16>,
+    channel: Option<u8>,
+    colour: Option<String>,
+    kind: Option<String>,
+    devices: Option<Vec<String>>,
 }
 
 /// `[[wall]]`: one segment.
@@ -423,8 +420,9 @@ impl WorldMap {
             let placement = robot_placement(origin, i, key, robot)?;
             self.place(origin, &pose_key, &mut spots, &mut names, placement)?;
         }
-        for (s, swarm) in swarms.iter().enumerate() {
-            self.place_swarm(origin, s, swarm, &mut spots, &mut names)?;
+        for (s, spec) in swarms.iter().enumerate() {
+            let swarm = self.swarm(origin, s, spec)?;
+            self.place_swarm(&swarm, &mut spots, &mut names)?;
         }
         if self.robots.is_empty() {
             let (x, y, _) = self.start_pose;
@@ -443,6 +441,99 @@ impl WorldMap {
         }
         Ok(())
     }
+
+    /// `[[swarm]]` number `s` checked: its count, region, colour, devices, pattern,
+    /// heading and spacing, in that order.
+    fn swarm<'a>(
+        &self,
+        origin: &'a str,
+        s: usize,
+        spec: &'a SwarmSpec,
+    ) -> Result<Swarm<'a>, WorldError> {
+        let key = format!("swarm[{s}]");
+        if spec.count == 0 || spec.count > MAX_ROBOTS {
+            return Err(WorldError::key(
+                origin,
+                format!("{key}.count"),
+                format!("expected 1 to {MAX_ROBOTS} robots, got {}", spec.count),
+            ));
+        }
+        let region = match &spec.region {
+            None => ((0.0, 0.0), (self.width, self.height)),
+            Some(r) => match r.as_slice() {
+                [a, b] => {
+                    let a = point(origin, &format!("{key}.region"), a)?;
+                    let b = point(origin, &format!("{key}.region"), b)?;
+                    ((a.0.min(b.0), a.1.min(b.1)), (a.0.max(b.0), a.1.max(b.1)))
+                }
+                _ => {
+                    return Err(WorldError::key(
+                        origin,
+                        format!("{key}.region"),
+                        "expected [[x0, y0], [x1, y1]], two corners in mm",
+                    ))
+                }
+            },
+        };
+        let channel = colour_channel(origin, &key, spec.channel, spec.colour.as_deref())?;
+        let devices = device_set(origin, &key, spec.kind.as_deref(), spec.devices.as_deref())?;
+        let pattern = swarm_pattern(origin, &key, s, spec, self.seed)?;
+        Ok(Swarm {
+            origin,
+            key,
+            count: spec.count,
+            region,
+            pattern,
+            heading: spec.heading,
+            name: spec.name.as_deref(),
+            port: spec.port,
+            channel,
+            devices,
+            first: self.robots.len(),
+        })
+    }
+}
+
+/// A swarm's pattern (`grid`, the default, or `random`), checked with its heading and, on
+/// a grid, its spacing; a random swarm's seed is its own or the world's, mixed with its
+/// number `s`.
+fn swarm_pattern(
+    origin: &str,
+    key: &str,
+    s: usize,
+    spec: &SwarmSpec,
+    world_seed: u64,
+) -> Result<Pattern, WorldError> {
+    let random = match spec.pattern.as_deref() {
+        None | Some("grid") => false,
+        Some("random") => true,
+        Some(other) => {
+            return Err(WorldError::key(
+                origin,
+                format!("{key}.pattern"),
+                format!("expected \"grid\" or \"random\", got \"{other}\""),
+            ))
+        }
+    };
+    if let Some(h) = spec.heading {
+        if !h.is_finite() {
+            return Err(WorldError::key(
+                origin,
+                format!("{key}.heading"),
+                "expected degrees",
+            ));
+        }
+    }
+    if random {
+        let seed = spec.seed.unwrap_or(world_seed) ^ 0x5357_4152_4D00 ^ s as u64;
+        return Ok(Pattern::Random { seed });
+    }
+    if let Some(sp) = spec.spacing {
+        positive(origin, &format!("{key}.spacing"), sp)?;
+    }
+    Ok(Pattern::Grid {
+        spacing: spec.spacing,
+    })
 }
 
 /// `[world]`: the empty world with its size, resolution, seed and noise.
@@ -616,7 +707,7 @@ fn truth_log(origin: &str, t: TruthSpec) -> Result<TruthLogSpec, WorldError> {
 
 /// The devices of a robot: `kind` (one of [`ROBOT_KINDS`]) or a `devices` list, not both;
 /// `None` (all seven) when neither is given.
-pub(super) fn device_set(
+fn device_set(
     origin: &str,
     key: &str,
     kind: Option<&str>,
@@ -662,7 +753,7 @@ pub(super) fn device_set(
 }
 
 /// The colour of a robot, puck or object: `channel = n` or `colour = "name"`, not both.
-pub(super) fn colour_channel(
+fn colour_channel(
     origin: &str,
     key: &str,
     channel: Option<u8>,
@@ -728,7 +819,7 @@ fn array<T: for<'de> Deserialize<'de>>(
 }
 
 /// A point `[x, y]` in mm.
-pub(super) fn point(origin: &str, key: &str, v: &[f64]) -> Result<(f64, f64), WorldError> {
+fn point(origin: &str, key: &str, v: &[f64]) -> Result<(f64, f64), WorldError> {
     match v {
         [x, y] if x.is_finite() && y.is_finite() => Ok((*x, *y)),
         _ => Err(WorldError::key(
@@ -740,7 +831,7 @@ pub(super) fn point(origin: &str, key: &str, v: &[f64]) -> Result<(f64, f64), Wo
 }
 
 /// A length in mm above 0.
-pub(super) fn positive(origin: &str, key: &str, v: f64) -> Result<(), WorldError> {
+fn positive(origin: &str, key: &str, v: f64) -> Result<(), WorldError> {
     if v.is_finite() && v > 0.0 {
         Ok(())
     } else {

@@ -29,7 +29,8 @@ mod bitmap;
 mod file;
 mod swarm;
 
-pub use file::{MAX_ROBOTS, ROBOT_KINDS};
+pub use file::ROBOT_KINDS;
+pub use swarm::MAX_ROBOTS;
 
 /// The shipped example world, `config/worlds/room.toml`.
 pub const ROOM_TOML: &str = include_str!("../../worlds/room.toml");

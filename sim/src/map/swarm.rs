@@ -1,10 +1,10 @@
 //! Placing a world file's robots: each one checked inside the world, clear of the solids
 //! and of the robots placed before it, and named uniquely ([`WorldMap::place`]); and
-//! `[[swarm]]`s, `count` robots placed by a grid or a seeded random pattern in a region.
+//! `[[swarm]]`s, `count` robots placed by a grid or a seeded random pattern in a region
+//! (the swarm as the file gave it is checked in `file`, which hands over a [`Swarm`]).
 
 use std::collections::{HashMap, HashSet};
 
-use super::file::{colour_channel, device_set, point, positive, SwarmSpec, MAX_ROBOTS};
 use super::{RobotPlacement, WorldError, WorldMap, ROBOT_RADIUS_MM};
 use crate::geom::Vec2;
 use crate::laser::LaserSpec;
@@ -12,6 +12,9 @@ use crate::rng::Rng;
 
 /// Tries to find a free place for one robot of a random swarm before giving up.
 const RANDOM_TRIES: usize = 1000;
+
+/// Most robots one world file may place.
+pub const MAX_ROBOTS: usize = 100_000;
 
 /// The robots placed so far, filed by where they are (to check overlaps in linear time).
 #[derive(Default)]
@@ -51,39 +54,61 @@ impl Spots {
     }
 }
 
-/// One `[[swarm]]`, checked: its key for errors, its region, and what each of its robots
-/// gets but a pose.
-struct Swarm<'a> {
-    origin: &'a str,
+/// How a swarm's robots are laid out.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Pattern {
+    /// Columns and rows: `spacing` mm apart (checked above 0), or as square as the region
+    /// allows.
+    Grid {
+        /// The step between robots, mm.
+        spacing: Option<f64>,
+    },
+    /// Uniformly at random in the region, drawn from `seed`.
+    Random {
+        /// The swarm's own random seed.
+        seed: u64,
+    },
+}
+
+/// One `[[swarm]]`, checked: its key for errors, its region and pattern, and what each of
+/// its robots gets but a pose.
+pub(super) struct Swarm<'a> {
+    /// The file, as errors name it.
+    pub(super) origin: &'a str,
     /// `swarm[s]`.
-    key: String,
-    spec: &'a SwarmSpec,
+    pub(super) key: String,
+    /// How many robots (1 to [`MAX_ROBOTS`]).
+    pub(super) count: usize,
     /// Lower-left and upper-right corners, mm.
-    region: ((f64, f64), (f64, f64)),
-    channel: Option<u8>,
-    devices: Option<Vec<u8>>,
+    pub(super) region: ((f64, f64), (f64, f64)),
+    pub(super) pattern: Pattern,
+    /// Every robot's heading, degrees (finite); else 0 on a grid, random at random.
+    pub(super) heading: Option<f64>,
+    /// The robots' names are this and their number in the swarm.
+    pub(super) name: Option<&'a str>,
+    /// The first robot's port; the others count up from it.
+    pub(super) port: Option<u16>,
+    pub(super) channel: Option<u8>,
+    pub(super) devices: Option<Vec<u8>>,
     /// The index its first robot gets in the world (default names count from it).
-    first: usize,
+    pub(super) first: usize,
 }
 
 impl Swarm<'_> {
     /// Robot `k` of the swarm at `pose`: named from the swarm's prefix (or its place in
     /// the world), on the `k`-th port from the swarm's.
     fn robot(&self, k: usize, pose: (f64, f64, f64)) -> Result<RobotPlacement, WorldError> {
-        let port = match self.spec.port {
+        let port = match self.port {
             None => None,
             Some(p) => Some(u16::try_from(usize::from(p) + k).map_err(|_| {
                 WorldError::key(
                     self.origin,
                     format!("{}.port", self.key),
-                    format!(
-                        "{} robots from port {p} run past port 65535",
-                        self.spec.count
-                    ),
+                    format!("{} robots from port {p} run past port 65535", self.count),
                 )
             })?),
         };
-        let name = match &self.spec.name {
+        let name = match self.name {
             Some(prefix) => format!("{prefix}{k}"),
             None => format!("robot{}", self.first + k),
         };
@@ -166,87 +191,17 @@ impl WorldMap {
         Ok(())
     }
 
-    /// Places the robots of `[[swarm]]` number `s`.
+    /// Places the robots of `swarm`.
     pub(super) fn place_swarm(
         &mut self,
-        origin: &str,
-        s: usize,
-        spec: &SwarmSpec,
+        swarm: &Swarm,
         spots: &mut Spots,
         names: &mut HashSet<String>,
     ) -> Result<(), WorldError> {
-        let swarm = self.swarm(origin, s, spec)?;
-        let random = match spec.pattern.as_deref() {
-            None | Some("grid") => false,
-            Some("random") => true,
-            Some(other) => {
-                return Err(WorldError::key(
-                    origin,
-                    format!("{}.pattern", swarm.key),
-                    format!("expected \"grid\" or \"random\", got \"{other}\""),
-                ))
-            }
-        };
-        if let Some(h) = spec.heading {
-            if !h.is_finite() {
-                return Err(WorldError::key(
-                    origin,
-                    format!("{}.heading", swarm.key),
-                    "expected degrees",
-                ));
-            }
+        match swarm.pattern {
+            Pattern::Random { seed } => self.place_random(swarm, Rng::new(seed), spots, names),
+            Pattern::Grid { spacing } => self.place_grid(swarm, spacing, spots, names),
         }
-        if random {
-            let seed = spec.seed.unwrap_or(self.seed) ^ 0x5357_4152_4D00 ^ s as u64;
-            self.place_random(&swarm, Rng::new(seed), spots, names)
-        } else {
-            self.place_grid(&swarm, spots, names)
-        }
-    }
-
-    /// `[[swarm]]` number `s` checked: its count, region, colour and devices.
-    fn swarm<'a>(
-        &self,
-        origin: &'a str,
-        s: usize,
-        spec: &'a SwarmSpec,
-    ) -> Result<Swarm<'a>, WorldError> {
-        let key = format!("swarm[{s}]");
-        if spec.count == 0 || spec.count > MAX_ROBOTS {
-            return Err(WorldError::key(
-                origin,
-                format!("{key}.count"),
-                format!("expected 1 to {MAX_ROBOTS} robots, got {}", spec.count),
-            ));
-        }
-        let region = match &spec.region {
-            None => ((0.0, 0.0), (self.width, self.height)),
-            Some(r) => match r.as_slice() {
-                [a, b] => {
-                    let a = point(origin, &format!("{key}.region"), a)?;
-                    let b = point(origin, &format!("{key}.region"), b)?;
-                    ((a.0.min(b.0), a.1.min(b.1)), (a.0.max(b.0), a.1.max(b.1)))
-                }
-                _ => {
-                    return Err(WorldError::key(
-                        origin,
-                        format!("{key}.region"),
-                        "expected [[x0, y0], [x1, y1]], two corners in mm",
-                    ))
-                }
-            },
-        };
-        let channel = colour_channel(origin, &key, spec.channel, spec.colour.as_deref())?;
-        let devices = device_set(origin, &key, spec.kind.as_deref(), spec.devices.as_deref())?;
-        Ok(Swarm {
-            origin,
-            key,
-            spec,
-            region,
-            channel,
-            devices,
-            first: self.robots.len(),
-        })
     }
 
     /// Whether a robot at (x, y) would overlap a solid or a robot placed before.
@@ -282,12 +237,12 @@ impl WorldMap {
         let r = ROBOT_RADIUS_MM;
         let ((x0, y0), (x1, y1)) = swarm.region;
         let (w, h) = (x1 - x0, y1 - y0);
-        for k in 0..swarm.spec.count {
+        for k in 0..swarm.count {
             let mut placed = false;
             for _ in 0..RANDOM_TRIES {
                 let x = x0 + r + rng.uniform() * (w - 2.0 * r).max(0.0);
                 let y = y0 + r + rng.uniform() * (h - 2.0 * r).max(0.0);
-                let heading = match swarm.spec.heading {
+                let heading = match swarm.heading {
                     Some(d) => d.to_radians(),
                     None => (rng.uniform() * 360.0 - 180.0).to_radians(),
                 };
@@ -302,7 +257,7 @@ impl WorldMap {
                 return Err(swarm.crowded(format!(
                     "found no free place for robot {k} of {} in the region {} after \
                      {RANDOM_TRIES} tries: the region is too crowded",
-                    swarm.spec.count,
+                    swarm.count,
                     swarm.region_text()
                 )));
             }
@@ -315,20 +270,21 @@ impl WorldMap {
     fn place_grid(
         &mut self,
         swarm: &Swarm,
+        spacing: Option<f64>,
         spots: &mut Spots,
         names: &mut HashSet<String>,
     ) -> Result<(), WorldError> {
-        let (count, r) = (swarm.spec.count, ROBOT_RADIUS_MM);
+        let (count, r) = (swarm.count, ROBOT_RADIUS_MM);
         let ((x0, y0), (_, y1)) = swarm.region;
-        let (cols, sx, sy) = self.grid_steps(swarm)?;
+        let (cols, sx, sy) = grid_steps(swarm, spacing)?;
         let rows = count.div_ceil(cols);
         // With a spacing, the grid starts a radius in from the region's corner;
         // without, each robot sits in the middle of its share of the region.
-        let (ox, oy) = match swarm.spec.spacing {
+        let (ox, oy) = match spacing {
             Some(_) => (x0 + r, y0 + r),
             None => (x0 + sx / 2.0, y0 + sy / 2.0),
         };
-        let heading = swarm.spec.heading.map_or(0.0, f64::to_radians);
+        let heading = swarm.heading.map_or(0.0, f64::to_radians);
         let mut k = 0;
         let mut spot = 0;
         while k < count {
@@ -351,37 +307,36 @@ impl WorldMap {
         }
         Ok(())
     }
+}
 
-    /// The grid's columns and its steps along x and y, mm: from the spacing, or as square
-    /// as the region allows. Robots closer than their width are an error.
-    fn grid_steps(&self, swarm: &Swarm) -> Result<(usize, f64, f64), WorldError> {
-        let (count, r) = (swarm.spec.count, ROBOT_RADIUS_MM);
-        let ((x0, y0), (x1, y1)) = swarm.region;
-        let (w, h) = (x1 - x0, y1 - y0);
-        let (cols, sx, sy) = match swarm.spec.spacing {
-            Some(sp) => {
-                positive(swarm.origin, &format!("{}.spacing", swarm.key), sp)?;
-                let cols = (((w - 2.0 * r) / sp).floor() as usize + 1).max(1);
-                (cols, sp, sp)
-            }
-            None => {
-                let n = count as f64;
-                let cols = ((n * w / h.max(1.0)).sqrt().ceil() as usize).clamp(1, count);
-                let rows = count.div_ceil(cols);
-                (cols, w / cols as f64, h / rows as f64)
-            }
-        };
-        if sx < 2.0 * r || sy < 2.0 * r {
-            return Err(swarm.crowded(format!(
-                "{count} robots do not fit in the region {}: they would be {:.0} mm apart, \
-                 less than a robot's {:.0} mm width",
-                swarm.region_text(),
-                sx.min(sy),
-                2.0 * r
-            )));
+/// The grid's columns and its steps along x and y, mm: from `spacing`, or as square as the
+/// region allows. Robots closer than their width are an error.
+fn grid_steps(swarm: &Swarm, spacing: Option<f64>) -> Result<(usize, f64, f64), WorldError> {
+    let (count, r) = (swarm.count, ROBOT_RADIUS_MM);
+    let ((x0, y0), (x1, y1)) = swarm.region;
+    let (w, h) = (x1 - x0, y1 - y0);
+    let (cols, sx, sy) = match spacing {
+        Some(sp) => {
+            let cols = (((w - 2.0 * r) / sp).floor() as usize + 1).max(1);
+            (cols, sp, sp)
         }
-        Ok((cols, sx, sy))
+        None => {
+            let n = count as f64;
+            let cols = ((n * w / h.max(1.0)).sqrt().ceil() as usize).clamp(1, count);
+            let rows = count.div_ceil(cols);
+            (cols, w / cols as f64, h / rows as f64)
+        }
+    };
+    if sx < 2.0 * r || sy < 2.0 * r {
+        return Err(swarm.crowded(format!(
+            "{count} robots do not fit in the region {}: they would be {:.0} mm apart, \
+             less than a robot's {:.0} mm width",
+            swarm.region_text(),
+            sx.min(sy),
+            2.0 * r
+        )));
     }
+    Ok((cols, sx, sy))
 }
 
 #[cfg(test)]
