@@ -1,0 +1,8 @@
+//! Maps and localization for player, pure and deterministic.
+#![deny(missing_docs)]
+
+pub mod distance;
+pub mod likelihood;
+pub mod map;
+pub mod pose;
+pub mod rng;
