@@ -139,7 +139,7 @@ pub fn squared_edt(width: usize, height: usize, mask: &[bool]) -> Vec<u32> {
     }
     // Pass 2: per row, the lower envelope of the parabolas.
     let mut out = vec![NONE; width * height];
-    let mut v: Vec<usize> = Vec::with_capacity(width);
+    let mut v: Vec<(usize, f64)> = Vec::with_capacity(width);
     let mut z: Vec<f64> = Vec::with_capacity(width + 1);
     for row in 0..height {
         let f = &g[row * width..(row + 1) * width];
@@ -149,33 +149,32 @@ pub fn squared_edt(width: usize, height: usize, mask: &[bool]) -> Vec<u32> {
 }
 
 /// One line of pass 2: `out[x] = min over q of (x - q)^2 + f[q]^2`, skipping `f[q] = NONE`.
-fn envelope(f: &[u32], out: &mut [u32], v: &mut Vec<usize>, z: &mut Vec<f64>) {
+/// `v` and `z` hold the envelope: the parabolas' positions (with their `f[q]^2 + q^2`) and
+/// where each starts to be the lowest.
+fn envelope(f: &[u32], out: &mut [u32], v: &mut Vec<(usize, f64)>, z: &mut Vec<f64>) {
     v.clear();
     z.clear();
-    let h = |q: usize| {
-        let fq = f64::from(f[q]);
-        fq * fq + (q * q) as f64
-    };
     for (q, &fq) in f.iter().enumerate() {
         if fq == NONE {
             continue;
         }
-        let hq = h(q);
+        let fq = f64::from(fq);
+        let hq = fq * fq + (q * q) as f64;
         loop {
             match v.last() {
                 None => {
-                    v.push(q);
+                    v.push((q, hq));
                     z.push(f64::NEG_INFINITY);
                     break;
                 }
-                Some(&p) => {
+                Some(&(p, hp)) => {
                     // Where parabola q starts to lie below parabola p.
-                    let s = (hq - h(p)) / (2.0 * (q - p) as f64);
+                    let s = (hq - hp) / (2.0 * (q - p) as f64);
                     if s <= z[z.len() - 1] {
                         v.pop();
                         z.pop();
                     } else {
-                        v.push(q);
+                        v.push((q, hq));
                         z.push(s);
                         break;
                     }
@@ -192,7 +191,7 @@ fn envelope(f: &[u32], out: &mut [u32], v: &mut Vec<usize>, z: &mut Vec<f64>) {
         while k + 1 < v.len() && z[k + 1] < x as f64 {
             k += 1;
         }
-        let q = v[k];
+        let q = v[k].0;
         let dx = x.abs_diff(q) as u64;
         let fq = u64::from(f[q]);
         *o = (dx * dx + fq * fq).min(u64::from(NONE - 1)) as u32;

@@ -3,24 +3,30 @@
 //! Nav2's `nav2_amcl` do it, with the parameters they document.
 //!
 //! One filter update ([`Filter::update`]), when the robot has moved `update_min` since the
-//! last (or on the first scan):
+//! last (or on the first scan after a start):
 //!
 //! 1. **Motion**: every particle moves by the odometry since the last update, with noise
 //!    ([`motion`]: Nav2's differential model, alpha1-4, per piece of motion). If the
 //!    previous update asked for resampling, the particles are drawn anew from the weighted
 //!    set as they are moved, with KLD-sampling (Fox 2003): drawing stops once the sample
 //!    count is enough for the bins the *moved* samples occupy (at least `min`, at most
-//!    `max`), from a shuffled systematic comb (low-variance resampling). With recovery on, a
-//!    share of the draws is replaced by poses drawn uniformly over free space.
-//! 2. **Sensor**: each particle's weight is multiplied by the scan's likelihood ([`sensor`]:
-//!    the likelihood field by default, or the beam model), in the log domain.
-//! 3. **Recovery** (augmented MCL, Thrun et al. table 8.3): short- and long-term averages
-//!    of the measurement likelihood (`alpha_fast`, `alpha_slow`); while the short one is
-//!    below the long one, the next resampling injects `1 - w_fast / w_slow` random poses.
-//! 4. **Hypotheses**: the weighted particles are clustered ([`cluster`]), heaviest first.
-//! 5. **Resampling** is asked for the next update only when the effective sample size
+//!    `max`), from a shuffled systematic comb (low-variance resampling). With recovery
+//!    injecting, a share of the draws are poses uniform over free space instead.
+//! 2. **Sensor**: each weight is multiplied by the scan's likelihood ([`sensor`]: the
+//!    likelihood field by default, or the beam model), in the log domain, tempered if the
+//!    effective sample size would otherwise fall below `min_ess` of the count.
+//! 3. **Expansion resetting** (Ueda et al. 2004): if the scan fits badly (the posterior-
+//!    weighted per-beam likelihood below `expand_ratio` of its long-term average), the
+//!    motion step is redone with more noise, and the best try kept.
+//! 4. **Recovery** (augmented MCL, Thrun et al. table 8.3): short- and long-term averages
+//!    of that fit (`alpha_fast`, `alpha_slow`); once the short one falls below
+//!    `recovery_ratio` of the long one, the next resampling injects random poses.
+//! 5. **Hypotheses**: the weighted particles are clustered ([`cluster`]), heaviest first.
+//! 6. **Resampling** is asked for the next update only when the effective sample size
 //!    `1 / sum w^2` falls below `resample_ess` times the count (selective resampling,
 //!    Grisetti et al. 2007), or when recovery wants to inject.
+//!
+//! [`Params`] has every parameter, its default and why.
 //!
 //! The filter is deterministic: all randomness comes from one seeded [`Rng`], there is no
 //! clock, no thread and no hash-order iteration, so the same inputs and seed give the same
@@ -28,6 +34,7 @@
 
 pub mod cluster;
 pub mod motion;
+mod params;
 pub mod sensor;
 #[cfg(test)]
 mod tests;
@@ -35,207 +42,14 @@ mod tests;
 use std::sync::{Arc, OnceLock};
 
 use crate::distance::DistanceField;
-use crate::likelihood::{FieldParams, LikelihoodField};
+use crate::likelihood::LikelihoodField;
 use crate::map::Map;
 use crate::pose::{angle_diff, Pose};
 use crate::rng::Rng;
-use cluster::{hypotheses, kld_bound, BinCounter, Bins, Hypothesis};
-use motion::{MotionNoise, Piece};
-use sensor::{BeamParams, Scan};
-
-/// Which sensor model weighs the particles.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Model {
-    /// Thrun's likelihood field (Nav2's default and ours).
-    LikelihoodField,
-    /// Thrun's beam model, by ray casting.
-    Beam,
-}
-
-/// Every parameter of the filter. [`Params::default`] documents each default and why.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Params {
-    /// The sensor model.
-    pub model: Model,
-    /// Fewest particles KLD-sampling keeps (500, Player's and the default).
-    pub min_particles: usize,
-    /// Most particles (5000, Nav2's and Player's default), also the count after
-    /// [`Filter::set_pose`] and [`Filter::global`].
-    pub max_particles: usize,
-    /// Odometry noise (Nav2's alpha1-4, 0.2 each) and the size of its pieces.
-    pub motion: MotionNoise,
-    /// The filter updates when the robot has moved this far (m, 0.2: Player's `update_min`
-    /// [200 mm, 10 deg]) ...
-    pub update_min_d: f64,
-    /// ... or turned this much (rad, 10 degrees).
-    pub update_min_a: f64,
-    /// Augmented MCL's random injection (on: a kidnapped robot is found again).
-    pub recovery: bool,
-    /// Decay of the long-term likelihood average (0.001, Nav2's `recovery_alpha_slow`).
-    pub alpha_slow: f64,
-    /// Decay of the short-term average (0.1, Nav2's `recovery_alpha_fast`).
-    pub alpha_fast: f64,
-    /// Recovery injects once the short-term average falls below this share of the
-    /// long-term one, `1 - w_fast / (recovery_ratio * w_slow)` of the draws (1.0 is
-    /// Thrun's rule, which injects on every dip of the fit).
-    pub recovery_ratio: f64,
-    /// KLD-sampling's error bound (Nav2's `pf_err`).
-    pub kld_err: f64,
-    /// KLD-sampling's standard normal quantile (the `z` of Fox's bound).
-    pub kld_z: f64,
-    /// The bins KLD-sampling counts.
-    pub kld_bins: Bins,
-    /// The bins the hypotheses are clustered from (Player's: 0.5 m, 10 degrees).
-    pub cluster_bins: Bins,
-    /// The likelihood field's parameters.
-    pub field: FieldParams,
-    /// The beam model's parameters.
-    pub beam: BeamParams,
-    /// Beams of a scan used per update, evenly spaced (Nav2's `max_beams`, 60).
-    pub max_beams: usize,
-    /// Resample when the effective sample size is below this share of the count.
-    pub resample_ess: f64,
-    /// Temper the likelihood (raise it to a power below 1) just enough that the effective
-    /// sample size stays at least this share of the count (0 turns tempering off).
-    pub min_ess: f64,
-    /// Expansion resetting: when the fit falls below this share of its long-term average,
-    /// the motion step is redone with more noise ...
-    pub expand_ratio: f64,
-    /// ... at most this many times ...
-    pub expand_steps: u32,
-    /// ... each time with the alphas multiplied by this.
-    pub expand_factor: f64,
-}
-
-impl Default for Params {
-    fn default() -> Self {
-        Params {
-            model: Model::LikelihoodField,
-            min_particles: 500,
-            max_particles: 5000,
-            motion: MotionNoise::default(),
-            update_min_d: 0.2,
-            update_min_a: 10f64.to_radians(),
-            recovery: true,
-            alpha_slow: 0.001,
-            alpha_fast: 0.1,
-            recovery_ratio: 0.75,
-            kld_err: 0.05,
-            kld_z: 3.0,
-            kld_bins: Bins {
-                size_d: 0.1,
-                size_a: 2f64.to_radians(),
-            },
-            cluster_bins: Bins {
-                size_d: 0.5,
-                size_a: 10f64.to_radians(),
-            },
-            field: FieldParams::default(),
-            beam: BeamParams::default(),
-            max_beams: 60,
-            resample_ess: 0.5,
-            min_ess: 0.01,
-            expand_ratio: 0.8,
-            expand_steps: 2,
-            expand_factor: 4.0,
-        }
-    }
-}
-
-impl Params {
-    /// Sets one parameter by name from its text (for command lines and configuration):
-    /// `model`, `min_particles`, `max_particles`, `alpha1`..`alpha4`, `piece_d`,
-    /// `piece_a` (rad), `update_min_d`, `update_min_a` (rad), `recovery`, `alpha_slow`,
-    /// `alpha_fast`, `recovery_ratio`, `kld_err`, `kld_z`, `kld_bin_d`, `kld_bin_a` (rad), `cluster_bin_d`,
-    /// `cluster_bin_a` (rad), `z_hit`, `z_rand`, `sigma_hit`, `max_dist`, `beam_z_hit`,
-    /// `beam_z_short`, `beam_z_max`, `beam_z_rand`, `beam_sigma_hit`, `lambda_short`,
-    /// `max_beams`, `resample_ess`, `min_ess`, `expand_ratio`, `expand_steps`,
-    /// `expand_factor`.
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
-        let num = || -> Result<f64, String> {
-            let v: f64 = value
-                .parse()
-                .map_err(|_| format!("{key}: '{value}' is not a number"))?;
-            if v.is_finite() && v >= 0.0 {
-                Ok(v)
-            } else {
-                Err(format!("{key}: '{value}' is not a number 0 or more"))
-            }
-        };
-        let count = || -> Result<usize, String> {
-            match value.parse::<usize>() {
-                Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
-                _ => Err(format!("{key}: '{value}' is not a count from 1 to 1000000")),
-            }
-        };
-        match key {
-            "model" => {
-                self.model = match value {
-                    "likelihood_field" => Model::LikelihoodField,
-                    "beam" => Model::Beam,
-                    _ => return Err(format!("model: '{value}' is not likelihood_field or beam")),
-                }
-            }
-            "recovery" => {
-                self.recovery = match value {
-                    "true" | "1" => true,
-                    "false" | "0" => false,
-                    _ => return Err(format!("recovery: '{value}' is not true or false")),
-                }
-            }
-            "min_particles" => self.min_particles = count()?,
-            "max_particles" => self.max_particles = count()?,
-            "max_beams" => self.max_beams = count()?,
-            "alpha1" => self.motion.alpha[0] = num()?,
-            "alpha2" => self.motion.alpha[1] = num()?,
-            "alpha3" => self.motion.alpha[2] = num()?,
-            "alpha4" => self.motion.alpha[3] = num()?,
-            "piece_d" => self.motion.piece_d = num()?,
-            "piece_a" => self.motion.piece_a = num()?,
-            "update_min_d" => self.update_min_d = num()?,
-            "update_min_a" => self.update_min_a = num()?,
-            "alpha_slow" => self.alpha_slow = num()?,
-            "alpha_fast" => self.alpha_fast = num()?,
-            "recovery_ratio" => self.recovery_ratio = num()?,
-            "kld_err" => self.kld_err = num()?,
-            "kld_z" => self.kld_z = num()?,
-            "kld_bin_d" => self.kld_bins.size_d = num()?,
-            "kld_bin_a" => self.kld_bins.size_a = num()?,
-            "cluster_bin_d" => self.cluster_bins.size_d = num()?,
-            "cluster_bin_a" => self.cluster_bins.size_a = num()?,
-            "z_hit" => self.field.z_hit = num()?,
-            "z_rand" => self.field.z_rand = num()?,
-            "sigma_hit" => self.field.sigma_hit = num()?,
-            "max_dist" => self.field.max_dist = num()?,
-            "beam_z_hit" => self.beam.z_hit = num()?,
-            "beam_z_short" => self.beam.z_short = num()?,
-            "beam_z_max" => self.beam.z_max = num()?,
-            "beam_z_rand" => self.beam.z_rand = num()?,
-            "beam_sigma_hit" => self.beam.sigma_hit = num()?,
-            "lambda_short" => self.beam.lambda_short = num()?,
-            "resample_ess" => self.resample_ess = num()?,
-            "min_ess" => self.min_ess = num()?,
-            "expand_ratio" => self.expand_ratio = num()?,
-            "expand_factor" => self.expand_factor = num()?,
-            "expand_steps" => {
-                self.expand_steps = match value.parse::<u32>() {
-                    Ok(n) if n <= 8 => n,
-                    _ => return Err(format!("expand_steps: '{value}' is not 0 to 8")),
-                }
-            }
-            _ => return Err(format!("no parameter '{key}'")),
-        }
-        let positive = |v: f64| v > 0.0;
-        if !(positive(self.kld_bins.size_d)
-            && positive(self.kld_bins.size_a)
-            && positive(self.cluster_bins.size_d)
-            && positive(self.cluster_bins.size_a))
-        {
-            return Err(format!("{key}: bin sizes must be above 0"));
-        }
-        Ok(())
-    }
-}
+use cluster::{hypotheses, kld_bound, BinCounter, Hypothesis};
+use motion::Piece;
+pub use params::{Model, Params};
+use sensor::Scan;
 
 /// A map with what the filter precomputes on it, shared by every filter on that map: the
 /// distance transform to occupied cells (the likelihood field's), the one to cells that
@@ -398,7 +212,8 @@ impl Filter {
     }
 
     /// Restarts around `mean` with covariance `cov` (x, y, heading): `max_particles` poses
-    /// drawn from that Gaussian. The next scan updates the filter whatever the motion.
+    /// drawn from that Gaussian, taken as the robot's pose at the next scan (which updates
+    /// the filter whatever the motion, and moves no particle).
     pub fn set_pose(&mut self, mean: Pose, cov: [[f64; 3]; 3]) {
         let l = cholesky(&cov);
         let n = self.params.max_particles;
@@ -435,6 +250,9 @@ impl Filter {
     }
 
     fn restart(&mut self) {
+        // The next scan starts the odometry afresh: the new particles are where the robot
+        // is now, whatever the odometry did since the last update.
+        self.last_odom = None;
         let n = self.poses.len();
         self.weights = vec![1.0 / n as f64; n];
         self.fresh = vec![false; n];

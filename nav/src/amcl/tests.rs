@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::synthetic;
+use motion::MotionNoise;
 
 struct World {
     model: Arc<MapModel>,
@@ -52,34 +53,6 @@ fn drive(w: &World, filter: &mut Filter, truth: &[Pose], seed: u64) -> Vec<(f64,
                     s.beta,
                     filter.hypotheses().len()
                 );
-                if k == 7 {
-                    let beams = sensor::select(&scan, 60, 0.05);
-                    let table = filter.field.log_table(scan.max_range);
-                    let ll = |p: &Pose| {
-                        sensor::field_log_likelihood(
-                            w.model.map(),
-                            &filter.field,
-                            &table,
-                            &beams,
-                            sensor::sensor_in_grid(w.model.map(), p, &scan.offset),
-                        )
-                    };
-                    eprintln!(
-                        "truth {:?} ll {:.2}; est {:?} ll {:.2}",
-                        t,
-                        ll(t),
-                        b,
-                        ll(&b)
-                    );
-                    let mut v: Vec<(f64, f64)> = filter
-                        .poses()
-                        .iter()
-                        .zip(filter.weights())
-                        .map(|(p, w)| (angle_diff(p.theta, t.theta).to_degrees(), *w))
-                        .collect();
-                    v.sort_by(|a, b| b.1.total_cmp(&a.1));
-                    eprintln!("{:?}", &v[..20]);
-                }
             }
         }
     }
