@@ -159,6 +159,9 @@ fn print_row(r: &Row) {
     );
 }
 
+/// One run: log index, noise index, seed, its outcome, its filter CPU ms per update.
+type RunResult = (usize, usize, u64, Outcome, f64);
+
 /// Runs every seed of every (log, noise) on up to two threads.
 fn localization(logs: &[PathBuf], seeds: u64) {
     let prepared: Vec<Prepared> = logs
@@ -178,7 +181,7 @@ fn localization(logs: &[PathBuf], seeds: u64) {
     let next = AtomicUsize::new(0);
     // Each run's filter CPU time per update (ms): on a shared machine the wall time of a
     // run says more about the neighbours than about the filter.
-    let results: Mutex<Vec<(usize, usize, u64, Outcome, f64)>> = Mutex::new(Vec::new());
+    let results: Mutex<Vec<RunResult>> = Mutex::new(Vec::new());
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
     std::thread::scope(|sc| {
         for _ in 0..threads {
