@@ -4,5 +4,6 @@
 pub mod distance;
 pub mod likelihood;
 pub mod map;
+pub mod plan;
 pub mod pose;
 pub mod rng;
