@@ -1,6 +1,7 @@
 //! Maps and localization for player, pure and deterministic.
 #![deny(missing_docs)]
 
+pub mod control;
 pub mod distance;
 pub mod likelihood;
 pub mod map;
