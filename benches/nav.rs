@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use player_nav::map::load::load_yaml;
 use player_nav::plan::cli::{percentile, thread_cpu_ns};
-use player_nav::plan::pairs::{draw_pairs, PairRule, NAV2_PAIRS, NAV2_SEED};
+use player_nav::plan::pairs::{draw_pairs, Pair, PairRule, NAV2_PAIRS, NAV2_SEED};
 use player_nav::plan::{dijkstra, Algorithm, CostParams, Costmap, Planner};
 
 fn main() {
@@ -39,7 +39,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// cost or None).
 type Round = (usize, Vec<f64>, Vec<f64>, Vec<Option<(u64, f64)>>);
 
-fn round(planner: &mut Planner, alg: Algorithm, pairs: &[((u32, u32), (u32, u32))]) -> Round {
+fn round(planner: &mut Planner, alg: Algorithm, pairs: &[Pair]) -> Round {
     let (mut wall, mut cpu, mut costs) = (Vec::new(), Vec::new(), Vec::new());
     for &(s, g) in pairs {
         let (plan, w, c) = timed(|| planner.plan(alg, s, g));
