@@ -50,14 +50,15 @@ fn reference(cm: &Costmap, start: (u32, u32), goal: (u32, u32)) -> Option<u64> {
     .map(|(_, cost)| cost)
 }
 
-/// Plans `pairs` random traversable pairs on `cm` with both planners and compares.
-fn compare(cm: &Costmap, rng: &mut Rng, pairs: usize, label: &str) -> (usize, usize) {
+/// Plans `pairs` random traversable pairs on `cm` with both planners and compares:
+/// (pairs joined, pairs not joined, searches run again with 64-bit costs).
+fn compare(cm: &Costmap, rng: &mut Rng, pairs: usize, label: &str) -> (usize, usize, usize) {
     let traversable: Vec<(u32, u32)> = (0..cm.height() as u32)
         .flat_map(|r| (0..cm.width() as u32).map(move |c| (c, r)))
         .filter(|&(c, r)| cm.traversable(i64::from(c), i64::from(r)))
         .collect();
     if traversable.len() < 2 {
-        return (0, 0);
+        return (0, 0, 0);
     }
     let mut planner = Planner::new(cm.clone());
     let (mut found, mut none) = (0, 0);
@@ -104,7 +105,7 @@ fn compare(cm: &Costmap, rng: &mut Rng, pairs: usize, label: &str) -> (usize, us
             none += 1;
         }
     }
-    (found, none)
+    (found, none, planner.wide_searches())
 }
 
 #[test]
@@ -135,7 +136,7 @@ fn equal_costs_on_random_synthetic_grids() {
             unknown: [Unknown::Lethal, Unknown::Obstacle, Unknown::Free][trial % 3],
         };
         let cm = Costmap::new(&m, params).unwrap();
-        let (f, n) = compare(&cm, &mut rng, 6, &format!("trial {trial} ({w}x{h})"));
+        let (f, n, _) = compare(&cm, &mut rng, 6, &format!("trial {trial} ({w}x{h})"));
         found += f;
         none += n;
     }
@@ -197,4 +198,120 @@ fn free_space_paths_cost_the_octile_distance() {
         .unwrap();
     assert_eq!(plan.cost, 20 * 577 * unit);
     assert_eq!(plan.cells.len(), 21);
+}
+
+/// A costmap where every cell weighs the most a weight can (65535) but those near one
+/// obstacle: a straight step costs 408 x 131070, so 81 of them pass 32 bits.
+fn heavy_corridor() -> Costmap {
+    let mut m = Map::new(300, 10, 0.05, Pose::default(), FREE).unwrap();
+    m.set(299, 9, OCCUPIED);
+    let params = CostParams {
+        max_radius: 100.0,
+        dist_penalty: 100.0,
+        ..CostParams::default()
+    };
+    let cm = Costmap::new(&m, params).unwrap();
+    assert_eq!(cm.weight(0, 0), Some(u16::MAX));
+    cm
+}
+
+#[test]
+fn costs_beyond_32_bits_fall_back_to_wide_searches() {
+    let cm = heavy_corridor();
+    let mut p = Planner::new(cm.clone());
+    let step = 408 * 2 * u64::from(u16::MAX);
+    // 50 steps fit 32 bits: A* stays narrow.
+    let plan = p.plan(Algorithm::AStar, (0, 5), (50, 5)).unwrap();
+    assert_eq!(plan.cost, 50 * step);
+    assert_eq!(p.wide_searches(), 0);
+    // 250 steps do not: the narrow A* cannot reach the goal and runs again wide.
+    let plan = p.plan(Algorithm::AStar, (0, 5), (250, 5)).unwrap();
+    assert!(plan.cost > u64::from(u32::MAX));
+    assert_eq!(plan.cost, 250 * step);
+    assert_eq!(Some(plan.cost), reference(&cm, (0, 5), (250, 5)));
+    assert_eq!(cm.path_cost(&plan.cells), Some(plan.cost));
+    assert_eq!(p.wide_searches(), 1);
+    // The wavefront's field covers cells beyond 32 bits even for a near start.
+    let plan = p.plan(Algorithm::Wavefront, (40, 5), (0, 5)).unwrap();
+    assert_eq!(plan.cost, 40 * step);
+    assert_eq!(p.wide_searches(), 2);
+    // ... and serves a far one from the same (wide) field.
+    let far = p.replan_from((280, 2), (0, 5)).unwrap().unwrap();
+    assert_eq!(Some(far.cost), reference(&cm, (280, 2), (0, 5)));
+    assert_eq!(cm.path_cost(&far.cells), Some(far.cost));
+    // A narrow search after a wide one reads its costs from the nodes again.
+    let plan = p.plan(Algorithm::AStar, (10, 1), (20, 8)).unwrap();
+    assert_eq!(Some(plan.cost), reference(&cm, (10, 1), (20, 8)));
+    assert_eq!(p.wide_searches(), 2);
+
+    // Mixed weights (all far above a free cell's: the wavefront's buckets are far wider)
+    // with obstacles: equal costs, narrow and wide.
+    let mut rng = Rng::new(32);
+    let mut m = Map::new(220, 40, 0.05, Pose::default(), FREE).unwrap();
+    for r in 0..40 {
+        for c in 0..220 {
+            if rng.uniform() < 0.01 {
+                m.set(c, r, OCCUPIED);
+            }
+        }
+    }
+    let params = CostParams {
+        radius: 0.05,
+        max_radius: 2.0,
+        dist_penalty: 100.0,
+        ..CostParams::default()
+    };
+    let cm = Costmap::new(&m, params).unwrap();
+    let heaviest = cm.weights().iter().max().copied().unwrap();
+    let lightest = cm
+        .weights()
+        .iter()
+        .filter(|&&w| w != 0)
+        .min()
+        .copied()
+        .unwrap();
+    assert!(
+        lightest > 10_000 && lightest < heaviest,
+        "{lightest} {heaviest}"
+    );
+    let (found, _, wide) = compare(&cm, &mut rng, 12, "heavy mixed");
+    assert!(
+        found >= 8 && wide >= 6,
+        "found {found}, wide searches {wide}"
+    );
+}
+
+#[test]
+fn many_searches_across_the_generation_wrap() {
+    // More searches than a mark's generations (2047): the marks are cleared and the
+    // costs stay exact.
+    let mut rng = Rng::new(9);
+    let mut m = Map::new(40, 30, 0.1, Pose::default(), FREE).unwrap();
+    for r in 0..30 {
+        for c in 0..40 {
+            if rng.uniform() < 0.05 {
+                m.set(c, r, OCCUPIED);
+            }
+        }
+    }
+    let cm = Costmap::new(
+        &m,
+        CostParams {
+            radius: 0.0,
+            ..CostParams::default()
+        },
+    )
+    .unwrap();
+    let cells: Vec<(u32, u32)> = (0..30u32)
+        .flat_map(|r| (0..40u32).map(move |c| (c, r)))
+        .filter(|&(c, r)| cm.traversable(i64::from(c), i64::from(r)))
+        .collect();
+    let mut p = Planner::new(cm.clone());
+    for k in 0..2300 {
+        let s = cells[rng.below(cells.len() as u64) as usize];
+        let g = cells[rng.below(cells.len() as u64) as usize];
+        let alg = [Algorithm::AStar, Algorithm::Wavefront][k % 2];
+        let got = p.plan(alg, s, g).ok().map(|plan| plan.cost);
+        assert_eq!(got, own::least_cost(&cm, s, g), "search {k} {alg:?}");
+    }
 }

@@ -52,8 +52,9 @@ impl Heap {
         self.v.first().copied()
     }
 
-    /// Adds a key.
-    #[inline]
+    /// Adds a key. Not inlined: A* pushes from eight places (its step to each neighbour
+    /// is unrolled), and eight copies of the sift cost more in code size than a call.
+    #[inline(never)]
     pub fn push(&mut self, k: u128) {
         let mut i = self.v.len();
         self.v.push(k);

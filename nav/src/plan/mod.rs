@@ -7,6 +7,7 @@
 //! ([`pyrandom`]) and Nav2's start/goal pairs ([`pairs`]). docs/navigation.md, "Planning",
 //! gives every parameter and the figures measured.
 
+pub mod bucket;
 pub mod cli;
 pub mod costmap;
 pub mod dijkstra;
