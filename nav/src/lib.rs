@@ -23,11 +23,13 @@
 
 pub mod amcl;
 pub mod carmen;
+pub mod control;
 pub mod data;
 pub mod distance;
 pub mod likelihood;
 pub mod localize;
 pub mod map;
+pub mod plan;
 pub mod pose;
 pub mod rng;
 pub mod synthetic;
