@@ -16,7 +16,8 @@
 //!   hypotheses).
 //! - [`carmen`]: CARMEN laser logs, the map built from a log, seeded noisy odometry.
 //! - [`localize`]: the offline run of the filter over a log, and its goal line.
-//! - [`pose`], [`rng`]: poses and angles; the seeded random generator.
+//! - [`pose`], [`rng`], [`scan`]: poses and angles; the seeded random generator; a laser
+//!   scan and the ray cast through a map.
 //! - [`synthetic`]: a small synthetic world for tests and benches; [`data`]: where the
 //!   public data lives.
 #![deny(missing_docs)]
@@ -32,4 +33,5 @@ pub mod map;
 pub mod plan;
 pub mod pose;
 pub mod rng;
+pub mod scan;
 pub mod synthetic;
