@@ -11,6 +11,9 @@
 //!   ([`catalog::DriverContext`]), `-stage` and the manual's device flags.
 //! - [`link`]: links to hardware (serial ports, sockets): supervision, one reconnect loop
 //!   with backoff, and the message handlers every such driver shares.
+//! - [`plain`]: the message handlers every driver without a link shares (the simulator,
+//!   replay, driver programs, passthrough, virtual devices): a [`plain::Driver`] writes
+//!   only its own hooks.
 //! - [`fresh`]: the one rule for telling a new reading from one already taken (numbers,
 //!   numbering afresh, readings overtaken), for every consumer of readings.
 //! - [`log`]: bytes from outside, escaped for log lines; the rate limit of log lines.
@@ -20,7 +23,7 @@
 //! - [`program`]: driver programs written in Rust: the framed protocol a program speaks
 //!   with the server over its standard input and output, and a small blocking runtime.
 //!
-//! The actor parts (`driver`, `catalog`, `fresh`, `link`, `playback`, `timer`) are the default
+//! The actor parts (`driver`, `catalog`, `fresh`, `link`, `plain`, `playback`, `timer`) are the default
 //! feature `actors`; a driver program depends on the kit with `default-features = false`
 //! and gets `program` and `log` with no dependencies at all.
 //!
@@ -39,12 +42,15 @@ pub mod fresh;
 pub mod link;
 pub mod log;
 #[cfg(feature = "actors")]
+pub mod plain;
+#[cfg(feature = "actors")]
 pub mod playback;
 pub mod program;
 #[cfg(feature = "actors")]
 pub mod timer;
 
-/// actix, for the handlers [`link_driver_handlers!`] writes in a driver's crate.
+/// actix, for the handlers [`link_driver_handlers!`] and [`driver_handlers!`] write in a
+/// driver's crate.
 #[cfg(feature = "actors")]
 #[doc(hidden)]
 pub use actix as __actix;
