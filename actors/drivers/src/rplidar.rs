@@ -17,7 +17,7 @@ use actix::prelude::*;
 use codec::{Descriptor, ExpressDecoder, Health, Info, Item, Measurement, Parser, Revolutions};
 use player_devices::rplidar as codec;
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
-use player_kit::driver::{DriverError, DriverHandle, Timestamp};
+use player_kit::driver::{DriverError, Timestamp};
 use player_kit::link::{
     self, CloseReceiver, CloseSender, Ended, Link, LinkDriver, LinkError, LinkParts, LinkUp,
     LogThrottle, WRITE_TIMEOUT,
@@ -56,13 +56,13 @@ pub struct RplidarParams {
     pub max_range: f64,
     /// Seconds without a full revolution after which the sensor is taken for lost and
     /// reopened.
-    #[serde(default = "crate::params::one_second")]
+    #[serde(default = "crate::params::one")]
     pub silence: f64,
     /// Seconds to wait for the answer to each request.
-    #[serde(default = "crate::params::one_second")]
+    #[serde(default = "crate::params::one")]
     pub reply_timeout: f64,
     /// Seconds the motor may take to spin up before the first revolution.
-    #[serde(default = "three")]
+    #[serde(default = "crate::params::three")]
     pub spin_up: f64,
 }
 
@@ -71,9 +71,6 @@ fn standard() -> ScanMode {
 }
 fn twelve() -> f64 {
     12.0
-}
-fn three() -> f64 {
-    3.0
 }
 
 impl RplidarParams {
@@ -507,11 +504,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.register("rplidar", |ctx: DriverContext| {
         let driver = RplidarDriver::new(&ctx)?;
         let devices = laser::specs(&driver.parts.devices);
-        let addr = driver.start();
-        Ok(StartedDriver {
-            handle: DriverHandle::of(&addr),
-            devices,
-        })
+        Ok(StartedDriver::of(&driver.start(), devices))
     });
 }
 

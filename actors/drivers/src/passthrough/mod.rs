@@ -94,7 +94,7 @@ use tokio::sync::Notify;
 #[serde(deny_unknown_fields)]
 pub struct PassthroughParams {
     /// The remote server's host.
-    #[serde(default = "localhost")]
+    #[serde(default = "crate::params::localhost")]
     pub host: String,
     /// The remote server's port.
     #[serde(default = "default_port")]
@@ -112,7 +112,7 @@ pub struct PassthroughParams {
     #[serde(default)]
     pub key: Option<String>,
     /// Whether to use the remote's extensions.
-    #[serde(default = "yes")]
+    #[serde(default = "crate::params::yes")]
     pub extensions: bool,
     /// The largest reading relayed, in bytes.
     #[serde(default)]
@@ -124,30 +124,18 @@ pub struct PassthroughParams {
     #[serde(default)]
     pub moving: Option<bool>,
     /// Seconds the first connection may take.
-    #[serde(default = "five")]
+    #[serde(default = "crate::params::five")]
     pub connect_timeout: f64,
     /// Seconds without a byte from the remote before the link is taken for lost.
-    #[serde(default = "three")]
+    #[serde(default = "crate::params::three")]
     pub silence: f64,
 }
 
-fn localhost() -> String {
-    "127.0.0.1".into()
-}
 fn default_port() -> u16 {
     6665
 }
 fn default_frequency() -> u16 {
     50
-}
-fn yes() -> bool {
-    true
-}
-fn five() -> f64 {
-    5.0
-}
-fn three() -> f64 {
-    3.0
 }
 
 /// The largest command a passthrough device may declare (the server's bound on a client

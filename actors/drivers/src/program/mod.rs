@@ -106,7 +106,7 @@ pub struct BackoffParams {
     #[serde(default = "half")]
     pub initial: f64,
     /// The longest delay (it doubles after each failure up to this).
-    #[serde(default = "ten")]
+    #[serde(default = "crate::params::ten")]
     pub max: f64,
 }
 
@@ -114,16 +114,13 @@ impl Default for BackoffParams {
     fn default() -> Self {
         BackoffParams {
             initial: half(),
-            max: ten(),
+            max: crate::params::ten(),
         }
     }
 }
 
 fn half() -> f64 {
     0.5
-}
-fn ten() -> f64 {
-    10.0
 }
 fn default_max_rate() -> u32 {
     2000
@@ -145,7 +142,7 @@ pub struct ProgramParams {
     /// The devices it serves.
     pub device: Vec<DeviceParams>,
     /// Seconds the program may take to answer a setup.
-    #[serde(default = "ten")]
+    #[serde(default = "crate::params::ten")]
     pub setup_timeout: f64,
     /// Delays between restarts.
     #[serde(default)]

@@ -46,10 +46,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-fn one() -> f64 {
-    1.0
-}
-
 fn four_gib() -> u64 {
     4 << 30
 }
@@ -59,7 +55,7 @@ fn four_gib() -> u64 {
 #[serde(deny_unknown_fields)]
 struct Params {
     file: String,
-    #[serde(default = "one")]
+    #[serde(default = "crate::params::one")]
     speed: f64,
     #[serde(default, rename = "loop")]
     looping: bool,

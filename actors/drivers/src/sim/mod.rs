@@ -64,22 +64,22 @@ pub struct SimParams {
     #[serde(default)]
     pub robot: Option<String>,
     /// Whether the motors are powered when the base is opened (there is no button to push).
-    #[serde(default = "yes")]
+    #[serde(default = "crate::params::yes")]
     pub motors_on: bool,
     /// Start pose `[x mm, y mm, heading degrees]`, overriding the world's.
     #[serde(default)]
     pub pose: Option<[f64; 3]>,
     /// Rate of position, sonar, misc and gripper readings (the P2OS SIP rate), Hz.
-    #[serde(default = "ten")]
+    #[serde(default = "crate::params::ten")]
     pub base_hz: f64,
     /// Rate of laser scans, Hz.
-    #[serde(default = "ten")]
+    #[serde(default = "crate::params::ten")]
     pub laser_hz: f64,
     /// Rate of PTZ readings, Hz.
-    #[serde(default = "ten")]
+    #[serde(default = "crate::params::ten")]
     pub ptz_hz: f64,
     /// Rate of vision readings, Hz.
-    #[serde(default = "ten")]
+    #[serde(default = "crate::params::ten")]
     pub vision_hz: f64,
     /// Sensor and odometry noise of this robot: `true` as the world file sets it (the
     /// Pioneer's by default), `false` exact readings. Default: the world's.
@@ -93,12 +93,6 @@ pub struct SimParams {
 
 fn default_world() -> String {
     "room".into()
-}
-fn yes() -> bool {
-    true
-}
-fn ten() -> f64 {
-    10.0
 }
 
 /// One world and the clock that steps it, shared by the drivers of its robots.
