@@ -22,8 +22,9 @@ use player_kit::catalog::{
 };
 use player_kit::driver::{
     Command, Config, DeviceSpec, DriverError, DriverHandle, MapOutline, MapRequest, Publisher,
-    Setup, Shutdown, Stop, Subscribers, Terminate, Timestamp, MAX_MAP_SEGMENTS,
+    Setup, Shutdown, Stop, Timestamp, MAX_MAP_SEGMENTS,
 };
+use player_kit::plain::{Driver, Reply};
 use player_kit::timer::RunEvery;
 use player_proto::data::{self as wire, GripperCommand, PositionCommand};
 use player_proto::{config as codes, device};
@@ -569,15 +570,21 @@ impl Actor for SimDriver {
     }
 }
 
-impl Handler<Setup> for SimDriver {
-    type Result = Result<(), DriverError>;
+impl Driver for SimDriver {
+    fn publisher(&mut self) -> &mut Publisher {
+        &mut self.publisher
+    }
 
-    fn handle(&mut self, msg: Setup, ctx: &mut Self::Context) -> Self::Result {
+    fn setup(
+        &mut self,
+        msg: Setup,
+        ctx: &mut Context<Self>,
+    ) -> Reply<Self, Result<(), DriverError>> {
         if !self.devices.contains(&msg.device) {
-            return Err(DriverError::not_served(format!(
+            return Reply::Now(Err(DriverError::not_served(format!(
                 "the simulator does not serve '{}' here",
                 char::from(msg.device)
-            )));
+            ))));
         }
         if BASE.contains(&msg.device) && !self.base_open() {
             // Opening the microcontroller: odometry from (0, 0, 0), no command left over.
@@ -594,28 +601,20 @@ impl Handler<Setup> for SimDriver {
         self.update_timers(ctx);
         // A first reading at once, so a client's first round need not wait a period.
         self.publish(&[msg.device]);
-        Ok(())
+        Reply::Now(Ok(()))
     }
-}
 
-impl Handler<Shutdown> for SimDriver {
-    type Result = ();
-
-    fn handle(&mut self, msg: Shutdown, ctx: &mut Self::Context) {
+    fn shutdown(&mut self, msg: Shutdown, ctx: &mut Context<Self>) -> Reply<Self, ()> {
         self.up.remove(&msg.device);
         self.update_timers(ctx);
-        self.publisher.clear(msg.device);
         if BASE.contains(&msg.device) && !self.base_open() {
             self.with_robot(|r| r.stop());
             info!(self.log, "simulated base closed; robot stopped"; "client" => &*msg.client);
         }
+        Reply::Now(())
     }
-}
 
-impl Handler<Command> for SimDriver {
-    type Result = ();
-
-    fn handle(&mut self, msg: Command, _ctx: &mut Self::Context) {
+    fn command(&mut self, msg: Command, _ctx: &mut Context<Self>) {
         match msg.device {
             device::POSITION => {
                 if let Ok(c) = PositionCommand::decode(&msg.payload) {
@@ -635,36 +634,37 @@ impl Handler<Command> for SimDriver {
             _ => {}
         }
     }
-}
 
-impl Handler<Config> for SimDriver {
-    type Result = ();
-
-    fn handle(&mut self, msg: Config, _ctx: &mut Self::Context) {
+    fn config(&mut self, msg: Config, _ctx: &mut Context<Self>) {
         if !msg.payload.is_empty() {
             self.apply_config(&msg);
         }
     }
-}
 
-impl Handler<Stop> for SimDriver {
-    type Result = ();
-
-    fn handle(&mut self, msg: Stop, _ctx: &mut Self::Context) {
+    fn stop(&mut self, msg: Stop, _ctx: &mut Context<Self>) {
         if msg.device == device::POSITION {
             self.with_robot(|r| r.stop());
             info!(self.log, "robot stopped"; "reason" => %msg.reason, "client" => &*msg.client);
         }
     }
-}
 
-impl Handler<Subscribers> for SimDriver {
-    type Result = ();
-
-    fn handle(&mut self, msg: Subscribers, _ctx: &mut Self::Context) {
-        self.publisher.set_subscribers(msg);
+    fn terminate(&mut self, _ctx: &mut Context<Self>) -> Reply<Self, ()> {
+        // Stopped where the world last got to, without advancing it first: at shutdown
+        // every robot of a world is terminated one after another, and advancing a world
+        // of 10 000 robots by the time the previous termination took, each time, made a
+        // shutdown take as long as the world's physics per robot.
+        self.world
+            .borrow_mut()
+            .world_mut()
+            .controls(self.index)
+            .stop();
+        self.up.clear();
+        info!(self.log, "simulator stopped");
+        Reply::Now(())
     }
 }
+
+player_kit::driver_handlers!(SimDriver);
 
 impl Handler<MapRequest> for SimDriver {
     type Result = Option<MapOutline>;
@@ -715,25 +715,6 @@ impl Handler<MapRequest> for SimDriver {
             segments,
             odometry_origin: [origin_x / 1000.0, origin_y / 1000.0, oth],
         })
-    }
-}
-
-impl Handler<Terminate> for SimDriver {
-    type Result = ();
-
-    fn handle(&mut self, _msg: Terminate, ctx: &mut Self::Context) {
-        // Stopped where the world last got to, without advancing it first: at shutdown
-        // every robot of a world is terminated one after another, and advancing a world
-        // of 10 000 robots by the time the previous termination took, each time, made a
-        // shutdown take as long as the world's physics per robot.
-        self.world
-            .borrow_mut()
-            .world_mut()
-            .controls(self.index)
-            .stop();
-        self.up.clear();
-        info!(self.log, "simulator stopped");
-        ctx.stop();
     }
 }
 
