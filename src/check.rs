@@ -457,8 +457,8 @@ pub fn check_settings(
                 .iter()
                 .any(|(q, k, _): &(u16, String, String)| *q == p && k.ends_with(".web_port"))
         };
-        if let Some((p, explicit)) = crate::web::port_of(i, robot.web_port) {
-            if explicit && !robot.web_shared && !web_taken(p) {
+        if let Some((p, explicit)) = settings.web.port_of(i) {
+            if explicit && !settings.web.viewer(i).shared && !web_taken(p) {
                 ports.push((
                     p,
                     format!("robot[{i}].web_port"),
@@ -656,8 +656,8 @@ pub fn describe(c: &Checked) -> String {
                 .collect();
             let _ = writeln!(out, "  driver '{}': {}", d.driver, devices.join(", "));
         }
-        let web = match crate::web::port_of(i, r.web_port) {
-            _ if r.web_shared => "the first robot's port, topics under its name".into(),
+        let web = match s.web.port_of(i) {
+            _ if s.web.viewer(i).shared => "the first robot's port, topics under its name".into(),
             Some((p, true)) => format!("port {p}"),
             Some((p, false)) => format!("port {p} (default; skipped if busy)"),
             None => "off".into(),

@@ -22,25 +22,13 @@ pub use player_zenoh::ZenohSettings;
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 
-const SECTIONS: [&str; 4] = [
-    player_web::SYNTAX.sections[0],
-    player_record::SYNTAX.sections[0],
-    player_zenoh::SYNTAX.sections[0],
-    player_ros2::SYNTAX.sections[0],
+/// Every front end's sections, robot keys and flags: what the core's parsers take for them.
+pub const FRONT_ENDS: [FrontEndSyntax; 4] = [
+    player_web::SYNTAX,
+    player_record::SYNTAX,
+    player_zenoh::SYNTAX,
+    player_ros2::SYNTAX,
 ];
-
-const FLAGS: [FlagSpec; 4] = [
-    player_web::SYNTAX.flags[0],
-    player_record::SYNTAX.flags[0],
-    player_zenoh::SYNTAX.flags[0],
-    player_ros2::SYNTAX.flags[0],
-];
-
-/// Every front end's sections and flags: what the core's parsers take for them.
-pub const FRONT_ENDS: FrontEndSyntax = FrontEndSyntax {
-    sections: &SECTIONS,
-    flags: &FLAGS,
-};
 
 /// The whole configuration. It dereferences to the core's part, so `settings.robot`,
 /// `settings.server` and `settings.access` read as before.
@@ -145,7 +133,7 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
     for GivenFlag { flag, value } in flags {
         let value = value.unwrap_or_default();
         match flag {
-            "-web" => player_web::apply_flag(&mut settings.core.robot, &value)?,
+            "-web" => settings.web.apply_flag(&value)?,
             "-record" => player_record::apply_flag(&mut settings.record, &value),
             "--zenoh" => settings.zenoh.enabled = true,
             "--ros2" => settings.ros2.enabled = true,
@@ -182,7 +170,7 @@ mod tests {
     }
 
     fn web_port_of(s: &Settings, i: usize) -> Option<(u16, bool)> {
-        player_web::port_of(i, s.robot[i].web_port)
+        s.web.port_of(i)
     }
 
     #[test]

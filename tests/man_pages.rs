@@ -211,7 +211,12 @@ fn every_flag_of_player_is_in_its_page_and_every_flag_there_is_taken() {
             .flat_map(literals)
             .filter(|w| is_flag(w)),
     );
-    code.extend(FRONT_ENDS.flags.iter().map(|f| f.flag.to_string()));
+    code.extend(
+        FRONT_ENDS
+            .iter()
+            .flat_map(|e| e.flags)
+            .map(|f| f.flag.to_string()),
+    );
     // The drivers' flags (-pp, -lp, ...): registered with the catalog, each checked there.
     let catalog = player::builtin_catalog();
     for entry in std::fs::read_dir(Path::new(ROOT).join("actors/drivers/src")).unwrap() {

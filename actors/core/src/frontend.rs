@@ -64,11 +64,6 @@ pub struct RobotHandle {
     pub index: usize,
     /// The address its TCP port listens on (`bind`).
     pub bind: String,
-    /// Its `web_port` from the configuration, if set.
-    pub web_port: Option<u16>,
-    /// Served on the first robot's web viewer port (a large `-stage` world), whatever its
-    /// own `web_port`.
-    pub web_shared: bool,
     /// Its registry.
     pub registry: Addr<Registry>,
     /// Its devices (command watchdog as configured) and the name of the driver behind

@@ -578,8 +578,6 @@ impl Server {
                 name: robot.name.clone(),
                 index,
                 bind: robot.bind.clone(),
-                web_port: robot.web_port,
-                web_shared: robot.web_shared,
                 registry: registry.clone(),
                 devices: served,
             });

@@ -150,6 +150,7 @@ impl RecordSettings {
 /// The recorder's section and flag: `[record]`, `-record FILE`.
 pub const SYNTAX: FrontEndSyntax = FrontEndSyntax {
     sections: &["record"],
+    robot_keys: &[],
     flags: &[FlagSpec {
         flag: "-record",
         takes_value: true,

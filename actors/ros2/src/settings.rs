@@ -10,6 +10,7 @@ use thiserror::Error;
 /// The section and the flag this front end adds to the configuration.
 pub const SYNTAX: FrontEndSyntax = FrontEndSyntax {
     sections: &["ros2"],
+    robot_keys: &[],
     flags: &[FlagSpec {
         flag: "--ros2",
         takes_value: false,

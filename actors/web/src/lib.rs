@@ -15,7 +15,8 @@
 //! both on the actix arbiters' tokio runtimes: no second runtime, no extra threads.
 //!
 //! A front end of the server ([`player_core::frontend`]): [`start`] serves every robot
-//! whose web port is on ([`port_of`]; the `-web` flag, [`apply_flag`], sets them) and
+//! whose web port is on ([`WebSettings::port_of`]; the `-web` flag,
+//! [`WebSettings::apply_flag`], sets them) and
 //! returns the [`WebViewer`] the server attaches. With `[web] tls_cert` and `tls_key`
 //! ([`WebSettings`]) every endpoint speaks `https://` and `wss://` only ([`tls`]).
 //!
@@ -41,66 +42,26 @@ pub mod tls;
 pub mod world;
 
 pub use endpoint::{RobotOptions, WebEndpoint, WebOptions};
-pub use settings::WebSettings;
+pub use settings::{Viewer, WebSettings, DEFAULT_WEB_PORT, STAGE_WEB_VIEWERS_MAX};
 
 use player_core::frontend::{FrontEnd, FrontEndContext, RobotHandle};
 use player_core::server::listen;
-use player_core::settings::{FlagSpec, FrontEndSyntax, RobotSettings, SettingsError};
+use player_core::settings::{FlagSpec, FrontEndSyntax};
 use slog::warn;
 use std::any::Any;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-/// The first robot's web viewer port when none is configured (Foxglove's default port).
-pub const DEFAULT_WEB_PORT: u16 = 8765;
-
-/// The web viewer's section and flag: `[web]` ([`WebSettings`]) and `-web PORT` (robot `i`
-/// on `PORT + i`, 0 turns them off).
+/// The web viewer's section, robot key and flag: `[web]` ([`WebSettings`]), each robot's
+/// `web_port` and `-web PORT` (robot `i` on `PORT + i`, 0 turns them off).
 pub const SYNTAX: FrontEndSyntax = FrontEndSyntax {
     sections: &["web"],
+    robot_keys: &["web_port"],
     flags: &[FlagSpec {
         flag: "-web",
         takes_value: true,
     }],
 };
-
-/// Applies `-web <value>`: robot `i` gets port `value + i` (0: every viewer off); a robot
-/// served on the first robot's port (a large `-stage` world) stays there. Run it after
-/// `-stage`, so every robot of a world gets its port.
-pub fn apply_flag(robots: &mut [RobotSettings], value: &str) -> Result<(), SettingsError> {
-    let base: u16 = value
-        .parse()
-        .map_err(|_| SettingsError::flag("-web", format!("'{value}' is not a TCP port number")))?;
-    for (i, r) in robots.iter_mut().enumerate() {
-        if r.web_shared {
-            continue;
-        }
-        r.web_port = Some(if base == 0 {
-            0
-        } else {
-            u16::try_from(usize::from(base) + i).map_err(|_| {
-                SettingsError::flag(
-                    "-web",
-                    format!("robot {i}'s port {base} + {i} is past 65535"),
-                )
-            })?
-        });
-    }
-    Ok(())
-}
-
-/// Robot number `index`'s web viewer port and whether it was configured (a configured port
-/// that cannot be bound stops the server; the default, [`DEFAULT_WEB_PORT`]` + index`, is
-/// best effort), from its `web_port`; `None` when off.
-pub fn port_of(index: usize, web_port: Option<u16>) -> Option<(u16, bool)> {
-    match web_port {
-        Some(0) => None,
-        Some(p) => Some((p, true)),
-        None => u16::try_from(usize::from(DEFAULT_WEB_PORT) + index)
-            .ok()
-            .map(|p| (p, false)),
-    }
-}
 
 /// Why the web viewer could not start.
 #[derive(Debug, thiserror::Error)]
@@ -161,16 +122,20 @@ impl FrontEnd for WebViewer {
 }
 
 /// The web ports of `robots` and who is served on each: one endpoint per port, with every
-/// robot whose port ([`port_of`]) it is, in configuration order; a robot with
-/// `web_shared` is on the first robot's. Robots whose viewer is off are on none.
-pub fn endpoints_of(robots: &[RobotHandle]) -> Vec<(u16, bool, Vec<usize>)> {
-    let first = robots.first().and_then(|r| port_of(r.index, r.web_port));
+/// robot whose port ([`WebSettings::port_of`]) it is, in configuration order; a robot whose
+/// viewer is [`Viewer::shared`] is on the first robot's. Robots whose viewer is off are on
+/// none.
+pub fn endpoints_of(
+    settings: &WebSettings,
+    robots: &[RobotHandle],
+) -> Vec<(u16, bool, Vec<usize>)> {
+    let first = robots.first().and_then(|r| settings.port_of(r.index));
     let mut out: Vec<(u16, bool, Vec<usize>)> = Vec::new();
     for (i, r) in robots.iter().enumerate() {
-        let target = if r.web_shared {
+        let target = if settings.viewer(r.index).shared {
             first
         } else {
-            port_of(r.index, r.web_port)
+            settings.port_of(r.index)
         };
         let Some((port, explicit)) = target else {
             continue;
@@ -198,7 +163,7 @@ pub async fn start(settings: &WebSettings, ctx: &FrontEndContext) -> Result<WebV
     };
     let mut endpoints = Vec::new();
     let mut of_robot = vec![None; ctx.robots.len()];
-    for (port, explicit, members) in endpoints_of(&ctx.robots) {
+    for (port, explicit, members) in endpoints_of(settings, &ctx.robots) {
         let robots: Vec<&RobotHandle> = members.iter().map(|&i| &ctx.robots[i]).collect();
         if let Some(e) = start_endpoint(&robots, port, explicit, ctx, tls.clone()).await? {
             for i in members {

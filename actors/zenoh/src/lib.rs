@@ -107,6 +107,7 @@ impl Default for ZenohSettings {
 /// The bridge's section and flag: `[zenoh]`, `--zenoh` (turns it on).
 pub const SYNTAX: FrontEndSyntax = FrontEndSyntax {
     sections: &["zenoh"],
+    robot_keys: &[],
     flags: &[FlagSpec {
         flag: "--zenoh",
         takes_value: false,
