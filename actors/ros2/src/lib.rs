@@ -25,3 +25,67 @@ pub mod types;
 
 pub use bridge::{start, Ros2Error, Ros2FrontEnd};
 pub use settings::{Ros2Settings, SYNTAX};
+
+use futures::future::LocalBoxFuture;
+use player_core::access::AccessSettings;
+use player_core::frontend::{FrontEndContext, FrontEndKind};
+use player_core::settings::{FrontEndSyntax, RobotSettings, Settings, SettingsError};
+
+/// The ROS 2 front end as a front end of the server: on with `[ros2] enabled` or `--ros2`.
+pub struct Ros2;
+
+impl FrontEndKind for Ros2 {
+    const NAME: &'static str = "ros2";
+    const SYNTAX: FrontEndSyntax = SYNTAX;
+    type Settings = Ros2Settings;
+    type Running = Ros2FrontEnd;
+    type Error = Ros2Error;
+
+    fn settings(core: &Settings) -> Result<Ros2Settings, SettingsError> {
+        Ros2Settings::from_settings(core)
+    }
+
+    /// `--ros2`: on.
+    fn apply_flag(
+        settings: &mut Ros2Settings,
+        _flag: &str,
+        _value: Option<&str>,
+    ) -> Result<(), SettingsError> {
+        settings.enabled = true;
+        Ok(())
+    }
+
+    fn check(
+        settings: &Ros2Settings,
+        robots: &[RobotSettings],
+        access: &AccessSettings,
+        origin: &str,
+    ) -> Result<(), SettingsError> {
+        settings.check_against(robots, access, origin)
+    }
+
+    fn enabled(settings: &Ros2Settings) -> bool {
+        settings.enabled
+    }
+
+    fn start<'a>(
+        settings: &'a Ros2Settings,
+        ctx: &'a FrontEndContext,
+    ) -> LocalBoxFuture<'a, Result<Ros2FrontEnd, Ros2Error>> {
+        Box::pin(start(settings, ctx))
+    }
+
+    fn describe(settings: &Ros2Settings, _base_dir: &std::path::Path) -> String {
+        if !settings.enabled {
+            return "ros2 front end: off".into();
+        }
+        format!(
+            "ros2 front end: {} mode, domain {}, listen {:?}, connect {:?}, cmd_vel {}",
+            settings.mode,
+            settings.domain_id,
+            settings.listen,
+            settings.connect,
+            if settings.write { "obeyed" } else { "ignored" }
+        )
+    }
+}

@@ -44,12 +44,15 @@ pub mod world;
 pub use endpoint::{RobotOptions, WebEndpoint, WebOptions};
 pub use settings::{Viewer, WebSettings, DEFAULT_WEB_PORT, STAGE_WEB_VIEWERS_MAX};
 
-use player_core::frontend::{FrontEnd, FrontEndContext, RobotHandle};
+use futures::future::LocalBoxFuture;
+use player_core::access::AccessSettings;
+use player_core::frontend::{FrontEnd, FrontEndContext, FrontEndKind, ListenPort, RobotHandle};
 use player_core::server::listen;
-use player_core::settings::{FlagSpec, FrontEndSyntax};
+use player_core::settings::{FlagSpec, FrontEndSyntax, RobotSettings, Settings, SettingsError};
 use slog::warn;
 use std::any::Any;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::time::Duration;
 
 /// The web viewer's section, robot key and flag: `[web]` ([`WebSettings`]), each robot's
@@ -62,6 +65,114 @@ pub const SYNTAX: FrontEndSyntax = FrontEndSyntax {
         takes_value: true,
     }],
 };
+
+/// The web viewer as a front end of the server: on for every robot whose port is on (by
+/// default every robot's, [`DEFAULT_WEB_PORT`]` + i`).
+pub struct Web;
+
+impl FrontEndKind for Web {
+    const NAME: &'static str = "web";
+    const SYNTAX: FrontEndSyntax = SYNTAX;
+    type Settings = WebSettings;
+    type Running = WebViewer;
+    type Error = WebError;
+
+    fn settings(core: &Settings) -> Result<WebSettings, SettingsError> {
+        WebSettings::from_settings(core)
+    }
+
+    fn apply_flag(
+        settings: &mut WebSettings,
+        _flag: &str,
+        value: Option<&str>,
+    ) -> Result<(), SettingsError> {
+        settings.apply_flag(value.unwrap_or_default())
+    }
+
+    fn check(
+        settings: &WebSettings,
+        _robots: &[RobotSettings],
+        _access: &AccessSettings,
+        origin: &str,
+    ) -> Result<(), SettingsError> {
+        settings.check(origin)
+    }
+
+    /// Always: each robot whose viewer is on gets one (a server with every viewer off runs
+    /// a viewer serving no port).
+    fn enabled(_settings: &WebSettings) -> bool {
+        true
+    }
+
+    fn start<'a>(
+        settings: &'a WebSettings,
+        ctx: &'a FrontEndContext,
+    ) -> LocalBoxFuture<'a, Result<WebViewer, WebError>> {
+        Box::pin(start(settings, ctx))
+    }
+
+    fn describe(settings: &WebSettings, base_dir: &Path) -> String {
+        let tls = match settings.tls_files(base_dir) {
+            Some(f) => format!(
+                "https and wss only, certificate {}, key {}",
+                f.cert.display(),
+                f.key.display()
+            ),
+            None => "off (http and ws)".into(),
+        };
+        format!("web viewer TLS: {tls}")
+    }
+
+    fn describe_robot(settings: &WebSettings, index: usize) -> Option<String> {
+        let port = match settings.port_of(index) {
+            _ if settings.viewer(index).shared => {
+                "the first robot's port, topics under its name".into()
+            }
+            Some((p, true)) => format!("port {p}"),
+            Some((p, false)) => format!("port {p} (default; skipped if busy)"),
+            None => "off".into(),
+        };
+        Some(format!("web viewer: {port}"))
+    }
+
+    /// Each configured port, once: robots given the same port share one endpoint, and a
+    /// default port is skipped when busy, so neither is a clash.
+    fn ports(settings: &WebSettings, robots: &[RobotSettings]) -> Vec<ListenPort> {
+        let mut out: Vec<ListenPort> = Vec::new();
+        for (i, r) in robots.iter().enumerate() {
+            let Some((port, explicit)) = settings.port_of(i) else {
+                continue;
+            };
+            let taken = out.iter().any(|l| l.port == port);
+            if explicit && !settings.viewer(i).shared && !taken {
+                out.push(ListenPort {
+                    robot: i,
+                    port,
+                    key: format!("robot[{i}].web_port"),
+                    who: format!("robot '{}' web viewer", r.name),
+                });
+            }
+        }
+        out
+    }
+
+    /// The certificate and key, read and paired as the start would.
+    fn check_files(
+        settings: &WebSettings,
+        base_dir: &Path,
+        origin: &str,
+    ) -> Result<(), SettingsError> {
+        match settings.tls_files(base_dir).map(|f| f.load()) {
+            Some(Err(e)) => Err(SettingsError::value(origin, e.key(), e.to_string())),
+            _ => Ok(()),
+        }
+    }
+
+    /// The `[web]` section; a robot's `web_port` is named with its robot.
+    fn needs_restart(old: &WebSettings, new: &WebSettings) -> bool {
+        (&old.tls_cert, &old.tls_key) != (&new.tls_cert, &new.tls_key)
+    }
+}
 
 /// Why the web viewer could not start.
 #[derive(Debug, thiserror::Error)]

@@ -41,9 +41,10 @@
 pub mod robot;
 
 use actix::prelude::*;
+use futures::future::LocalBoxFuture;
 use player_core::access::{AccessSettings, Policy};
 use player_core::frontend::bridge::{off_runtime, Blocking};
-use player_core::frontend::{FrontEnd, FrontEndContext, SessionIds};
+use player_core::frontend::{FrontEnd, FrontEndContext, FrontEndKind, SessionIds};
 use player_core::registry::Registry;
 use player_core::settings::{FlagSpec, FrontEndSyntax, RobotSettings, Settings, SettingsError};
 use player_kit::driver::Timestamp;
@@ -113,6 +114,64 @@ pub const SYNTAX: FrontEndSyntax = FrontEndSyntax {
         takes_value: false,
     }],
 };
+
+/// The Zenoh bridge as a front end of the server: on with `[zenoh] enabled` or `--zenoh`.
+pub struct Zenoh;
+
+impl FrontEndKind for Zenoh {
+    const NAME: &'static str = "zenoh";
+    const SYNTAX: FrontEndSyntax = SYNTAX;
+    type Settings = ZenohSettings;
+    type Running = ZenohBridge;
+    type Error = ZenohError;
+
+    fn settings(core: &Settings) -> Result<ZenohSettings, SettingsError> {
+        ZenohSettings::from_settings(core)
+    }
+
+    /// `--zenoh`: on.
+    fn apply_flag(
+        settings: &mut ZenohSettings,
+        _flag: &str,
+        _value: Option<&str>,
+    ) -> Result<(), SettingsError> {
+        settings.enabled = true;
+        Ok(())
+    }
+
+    fn check(
+        settings: &ZenohSettings,
+        robots: &[RobotSettings],
+        access: &AccessSettings,
+        origin: &str,
+    ) -> Result<(), SettingsError> {
+        settings.check(robots, access, origin)
+    }
+
+    fn enabled(settings: &ZenohSettings) -> bool {
+        settings.enabled
+    }
+
+    fn start<'a>(
+        settings: &'a ZenohSettings,
+        ctx: &'a FrontEndContext,
+    ) -> LocalBoxFuture<'a, Result<ZenohBridge, ZenohError>> {
+        Box::pin(start(settings, ctx))
+    }
+
+    fn describe(settings: &ZenohSettings, _base_dir: &std::path::Path) -> String {
+        if !settings.enabled {
+            return "zenoh bridge: off".into();
+        }
+        format!(
+            "zenoh bridge: {} mode, listen {:?}, connect {:?}, commands {}",
+            settings.mode,
+            settings.listen,
+            settings.connect,
+            if settings.write { "obeyed" } else { "ignored" }
+        )
+    }
+}
 
 /// Why the bridge could not start.
 #[derive(Debug, thiserror::Error)]
