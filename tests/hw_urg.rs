@@ -1,10 +1,12 @@
 //! The Hokuyo driver (`urg`) end to end: a TCP client, the server, the real driver, and the
 //! emulated sensor speaking SCIP 2.0 on a pseudo-terminal (URG-04LX) or a TCP port
 //! (UTM-30LX-EW); the readings against the emulator's scene, the direction of angles, bad
-//! checksums, silence and a restarted sensor, and closing.
+//! checksums, silence and a restarted sensor, and closing. A URG-04LX that boots in SCIP
+//! 1.1 (as one with its original firmware does) is switched to SCIP 2.0 at setup and after
+//! every power cycle (unplugging a USB sensor is one); one that refuses is a failed device.
 
 use player::emulators::scene::Scene;
-use player::emulators::urg::{Model, UrgEmulator, POISON_MM};
+use player::emulators::urg::{Boot, Model, UrgEmulator, POISON_MM};
 use player::emulators::{SerialEmulator, TcpEmulator};
 use player_client::{device, proto::scan::laser_view, DataMode, Scan};
 use player_testkit::hw::*;
@@ -295,4 +297,120 @@ fn a_port_without_a_sensor_gives_e_naming_it() {
         "{}",
         server.log.dump()
     );
+}
+
+/// The commands the driver sends a URG-04LX booting in `boot` at setup.
+fn setup_commands(boot: Boot) -> Vec<&'static str> {
+    match boot {
+        Boot::Scip1 => vec!["QT", "SCIP2.0", "VV", "PP", "II", "MD0044072501000"],
+        _ => vec!["QT", "VV", "PP", "II", "MD0044072501000"],
+    }
+}
+
+#[test]
+fn an_urg_04lx_booting_in_scip_1_1_is_switched_to_scip_2_0_and_serves_its_scene() {
+    let emu = SerialEmulator::start(
+        UrgEmulator::new(Model::urg_04lx(), Scene::room()).booting(Boot::Scip1),
+        None,
+    )
+    .unwrap();
+    let server = start_server(&urg_toml(&port_param(&emu, "")));
+    let mut c = server.client();
+    c.request("lrLr").unwrap().check().unwrap();
+    assert_eq!(
+        emu.device(|d| d.received.clone()),
+        setup_commands(Boot::Scip1)
+    );
+    assert!(!emu.device(|d| d.speaks_scip1()));
+    assert!(
+        server
+            .log
+            .has(&["answered in SCIP 1.1", "switched it to SCIP 2.0"]),
+        "{}",
+        server.log.dump()
+    );
+    read_until(&mut c, "both devices", |r| {
+        r.scan.is_some() && r.laser.is_some()
+    });
+    let round = c.read().unwrap().clone();
+    emu.device(|d| check_scan_matches_the_scene(d, round.scan.as_ref().unwrap()));
+    check_left_is_left(&round.laser.unwrap().ranges);
+}
+
+/// Unplugging a USB sensor powers it off: plugged back in, it boots as it did at first
+/// (in SCIP 1.1, if that is how it boots). The driver reopens the port, switches it again
+/// and serves fresh scans, in either boot mode.
+#[test]
+fn unplugged_and_plugged_back_in_the_sensor_serves_again_in_either_boot_mode() {
+    for boot in [Boot::Scip2, Boot::Scip1] {
+        let link = scratch_dir(&format!("urg-unplug-{boot:?}")).join("ttyACM-URG");
+        let emu = SerialEmulator::start(
+            UrgEmulator::new(Model::urg_04lx(), Scene::room()).booting(boot),
+            Some(&link),
+        )
+        .unwrap();
+        let toml = urg_toml(&format!("port = \"{}\"\nsilence = 0.5", link.display()));
+        let server = start_server(&toml);
+        let mut c = server.client();
+        c.request("Lr").unwrap().check().unwrap();
+        c.set_timestamps(true).unwrap();
+        read_until(&mut c, "a scan", |r| r.scan.is_some());
+        let opens = emu.stats().opens;
+        emu.unplug();
+        server.log.wait_for("laser link lost");
+        // While it is away, the log says why the port cannot be reopened, once.
+        server
+            .log
+            .wait_for("laser reconnect failed; retrying with backoff");
+        emu.device(UrgEmulator::restart);
+        assert_eq!(emu.device(|d| d.speaks_scip1()), boot == Boot::Scip1);
+        emu.device(|d| d.received.clear());
+        emu.replug();
+        wait_for("the driver to reopen the port", || {
+            emu.stats().opens > opens
+        });
+        let t0 = c.read().unwrap().timestamp(device::FULL_SCAN);
+        read_until(&mut c, "fresh scans", |r| {
+            r.timestamp(device::FULL_SCAN) > t0
+        });
+        // The commands of the reconnect that succeeded (one that found the port before the
+        // sensor answered may have come first).
+        let sent = emu.device(|d| d.received.clone());
+        let want: Vec<String> = setup_commands(boot).into_iter().map(Into::into).collect();
+        assert!(sent.ends_with(&want), "{boot:?}: {sent:?}");
+        assert!(!emu.device(|d| d.speaks_scip1()));
+        let dump = server.log.dump();
+        let missing = "reconnect failed; retrying with backoff error=cannot open serial port";
+        assert_eq!(dump.matches(missing).count(), 1, "{dump}");
+    }
+}
+
+#[test]
+fn a_sensor_that_speaks_only_scip_1_1_is_a_failed_device_saying_why() {
+    let emu = SerialEmulator::start(
+        UrgEmulator::new(Model::urg_04lx(), Scene::room()).booting(Boot::Scip1Only),
+        None,
+    )
+    .unwrap();
+    let server = start_server(&urg_toml(&port_param(&emu, "")));
+    let mut c = server.client();
+    assert_eq!(c.request("lr").unwrap().access(device::LASER), Some(b'e'));
+    assert_eq!(
+        emu.device(|d| d.received.clone()),
+        vec!["QT", "SCIP2.0", "V"],
+        "asked for its firmware once it refused, and nothing more"
+    );
+    let why = [
+        "laser setup failed",
+        "speaks SCIP 1.1 only",
+        "firmware 0.2.91a",
+        "refused SCIP2.0 (status E)",
+        "needs SCIP 2.0",
+    ];
+    assert!(server.log.has(&why), "{}", server.log.dump());
+    // The device list says failed; asking again tries again (and fails again).
+    let list = c.device_list().unwrap();
+    assert_eq!(list.iter().find(|e| e.code == b'l').unwrap().state, b'f');
+    assert_eq!(c.request("lr").unwrap().access(device::LASER), Some(b'e'));
+    assert_eq!(emu.device(|d| d.received.len()), 6);
 }

@@ -8,6 +8,13 @@
 //! checksum (their values are a "poison" range, so a test can tell if one got through) and
 //! a restart (power cycle: the stream stops, the clock starts again).
 //!
+//! A URG-04LX with its original firmware boots in SCIP 1.1 ([`Boot::Scip1`]): it answers
+//! `V` with the version lines a real one (firmware 3.1.04) sent, `SCIP2.0` with its echo,
+//! the status `0` and an empty line (and speaks SCIP 2.0 from then until it restarts), and
+//! any other command with its echo, the status `E` and an empty line; SCIP 1.1 frames
+//! lines with LF alone and puts no checksums on them. [`Boot::Scip1Only`] is a sensor whose
+//! firmware predates SCIP 2.0: it answers `SCIP2.0` like any other unknown command.
+//!
 //! [`SerialEmulator`]: crate::SerialEmulator
 //! [`TcpEmulator`]: crate::TcpEmulator
 
@@ -80,6 +87,33 @@ impl Model {
     }
 }
 
+/// What protocol the sensor speaks when it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Boot {
+    /// SCIP 2.0 (every model with a firmware of its time).
+    #[default]
+    Scip2,
+    /// SCIP 1.1, switched to SCIP 2.0 by `SCIP2.0` (a URG-04LX as shipped).
+    Scip1,
+    /// SCIP 1.1 only: `SCIP2.0` is refused (firmware older than 3.0).
+    Scip1Only,
+}
+
+/// The lines after the status of a real URG-04LX's answer to SCIP 1.1's `V` (firmware
+/// 3.1.04; the Player project's recording, as in the driver's `testdata/`).
+const SCIP1_VERSION: [&str; 6] = [
+    "VEND:Hokuyo Automatic Co.,Ltd.",
+    "PROD:SOKUIKI Sensor URG-04LX",
+    "FIRM:3.1.04,07/08/02(20-4095[mm],240[deg],44-725[step],600[rpm])",
+    "PROT:00003,(SCIP 1.0)",
+    "SERI:H0706400",
+    "STAT:FW Normal[FinalDist with shadow  ]",
+];
+
+/// The firmware line [`Boot::Scip1Only`] gives (the last SCIP 1.1-only firmware the SCIP
+/// 2.0 specification names is 0.2.91a).
+const SCIP1_ONLY_FIRMWARE: &str = "FIRM:0.2.91a(player-emulate: SCIP 1.1 only)";
+
 struct Stream {
     echo: String,
     start: u32,
@@ -108,6 +142,10 @@ pub struct UrgEmulator {
     pub bad_checksums: u32,
     /// Offset added to its clock, ms (to start it near the 24-bit wrap).
     pub clock_offset_ms: u32,
+    /// The protocol it starts in (at power-up and after every restart).
+    boot: Boot,
+    /// Whether it speaks SCIP 1.1 now.
+    scip1: bool,
 }
 
 impl UrgEmulator {
@@ -126,7 +164,21 @@ impl UrgEmulator {
             scans: 0,
             bad_checksums: 0,
             clock_offset_ms: 0,
+            boot: Boot::Scip2,
+            scip1: false,
         }
+    }
+
+    /// The same sensor starting in `boot` (now, and after every restart).
+    pub fn booting(mut self, boot: Boot) -> UrgEmulator {
+        self.boot = boot;
+        self.scip1 = boot != Boot::Scip2;
+        self
+    }
+
+    /// Whether it speaks SCIP 1.1 now.
+    pub fn speaks_scip1(&self) -> bool {
+        self.scip1
     }
 
     /// Its model.
@@ -145,6 +197,7 @@ impl UrgEmulator {
         self.laser_on = false;
         self.input.clear();
         self.clock_zero = Instant::now();
+        self.scip1 = self.boot != Boot::Scip2;
     }
 
     /// Its clock now, ms (24 bits).
@@ -187,8 +240,43 @@ impl UrgEmulator {
         v
     }
 
+    /// A SCIP 1.1 answer: echo, a one-character status, lines without checksums, an
+    /// empty line.
+    fn scip1_block(echo: &str, status: u8, lines: &[&str]) -> Vec<u8> {
+        let mut v = format!("{echo}\n").into_bytes();
+        v.extend_from_slice(&[status, b'\n']);
+        for l in lines {
+            v.extend_from_slice(l.as_bytes());
+            v.push(b'\n');
+        }
+        v.push(b'\n');
+        v
+    }
+
+    fn scip1_command(&mut self, line: &str) -> Vec<u8> {
+        match line {
+            "V" => {
+                let mut lines = SCIP1_VERSION;
+                if self.boot == Boot::Scip1Only {
+                    lines[2] = SCIP1_ONLY_FIRMWARE;
+                }
+                Self::scip1_block(line, b'0', &lines)
+            }
+            "SCIP2.0" if self.boot == Boot::Scip1 => {
+                self.scip1 = false;
+                Self::scip1_block(line, b'0', &[])
+            }
+            _ => Self::scip1_block(line, b'E', &[]),
+        }
+    }
+
     fn command(&mut self, line: &str, now: Instant, out: &mut Vec<Vec<u8>>) {
         self.received.push(line.to_string());
+        if self.scip1 {
+            let reply = self.scip1_command(line);
+            out.push(reply);
+            return;
+        }
         let m = self.model.clone();
         let reply = match line.get(..2).unwrap_or(line) {
             "VV" => Self::block(
@@ -375,5 +463,23 @@ mod tests {
         assert!(RawScan::parse(&p.next_block().unwrap()).is_err());
         talk(&mut e, "QT\n");
         assert!(!e.streaming());
+    }
+
+    #[test]
+    fn a_sensor_booting_in_scip_1_1_switches_once_told_and_again_after_a_restart() {
+        let mut e = UrgEmulator::new(Model::urg_04lx(), Scene::room()).booting(Boot::Scip1);
+        assert_eq!(talk(&mut e, "QT\n"), b"QT\nE\n\n");
+        let v = talk(&mut e, "V\n");
+        assert!(v.starts_with(b"V\n0\nVEND:Hokuyo"), "{v:?}");
+        assert!(v.ends_with(b"STAT:FW Normal[FinalDist with shadow  ]\n\n"));
+        assert_eq!(talk(&mut e, "SCIP2.0\n"), b"SCIP2.0\n0\n\n");
+        assert!(!e.speaks_scip1());
+        assert_eq!(talk(&mut e, "QT\n"), b"QT\n00P\n\n");
+        e.restart();
+        assert!(e.speaks_scip1(), "back in SCIP 1.1 after a power cycle");
+        let mut old = UrgEmulator::new(Model::urg_04lx(), Scene::room()).booting(Boot::Scip1Only);
+        assert_eq!(talk(&mut old, "SCIP2.0\n"), b"SCIP2.0\nE\n\n");
+        assert!(old.speaks_scip1());
+        assert!(String::from_utf8_lossy(&talk(&mut old, "V\n")).contains("FIRM:0.2.91a"));
     }
 }

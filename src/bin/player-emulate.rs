@@ -10,6 +10,8 @@
 //! player-emulate acts [--port N]               ACTS on 127.0.0.1:N (default 5001)
 //! player-emulate urg [--link PATH] [--utm]     a Hokuyo URG-04LX (--utm: UTM-30LX) on a pty
 //! player-emulate urg --tcp [--port N]          a Hokuyo UTM-30LX-EW on 127.0.0.1:N (10940)
+//!     --scip1          urg: boots in SCIP 1.1, as a URG-04LX with its original firmware
+//!     --scip1-only     urg: speaks SCIP 1.1 only (refuses the switch to SCIP 2.0)
 //! player-emulate create [--link PATH]          an iRobot Create 2 base in the scene's room
 //! player-emulate rplidar [--link PATH] [--c1]  an RPLIDAR A1 (--c1: C1 at 460800 baud) on a pty
 //!     --health-error   its health check reports an error (code 0x8001)
@@ -27,11 +29,11 @@ use player_emulators::ptz::PtzEmulator;
 use player_emulators::rplidar::RplidarEmulator;
 use player_emulators::scene::{Scene, LASER_POSE};
 use player_emulators::sick::SickEmulator;
-use player_emulators::urg::{Model, UrgEmulator};
+use player_emulators::urg::{Boot, Model, UrgEmulator};
 use player_emulators::{EmuWorld, Faults, SerialDevice, SerialEmulator, TcpEmulator};
 use std::path::{Path, PathBuf};
 
-const USAGE: &str = "usage: player-emulate (all [--dir DIR] [--port N] | p2os|sick|ptz [--link PATH] | acts [--port N] | urg [--link PATH] [--utm] [--tcp [--port N]] | create [--link PATH] | rplidar [--link PATH] [--c1] [--health-error]) [--left-running] [--faults]";
+const USAGE: &str = "usage: player-emulate (all [--dir DIR] [--port N] | p2os|sick|ptz [--link PATH] | acts [--port N] | urg [--link PATH] [--utm] [--tcp [--port N]] [--scip1 | --scip1-only] | create [--link PATH] | rplidar [--link PATH] [--c1] [--health-error]) [--left-running] [--faults]";
 
 struct Options {
     what: String,
@@ -44,6 +46,7 @@ struct Options {
     c1: bool,
     health_error: bool,
     faults: bool,
+    boot: Boot,
 }
 
 /// The options, or `None` when help was asked for (wherever it is on the line).
@@ -64,6 +67,7 @@ fn parse() -> Result<Option<Options>, String> {
         c1: false,
         health_error: false,
         faults: false,
+        boot: Boot::Scip2,
     };
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -82,6 +86,8 @@ fn parse() -> Result<Option<Options>, String> {
             "--c1" => o.c1 = true,
             "--health-error" => o.health_error = true,
             "--faults" => o.faults = true,
+            "--scip1" => o.boot = Boot::Scip1,
+            "--scip1-only" => o.boot = Boot::Scip1Only,
             "-h" | "--help" => return Ok(None),
             other => return Err(format!("unknown argument '{other}'\n{USAGE}")),
         }
@@ -184,7 +190,7 @@ fn run(o: Options) -> Result<(), String> {
         "urg" if o.tcp => {
             let port = o.port.unwrap_or(10940);
             let e = TcpEmulator::start_on(
-                UrgEmulator::new(Model::utm_30lx(), Scene::room()),
+                UrgEmulator::new(Model::utm_30lx(), Scene::room()).booting(o.boot),
                 &format!("127.0.0.1:{port}"),
             )
             .map_err(|e| format!("cannot listen on port {port}: {e}"))?;
@@ -238,7 +244,7 @@ fn run(o: Options) -> Result<(), String> {
             let e = serial(
                 "urg",
                 "port =",
-                UrgEmulator::new(model, Scene::room()),
+                UrgEmulator::new(model, Scene::room()).booting(o.boot),
                 link("ttyACM-URG").as_deref(),
             )?;
             if o.faults {

@@ -172,8 +172,8 @@ pub struct Wants {
     /// Per device held (or asked for): the access and the newest request's number.
     held: HashMap<u8, (Access, u64)>,
     next: u64,
-    /// Per device: the sequence number of the newest reading taken.
-    taken: HashMap<u8, u64>,
+    /// Per device read: the newest reading taken ([`player_kit::fresh`]).
+    taken: HashMap<u8, player_kit::fresh::SeqGate>,
 }
 
 impl Wants {
@@ -221,24 +221,21 @@ impl Wants {
         self.held(code).is_some_and(|a| a.read)
     }
 
-    /// Whether reading number `seq` of `code` is to be taken: the device is read and the
-    /// reading is newer than the last one taken (the registry sends a new reader the
-    /// newest reading, which it may have had already).
-    pub fn take(&mut self, code: u8, seq: u64) -> bool {
+    /// Whether `reading` of `code` is to be taken: the device is read and the reading is
+    /// new by the kit's one rule ([`player_kit::fresh`]: newer than the last one taken, or
+    /// of a driver that numbers afresh; the registry sends a new reader the newest reading,
+    /// which it may have had already).
+    pub fn take(&mut self, code: u8, reading: player_kit::fresh::Stamp) -> bool {
         if !self.reads(code) {
             return false;
         }
-        let last = self.taken.entry(code).or_insert(0);
-        if seq <= *last {
-            return false;
-        }
-        *last = seq;
-        true
+        self.taken.entry(code).or_default().take(reading).is_some()
     }
 
-    /// Forgets everything (the session left the registry).
+    /// Forgets everything (the session left the registry), the readings taken too.
     pub fn clear(&mut self) {
         self.held.clear();
+        self.taken.clear();
     }
 }
 
@@ -347,7 +344,7 @@ impl Holdings {
 
     /// Whether reading `d` is to be taken (see [`Wants::take`]).
     pub fn take(&mut self, d: &DeviceData) -> bool {
-        self.wants.take(d.device, d.seq)
+        self.wants.take(d.device, d.stamp())
     }
 
     /// Leaves the registry (`Disconnect`: every device held is released, a device this
@@ -442,24 +439,56 @@ mod tests {
         ask(w.want(b'z', RW));
     }
 
+    /// Reading number `seq`, taken at second `sec`.
+    fn r(seq: u64, sec: u32) -> player_kit::fresh::Stamp {
+        player_kit::fresh::Stamp { seq, at: (sec, 0) }
+    }
+
     #[test]
     fn readings_are_taken_once_in_order_and_only_while_read() {
         let mut w = Wants::new();
-        assert!(!w.take(b'l', 1), "not held");
+        assert!(!w.take(b'l', r(1, 1)), "not held");
         let t = ask(w.want(b'l', R));
         assert!(
-            w.take(b'l', 1),
+            w.take(b'l', r(1, 1)),
             "asked for: readings may come before the reply"
         );
         assert!(w.settle(t, true));
-        assert!(!w.take(b'l', 1), "the same reading again");
-        assert!(w.take(b'l', 3));
-        assert!(!w.take(b'l', 2), "older than the last taken");
+        assert!(!w.take(b'l', r(1, 1)), "the same reading again");
+        assert!(w.take(b'l', r(3, 3)));
+        assert!(!w.take(b'l', r(2, 2)), "older than the last taken");
         ask(w.want(b'l', Access::new(false, true)));
-        assert!(!w.take(b'l', 4), "held for writing only");
+        assert!(!w.take(b'l', r(4, 4)), "held for writing only");
         ask(w.want(b'l', R));
-        assert!(!w.take(b'l', 3), "taken before the change");
-        assert!(w.take(b'l', 5));
+        assert!(!w.take(b'l', r(3, 3)), "taken before the change");
+        assert!(w.take(b'l', r(5, 5)));
+    }
+
+    #[test]
+    fn a_driver_that_numbers_afresh_is_taken_at_once() {
+        let mut w = Wants::new();
+        let t = ask(w.want(b'l', R));
+        assert!(w.settle(t, true));
+        assert!(w.take(b'l', r(900, 10)));
+        assert!(w.take(b'l', r(1, 11)), "numbered afresh, taken later");
+        assert!(w.take(b'l', r(2, 12)));
+        assert!(
+            !w.take(b'l', r(1, 11)),
+            "the new numbering's own older reading"
+        );
+    }
+
+    #[test]
+    fn after_clear_the_newest_reading_is_taken_again() {
+        let mut w = Wants::new();
+        let t = ask(w.want(b'l', R));
+        assert!(w.settle(t, true));
+        assert!(w.take(b'l', r(7, 7)));
+        w.clear();
+        // Back at the registry: it sends the newest reading, which was taken before.
+        let t = ask(w.want(b'l', R));
+        assert!(w.settle(t, true));
+        assert!(w.take(b'l', r(7, 7)));
     }
 
     #[test]

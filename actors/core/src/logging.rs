@@ -1,8 +1,10 @@
 //! Logging: slog with a terminal drain on standard error, written by a background thread
 //! so that a slow terminal never delays a client, plus the tools that keep the log readable
-//! under attack: [`Throttle`] (per-client, per-kind rate limits with a count of what was
-//! suppressed) and [`code`]/[`escape`] (bytes from the wire printed escaped, never raw, so
-//! a client cannot split or forge a log line).
+//! under attack: [`limits`] (every line that names a client is limited per client and
+//! place in the code, every place as a whole too, before it is queued, with counts of what
+//! was folded; a full queue is counted and reported, never silent) and [`code`]/[`escape`]
+//! (bytes from the wire printed escaped, never raw, so a client cannot split or forge a log
+//! line).
 //!
 //! Under systemd ([`Output::detect`]): no colour codes when standard error is not a
 //! terminal, and when it is the journal's stream (`JOURNAL_STREAM`), each line starts with
@@ -10,17 +12,19 @@
 //! `journalctl -p warning` selects by level. The level can change while the server runs
 //! ([`LogLevel`], a reload on SIGHUP).
 
-use slog::{o, BorrowedKV, Drain, Level, Logger, OwnedKVList, Record, RecordStatic, SingleKV};
-use std::collections::HashMap;
+pub mod limits;
+
+pub use limits::{Limits, LimitsConfig, Overflow};
+use slog::{o, Drain, Level, Logger, OwnedKVList, Record};
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 /// A logger printing to standard error at info level, or debug level when `debug` is set.
-/// Debug records are compiled into release builds too (`-debug` works there). When the
-/// terminal cannot keep up, the background drain drops records and reports how many it
-/// dropped in a line of its own, so nothing is lost silently.
+/// Debug records are compiled into release builds too (`-debug` works there). Records pass
+/// the log's [`limits`] before they are queued for the writer; if the terminal still cannot
+/// keep up, what the queue cannot take is counted and reported once a second at most, so
+/// nothing is lost silently.
 pub fn terminal(debug: bool) -> Logger {
     stderr(debug, Output::detect()).0
 }
@@ -110,8 +114,8 @@ impl<D: Drain> Drain for Switched<D> {
     }
 }
 
-/// Records the logging thread may have queued; more are dropped and counted (slog-async's
-/// `DropAndReport`). The queue is allocated and touched whole at start (about 100 bytes a
+/// Records the logging thread may have queued; more are counted and reported
+/// ([`Overflow`]). The queue is allocated and touched whole at start (about 100 bytes a
 /// record, so 16 384 cost 1.7 MB of resident memory for as long as the server ran); 4096
 /// still hold a connect or disconnect line from each of 2000 clients arriving at once
 /// twice over, while the thread writes them out in tens of milliseconds.
@@ -120,37 +124,40 @@ const LOG_QUEUE: usize = 4096;
 /// A logger writing to standard error as `output` says (see [`terminal`]), and the handle
 /// that changes its level.
 pub fn stderr(debug: bool, output: Output) -> (Logger, LogLevel) {
-    let level = LogLevel::default();
-    level.set_debug(debug);
-    let drain: Box<dyn Drain<Ok = (), Err = slog::Never> + Send> = match output {
-        Output::Journal => Box::new(backstopped(JournalFormat)),
+    match output {
+        Output::Journal => limited(JournalFormat, debug),
         Output::Terminal | Output::Plain => {
             let mut decorator = slog_term::TermDecorator::new().stderr();
             if output == Output::Plain {
                 decorator = decorator.force_plain();
             }
             let drain = slog_term::FullFormat::new(decorator.build()).build().fuse();
-            Box::new(backstopped(drain))
+            limited(drain, debug)
         }
-    };
-    let drain = slog_async::Async::new(drain)
+    }
+}
+
+/// A logger writing to `writer` on a background thread, behind the level switch and the
+/// log's [`limits`] (what [`stderr`] builds around its terminal or journal format); the
+/// handle that changes its level.
+pub fn limited<D>(writer: D, debug: bool) -> (Logger, LogLevel)
+where
+    D: Drain<Ok = (), Err = slog::Never> + Send + 'static,
+{
+    let level = LogLevel::default();
+    level.set_debug(debug);
+    let queue = slog_async::AsyncCore::custom(writer)
         .chan_size(LOG_QUEUE)
-        .overflow_strategy(slog_async::OverflowStrategy::DropAndReport)
-        .build()
-        .fuse();
+        .blocking(false)
+        .thread_name("log-writer".into())
+        .build();
+    let drain = Limits::with_flusher(Overflow::new(queue), LimitsConfig::default());
     let drain = Switched {
         inner: drain,
         level: level.clone(),
     }
     .fuse();
     (Logger::root(drain, o!()), level)
-}
-
-fn backstopped<D>(drain: D) -> impl Drain<Ok = (), Err = slog::Never> + Send
-where
-    D: Drain<Err = slog::Never> + Send + 'static,
-{
-    Backstop::new(drain, Duration::from_secs(1), 50).fuse()
 }
 
 /// The syslog priority of a level (`sd-daemon(3)` prefixes).
@@ -215,78 +222,11 @@ pub fn discard() -> Logger {
 
 pub use player_kit::log::{code, device, escape, Throttle};
 
-/// The log's last line of defence against floods: at most `burst` records per `window`
-/// from one place in the code (file and line), whoever causes them; the records over
-/// that are counted, and the next one let through from that place carries the count as
-/// `suppressed_here`. Per-client limits ([`Throttle`]) come first; this catches what no
-/// one limited (a driver's warning about every bad config, say).
-pub struct Backstop<D> {
-    inner: D,
-    window: Duration,
-    burst: u32,
-    places: Mutex<HashMap<Place, Window>>,
-}
-
-/// A place in the code: file and line.
-type Place = (&'static str, u32);
-/// A window's start, records let through in it, records dropped since the last one let
-/// through.
-type Window = (Instant, u32, u64);
-
-impl<D> Backstop<D> {
-    /// Wraps `inner`.
-    pub fn new(inner: D, window: Duration, burst: u32) -> Self {
-        Backstop {
-            inner,
-            window,
-            burst,
-            places: Mutex::new(HashMap::new()),
-        }
-    }
-}
-
-impl<D: Drain> Drain for Backstop<D> {
-    type Ok = Option<D::Ok>;
-    type Err = D::Err;
-
-    fn log(&self, record: &Record, values: &OwnedKVList) -> Result<Self::Ok, Self::Err> {
-        let key = (record.file(), record.line());
-        let suppressed = {
-            let mut places = self.places.lock().unwrap_or_else(|e| e.into_inner());
-            if places.len() > 4096 {
-                places.clear();
-            }
-            let now = Instant::now();
-            let p = places.entry(key).or_insert((now, 0, 0));
-            if now.duration_since(p.0) >= self.window {
-                p.0 = now;
-                p.1 = 0;
-            }
-            if p.1 >= self.burst {
-                p.2 += 1;
-                return Ok(None);
-            }
-            p.1 += 1;
-            std::mem::take(&mut p.2)
-        };
-        if suppressed == 0 {
-            return self.inner.log(record, values).map(Some);
-        }
-        let rs = RecordStatic {
-            location: record.location(),
-            tag: record.tag(),
-            level: record.level(),
-        };
-        let kv = (SingleKV::from(("suppressed_here", suppressed)), record.kv());
-        let r = Record::new(&rs, record.msg(), BorrowedKV(&kv));
-        self.inner.log(&r, values).map(Some)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::fmt::Write as _;
+    use std::sync::Mutex;
+    use std::time::Duration;
 
     #[test]
     fn control_bytes_are_escaped() {
@@ -295,50 +235,6 @@ mod tests {
         assert_eq!(code(0xff), "0xff");
         assert_eq!(escape(b"ab\ncd\\", 64), "ab\\x0acd\\x5c");
         assert_eq!(escape(b"abcdef", 3), "abc... (6 bytes)");
-    }
-
-    #[test]
-    fn the_backstop_counts_what_it_drops_per_place() {
-        use std::sync::Arc;
-        #[derive(Clone, Default)]
-        struct Lines(Arc<Mutex<Vec<String>>>);
-        impl Drain for Lines {
-            type Ok = ();
-            type Err = slog::Never;
-            fn log(&self, r: &Record, _: &OwnedKVList) -> Result<(), slog::Never> {
-                struct S(String);
-                impl slog::Serializer for S {
-                    fn emit_arguments(
-                        &mut self,
-                        k: slog::Key,
-                        v: &std::fmt::Arguments,
-                    ) -> slog::Result {
-                        let _ = write!(self.0, " {k}={v}");
-                        Ok(())
-                    }
-                }
-                let mut s = S(format!("{}", r.msg()));
-                let _ = slog::KV::serialize(&r.kv(), r, &mut s);
-                self.0.lock().unwrap().push(s.0);
-                Ok(())
-            }
-        }
-        let lines = Lines::default();
-        let log = Logger::root(
-            Backstop::new(lines.clone(), Duration::from_millis(300), 3).fuse(),
-            o!(),
-        );
-        let flood = |i: i32| slog::warn!(log, "flood"; "i" => i);
-        for i in 0..10 {
-            flood(i);
-        }
-        slog::warn!(log, "elsewhere");
-        std::thread::sleep(Duration::from_millis(350));
-        flood(10);
-        let got = lines.0.lock().unwrap().clone();
-        assert_eq!(got.len(), 5, "{got:?}");
-        assert_eq!(got[3], "elsewhere");
-        assert!(got[4].contains("suppressed_here=7"), "{got:?}");
     }
 
     #[test]

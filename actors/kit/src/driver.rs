@@ -6,6 +6,7 @@
 //! [`Command`]s (the newest overwrites the previous one) and [`Config`]s. Drivers never know
 //! about clients. [`Publisher`] does the bookkeeping most drivers need.
 
+use crate::fresh::Stamp;
 use actix::prelude::*;
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -54,8 +55,21 @@ pub struct DeviceData {
     /// When the reading was taken.
     pub timestamp: Timestamp,
     /// Increases with every reading of this device, so a session can tell new data from
-    /// data it has already sent.
+    /// data it has already sent; 0 for a driver that does not number its readings. A
+    /// driver may number afresh ([`Publisher::renumber`]); every consumer in the server
+    /// tells new readings from old by the one rule of [`crate::fresh`].
     pub seq: u64,
+}
+
+impl DeviceData {
+    /// What identifies this reading for the rule of [`crate::fresh`]: its number and when
+    /// it was taken.
+    pub fn stamp(&self) -> Stamp {
+        Stamp {
+            seq: self.seq,
+            at: (self.timestamp.sec, self.timestamp.usec),
+        }
+    }
 }
 
 /// Several devices' readings taken at one instant (one P2OS packet gives position, sonar,
@@ -151,11 +165,12 @@ struct InboxState {
 }
 
 impl InboxState {
-    /// Keeps `d` as its device's newest reading (an older one never replaces a newer).
+    /// Keeps `d` as its device's newest reading (an older one never replaces a newer: the
+    /// rule of [`crate::fresh`]).
     fn shelve(&mut self, d: &DeviceData) {
         match self.readings.iter_mut().find(|x| x.device == d.device) {
             Some(x) => {
-                if x.seq < d.seq || d.seq == 0 {
+                if crate::fresh::judge(Some(x.stamp()), d.stamp()).is_new() {
                     *x = d.clone();
                 }
             }
@@ -409,20 +424,26 @@ impl From<DeviceError> for DriverError {
 
 /// Registry → driver: the first client subscribed to `device`; open it. The reply comes
 /// when the device is ready (or failed, which the client sees as `e`).
-#[derive(Message, Debug, Clone, Copy)]
+#[derive(Message, Debug, Clone)]
 #[rtype(result = "Result<(), DriverError>")]
 pub struct Setup {
     /// The device code.
     pub device: u8,
+    /// The client whose request opens it, for log lines (`"opened_by"`: the log's limits
+    /// count a driver's lines about opening a device as that client's).
+    pub client: Arc<str>,
 }
 
 /// Registry → driver: the last client left `device`; close it (a driver that serves several
 /// devices over one link closes the link after the last of them).
-#[derive(Message, Debug, Clone, Copy)]
+#[derive(Message, Debug, Clone)]
 #[rtype(result = "()")]
 pub struct Shutdown {
     /// The device code.
     pub device: u8,
+    /// The client that left it last, for log lines (`"client"`); empty when the server
+    /// closes every device as it stops.
+    pub client: Arc<str>,
 }
 
 /// Session → registry → driver: a client's command. Every front end sends it to the
@@ -479,13 +500,16 @@ impl fmt::Display for StopReason {
 /// Registry → driver: put `device` in its safe state, with its command zeroed: the
 /// position device stops the wheels. Sent when a writer leaves, when the command watchdog
 /// expires and when the emergency stop is latched.
-#[derive(Message, Debug, Clone, Copy)]
+#[derive(Message, Debug, Clone)]
 #[rtype(result = "()")]
 pub struct Stop {
     /// The device code.
     pub device: u8,
     /// Why.
     pub reason: StopReason,
+    /// The client that caused it, for log lines (`"client"`): the writer that left or
+    /// fell silent, the client that latched the emergency stop.
+    pub client: Arc<str>,
 }
 
 /// The state of a device as its driver sees it.
@@ -959,6 +983,15 @@ impl Publisher {
         msg
     }
 
+    /// Numbers `device`'s readings afresh: the next is number 1 (a new run of what
+    /// produces them, a driver program restarted, say). Consumers take the new numbering's
+    /// readings at once ([`crate::fresh`]).
+    pub fn renumber(&mut self, device: u8) {
+        if let Some(ch) = self.channels.get_mut(&device) {
+            ch.seq = 0;
+        }
+    }
+
     /// Forgets `device`'s reading (after its shutdown, so the next setup starts fresh).
     pub fn clear(&mut self, device: u8) {
         if let Some(ch) = self.channels.get_mut(&device) {
@@ -1092,6 +1125,25 @@ mod tests {
         let seen = seen.lock().unwrap();
         assert_eq!(seen.batches, vec![vec![b'p']]);
         assert_eq!(seen.singles, vec![b'p']);
+    }
+
+    #[actix_rt::test]
+    async fn an_inbox_takes_a_reading_numbered_afresh_but_never_an_older_one() {
+        let (inbox, mut p, _seen) = inbox_reader([b'p', b's']);
+        let mut got = Vec::new();
+        inbox.take(false, &mut got);
+        let at = |sec| Timestamp { sec, usec: 0 };
+        p.publish_at(b'p', Bytes::from_static(&[1]), at(10));
+        p.publish_at(b'p', Bytes::from_static(&[2]), at(11));
+        // Numbered afresh (seq 1 again), taken later: it replaces the old numbering's 2.
+        p.renumber(b'p');
+        p.publish_at(b'p', Bytes::from_static(&[3]), at(12));
+        // Numbered afresh again but taken earlier than the shelved one: older, kept out.
+        p.renumber(b'p');
+        p.publish_at(b'p', Bytes::from_static(&[4]), at(5));
+        inbox.take(false, &mut got);
+        let kept: Vec<(u8, u64)> = got.iter().map(|d| (d.data[0], d.seq)).collect();
+        assert_eq!(kept, vec![(3, 1)]);
     }
 
     #[actix_rt::test]

@@ -11,14 +11,16 @@
 //!   ([`catalog::DriverContext`]), `-stage` and the manual's device flags.
 //! - [`link`]: links to hardware (serial ports, sockets): supervision, one reconnect loop
 //!   with backoff, and the message handlers every such driver shares.
-//! - [`log`]: bytes from outside, escaped for log lines.
+//! - [`fresh`]: the one rule for telling a new reading from one already taken (numbers,
+//!   numbering afresh, readings overtaken), for every consumer of readings.
+//! - [`log`]: bytes from outside, escaped for log lines; the rate limit of log lines.
 //! - [`playback`]: play, pause, speed and seek for a driver that plays a recording back.
 //! - [`timer`]: precise per-thread timers (one `timerfd` per thread, deadlines on a shared
 //!   grid): the sessions' schedules and the drivers' periodic readings.
 //! - [`program`]: driver programs written in Rust: the framed protocol a program speaks
 //!   with the server over its standard input and output, and a small blocking runtime.
 //!
-//! The actor parts (`driver`, `catalog`, `link`, `playback`, `timer`) are the default
+//! The actor parts (`driver`, `catalog`, `fresh`, `link`, `playback`, `timer`) are the default
 //! feature `actors`; a driver program depends on the kit with `default-features = false`
 //! and gets `program` and `log` with no dependencies at all.
 //!
@@ -31,6 +33,8 @@
 pub mod catalog;
 #[cfg(feature = "actors")]
 pub mod driver;
+#[cfg(feature = "actors")]
+pub mod fresh;
 #[cfg(feature = "actors")]
 pub mod link;
 pub mod log;

@@ -44,23 +44,35 @@ pub fn device(code: u8) -> String {
     self::code(code)
 }
 
-/// Rate limits for log lines (one client's warnings, one program's output), per kind: at most `burst` lines of a kind per
-/// `window`; what is over is counted, and the next line of that kind that is let through
-/// carries the count.
+/// Rate limits for log lines, per kind: at most `burst` lines of a kind per `window`; what
+/// is over is counted, and the next line of that kind that is let through carries the count.
+/// The kind is any key: a `&'static str` naming the line (one client's warnings, one
+/// program's output), or a place in the code (the log drain's limit on each client's lines,
+/// `player_core::logging`). Its memory is one entry per kind seen.
 #[derive(Debug)]
-pub struct Throttle {
+pub struct Throttle<K = &'static str> {
     window: Duration,
     burst: u32,
-    kinds: Vec<(&'static str, Instant, u32, u64)>,
+    kinds: Vec<Kind<K>>,
 }
 
-impl Default for Throttle {
+/// One kind's window: its key, when the window began, lines let through in it, lines
+/// held back since the last one let through.
+#[derive(Debug)]
+struct Kind<K> {
+    key: K,
+    since: Instant,
+    passed: u32,
+    held: u64,
+}
+
+impl<K> Default for Throttle<K> {
     fn default() -> Self {
         Throttle::new(Duration::from_secs(10), 5)
     }
 }
 
-impl Throttle {
+impl<K> Throttle<K> {
     /// At most `burst` lines per kind per `window`.
     pub fn new(window: Duration, burst: u32) -> Self {
         Throttle {
@@ -70,34 +82,79 @@ impl Throttle {
         }
     }
 
+    /// Lines suppressed and never reported, over every kind (for a last line when the
+    /// client leaves).
+    pub fn pending(&self) -> u64 {
+        self.kinds.iter().map(|k| k.held).sum()
+    }
+
+    /// Whether every kind's window has ended: the throttle would let a line of any kind
+    /// through now, as a new one would (an owner that keeps its own count of what was held
+    /// back may drop it).
+    pub fn idle(&self, now: Instant) -> bool {
+        self.kinds
+            .iter()
+            .all(|k| now.duration_since(k.since) >= self.window)
+    }
+}
+
+impl<K: PartialEq> Throttle<K> {
     /// Whether a line of `kind` may be logged now; `Some(n)`: yes, and `n` lines of this
     /// kind were suppressed since the last one logged.
-    pub fn allow(&mut self, kind: &'static str) -> Option<u64> {
-        let now = Instant::now();
-        let i = match self.kinds.iter().position(|k| k.0 == kind) {
+    pub fn allow(&mut self, kind: K) -> Option<u64> {
+        self.allow_at(kind, Instant::now())
+    }
+
+    /// [`Throttle::allow`] at the instant `now`.
+    pub fn allow_at(&mut self, key: K, now: Instant) -> Option<u64> {
+        let i = match self.kinds.iter().position(|k| k.key == key) {
             Some(i) => i,
             None => {
-                self.kinds.push((kind, now, 0, 0));
+                self.kinds.push(Kind {
+                    key,
+                    since: now,
+                    passed: 0,
+                    held: 0,
+                });
                 self.kinds.len() - 1
             }
         };
         let k = &mut self.kinds[i];
-        if now.duration_since(k.1) >= self.window {
-            k.1 = now;
-            k.2 = 0;
+        if now.duration_since(k.since) >= self.window {
+            k.since = now;
+            k.passed = 0;
         }
-        if k.2 < self.burst {
-            k.2 += 1;
-            Some(std::mem::take(&mut k.3))
+        if k.passed < self.burst {
+            k.passed += 1;
+            Some(std::mem::take(&mut k.held))
         } else {
-            k.3 += 1;
+            k.held += 1;
             None
         }
     }
+}
 
-    /// Lines suppressed and never reported, per kind (for a last line when the client
-    /// leaves).
-    pub fn pending(&self) -> u64 {
-        self.kinds.iter().map(|k| k.3).sum()
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kind_over_its_burst_is_held_back_and_counted_until_its_window_ends() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        let mut t = Throttle::new(10 * s, 2);
+        assert_eq!(t.allow_at(("a.rs", 1), t0), Some(0));
+        assert_eq!(t.allow_at(("a.rs", 1), t0), Some(0));
+        assert_eq!(t.allow_at(("a.rs", 1), t0 + s), None);
+        assert_eq!(
+            t.allow_at(("a.rs", 2), t0 + s),
+            Some(0),
+            "kinds are separate"
+        );
+        assert_eq!(t.pending(), 1);
+        assert!(t.idle(t0 + 11 * s), "every window is over");
+        assert_eq!(t.allow_at(("a.rs", 1), t0 + 10 * s), Some(1));
+        assert!(t.idle(t0 + 21 * s));
+        assert!(!t.idle(t0 + 15 * s), "a window still runs");
     }
 }

@@ -527,7 +527,7 @@ pub struct Recorder {
     out: Option<Output>,
     file_no: u32,
     stats: RecordStats,
-    last_seq: HashMap<(usize, u8), u64>,
+    last_seq: HashMap<(usize, u8), player_kit::fresh::SeqGate>,
     /// Per robot (in the order of `sources`): the devices held at its registry.
     holdings: Vec<Holdings>,
     refused: HashMap<(usize, u8), u32>,
@@ -569,11 +569,12 @@ impl Recorder {
     }
 
     fn reading(&mut self, robot: usize, d: &DeviceData) {
-        let last = self.last_seq.entry((robot, d.device)).or_insert(0);
-        if *last == d.seq {
-            return; // the same reading again (sent to a newly subscribed reader)
+        // The same reading again (sent to a newly subscribed reader) or an older one is
+        // not written; a driver that numbers afresh is (the kit's one rule).
+        let gate = self.last_seq.entry((robot, d.device)).or_default();
+        if gate.take(d.stamp()).is_none() {
+            return;
         }
-        *last = d.seq;
         if self.out.is_none() {
             return;
         }

@@ -693,7 +693,7 @@ impl Handler<EStopReady> for RobotNode {
             self.stats.ignored += 1;
             warn!(
                 self.log,
-                "ros2: e-stop release ignored: [ros2] write is false"
+                "ros2: e-stop release ignored: [ros2] write is false"; "client" => "ros2"
             );
             return;
         }

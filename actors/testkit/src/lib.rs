@@ -17,6 +17,7 @@
 //!   TCP or TLS.
 //! - [`zenoh_client`]: a Zenoh session to the server's bridge.
 //! - [`bench`]: what the load benches share (server processes, CPU time, the round reader).
+//! - [`random`]: random clients of the protocol (seeded), for fuzzing a running server.
 //!
 //! Timeouts are generous (the suite must not be flaky on a loaded two-core machine); rates
 //! are measured over seconds and checked with wide tolerance. Set `PLAYER_TEST_LOG=1` to
@@ -28,6 +29,7 @@ mod client;
 pub mod foxglove_ws;
 pub mod hw;
 pub mod netns;
+pub mod random;
 mod server;
 mod streamer;
 mod wait;

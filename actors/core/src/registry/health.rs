@@ -8,8 +8,11 @@
 //! its readings from an inbox at its once-a-second check, not as a message per reading
 //! (`mod.rs`). The numbers say how many came since the one seen before, so the rate is
 //! exact; the instant of a reading taken from the inbox is the check's, so a device is
-//! called silent up to one check later than its last reading would say.
+//! called silent up to one check later than its last reading would say. Which readings
+//! are new, and how many each stands for, is the kit's one rule ([`player_kit::fresh`]):
+//! a driver that numbers afresh goes on being counted, a reading seen again is not.
 
+use player_kit::fresh::{SeqGate, Stamp};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -29,8 +32,8 @@ pub struct Silent {
 #[derive(Debug, Default)]
 struct Seen {
     last: Option<Instant>,
-    /// The number of the newest reading seen (0: none, or the publisher does not number).
-    seq: u64,
+    /// The newest reading seen.
+    gate: SeqGate,
     data_size: u16,
     count: u32,
     window_start: Option<Instant>,
@@ -57,17 +60,14 @@ impl Health {
         }
     }
 
-    /// Readings of `device` up to its `seq`-th, seen at `now`, the newest of `size` bytes.
-    /// The readings since the one seen before count. A reading numbered no higher than
-    /// that one counts as one and its number is taken from then on: a driver that numbers
-    /// afresh (a plugin that made a new publisher) goes on being counted, and a message
-    /// overtaken by a newer reading the check took from the inbox (only when the switch
-    /// turns, around a silence) counts once more, an error of one reading.
-    pub fn seen(&mut self, device: u8, seq: u64, size: usize, now: Instant) {
+    /// Readings of `device` up to `reading` (the newest, of `size` bytes), seen at `now`:
+    /// the readings since the one seen before count (by the rule of
+    /// [`player_kit::fresh`]). Returns false for a reading that is not new (seen already,
+    /// or older than the one seen), which changes nothing.
+    pub fn seen(&mut self, device: u8, reading: Stamp, size: usize, now: Instant) -> bool {
         let s = self.seen.entry(device).or_default();
-        let n = match (s.seq, seq) {
-            (before, seq) if before != 0 && seq > before => seq - before,
-            _ => 1,
+        let Some(n) = s.gate.take(reading) else {
+            return false;
         };
         let n = u32::try_from(n).unwrap_or(u32::MAX);
         if let Some(last) = s.last {
@@ -80,10 +80,10 @@ impl Health {
             };
         }
         s.last = Some(now);
-        s.seq = seq;
         s.data_size = size.min(usize::from(u16::MAX)) as u16;
         s.count = s.count.saturating_add(n);
         s.window_start.get_or_insert(now);
+        true
     }
 
     /// Forgets `device`'s readings (it was shut down).
@@ -146,12 +146,24 @@ mod tests {
         true
     }
 
+    /// Reading number `seq`, taken `ms` milliseconds into the test.
+    fn r(seq: u64, ms: u64) -> Stamp {
+        Stamp {
+            seq,
+            at: ((ms / 1000) as u32, (ms % 1000 * 1000) as u32),
+        }
+    }
+
     /// Readings of `device` every `period` from `from`, `n` of them; returns the last
     /// instant.
     fn publish(h: &mut Health, device: u8, from: Instant, period: Duration, n: u32) -> Instant {
         for k in 0..n {
-            let seq = h.seen.get(&device).map_or(0, |s| s.seq) + 1;
-            h.seen(device, seq, 10, from + period * k);
+            let last = h.seen.get(&device).and_then(|s| s.gate.last());
+            let seq = last.map_or(0, |l| l.seq) + 1;
+            let ms = last.map_or(0, |l| {
+                u64::from(l.at.0) * 1000 + u64::from(l.at.1) / 1000 + 1
+            });
+            assert!(h.seen(device, r(seq, ms), 10, from + period * k));
         }
         from + period * (n - 1)
     }
@@ -227,7 +239,8 @@ mod tests {
         let mut h = Health::new(Duration::from_secs(3));
         let t0 = Instant::now();
         for k in 0..=4u32 {
-            h.seen(LASER, 100 + 10 * u64::from(k), 361, t0 + ms(1000) * k);
+            let at = 1000 * u64::from(k);
+            h.seen(LASER, r(100 + 10 * u64::from(k), at), 361, t0 + ms(at));
         }
         h.check(t0 + ms(4000), all);
         // 41 readings over the window from the first check (the first counts as one).
@@ -242,11 +255,11 @@ mod tests {
     fn a_driver_that_numbers_afresh_goes_on_being_counted() {
         let mut h = Health::new(Duration::from_secs(3));
         let t0 = Instant::now();
-        h.seen(SONAR, 5, 10, t0);
-        h.seen(SONAR, 25, 10, t0 + ms(1000));
+        assert!(h.seen(SONAR, r(5, 0), 10, t0));
+        assert!(h.seen(SONAR, r(25, 1000), 10, t0 + ms(1000)));
         // The driver's publisher starts over: 3, then ten more by the next check.
-        h.seen(SONAR, 3, 10, t0 + ms(1100));
-        h.seen(SONAR, 13, 10, t0 + ms(2000));
+        assert!(h.seen(SONAR, r(3, 1100), 10, t0 + ms(1100)));
+        assert!(h.seen(SONAR, r(13, 2000), 10, t0 + ms(2000)));
         h.check(t0 + ms(2000), all);
         assert_eq!(
             h.rate_x10(SONAR),
@@ -254,5 +267,20 @@ mod tests {
             "1 + 20 + 1 + 10 readings over two seconds"
         );
         assert!(h.check(t0 + ms(4999), all).is_empty(), "not silent");
+    }
+
+    #[test]
+    fn a_reading_seen_again_or_overtaken_is_not_counted() {
+        let mut h = Health::new(Duration::from_secs(3));
+        let t0 = Instant::now();
+        assert!(h.seen(SONAR, r(10, 0), 10, t0));
+        assert!(h.seen(SONAR, r(20, 1000), 10, t0 + ms(1000)));
+        // A message overtaken by the inbox's newer reading, and the newest sent again.
+        assert!(!h.seen(SONAR, r(15, 500), 10, t0 + ms(1100)));
+        assert!(!h.seen(SONAR, r(20, 1000), 10, t0 + ms(1200)));
+        h.check(t0 + ms(2000), all);
+        assert_eq!(h.rate_x10(SONAR), 55, "1 + 10 readings over two seconds");
+        // Only new readings keep a device from being called silent.
+        assert_eq!(h.check(t0 + ms(4000), all).len(), 1);
     }
 }

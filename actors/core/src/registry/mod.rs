@@ -325,8 +325,8 @@ impl Registry {
         }
     }
 
-    /// Stops a device that is set up (or being set up) for `reason`.
-    fn stop_device(&mut self, code: u8, reason: StopReason) {
+    /// Stops a device that is set up (or being set up) for `reason`, caused by `client`.
+    fn stop_device(&mut self, code: u8, reason: StopReason, client: Arc<str>) {
         let Some(d) = self.table.devices.get(&code) else {
             return;
         };
@@ -335,6 +335,7 @@ impl Registry {
             d.driver.stop.do_send(Stop {
                 device: code,
                 reason,
+                client,
             });
         }
     }
@@ -349,7 +350,7 @@ impl Registry {
             return;
         };
         if h.write && d.commandable() {
-            self.stop_device(code, StopReason::WriterLeft);
+            self.stop_device(code, StopReason::WriterLeft, h.client.clone());
         }
         if h.read {
             self.tell_reader(code, session, None);
@@ -370,8 +371,11 @@ impl Registry {
             if d.condition == Condition::Silent {
                 d.condition = Condition::Ok;
             }
-            info!(self.log, "device shut down"; "device" => player_kit::log::device(code), "driver" => &d.driver_name);
-            d.driver.shutdown.do_send(Shutdown { device: code });
+            info!(self.log, "device shut down"; "device" => player_kit::log::device(code), "driver" => &d.driver_name, "client" => &*h.client);
+            d.driver.shutdown.do_send(Shutdown {
+                device: code,
+                client: h.client.clone(),
+            });
         }
         self.update_health_check(ctx);
     }
@@ -386,14 +390,17 @@ impl Registry {
         };
         match &result {
             Ok(()) => {
-                info!(self.log, "device set up"; "device" => player_kit::log::device(code), "driver" => &d.driver_name);
+                info!(self.log, "device set up"; "device" => player_kit::log::device(code), "driver" => &d.driver_name, "opened_by" => &*d.opened_by);
                 d.state = State::Up;
                 if matches!(d.condition, Condition::SetupFailed | Condition::Silent) {
                     d.condition = Condition::Ok;
                 }
                 if d.holders.is_empty() {
                     d.state = State::Down;
-                    d.driver.shutdown.do_send(Shutdown { device: code });
+                    d.driver.shutdown.do_send(Shutdown {
+                        device: code,
+                        client: d.opened_by.clone(),
+                    });
                 } else if d.spec.readable {
                     for (&session, h) in d.holders.iter().filter(|(_, h)| h.read) {
                         d.driver.subscribers.do_send(Subscribers {
@@ -410,7 +417,7 @@ impl Registry {
                 }
             }
             Err(e) => {
-                warn!(self.log, "device setup failed"; "device" => player_kit::log::device(code), "driver" => &d.driver_name, "error" => %e);
+                warn!(self.log, "device setup failed"; "device" => player_kit::log::device(code), "driver" => &d.driver_name, "error" => %e, "opened_by" => &*d.opened_by);
                 d.condition = Condition::SetupFailed;
                 d.holders.clear();
             }
@@ -448,9 +455,14 @@ impl Registry {
     /// the next command re-arms it).
     fn check_watchdogs(&mut self, ctx: &mut Context<Self>) {
         for (code, timeout) in self.guard.expire(Instant::now()) {
-            self.stop_device(code, StopReason::Watchdog);
+            let writer = self
+                .table
+                .devices
+                .get(&code)
+                .map_or_else(|| "".into(), |d| d.writer_client());
+            self.stop_device(code, StopReason::Watchdog, writer.clone());
             if self.watchdog_explained {
-                warn!(self.log, "command watchdog: no command in time; device stopped"; "device" => player_kit::log::device(code), "command_timeout_s" => timeout.as_secs_f64());
+                warn!(self.log, "command watchdog: no command in time; device stopped"; "device" => player_kit::log::device(code), "command_timeout_s" => timeout.as_secs_f64(), "client" => &*writer);
             } else {
                 // The first time only: a client written for 0.7.4a may send one command
                 // and expect it to hold (docs/clients-of-2000.md).
@@ -464,7 +476,7 @@ impl Registry {
                     "command_timeout = 0 in [[robot]] '{}' (or in its [[robot.driver]] '{driver}')",
                     self.table.robot
                 );
-                warn!(self.log, "command watchdog: no command in time; device stopped (a client written for Player 0.7.4a that sends one command expects it to hold: set the key below to restore that for this robot, see docs/clients-of-2000.md)"; "device" => player_kit::log::device(code), "command_timeout_s" => timeout.as_secs_f64(), "restore_0_7_4a" => key);
+                warn!(self.log, "command watchdog: no command in time; device stopped (a client written for Player 0.7.4a that sends one command expects it to hold: set the key below to restore that for this robot, see docs/clients-of-2000.md)"; "device" => player_kit::log::device(code), "command_timeout_s" => timeout.as_secs_f64(), "restore_0_7_4a" => key, "client" => &*writer);
             }
             self.notify_holders(
                 code,
@@ -542,13 +554,12 @@ impl Registry {
     /// ones come as messages (while a device is silent) or are left there.
     fn take_tap_inbox(&mut self) {
         let inbox = self.tap_inbox.clone();
-        inbox.take_each(self.any_silent(), |d| {
-            self.seen(d.device, d.seq, d.data.len())
-        });
+        inbox.take_each(self.any_silent(), |d| self.seen(&d));
     }
 
-    /// The tap saw readings of `code` up to its `seq`-th, the newest of `size` bytes.
-    fn seen(&mut self, code: u8, seq: u64, size: usize) {
+    /// The tap saw readings of a device up to `d`, the newest.
+    fn seen(&mut self, data: &DeviceData) {
+        let code = data.device;
         let Some(d) = self.table.devices.get_mut(&code) else {
             return;
         };
@@ -556,7 +567,13 @@ impl Registry {
         if !d.is_up() {
             return;
         }
-        self.health.seen(code, seq, size, Instant::now());
+        let reading = data.stamp();
+        if !self
+            .health
+            .seen(code, reading, data.data.len(), Instant::now())
+        {
+            return;
+        }
         if d.condition == Condition::Silent {
             d.condition = Condition::Ok;
             info!(self.log, "device publishing again"; "device" => player_kit::log::device(code));
@@ -612,7 +629,7 @@ impl Handler<Subscribe> for Registry {
             },
         );
         if had_write && !msg.write && spec.command_size.is_some() {
-            self.stop_device(code, StopReason::WriterLeft);
+            self.stop_device(code, StopReason::WriterLeft, msg.client.clone());
         }
         let d = self.table.devices.get_mut(&code).expect("looked up above");
         let grant = Grant { spec, command };
@@ -636,11 +653,15 @@ impl Handler<Subscribe> for Registry {
             State::Down => {
                 let (tx, rx) = oneshot::channel();
                 d.state = State::SettingUp(vec![tx]);
-                info!(self.log, "setting up device"; "device" => player_kit::log::device(code), "driver" => &d.driver_name, "client" => &msg.client);
+                info!(self.log, "setting up device"; "device" => player_kit::log::device(code), "driver" => &d.driver_name, "client" => &*msg.client);
+                d.opened_by = msg.client.clone();
                 let setup = d
                     .driver
                     .setup
-                    .send(Setup { device: code })
+                    .send(Setup {
+                        device: code,
+                        client: msg.client.clone(),
+                    })
                     .timeout(self.setup_timeout);
                 let timeout = self.setup_timeout;
                 Box::pin(
@@ -727,7 +748,8 @@ impl Handler<Command> for Registry {
                 return;
             }
             Ok(Admitted::Resumed) => {
-                info!(self.log, "command watchdog: commands again; device resumed"; "device" => player_kit::log::device(code));
+                let client = d.holders.get(&msg.session).map(|h| h.client.clone());
+                info!(self.log, "command watchdog: commands again; device resumed"; "device" => player_kit::log::device(code), "client" => client.as_deref().unwrap_or(""));
             }
             Ok(Admitted::Pass) => {}
         }
@@ -808,13 +830,14 @@ impl Handler<EStop> for Registry {
             if !self.guard.latch(&msg.client) {
                 return false;
             }
+            let by: Arc<str> = msg.client.as_str().into();
             for code in self.table.commandable() {
-                self.stop_device(code, StopReason::EmergencyStop);
+                self.stop_device(code, StopReason::EmergencyStop, by.clone());
             }
             if let Some((h, _)) = self.watchdog_check.take() {
                 ctx.cancel_future(h);
             }
-            warn!(self.log, "EMERGENCY STOP latched: every command is ignored until it is released"; "by" => &msg.client);
+            warn!(self.log, "EMERGENCY STOP latched: every command is ignored until it is released"; "client" => &msg.client);
             Notice::new(
                 kind::ESTOP,
                 0,
@@ -824,7 +847,7 @@ impl Handler<EStop> for Registry {
             if !self.guard.release() {
                 return false;
             }
-            warn!(self.log, "emergency stop released"; "by" => &msg.client);
+            warn!(self.log, "emergency stop released"; "client" => &msg.client);
             Notice::new(
                 kind::ESTOP_RELEASED,
                 0,
@@ -876,10 +899,10 @@ impl Handler<DeviceStatus> for Registry {
         d.condition = condition;
         match msg.state {
             DeviceState::Up => {
-                info!(self.log, "device up again"; "device" => player_kit::log::device(code), "reason" => &msg.reason)
+                info!(self.log, "device up again"; "device" => player_kit::log::device(code), "reason" => &msg.reason, "opened_by" => &*d.opened_by)
             }
             _ => {
-                warn!(self.log, "device failed"; "device" => player_kit::log::device(code), "reason" => &msg.reason)
+                warn!(self.log, "device failed"; "device" => player_kit::log::device(code), "reason" => &msg.reason, "opened_by" => &*d.opened_by)
             }
         }
         self.notify_holders(code, Notice::new(k, code, msg.reason));
@@ -890,7 +913,7 @@ impl Handler<DeviceData> for Registry {
     type Result = ();
 
     fn handle(&mut self, msg: DeviceData, _ctx: &mut Self::Context) {
-        self.seen(msg.device, msg.seq, msg.data.len());
+        self.seen(&msg);
     }
 }
 
@@ -899,7 +922,7 @@ impl Handler<DeviceDataBatch> for Registry {
 
     fn handle(&mut self, msg: DeviceDataBatch, _ctx: &mut Self::Context) {
         for d in msg.0.iter() {
-            self.seen(d.device, d.seq, d.data.len());
+            self.seen(d);
         }
     }
 }
@@ -993,7 +1016,10 @@ impl Handler<ShutdownAll> for Registry {
             d.holders.clear();
             if !matches!(d.state, State::Down) {
                 d.state = State::Down;
-                shutdowns.push(d.driver.shutdown.send(Shutdown { device: *code }));
+                shutdowns.push(d.driver.shutdown.send(Shutdown {
+                    device: *code,
+                    client: "".into(),
+                }));
             }
         }
         let drivers: Vec<(String, DriverHandle)> = self.table.drivers.clone();

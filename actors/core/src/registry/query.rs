@@ -140,7 +140,7 @@ impl Handler<SetCommandTimeout> for Registry {
         if now != before {
             info!(self.log, "command watchdog timeout changed"; "device" => player_kit::log::device(code),
                 "from_s" => before.map_or(0.0, |t| t.as_secs_f64()),
-                "to_s" => now.map_or(0.0, |t| t.as_secs_f64()), "by" => &msg.client);
+                "to_s" => now.map_or(0.0, |t| t.as_secs_f64()), "client" => &msg.client);
             // An armed watchdog's deadline moved: re-arm the check for it.
             self.schedule_watchdog(ctx);
         }

@@ -146,6 +146,9 @@ pub(super) struct Device {
     pub holders: Holders,
     pub state: State,
     pub condition: Condition,
+    /// The client whose request set it up last, for the log lines about it (its limits
+    /// count them as that client's).
+    pub opened_by: std::sync::Arc<str>,
 }
 
 impl Device {
@@ -167,6 +170,15 @@ impl Device {
     /// How long `session`'s commands hold, if it asked (`CommandHold`).
     pub fn hold(&self, session: SessionId) -> Option<std::time::Duration> {
         self.holders.get(&session).and_then(|h| h.hold)
+    }
+
+    /// The client of a session holding write access (the one the watchdog stops), or an
+    /// empty name.
+    pub fn writer_client(&self) -> std::sync::Arc<str> {
+        self.holders
+            .values()
+            .find(|h| h.write)
+            .map_or_else(|| "".into(), |h| h.client.clone())
     }
 
     /// Whether `session` reads it.
@@ -230,6 +242,7 @@ impl Table {
                     holders: Holders::default(),
                     state: State::Down,
                     condition: Condition::Ok,
+                    opened_by: "".into(),
                 },
             );
         }

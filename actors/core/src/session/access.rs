@@ -9,7 +9,8 @@ use crate::notice::{kind, Notice};
 use crate::registry::{Subscribe, Unsubscribe};
 use actix::prelude::*;
 use bytes::Bytes;
-use player_kit::driver::{Command, DataRecipient};
+use player_kit::driver::{Command, DataRecipient, DeviceData};
+use player_kit::fresh::{self, Stamp};
 use player_proto::message;
 use player_proto::{access, device};
 use slog::{info, warn};
@@ -58,14 +59,18 @@ impl Session {
         ctx: &mut Context<Self>,
     ) -> ResponseActFuture<Self, ()> {
         if second != b'r' {
-            if let Some(n) = self.conn.throttle.allow("request-second") {
-                warn!(self.conn.log, "device request with second byte {} instead of 'r'; treated as a request", esc(second); "suppressed" => n);
-            }
+            warn!(
+                self.conn.log,
+                "device request with second byte {} instead of 'r'; treated as a request",
+                esc(second)
+            );
         }
         if let Some(b) = odd_byte {
-            if let Some(n) = self.conn.throttle.allow("request-odd") {
-                warn!(self.conn.log, "device request of odd size; trailing byte {} ignored", esc(b); "suppressed" => n);
-            }
+            warn!(
+                self.conn.log,
+                "device request of odd size; trailing byte {} ignored",
+                esc(b)
+            );
         }
         // Pairs refused before the registry is asked, with why (for the error channel).
         let mut refused: Vec<(u8, String)> = Vec::new();
@@ -81,9 +86,12 @@ impl Session {
                 req,
                 access::READ | access::WRITE | access::ALL | access::CLOSE
             ) {
-                if let Some(n) = self.conn.throttle.allow("access-code") {
-                    warn!(self.conn.log, "unknown access code {} for device {}; ignored", esc(req), esc(dev); "suppressed" => n);
-                }
+                warn!(
+                    self.conn.log,
+                    "unknown access code {} for device {}; ignored",
+                    esc(req),
+                    esc(dev)
+                );
                 refused.push((dev, format!("unknown access code {}", esc(req))));
             }
             let req = if !self.rights.may_write() && matches!(req, access::WRITE | access::ALL) {
@@ -209,7 +217,7 @@ impl Session {
                     readable: false,
                     command: None,
                     latest: None,
-                    sent_seq: 0,
+                    sent: Stamp::default(),
                 });
                 slots.len() - 1
             }
@@ -230,7 +238,8 @@ impl Session {
                 if !slot.reads() {
                     slot.latest = None;
                 } else if let Some(d) = early {
-                    if slot.latest.as_ref().is_none_or(|l| l.seq < d.seq) {
+                    let last = slot.latest.as_ref().map(DeviceData::stamp);
+                    if fresh::judge(last, d.stamp()).is_new() {
                         slot.latest = Some(d);
                     }
                 }
@@ -284,9 +293,7 @@ impl Session {
             }
         };
         if let Err(why) = why {
-            if let Some(n) = self.conn.throttle.allow("command") {
-                warn!(self.conn.log, "{}", why; "suppressed" => n);
-            }
+            warn!(self.conn.log, "{}", why);
             self.notice(Notice::new(kind::COMMAND, dev, why), ctx);
         }
     }

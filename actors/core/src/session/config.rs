@@ -16,9 +16,7 @@ use std::time::Instant;
 impl Session {
     /// Logs (rate limited) and tells the client (when it asked) that a config was ignored.
     pub(super) fn config_ignored(&mut self, dev: u8, why: String, ctx: &mut Context<Self>) {
-        if let Some(n) = self.conn.throttle.allow("config") {
-            warn!(self.conn.log, "{}", why; "suppressed" => n);
-        }
+        warn!(self.conn.log, "{}", why);
         self.notice(Notice::new(kind::CONFIG, dev, why), ctx);
     }
 

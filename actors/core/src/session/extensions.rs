@@ -37,9 +37,10 @@ impl Session {
             "releasing the emergency stop needs write access; {}",
             self.read_only_reason()
         );
-        if let Some(n) = self.conn.throttle.allow("estop") {
-            warn!(self.conn.log, "emergency stop release refused: read-only client"; "suppressed" => n);
-        }
+        warn!(
+            self.conn.log,
+            "emergency stop release refused: read-only client"
+        );
         self.notice(Notice::new(kind::ACCESS, 0, why), ctx);
     }
 
@@ -94,9 +95,7 @@ impl Session {
         }
         if self.writer.backlog() >= self.conn.opts.max_output {
             self.conn.notices_dropped += 1;
-            if let Some(s) = self.conn.throttle.allow("notices-dropped") {
-                warn!(self.conn.log, "notice dropped: the client leaves its output unread"; "dropped" => self.conn.notices_dropped, "suppressed" => s);
-            }
+            warn!(self.conn.log, "notice dropped: the client leaves its output unread"; "dropped" => self.conn.notices_dropped);
             return;
         }
         let bytes = n.encode();

@@ -7,6 +7,7 @@ use super::schedule::Schedule;
 use super::Session;
 use actix::prelude::*;
 use player_kit::driver::{Command, DeviceData, Inbox};
+use player_kit::fresh::{self, Stamp};
 use player_proto::access;
 use std::sync::Arc;
 
@@ -20,8 +21,8 @@ pub(super) struct Slot {
     /// most slots are only read).
     pub(super) command: Option<Box<(Recipient<Command>, usize)>>,
     pub(super) latest: Option<DeviceData>,
-    /// Sequence number of the last reading sent to this client.
-    pub(super) sent_seq: u64,
+    /// The last reading sent to this client.
+    pub(super) sent: Stamp,
 }
 
 impl Slot {
@@ -40,8 +41,9 @@ impl Slot {
         self.latest = None;
     }
 
+    /// Whether its newest reading has not been sent yet.
     pub(super) fn is_new(&self) -> bool {
-        self.latest.as_ref().is_some_and(|d| d.seq != self.sent_seq)
+        self.latest.as_ref().is_some_and(|d| d.stamp() != self.sent)
     }
 }
 
@@ -218,7 +220,7 @@ fn take_reading(
     if slot
         .latest
         .as_ref()
-        .is_some_and(|l| l.seq >= msg.seq && l.seq != 0)
+        .is_some_and(|l| !fresh::judge(Some(l.stamp()), msg.stamp()).is_new())
     {
         return None;
     }
@@ -320,6 +322,36 @@ mod tests {
             timestamp: Timestamp { sec: 0, usec: 0 },
             seq,
         }
+    }
+
+    /// Reading number `seq` of the laser, taken at second `sec`.
+    fn laser(seq: u64, sec: u32) -> DeviceData {
+        DeviceData {
+            timestamp: Timestamp { sec, usec: 0 },
+            ..reading(b'l', seq)
+        }
+    }
+
+    #[test]
+    fn a_slot_takes_a_reading_numbered_afresh_at_once_and_never_an_older_one() {
+        let mut l = DeviceList::new();
+        l.slots.push(Slot {
+            code: b'l',
+            access: access::READ,
+            readable: true,
+            command: None,
+            latest: None,
+            sent: Stamp::default(),
+        });
+        assert_eq!(l.take(laser(500, 10), false), Some(true), "the first");
+        assert!(l.slots[0].is_new());
+        l.slots[0].sent = l.slots[0].latest.as_ref().unwrap().stamp();
+        assert!(!l.slots[0].is_new(), "sent");
+        assert_eq!(l.take(laser(500, 10), false), None, "the same again");
+        assert_eq!(l.take(laser(499, 9), false), None, "older");
+        assert_eq!(l.take(laser(1, 11), false), Some(false), "numbered afresh");
+        assert!(l.slots[0].is_new());
+        assert_eq!(l.slots[0].latest.as_ref().map(|d| d.seq), Some(1));
     }
 
     #[test]

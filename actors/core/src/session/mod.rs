@@ -46,7 +46,7 @@ mod writer;
 
 use crate::access::Policy;
 use crate::codec::ClientMessage;
-use crate::logging::{code as esc, Throttle};
+use crate::logging::code as esc;
 use crate::notice::{kind, Notice};
 use crate::registry::{Disconnect, Registry, SessionId};
 use crate::timer::{TickHandle, Ticks};
@@ -138,7 +138,6 @@ struct Conn {
     notices: bool,
     /// Notices dropped because the client left too much unread.
     notices_dropped: u64,
-    throttle: LazyThrottle,
     /// This session's part of its thread's load (rounds per second on a schedule), kept
     /// current for the placement of new sessions; `None` outside a server.
     load: Option<crate::placement::LoadShare>,
@@ -148,23 +147,6 @@ impl Conn {
     /// The client's address as text (how the registry and the drivers name it).
     fn client(&self) -> String {
         self.peer.to_string()
-    }
-}
-
-/// A [`Throttle`] made when the session first has something to throttle (most never do):
-/// a pointer until then.
-#[derive(Default)]
-struct LazyThrottle(Option<Box<Throttle>>);
-
-impl LazyThrottle {
-    /// [`Throttle::allow`].
-    fn allow(&mut self, kind: &'static str) -> Option<u64> {
-        self.0.get_or_insert_with(Default::default).allow(kind)
-    }
-
-    /// [`Throttle::pending`].
-    fn pending(&self) -> u64 {
-        self.0.as_ref().map_or(0, |t| t.pending())
     }
 }
 
@@ -216,7 +198,6 @@ impl Session {
                 closing_reason: None,
                 notices: false,
                 notices_dropped: 0,
-                throttle: LazyThrottle::default(),
                 load: None,
             },
             list: list::DeviceList::new(),
@@ -309,7 +290,7 @@ impl Actor for Session {
         }
         c.registry.do_send(Disconnect { session: c.id });
         let reason = c.closing_reason.take().unwrap_or_else(|| "closed".into());
-        info!(c.log, "client disconnected"; "reason" => reason, "peer" => %c.peer, "rounds_skipped" => self.writer.skipped(), "warnings_suppressed" => c.throttle.pending());
+        info!(c.log, "client disconnected"; "reason" => reason, "peer" => %c.peer, "rounds_skipped" => self.writer.skipped());
         if let Some(l) = c.listener.take() {
             l.do_send(SessionClosed { id: c.id });
         }
@@ -345,17 +326,13 @@ impl Handler<Incoming> for Session {
                 Box::pin(fut::ready(()))
             }
             ClientMessage::Unknown { kind, second, size } => {
-                if let Some(n) = self.conn.throttle.allow("unknown") {
-                    warn!(self.conn.log, "unknown message type; skipped"; "type" => esc(kind), "second" => esc(second), "size" => size, "suppressed" => n);
-                }
+                warn!(self.conn.log, "unknown message type; skipped"; "type" => esc(kind), "second" => esc(second), "size" => size);
                 let why = format!("unknown message type {} skipped", esc(kind));
                 self.notice(Notice::new(kind::OVERLOAD, 0, why), ctx);
                 Box::pin(fut::ready(()))
             }
             ClientMessage::Oversized { kind, second, size } => {
-                if let Some(n) = self.conn.throttle.allow("oversized") {
-                    warn!(self.conn.log, "message too big; skipped"; "type" => esc(kind), "second" => esc(second), "size" => size, "max" => crate::codec::MAX_PAYLOAD, "suppressed" => n);
-                }
+                warn!(self.conn.log, "message too big; skipped"; "type" => esc(kind), "second" => esc(second), "size" => size, "max" => crate::codec::MAX_PAYLOAD);
                 let why = format!(
                     "message of {size} bytes skipped (at most {})",
                     crate::codec::MAX_PAYLOAD

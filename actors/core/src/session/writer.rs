@@ -115,7 +115,7 @@ impl Writer {
                 buf.extend_from_slice(&d.timestamp.encode());
             }
             buf.extend_from_slice(&d.data);
-            slot.sent_seq = d.seq;
+            slot.sent = d.stamp();
         }
         buf
     }
@@ -334,9 +334,7 @@ impl Session {
         if self.writer.out.len() < self.conn.opts.max_output {
             return Box::pin(fut::ready(()));
         }
-        if let Some(n) = self.conn.throttle.allow("output-backlog") {
-            warn!(self.conn.log, "client leaves its replies unread; its input waits"; "unread_bytes" => self.writer.out.len(), "suppressed" => n);
-        }
+        warn!(self.conn.log, "client leaves its replies unread; its input waits"; "unread_bytes" => self.writer.out.len());
         let (tx, rx) = futures::channel::oneshot::channel();
         self.writer.drained = Some(tx);
         let limit = self.conn.opts.stall_timeout;

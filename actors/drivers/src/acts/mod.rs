@@ -128,7 +128,7 @@ impl LinkDriver for ActsDriver {
         let mut task = LinkTask {
             params: self.params.clone(),
             config_path: self.config_path.clone(),
-            log: self.parts.log.clone(),
+            log: self.parts.task_log(),
             packets: ctx.address().recipient(),
             child: None,
             bad: LogThrottle::default(),

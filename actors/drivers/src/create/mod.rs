@@ -161,7 +161,7 @@ impl LinkDriver for CreateDriver {
         let (handle, wheels) = Commanded::new(ctl, Motion::default());
         let task = LinkTask {
             params: self.params.clone(),
-            log: self.parts.log.clone(),
+            log: self.parts.task_log(),
             readings: ctx.address().recipient(),
             wheels,
             status: self.status.clone(),
@@ -228,7 +228,7 @@ impl LinkDriver for CreateDriver {
                 m.seq += 1;
             });
             link.handle.send(Ctl::Stop);
-            info!(self.parts.log, "base stopped"; "reason" => %msg.reason);
+            info!(self.parts.log, "base stopped"; "reason" => %msg.reason, "client" => &*msg.client);
         }
     }
 }

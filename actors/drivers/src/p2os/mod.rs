@@ -166,7 +166,7 @@ impl LinkDriver for P2osDriver {
         let (handle, motion) = Commanded::new(ctl, Motion::default());
         let task = LinkTask {
             params: self.params.clone(),
-            log: self.parts.log.clone(),
+            log: self.parts.task_log(),
             readings: ctx.address().recipient(),
             motion,
         };
@@ -236,7 +236,7 @@ impl LinkDriver for P2osDriver {
                 m.turn = 0;
             });
             link.handle.send(Ctl::Stop);
-            info!(self.parts.log, "robot stopped"; "reason" => %msg.reason);
+            info!(self.parts.log, "robot stopped"; "reason" => %msg.reason, "client" => &*msg.client);
         }
     }
 }

@@ -408,7 +408,8 @@ impl PassthroughDriver {
         })
     }
 
-    fn start_link(&mut self, ctx: &mut Context<Self>) {
+    /// Starts the link task; its log lines name the client whose request opened it.
+    fn start_link(&mut self, opened_by: &str, ctx: &mut Context<Self>) {
         let (close, close_rx) = close_channel();
         self.shared.with(|o| {
             o.commands.clear();
@@ -420,7 +421,7 @@ impl PassthroughDriver {
             readings: ctx.address().recipient(),
             granted: ctx.address().recipient(),
             status: self.status.clone(),
-            log: self.log.clone(),
+            log: self.log.new(slog::o!("opened_by" => opened_by.to_string())),
             notices: LogThrottle::default(),
             oversized: LogThrottle::default(),
         };
@@ -456,7 +457,7 @@ impl Handler<Setup> for PassthroughDriver {
             )));
         }
         if !self.link.is_running() {
-            self.start_link(ctx);
+            self.start_link(&msg.client, ctx);
         } else if self
             .link
             .state()
@@ -473,6 +474,7 @@ impl Handler<Setup> for PassthroughDriver {
         self.shared.wake.notify_one();
         let ready = self.link.wait_ready();
         let device = msg.device;
+        let client = msg.client;
         Box::pin(
             async move {
                 ready.await?;
@@ -486,7 +488,7 @@ impl Handler<Setup> for PassthroughDriver {
                 let close = match &res {
                     Ok(()) => None,
                     Err(e) => {
-                        warn!(act.log, "remote device setup failed"; "device" => code(device), "error" => %e);
+                        warn!(act.log, "remote device setup failed"; "device" => code(device), "error" => %e, "client" => &*client);
                         act.pending.remove(&device);
                         // After the last wanted device the link is closed (a link whose
                         // first connection failed has ended; closing it only forgets it).

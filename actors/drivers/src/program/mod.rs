@@ -17,7 +17,9 @@
 //! unread, is killed (its whole process group), logged under its name, and its devices
 //! are reported failed (clients waiting on a setup get `e`; clients with the error channel
 //! get `f`); it is started again after a backoff (doubling from `restart_backoff.initial`
-//! to `restart_backoff.max`) and the devices that still have clients are set up again.
+//! to `restart_backoff.max`) and the devices that still have clients are set up again. A
+//! new run's readings are numbered afresh (`DeviceData::seq` from 1), and reach every
+//! client and front end at once (the kit's one rule, `player_kit::fresh`).
 //! Its standard error is logged line by line under its name (lines cut at
 //! [`MAX_LINE`] bytes, escaped, rate-limited).
 //!
@@ -458,6 +460,8 @@ pub struct ProgramDriver {
     reads: BTreeSet<u8>,
     next_config: u32,
     terminating: bool,
+    /// The client whose request set a device up last, for the lines about its answer.
+    opened_by: std::sync::Arc<str>,
 }
 
 impl ProgramDriver {
@@ -488,6 +492,7 @@ impl ProgramDriver {
             reads: BTreeSet::new(),
             next_config: 0,
             terminating: false,
+            opened_by: "".into(),
         }
     }
 
@@ -664,8 +669,11 @@ impl ProgramDriver {
         let failed: Vec<u8> = self.up.iter().copied().collect();
         self.status.report(&failed, DeviceState::Failed, &text);
         self.failed.extend(failed);
+        // The next run's readings are a new stream, numbered afresh; every consumer takes
+        // them at once (player_kit::fresh).
         for d in &self.plan.devices {
             self.publisher.clear(d.code);
+            self.publisher.renumber(d.code);
         }
         let me = DataRecipient::of(&ctx.address());
         for device in std::mem::take(&mut self.reads) {
@@ -717,7 +725,7 @@ impl ProgramDriver {
                         }
                     }
                     Err(e) => {
-                        info!(self.log, "driver program refused a setup"; "device" => code(device), "error" => %e);
+                        info!(self.log, "driver program refused a setup"; "device" => code(device), "error" => %e, "opened_by" => &*self.opened_by);
                         if waiters.is_empty() {
                             // A setup again after a restart: the device stays failed.
                             self.status.report(&[device], DeviceState::Failed, &e.text);
@@ -1000,6 +1008,7 @@ impl Handler<Setup> for ProgramDriver {
 
     fn handle(&mut self, msg: Setup, ctx: &mut Self::Context) -> Self::Result {
         let (tx, rx) = oneshot::channel();
+        self.opened_by = msg.client;
         if self.terminating {
             let _ = tx.send(Err(DriverError::other("the server is shutting down")));
         } else {

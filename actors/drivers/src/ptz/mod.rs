@@ -109,7 +109,7 @@ impl LinkDriver for PtzDriver {
         let (handle, target) = PtzLink::new(close, (0, 0, 0));
         let task = LinkTask {
             params: self.params.clone(),
-            log: self.parts.log.clone(),
+            log: self.parts.task_log(),
             readings: ctx.address().recipient(),
             target,
         };

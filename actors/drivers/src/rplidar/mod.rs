@@ -144,7 +144,7 @@ impl LinkDriver for RplidarDriver {
     fn start_link(&mut self, ctx: &mut Context<Self>) {
         self.parts.start_task(LinkTask {
             params: self.params.clone(),
-            log: self.parts.log.clone(),
+            log: self.parts.task_log(),
             scans: ctx.address().recipient(),
             said_no_motor: self.said_no_motor.clone(),
         });

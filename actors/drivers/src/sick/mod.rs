@@ -92,7 +92,7 @@ impl LinkDriver for SickDriver {
     fn start_link(&mut self, ctx: &mut Context<Self>) {
         self.parts.start_task(LinkTask {
             params: self.params.clone(),
-            log: self.parts.log.clone(),
+            log: self.parts.task_log(),
             scans: ctx.address().recipient(),
         });
     }

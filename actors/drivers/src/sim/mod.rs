@@ -596,7 +596,7 @@ impl Handler<Setup> for SimDriver {
                 r.set_velocity_mode(false);
                 r.set_motor_power(motors_on);
             });
-            info!(self.log, "simulated base opened"; "motors_on" => self.params.motors_on);
+            info!(self.log, "simulated base opened"; "motors_on" => self.params.motors_on, "opened_by" => &*msg.client);
         }
         self.up.insert(msg.device);
         self.update_timers(ctx);
@@ -615,7 +615,7 @@ impl Handler<Shutdown> for SimDriver {
         self.publisher.clear(msg.device);
         if BASE.contains(&msg.device) && !self.base_open() {
             self.with_robot(|r| r.stop());
-            info!(self.log, "simulated base closed; robot stopped");
+            info!(self.log, "simulated base closed; robot stopped"; "client" => &*msg.client);
         }
     }
 }
@@ -661,7 +661,7 @@ impl Handler<Stop> for SimDriver {
     fn handle(&mut self, msg: Stop, _ctx: &mut Self::Context) {
         if msg.device == device::POSITION {
             self.with_robot(|r| r.stop());
-            info!(self.log, "robot stopped"; "reason" => %msg.reason);
+            info!(self.log, "robot stopped"; "reason" => %msg.reason, "client" => &*msg.client);
         }
     }
 }

@@ -2,6 +2,9 @@
 //! echo of the command, a status line, data lines, each line with its checksum character,
 //! an empty line at the end), the 2-, 3- and 4-character encodings, the `VV`/`PP`/`II`
 //! parameter lines, scans (`MD`/`GD`), and the mapping of the sensor's clock to the host's.
+//! Also the little of SCIP 1.1 a host needs to leave it: a URG-04LX with its original
+//! firmware boots in SCIP 1.1 (a one-character status line, no checksums), and answers
+//! SCIP 2.0 commands only after `SCIP2.0` ([`Block::is_scip1`], [`SCIP2_SWITCH`]).
 //! No I/O here.
 
 use player_proto::scan::{to_urad, Scan};
@@ -49,6 +52,10 @@ pub fn line_with_sum(content: &[u8]) -> Vec<u8> {
 pub fn md_command(start: u32, end: u32) -> Vec<u8> {
     format!("MD{start:04}{end:04}01000\n").into_bytes()
 }
+
+/// The command that switches a sensor running SCIP 1.1 to SCIP 2.0 (until it restarts). The
+/// sensor answers with its echo, the status `0` (switched) and an empty line.
+pub const SCIP2_SWITCH: &[u8] = b"SCIP2.0\n";
 
 /// Why a reply block was not usable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,9 +108,9 @@ pub struct Block {
     pub lines: Vec<Vec<u8>>,
 }
 
-/// The two-letter commands a reply may echo.
-const COMMANDS: [&[u8]; 10] = [
-    b"MD", b"MS", b"GD", b"GS", b"VV", b"PP", b"II", b"BM", b"QT", b"RS",
+/// The two-letter commands a reply may echo (`SC`: the echo of [`SCIP2_SWITCH`]).
+const COMMANDS: [&[u8]; 11] = [
+    b"MD", b"MS", b"GD", b"GS", b"VV", b"PP", b"II", b"BM", b"QT", b"RS", b"SC",
 ];
 
 impl Block {
@@ -122,6 +129,22 @@ impl Block {
             3 => Err(ScipError::BadChecksum { line: 1 }),
             _ => Ok(s),
         }
+    }
+
+    /// Whether this is a SCIP 1.1 answer: its status line is one character (`0` for
+    /// success, anything else an error; SCIP 2.0 sends two and a checksum). A sensor
+    /// running SCIP 1.1 answers a SCIP 2.0 command (`QT`, `VV`) so: echo, `E`, empty line.
+    pub fn is_scip1(&self) -> bool {
+        self.lines.first().is_some_and(|s| s.len() == 1)
+    }
+
+    /// The value of a `NAME:value` line of a SCIP 1.1 answer (its lines carry no
+    /// checksums): `FIRM` of the answer to `V`, for instance.
+    pub fn scip1_value(&self, name: &str) -> Option<String> {
+        self.lines.iter().skip(1).find_map(|l| {
+            let v = l.strip_prefix(name.as_bytes())?.strip_prefix(b":")?;
+            Some(String::from_utf8_lossy(v).into_owned())
+        })
     }
 
     /// The `NAME:value` lines of a `VV`, `PP` or `II` answer (each checked: the checksum
@@ -189,9 +212,11 @@ impl Parser {
             let body = &raw[..end];
             let mut lines = body.split(|&b| b == b'\n');
             let first = lines.next().unwrap_or_default();
-            // The echo starts at the first known command; anything before is junk.
+            // The echo starts at the first known command; anything before is junk. A
+            // lone `V` is the echo of SCIP 1.1's version command.
             let at = (0..first.len().saturating_sub(1))
-                .find(|&i| COMMANDS.iter().any(|c| first[i..].starts_with(c)));
+                .find(|&i| COMMANDS.iter().any(|c| first[i..].starts_with(c)))
+                .or((first == b"V").then_some(0));
             let Some(at) = at else {
                 self.junk += raw.len() as u64;
                 continue;
@@ -564,6 +589,36 @@ mod tests {
             ("SCAN".to_string(), "600".to_string()),
         ];
         assert!(Sensor::from_parameters(&params).is_err());
+    }
+
+    /// What a URG-04LX with its original firmware (3.1.04, booting in SCIP 1.1) answered
+    /// its host, from the same recording as `SESSION`: `V`, then `SCIP2.0`. (The
+    /// recording lacks the empty line that ends the answer to `V`: the host discarded its
+    /// input before writing `SCIP2.0`. The SCIP 2.0 specification frames every answer with
+    /// one.) Then what urg_library expects for a SCIP 2.0 command sent to such a sensor.
+    const SCIP1_BOOT: &[u8] = b"V\n0\nVEND:Hokuyo Automatic Co.,Ltd.\n\
+        PROD:SOKUIKI Sensor URG-04LX\n\
+        FIRM:3.1.04,07/08/02(20-4095[mm],240[deg],44-725[step],600[rpm])\n\
+        PROT:00003,(SCIP 1.0)\nSERI:H0706400\nSTAT:FW Normal[FinalDist with shadow  ]\n\n\
+        SCIP2.0\n0\n\nQT\nE\n\n";
+
+    #[test]
+    fn scip_1_1_answers_are_told_from_scip_2_0_ones() {
+        let b = blocks(SCIP1_BOOT);
+        let echoes: Vec<&[u8]> = b.iter().map(|b| &b.echo[..]).collect();
+        assert_eq!(echoes, vec![&b"V"[..], b"SCIP2.0", b"QT"]);
+        assert!(b.iter().all(Block::is_scip1));
+        assert_eq!(b[0].status(), Ok(&b"0"[..]));
+        assert_eq!(
+            b[0].scip1_value("PROT").as_deref(),
+            Some("00003,(SCIP 1.0)")
+        );
+        assert!(b[0].scip1_value("FIRM").unwrap().starts_with("3.1.04,"));
+        assert_eq!(b[1].status(), Ok(&b"0"[..]), "switched");
+        assert_eq!(b[2].status(), Ok(&b"E"[..]));
+        assert!(b[2].parameters().is_err());
+        // Every answer of the real session in SCIP 2.0 has a two-character status.
+        assert!(blocks(SESSION).iter().all(|b| !b.is_scip1()));
     }
 
     #[test]

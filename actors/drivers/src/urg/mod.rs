@@ -3,7 +3,9 @@
 //! (`l`, the 0.7.4a view) and the full scan (`L`); docs/hardware/urg.md.
 //!
 //! A link task on the actor's arbiter owns the line. Setup: stop a stream an earlier run
-//! may have left going (`QT`), read the model (`VV`, `PP`, `II`), ask for continuous scans
+//! may have left going (`QT`), switch a sensor that answers in SCIP 1.1 (a URG-04LX with
+//! its original firmware boots so, and again after every power cycle) to SCIP 2.0
+//! (`SCIP2.0`; one that refuses is a failed device saying why), read the model (`VV`, `PP`, `II`), ask for continuous scans
 //! of every step (`MD`) and succeed on the first good scan. Every line of a scan carries a
 //! checksum; a scan with one bad line is dropped (counted and logged), never served.
 //! Readings below 20 mm (the sensor's error codes) and past its maximum range are no return.
@@ -139,7 +141,7 @@ impl LinkDriver for UrgDriver {
     fn start_link(&mut self, ctx: &mut Context<Self>) {
         self.parts.start_task(LinkTask {
             params: self.params.clone(),
-            log: self.parts.log.clone(),
+            log: self.parts.task_log(),
             scans: ctx.address().recipient(),
         });
     }
@@ -327,6 +329,53 @@ async fn open(params: &UrgParams) -> Result<Box<dyn Line>, LinkError> {
     }
 }
 
+/// Switches a sensor that answered in SCIP 1.1 to SCIP 2.0 (`SCIP2.0`, answered with the
+/// status `0`). A sensor that refuses (another status, or no answer: firmware older than
+/// 3.0 speaks only SCIP 1.1) is an error saying so, with its firmware as its answer to
+/// SCIP 1.1's `V` gives it.
+async fn leave_scip1(
+    line: &mut Box<dyn Line>,
+    parser: &mut Parser,
+    params: &UrgParams,
+    log: &Logger,
+) -> Result<(), LinkError> {
+    let place = params.place();
+    let io = |e: std::io::Error| LinkError::io(&place, &e, format!("laser on {place}: {e}"));
+    let wait = Duration::from_secs_f64(params.reply_timeout);
+    parser.clear();
+    let answer = request(line, parser, codec::SCIP2_SWITCH, wait)
+        .await
+        .map_err(io)?;
+    let status = answer
+        .as_ref()
+        .map(|b| b.status().unwrap_or_default().to_vec());
+    if status.as_deref() == Some(b"0") {
+        info!(
+            log,
+            "the laser answered in SCIP 1.1; switched it to SCIP 2.0"
+        );
+        return Ok(());
+    }
+    let refused = match status {
+        Some(s) => format!("refused SCIP2.0 (status {})", String::from_utf8_lossy(&s)),
+        None => "did not answer SCIP2.0".to_string(),
+    };
+    parser.clear();
+    let firmware = match request(line, parser, b"V\n", wait).await {
+        Ok(Some(v)) => v.scip1_value("FIRM"),
+        _ => None,
+    }
+    .map(|f| format!(" (firmware {f})"))
+    .unwrap_or_default();
+    Err(LinkError::protocol(
+        &place,
+        format!(
+            "the laser on {place} speaks SCIP 1.1 only{firmware}: it {refused}; \
+             this driver needs SCIP 2.0 (URG-04LX firmware 3.0 or later)"
+        ),
+    ))
+}
+
 /// Opens the line and brings the sensor to streaming scans.
 async fn connect(params: &UrgParams, log: &Logger) -> Result<Conn, LinkError> {
     let place = params.place();
@@ -337,15 +386,28 @@ async fn connect(params: &UrgParams, log: &Logger) -> Result<Conn, LinkError> {
     let mut line = open(params).await?;
     let mut parser = Parser::new();
     // A stream left running by an earlier run ends here; its answer may be lost among
-    // scans, which is fine.
-    let _ = request(&mut line, &mut parser, b"QT\n", wait / 2)
+    // scans, which is fine. A sensor that booted in SCIP 1.1 answers it as a command it
+    // does not know, and is switched to SCIP 2.0.
+    let qt = request(&mut line, &mut parser, b"QT\n", wait / 2)
         .await
         .map_err(io)?;
+    let mut switched = false;
+    if qt.as_ref().is_some_and(Block::is_scip1) {
+        leave_scip1(&mut line, &mut parser, params, log).await?;
+        switched = true;
+    }
     parser.clear();
-    let Some(vv) = request(&mut line, &mut parser, b"VV\n", wait)
+    let mut vv = request(&mut line, &mut parser, b"VV\n", wait)
         .await
-        .map_err(io)?
-    else {
+        .map_err(io)?;
+    if !switched && vv.as_ref().is_some_and(Block::is_scip1) {
+        // The answer to QT was lost; VV tells the same.
+        leave_scip1(&mut line, &mut parser, params, log).await?;
+        vv = request(&mut line, &mut parser, b"VV\n", wait)
+            .await
+            .map_err(io)?;
+    }
+    let Some(vv) = vv else {
         return Err(silent(format!(
             "laser not connected or not on {place}: no answer to VV (is it a SCIP 2.0 Hokuyo?)"
         )));

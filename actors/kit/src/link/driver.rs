@@ -12,6 +12,7 @@ use actix::prelude::*;
 use slog::{debug, info, warn, Logger};
 use std::collections::BTreeSet;
 use std::future::Future;
+use std::sync::Arc;
 use tokio::sync::watch;
 
 /// How a served connection ended.
@@ -112,6 +113,9 @@ pub trait Link {
 pub async fn run_link<L: Link>(mut link: L, mut close: L::Close, state: watch::Sender<LinkState>) {
     let mut backoff = Backoff::default();
     let mut ever_up = false;
+    // The reason of the last reconnect failure logged: each new reason is logged once (a
+    // sensor that is back but answers wrongly says so), a repeated one only at debug.
+    let mut last_failure: Option<String> = None;
     loop {
         let result = tokio::select! {
             r = link.connect(ever_up) => r,
@@ -123,6 +127,7 @@ pub async fn run_link<L: Link>(mut link: L, mut close: L::Close, state: watch::S
                     state: &state,
                     ever_up: &mut ever_up,
                 };
+                last_failure = None;
                 match link.serve(conn, &mut close, up).await {
                     Ended::Closed => return link.finish().await,
                     Ended::Lost(why) if ever_up => {
@@ -134,7 +139,13 @@ pub async fn run_link<L: Link>(mut link: L, mut close: L::Close, state: watch::S
                 }
             }
             Err(e) if !ever_up => return fail(&mut link, &state, e).await,
-            Err(e) => debug!(link.log(), "{} reconnect failed", L::NAME; "error" => %e),
+            Err(e) if last_failure.as_deref() == Some(e.text.as_str()) => {
+                debug!(link.log(), "{} reconnect failed", L::NAME; "error" => %e)
+            }
+            Err(e) => {
+                info!(link.log(), "{} reconnect failed; retrying with backoff", L::NAME; "error" => %e);
+                last_failure = Some(e.text);
+            }
         }
         tokio::select! {
             _ = tokio::time::sleep(backoff.next_delay()) => {}
@@ -170,6 +181,9 @@ pub struct LinkParts<H = CloseSender> {
     pub devices: Vec<u8>,
     /// The devices set up: a setup succeeded and no shutdown came since.
     pub up: BTreeSet<u8>,
+    /// The client whose request started the running link (its setup), for the link
+    /// task's log lines ([`LinkParts::task_log`]).
+    pub opened_by: Arc<str>,
 }
 
 impl<H: LinkHandle + 'static> LinkParts<H> {
@@ -183,7 +197,16 @@ impl<H: LinkHandle + 'static> LinkParts<H> {
             log,
             devices: ctx.devices.clone(),
             up: BTreeSet::new(),
+            opened_by: "".into(),
         }
+    }
+
+    /// The logger for a link task started now: the driver's, naming the client whose
+    /// request opened the link (`opened_by`), so the log's limits count the task's lines
+    /// (found, streaming, lost, closed) as that client's. Use it in `start_link`.
+    pub fn task_log(&self) -> Logger {
+        self.log
+            .new(slog::o!("opened_by" => self.opened_by.to_string()))
     }
 
     /// Starts `task` on the current arbiter under the shared reconnect loop
@@ -265,10 +288,11 @@ pub trait LinkDriver: Actor<Context = Context<Self>> {
     fn stop(&mut self, _msg: Stop, _ctx: &mut Context<Self>) {}
 }
 
-/// Setup of `device` on a [`LinkDriver`]: the shared handler's body.
+/// Setup of `device` for `client` on a [`LinkDriver`]: the shared handler's body.
 pub fn setup<D: LinkDriver>(
     d: &mut D,
     device: u8,
+    client: Arc<str>,
     ctx: &mut Context<D>,
 ) -> ResponseActFuture<D, Result<(), DriverError>> {
     if !d.parts().devices.contains(&device) {
@@ -280,6 +304,7 @@ pub fn setup<D: LinkDriver>(
         return Box::pin(actix::fut::ready(Err(e)));
     }
     if !d.parts().link.is_running() {
+        d.parts().opened_by = client.clone();
         d.start_link(ctx);
     }
     let wait = d.parts().link.wait_ready();
@@ -287,7 +312,7 @@ pub fn setup<D: LinkDriver>(
         match &res {
             Ok(()) => act.device_up(device),
             Err(e) => {
-                warn!(act.parts().log, "{} setup failed", D::LINK; "device" => player_proto::device::name(device), "error" => %e);
+                warn!(act.parts().log, "{} setup failed", D::LINK; "device" => player_proto::device::name(device), "error" => %e, "client" => &*client);
                 let failed = act
                     .parts()
                     .link
@@ -302,11 +327,12 @@ pub fn setup<D: LinkDriver>(
     }))
 }
 
-/// Shutdown of `device` on a [`LinkDriver`]: the shared handler's body.
-pub fn shutdown<D: LinkDriver>(d: &mut D, device: u8) -> ResponseActFuture<D, ()> {
+/// Shutdown of `device`, left last by `client`, on a [`LinkDriver`]: the shared handler's
+/// body.
+pub fn shutdown<D: LinkDriver>(d: &mut D, device: u8, client: &str) -> ResponseActFuture<D, ()> {
     d.parts().publisher.clear(device);
     if d.device_down(device) && d.parts().link.is_running() {
-        info!(d.parts().log, "{} closed; closing the link", D::LINK; "device" => player_proto::device::name(device));
+        info!(d.parts().log, "{} closed; closing the link", D::LINK; "device" => player_proto::device::name(device), "client" => client);
         let close = d.parts().link.close();
         return Box::pin(close.into_actor(d));
     }
@@ -339,7 +365,7 @@ macro_rules! link_driver_handlers {
                 msg: $crate::driver::Setup,
                 ctx: &mut $crate::__actix::Context<Self>,
             ) -> Self::Result {
-                $crate::link::driver::setup(self, msg.device, ctx)
+                $crate::link::driver::setup(self, msg.device, msg.client, ctx)
             }
         }
         impl $crate::__actix::Handler<$crate::driver::Shutdown> for $t {
@@ -349,7 +375,7 @@ macro_rules! link_driver_handlers {
                 msg: $crate::driver::Shutdown,
                 _ctx: &mut $crate::__actix::Context<Self>,
             ) -> Self::Result {
-                $crate::link::driver::shutdown(self, msg.device)
+                $crate::link::driver::shutdown(self, msg.device, &msg.client)
             }
         }
         impl $crate::__actix::Handler<$crate::driver::Terminate> for $t {
