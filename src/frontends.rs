@@ -11,9 +11,9 @@
 //! entry's flags, sections and robot keys are in `player(1)`, `player.toml(5)` and `--help`:
 //! a new front end is one entry here.
 
-use crate::server::{Server, StartError};
 use player_core::access::AccessSettings;
 use player_core::frontend::{FrontEndKind, ListenPort};
+use player_core::server::{Server, StartError};
 use player_core::settings::{
     FrontEndSyntax, RobotSettings, Settings as CoreSettings, SettingsError,
 };

@@ -34,3 +34,8 @@ pub mod settings;
 pub use player_kit::timer;
 
 pub use player_kit::{catalog, driver};
+
+/// For the macros of this crate (`bridge_robot_handlers!`), so their users need not name
+/// actix.
+#[doc(hidden)]
+pub use actix as __actix;
