@@ -394,7 +394,7 @@ impl BridgeRobot for ZenohRobot {
     }
 
     /// Write access is given back [`HOLD`] after the last command; a device that failed is
-    /// asked for again after [`RETRY`].
+    /// asked for again after `RETRY` (5 s).
     fn tick(&mut self, ctx: &mut Context<Self>) {
         let now = Instant::now();
         let codes: Vec<u8> = self.devs.keys().copied().collect();
