@@ -12,7 +12,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use player::drivers::sim::world::{
+use player_sim::{
     ColouredObject, Noise, ObjectShape, PuckPlacement, RobotPlacement, SimWorld, WorldMap,
 };
 

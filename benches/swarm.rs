@@ -35,8 +35,8 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use player::drivers::sim::world::{SimWorld, WorldMap};
 use player_proto::message;
+use player_sim::{SimWorld, WorldMap};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 mod common;

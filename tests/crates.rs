@@ -4,7 +4,18 @@
 //! - a crate is built on actix (depends on it directly) if and only if it lives under
 //!   `actors/`;
 //! - the core depends on no other actor crate than the driver kit: no driver, no front end;
-//! - drivers depend on nothing of ours but the kit and `player-proto`;
+//! - no crate outside `actors/` has actix or tokio among its dependencies, direct or not
+//!   (but the root package, the `player` binary that runs the actor crates); their tests
+//!   may use them;
+//! - the pure crates (`player-proto`, `player-sim`, `player-devices`, and `player-nav` when
+//!   it is there) depend on no actor crate, direct or not;
+//! - the emulators depend on nothing of ours but the pure crates `player-proto`,
+//!   `player-devices` and `player-sim`, and `player-render` on nothing of ours but
+//!   `player-sim`;
+//! - the fuzz targets (`fuzz/`, a crate outside the workspace) depend on no actor crate,
+//!   direct or not, and not on actix or tokio; the one exception, the configuration
+//!   loader's target, is the only target of its own crate (`fuzz/settings/`);
+//! - drivers depend on nothing of ours but the kit and the pure crates;
 //! - front ends (the actor crates built on the core) depend on nothing of ours but the
 //!   core, the kit and `player-proto` (the recorder also on the web viewer, whose Foxglove
 //!   channels a recording carries);
@@ -12,7 +23,8 @@
 //! - the one dev-only actor crate (`publish = false`), the test harness `player-testkit`,
 //!   is none of these: it starts the whole server in-process for the tests and benches;
 //! - no source file picks its module file with a path attribute, except the tests' and
-//!   benches' shared helpers.
+//!   benches' shared helpers;
+//! - every package of the workspace is named in README.md's layout table.
 //!
 //! (A `use player_web` in the core then fails to compile: the crate is not there to name.)
 
@@ -32,24 +44,38 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn workspace() -> Vec<Package> {
+/// What `cargo` with `args` prints, run at the workspace root; it must succeed.
+fn cargo<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> String {
     let out = Command::new(env!("CARGO"))
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--offline",
-        ])
+        .args(args)
         .current_dir(root())
         .output()
-        .expect("cargo metadata runs");
+        .expect("cargo runs");
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let m: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `cargo metadata` of the package(s) of `manifest` (relative to the workspace root),
+/// without their dependencies.
+fn metadata(manifest: &str) -> serde_json::Value {
+    let manifest = root().join(manifest);
+    let out = cargo(&[
+        "metadata".as_ref(),
+        "--format-version=1".as_ref(),
+        "--no-deps".as_ref(),
+        "--offline".as_ref(),
+        "--manifest-path".as_ref(),
+        manifest.as_os_str(),
+    ]);
+    serde_json::from_str(&out).unwrap()
+}
+
+fn workspace() -> Vec<Package> {
+    let m = metadata("Cargo.toml");
     m["packages"]
         .as_array()
         .unwrap()
@@ -98,6 +124,76 @@ fn under_actors(p: &Package) -> bool {
     p.dir.starts_with("actors")
 }
 
+/// The pure crates: no actors, no I/O runtime; each may be absent but for those the
+/// tests below require.
+const PURE: &[&str] = &["player-proto", "player-sim", "player-devices", "player-nav"];
+
+/// The actor runtime's crates, which only `actors/` (and the binary running it) may use.
+const RUNTIME: &[&str] = &["actix", "actix-rt", "tokio"];
+
+/// One package a package depends on: its name, and its folder relative to the workspace
+/// root when it is one of ours.
+struct Dep {
+    name: String,
+    dir: Option<PathBuf>,
+}
+
+/// Every package `package` of `manifest` (relative to the workspace root) depends on,
+/// directly or not, as a normal or build dependency (not dev), for this machine's target,
+/// as `cargo tree` resolves them.
+fn closure(manifest: &str, package: &str) -> Vec<Dep> {
+    let manifest = root().join(manifest);
+    let text = cargo(&[
+        "tree".as_ref(),
+        "--offline".as_ref(),
+        "--edges=normal,build".as_ref(),
+        "--prefix=none".as_ref(),
+        "--format={p}".as_ref(),
+        "--manifest-path".as_ref(),
+        manifest.as_os_str(),
+        "--package".as_ref(),
+        package.as_ref(),
+    ]);
+    let deps: Vec<Dep> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let l = l.trim_end_matches(" (*)");
+            let name = l.split(' ').next().unwrap_or_default().to_string();
+            let dir = l
+                .split_once(" (")
+                .and_then(|(_, p)| p.strip_suffix(')'))
+                .and_then(|p| Path::new(p).strip_prefix(root()).ok())
+                .map(Path::to_path_buf);
+            Dep { name, dir }
+        })
+        .collect();
+    assert!(
+        text.lines().next().is_some_and(|l| l.starts_with(package)),
+        "cargo tree printed: {text}"
+    );
+    deps
+}
+
+/// What in `deps` is an actor crate of ours or the actor runtime, as "name (why)".
+fn actor_parts(deps: &[Dep]) -> Vec<String> {
+    let mut out: Vec<String> = deps
+        .iter()
+        .filter_map(|n| {
+            if n.dir.as_ref().is_some_and(|d| d.starts_with("actors")) {
+                Some(format!("{} (an actor crate)", n.name))
+            } else if RUNTIME.contains(&n.name.as_str()) {
+                Some(format!("{} (the actor runtime)", n.name))
+            } else {
+                None
+            }
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 #[test]
 fn the_only_dev_only_crate_is_the_test_harness() {
     let all = workspace();
@@ -130,6 +226,120 @@ fn actix_crates_and_only_they_live_under_actors() {
 }
 
 #[test]
+fn no_crate_outside_actors_depends_on_actix_or_tokio_even_through_another() {
+    let all = workspace();
+    let mut checked = 0;
+    for p in all
+        .iter()
+        .filter(|p| !under_actors(p) && p.name != "player")
+    {
+        let runtime: Vec<String> = actor_parts(&closure("Cargo.toml", &p.name))
+            .into_iter()
+            .filter(|w| w.ends_with("(the actor runtime)"))
+            .collect();
+        assert!(
+            runtime.is_empty(),
+            "rule \"no crate outside actors/ depends on actix or tokio\": package {} in '{}' \
+             depends on {runtime:?}",
+            p.name,
+            p.dir.display()
+        );
+        checked += 1;
+    }
+    assert!(checked >= 6, "checked only {checked} packages");
+}
+
+#[test]
+fn pure_crates_depend_on_no_actor_crate() {
+    let all = workspace();
+    let present: Vec<&str> = PURE
+        .iter()
+        .copied()
+        .filter(|n| all.iter().any(|p| p.name == *n))
+        .collect();
+    for required in ["player-proto", "player-sim", "player-devices"] {
+        assert!(present.contains(&required), "{present:?}");
+    }
+    for name in present {
+        let p = package(&all, name);
+        assert!(
+            !under_actors(p),
+            "rule \"pure crates live outside actors/\": {name} is in '{}'",
+            p.dir.display()
+        );
+        let wrong = actor_parts(&closure("Cargo.toml", name));
+        assert!(
+            wrong.is_empty(),
+            "rule \"pure crates depend on no actor crate\": {name} depends on {wrong:?}"
+        );
+    }
+}
+
+#[test]
+fn emulators_depend_on_the_pure_crates_only() {
+    let all = workspace();
+    let emulators = package(&all, "player-emulators");
+    let wrong = ours_but(
+        &all,
+        emulators,
+        &["player-proto", "player-devices", "player-sim"],
+    );
+    assert!(
+        wrong.is_empty(),
+        "rule \"the emulators depend on no actor crate, only player-proto, player-devices \
+         and player-sim\": player-emulators depends on {wrong:?}"
+    );
+    let wrong = actor_parts(&closure("Cargo.toml", "player-emulators"));
+    assert!(
+        wrong.is_empty(),
+        "rule \"the emulators depend on no actor crate\": player-emulators depends, through \
+         another crate, on {wrong:?}"
+    );
+}
+
+#[test]
+fn player_render_depends_on_player_sim_only() {
+    let all = workspace();
+    let render = package(&all, "player-render");
+    assert!(
+        render.deps.iter().any(|d| d == "player-sim"),
+        "{:?}",
+        render.deps
+    );
+    let wrong = ours_but(&all, render, &["player-sim"]);
+    assert!(
+        wrong.is_empty(),
+        "rule \"player-render depends on no crate of ours but player-sim\": it depends on \
+         {wrong:?}"
+    );
+}
+
+#[test]
+fn fuzz_targets_depend_on_no_actor_crate() {
+    let wrong = actor_parts(&closure("fuzz/Cargo.toml", "player-fuzz"));
+    assert!(
+        wrong.is_empty(),
+        "rule \"the fuzz targets depend on no actor crate\": fuzz/Cargo.toml's targets depend \
+         (directly or not) on {wrong:?}"
+    );
+    // The exception: the configuration loader's target needs the whole server (the core's
+    // schema composed with the front ends'), in a crate of its own with no other target.
+    let m = metadata("fuzz/settings/Cargo.toml");
+    let targets: Vec<&str> = m["packages"][0]["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        targets,
+        ["settings_loader"],
+        "rule \"the fuzz targets depend on no actor crate\": fuzz/settings/ is the one \
+         exception and holds the configuration loader's target only"
+    );
+}
+
+#[test]
 fn the_core_depends_on_no_driver_and_no_front_end() {
     let all = workspace();
     let core = package(&all, "player-core");
@@ -147,7 +357,7 @@ fn the_core_depends_on_no_driver_and_no_front_end() {
 }
 
 #[test]
-fn drivers_and_the_kit_depend_on_the_kit_and_the_protocol_only() {
+fn drivers_depend_on_the_kit_and_the_pure_crates_and_the_kit_on_the_protocol_only() {
     let all = workspace();
     let kit = package(&all, "player-kit");
     let wrong = ours_but(&all, kit, &["player-proto"]);
@@ -160,11 +370,11 @@ fn drivers_and_the_kit_depend_on_the_kit_and_the_protocol_only() {
         .collect();
     assert!(drivers.iter().any(|p| p.name == "player-drivers"));
     for d in drivers {
-        let wrong = ours_but(&all, d, &["player-kit", "player-proto"]);
+        let wrong = ours_but(&all, d, &[&["player-kit"][..], PURE].concat());
         assert!(
             wrong.is_empty(),
             "driver crate {} depends on {wrong:?}: drivers know the server only through \
-             the kit",
+             the kit (and use the pure crates)",
             d.name
         );
     }
@@ -262,17 +472,7 @@ fn resolved_features(with_dev: bool) -> std::collections::BTreeMap<String, Strin
     if !with_dev {
         args.extend(["--edges", "no-dev"]);
     }
-    let out = Command::new(env!("CARGO"))
-        .args(&args)
-        .current_dir(root())
-        .output()
-        .expect("cargo tree runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
+    cargo(&args)
         .lines()
         .filter_map(|l| l.split_once('|'))
         .filter(|(p, _)| !p.starts_with("player"))
@@ -304,4 +504,31 @@ fn dev_dependencies_change_no_feature_of_a_build_dependency() {
         build.len()
     );
     assert!(differ.is_empty(), "features differ:\n{}", differ.join("\n"));
+}
+
+#[test]
+fn every_workspace_crate_is_named_in_the_readme_layout_table() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let layout = readme
+        .split("\n## Layout\n")
+        .nth(1)
+        .expect("README.md has a \"## Layout\" section");
+    let layout = layout.split("\n## ").next().unwrap_or(layout);
+    let rows: Vec<&str> = layout.lines().filter(|l| l.starts_with('|')).collect();
+    let missing: Vec<String> = workspace()
+        .iter()
+        .filter(|p| {
+            let name = format!("`{}`", p.name);
+            let dir = format!("`{}/`", p.dir.display());
+            !rows
+                .iter()
+                .any(|r| r.contains(&name) && (p.dir.as_os_str().is_empty() || r.contains(&dir)))
+        })
+        .map(|p| format!("{} ({})", p.name, p.dir.display()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "rule \"every crate is in README.md's layout table\" (a row naming its folder and its \
+         package name): missing {missing:?}"
+    );
 }

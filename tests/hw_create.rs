@@ -3,10 +3,10 @@
 //! bumpers); driving, odometry, motor power, the watchdog, hazards, a base reset, bad
 //! frames, shutdown and SIGTERM of the `player` binary.
 
-use player::drivers::create::codec::{self, mode};
 use player::emulators::create::CreateEmulator;
 use player::emulators::SerialEmulator;
 use player_client::device;
+use player_devices::create::{self as codec, mode};
 use player_testkit::hw::*;
 use std::time::{Duration, Instant};
 

@@ -4,11 +4,11 @@
 //! readings against the emulator's scene, the direction of angles, nodes and capsules that
 //! fail their check, silence and a restarted sensor, and STOP at shutdown.
 
-use player::drivers::rplidar::codec;
 use player::emulators::rplidar::{RplidarEmulator, POISON_MM};
 use player::emulators::scene::Scene;
 use player::emulators::SerialEmulator;
 use player_client::{device, proto::scan::laser_view, DataMode, Scan};
+use player_devices::rplidar as codec;
 use player_testkit::hw::*;
 use player_testkit::TIMEOUT;
 use std::time::{Duration, Instant};

@@ -3,10 +3,10 @@
 //! corrupt telegrams, a silent scanner, unplugging, a scanner left streaming at 38400 by a
 //! crashed server, shutdown).
 
-use player::drivers::sick::codec;
 use player::emulators::sick::SickEmulator;
 use player::emulators::{EmuWorld, SerialEmulator};
 use player_client::device;
+use player_devices::sick as codec;
 use player_testkit::hw::*;
 use std::time::{Duration, Instant};
 

@@ -221,7 +221,13 @@ fn every_flag_of_player_is_in_its_page_and_every_flag_there_is_taken() {
     // The drivers' flags (-pp, -lp, ...): registered with the catalog, each checked there.
     let catalog = player::builtin_catalog();
     for entry in std::fs::read_dir(Path::new(ROOT).join("actors/drivers/src")).unwrap() {
-        let file = entry.unwrap().path().join("mod.rs");
+        // A driver is `<name>.rs` or `<name>/mod.rs`.
+        let path = entry.unwrap().path();
+        let file = if path.is_dir() {
+            path.join("mod.rs")
+        } else {
+            path
+        };
         let Ok(text) = std::fs::read_to_string(&file) else {
             continue;
         };

@@ -10,10 +10,10 @@
 
 use bytes::{Bytes, BytesMut};
 use player::codec::{ClientDecoder, ClientMessage, MAX_PAYLOAD};
-use player::drivers::acts::codec::blob_bytes;
-use player::drivers::p2os::codec as p2os;
-use player::drivers::ptz::codec as visca;
-use player::drivers::sick::codec as sick;
+use player_devices::acts::blob_bytes;
+use player_devices::p2os;
+use player_devices::sick;
+use player_devices::visca;
 use player_proto::data::{
     Blob, Gripper, GripperCommand, Laser, Misc, Position, PositionCommand, Ptz, Sonar, Vision,
     ACTS_CHANNELS, ACTS_HEADER, ACTS_MAX_BLOBS,

@@ -17,8 +17,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use player::drivers::sim::world::{SimWorld, WorldMap};
 use player_client::manual;
+use player_sim::{SimWorld, WorldMap};
 
 /// Simulated seconds each avoider runs.
 const RUN_S: f64 = 60.0;

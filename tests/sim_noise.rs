@@ -4,9 +4,9 @@
 //! geometry, as a Polaroid ranger's does), off with the `sim` driver's `noise = false` (every
 //! reading the geometry's exactly).
 
-use player::drivers::sim::world::{SimRobot, WorldMap};
 use player::settings::Settings;
 use player_proto::data::{Laser, Sonar};
+use player_sim::{SimRobot, WorldMap};
 use player_testkit::*;
 use std::sync::Arc;
 

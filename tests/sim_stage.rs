@@ -5,10 +5,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use player::drivers::sim::world::TruthRecord;
 use player::parse_args;
 use player::settings::{Invocation, Settings, SettingsError};
 use player_client::Client;
+use player_sim::TruthRecord;
 use player_testkit::TestServer;
 
 /// Generous: the machine may be loaded.

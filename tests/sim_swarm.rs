@@ -11,11 +11,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use player::drivers::sim::world::{SimWorld, WorldMap, ROBOT_RADIUS_MM};
 use player::parse_args;
 use player::server::Server;
 use player::settings::{Invocation, Settings};
 use player_client::Client;
+use player_sim::{SimWorld, WorldMap, ROBOT_RADIUS_MM};
 
 /// Simulated seconds a swarm runs.
 const RUN_S: f64 = 60.0;
@@ -163,10 +163,9 @@ fn deepest_overlap(w: &SimWorld) -> (f64, String) {
                 }
             }
         }
-        let (clear, what) = w.map().clearance(
-            player::drivers::sim::world::geom::Vec2::new(x, y),
-            ROBOT_RADIUS_MM,
-        );
+        let (clear, what) = w
+            .map()
+            .clearance(player_sim::geom::Vec2::new(x, y), ROBOT_RADIUS_MM);
         if -clear > worst.0 {
             let owner = what.map(|(_, o)| o.to_string()).unwrap_or_default();
             worst = (-clear, format!("robot {i} and {owner}"));

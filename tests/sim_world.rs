@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
-use player::drivers::sim::world::camera::horizontal_fov;
-use player::drivers::sim::world::gripper::{beams, cmd, state};
-use player::drivers::sim::world::{
+use player_sim::camera::horizontal_fov;
+use player_sim::gripper::{beams, cmd, state};
+use player_sim::{
     ColouredObject, LaserSpec, Noise, ObjectShape, PuckPlacement, RobotPlacement, SimWorld,
     TruthFormat, WorldMap,
 };
@@ -197,7 +197,7 @@ fn camera_follows_pan_and_zoom_at_the_slew_limits() {
     assert_eq!(w.ptz(0).zoom, 1023);
     let tele = w.vision(0);
     assert_eq!(tele.len(), 1);
-    let width = |b: &player::drivers::sim::world::Blob| f64::from(b.right - b.left + 1);
+    let width = |b: &player_sim::Blob| f64::from(b.right - b.left + 1);
     let ratio = width(&tele[0]) / width(&wide[0]);
     let expected = (horizontal_fov(0.0) / 2.0).tan() / (horizontal_fov(1023.0) / 2.0).tan();
     // 2 * asin(100 / 2000) = 5.7 degrees: wider than the 4.4 degree tele view, so the
@@ -572,8 +572,8 @@ fn png_bitmap_walls() {
 
 #[test]
 fn laser_and_sonar_among_many_robots_match_casting_every_ray_at_everything() {
-    use player::drivers::sim::world::geom::{ray_circle, Vec2};
-    use player::drivers::sim::world::{LASER_MAX_MM, SONAR_MAX_MM, SONAR_POSES};
+    use player_sim::geom::{ray_circle, Vec2};
+    use player_sim::{LASER_MAX_MM, SONAR_MAX_MM, SONAR_POSES};
     // 30 robots on a jittered grid, in all headings.
     let mut robots = Vec::new();
     for k in 0..30 {

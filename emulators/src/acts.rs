@@ -5,7 +5,7 @@
 //! zero count byte.
 
 use crate::EmuWorld;
-use player_drivers::acts::codec;
+use player_devices::acts as codec;
 use player_proto::data::{Blob, Vision, ACTS_CHANNELS};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -62,7 +62,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// The blob packet for what the camera sees.
-pub fn packet(blobs: &[player_drivers::sim::world::Blob]) -> Vec<u8> {
+pub fn packet(blobs: &[player_sim::Blob]) -> Vec<u8> {
     let mut channels = vec![Vec::new(); ACTS_CHANNELS];
     for b in blobs {
         if let Some(c) = channels.get_mut(usize::from(b.channel)) {

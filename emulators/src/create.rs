@@ -14,7 +14,7 @@
 
 use crate::scene::{Pose, Scene};
 use crate::SerialDevice;
-use player_drivers::create::codec::{self, mode, Sensors};
+use player_devices::create::{self as codec, mode, Sensors};
 use std::time::{Duration, Instant};
 
 /// The base's radius, m.
@@ -297,7 +297,7 @@ impl CreateEmulator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use player_drivers::create::codec::{Event, Parser};
+    use player_devices::create::{Event, Parser};
 
     #[test]
     fn start_safe_stream_and_drive() {

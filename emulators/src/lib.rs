@@ -28,7 +28,7 @@ pub mod scene;
 pub mod sick;
 pub mod urg;
 
-use player_drivers::sim::world::{RobotParams, SimRobot, WorldMap};
+use player_sim::{RobotParams, SimRobot, WorldMap};
 use pty::{Pty, Ready};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -8,7 +8,7 @@
 //! [`SerialEmulator`]: crate::SerialEmulator
 
 use crate::{EmuWorld, SerialDevice};
-use player_drivers::p2os::codec::{self, p2dx, HostCommand, Identity, Parser, Sip};
+use player_devices::p2os::{self as codec, p2dx, HostCommand, Identity, Parser, Sip};
 use std::time::{Duration, Instant};
 
 /// The SIP period.

@@ -9,7 +9,7 @@
 //! [`SerialEmulator`]: crate::SerialEmulator
 
 use crate::{EmuWorld, SerialDevice};
-use player_drivers::ptz::codec::{self, from_nibbles, nibbles, FROM_CAMERA};
+use player_devices::visca::{self as codec, from_nibbles, nibbles, FROM_CAMERA};
 use std::time::Instant;
 
 /// Pan speed, camera units per second (80°/s).

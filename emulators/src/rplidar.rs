@@ -13,8 +13,8 @@
 
 use crate::scene::{Pose, Scene, LASER_POSE};
 use crate::SerialDevice;
-use player_drivers::rplidar::codec::{
-    self, Cabin, Capsule, Descriptor, Health, Info, Node, CABINS, PER_CAPSULE,
+use player_devices::rplidar::{
+    self as codec, Cabin, Capsule, Descriptor, Health, Info, Node, CABINS, PER_CAPSULE,
 };
 use std::time::{Duration, Instant};
 
@@ -320,7 +320,7 @@ pub fn turn_period() -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use player_drivers::rplidar::codec::{ExpressDecoder, Item, Parser, Revolutions};
+    use player_devices::rplidar::{ExpressDecoder, Item, Parser, Revolutions};
 
     fn talk(e: &mut RplidarEmulator, bytes: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();

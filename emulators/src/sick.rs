@@ -9,7 +9,7 @@
 //! [`SerialEmulator`]: crate::SerialEmulator
 
 use crate::{EmuWorld, SerialDevice};
-use player_drivers::sick::codec::{self, Event, Parser, Scan};
+use player_devices::sick::{self as codec, Event, Parser, Scan};
 use std::time::{Duration, Instant};
 
 /// What the emulated scanner has received, for tests to check.

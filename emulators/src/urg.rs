@@ -20,7 +20,7 @@
 
 use crate::scene::{Pose, Scene, LASER_POSE};
 use crate::SerialDevice;
-use player_drivers::urg::codec::{checksum, line_with_sum, scan_block};
+use player_devices::urg::{checksum, line_with_sum, scan_block};
 use std::f64::consts::PI;
 use std::time::{Duration, Instant};
 
@@ -432,7 +432,7 @@ impl SerialDevice for UrgEmulator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use player_drivers::urg::codec::{Parser, RawScan, Sensor};
+    use player_devices::urg::{Parser, RawScan, Sensor};
 
     fn talk(e: &mut UrgEmulator, cmd: &str) -> Vec<u8> {
         let mut out = Vec::new();

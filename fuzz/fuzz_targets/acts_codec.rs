@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use player::drivers::acts::codec::blob_bytes;
+use player_devices::acts::blob_bytes;
 use player_proto::data::{Vision, ACTS_HEADER, VISION_MAX};
 
 fn fixed_point(v: &Vision) {

@@ -12,7 +12,7 @@
 
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
-use player::codec::{ClientDecoder, ClientMessage, MAX_PAYLOAD};
+use player_proto::codec::{ClientDecoder, ClientMessage, MAX_PAYLOAD};
 use player_proto::data::{Gripper, Laser, Misc, Position, PositionCommand, Ptz, Sonar, Vision};
 use player_proto::ext::{self, Extension};
 use player_proto::message::{self, ServerMessage, CLIENT_HEADER};

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use player::drivers::p2os::codec::{
+use player_devices::p2os::{
     packet, HostCommand, Identity, Parser, Sip, SipState, MAX_COUNT,
 };
 

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use player::drivers::sick::codec::{telegram, Event, Parser, Scan, MAX_LEN};
+use player_devices::sick::{telegram, Event, Parser, Scan, MAX_LEN};
 
 fn check_scan(data: &[u8]) {
     if let Ok(scan) = Scan::parse(data) {

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use player::drivers::ptz::codec::{
+use player_devices::visca::{
     absolute_pan_tilt, from_camera, from_nibbles, nibbles, to_camera, zoom_direct, Parser, Reply,
     MAX_PACKET, MAX_PAN, MAX_TILT, MAX_ZOOM,
 };

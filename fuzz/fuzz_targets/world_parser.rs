@@ -5,9 +5,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use player::drivers::sim::world::geom::Vec2;
-use player::drivers::sim::world::map::WorldMap;
-use player::drivers::sim::world::simworld::SimWorld;
+use player_sim::geom::Vec2;
+use player_sim::map::WorldMap;
+use player_sim::simworld::SimWorld;
 use std::sync::Arc;
 
 fuzz_target!(|data: &[u8]| {

@@ -15,6 +15,8 @@
 //!   laser.
 //! - [`message`]: the framing of every message in both directions (Tables 9 and 10), and
 //!   an incremental decoder of server messages for clients.
+//! - `codec` (feature `codec`): the server's incremental decoder of client messages, on
+//!   `bytes`' buffers.
 #![deny(missing_docs)]
 
 /// Largest client message payload the server buffers. Every message of the manual is far
@@ -26,6 +28,8 @@ pub const MAX_PAYLOAD: usize = 4096;
 /// packet, byte for byte), as recordings carry it.
 pub const RAW_ENCODING: &str = "player-0.7.4a";
 
+#[cfg(any(feature = "codec", test))]
+pub mod codec;
 pub mod data;
 pub mod ext;
 pub mod message;

@@ -4,7 +4,7 @@
 //!
 //! - [`access`]: who may connect, read and command (bind, allow-lists, shared key).
 //! - [`notice`]: the error channel's notices to clients that asked for them.
-//! - [`codec`]: the pure decoder of client messages (byte layouts are in `player_proto`).
+//! - [`codec`]: the pure decoder of client messages (`player_proto`'s, re-exported).
 //! - [`registry`]: one actor per robot, the device table and subscriptions; the guard every
 //!   command passes (watchdog, e-stop, writer-left stop).
 //! - [`session`]: one actor per client connection: requests, timing, data modes, writes.
@@ -23,7 +23,7 @@
 #![deny(missing_docs)]
 
 pub mod access;
-pub mod codec;
+pub use player_proto::codec;
 pub mod frontend;
 pub mod logging;
 pub mod notice;

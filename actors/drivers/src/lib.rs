@@ -16,7 +16,10 @@
 //!   input and output (docs/plugins.md).
 //!
 //! Drivers know the server only through the driver kit (`player_kit`); this crate does not
-//! depend on the core, so no driver can reach into a session or the registry.
+//! depend on the core, so no driver can reach into a session or the registry. What is pure
+//! lives in crates of its own, beside the actors: the hardware drivers speak their devices'
+//! protocols through `player_devices`, and the `sim` driver serves the world of
+//! `player_sim`.
 
 #![deny(missing_docs)]
 

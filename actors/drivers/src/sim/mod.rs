@@ -3,7 +3,7 @@
 //!
 //! One actor serves every device of one simulated robot (position, sonar, misc, gripper,
 //! laser, PTZ camera, ACTS vision; or whichever subset the configuration gives it). All the
-//! robots of one world file live in one [`world::SimWorld`], shared by their drivers (they all
+//! robots of one world file live in one [`player_sim::SimWorld`], shared by their drivers (they all
 //! run on the main arbiter): they see and bump into each other. The physics runs at a fixed
 //! 10 ms step in real time, stepped by one timer per world; readings are published at the
 //! rates a real Pioneer produces them (10 Hz by default, configurable). As on the real robot,
@@ -14,8 +14,6 @@
 //! [`stage_robots`] turns `-stage WORLD` into one served robot per robot of the world file,
 //! each on its own port with its own registry. If the world file asks for a ground-truth log
 //! (`[truth]`), the world writes it as it runs.
-
-pub mod world;
 
 use actix::prelude::*;
 use bytes::Bytes;
@@ -29,6 +27,7 @@ use player_kit::driver::{
 use player_kit::timer::RunEvery;
 use player_proto::data::{self as wire, GripperCommand, PositionCommand};
 use player_proto::{config as codes, device};
+use player_sim::{Noise, SimWorld, TruthFormat, TruthRecord, WorldMap};
 use serde::Deserialize;
 use slog::{info, warn, Logger};
 use std::cell::RefCell;
@@ -39,7 +38,6 @@ use std::path::{Path, PathBuf};
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use world::{Noise, SimWorld, TruthFormat, TruthRecord, WorldMap};
 
 /// The devices that share the robot's microcontroller.
 const BASE: [u8; 4] = [
@@ -50,7 +48,7 @@ const BASE: [u8; 4] = [
 ];
 
 /// The physics step.
-const STEP: f64 = world::simworld::STEP_S;
+const STEP: f64 = player_sim::simworld::STEP_S;
 
 /// How often the world is brought up to date when nothing else asks for it.
 const CATCH_UP: Duration = Duration::from_millis(100);
@@ -356,7 +354,7 @@ impl SimDriver {
     }
 
     /// Runs `f` on this driver's robot, after bringing the world up to now.
-    fn with_robot<T>(&mut self, f: impl FnOnce(&mut world::SimRobot) -> T) -> T {
+    fn with_robot<T>(&mut self, f: impl FnOnce(&mut player_sim::SimRobot) -> T) -> T {
         let mut w = self.world.borrow_mut();
         w.advance();
         f(w.world_mut().controls(self.index))
@@ -694,14 +692,14 @@ impl Handler<MapRequest> for SimDriver {
         };
         for (shape, _) in solids {
             match *shape {
-                world::geom::Shape::Segment(a, b) => push((a.x, a.y), (b.x, b.y)),
-                world::geom::Shape::Rect(lo, hi) => {
+                player_sim::geom::Shape::Segment(a, b) => push((a.x, a.y), (b.x, b.y)),
+                player_sim::geom::Shape::Rect(lo, hi) => {
                     let c = [(lo.x, lo.y), (hi.x, lo.y), (hi.x, hi.y), (lo.x, hi.y)];
                     for k in 0..4 {
                         push(c[k], c[(k + 1) % 4]);
                     }
                 }
-                world::geom::Shape::Circle(c, r) => {
+                player_sim::geom::Shape::Circle(c, r) => {
                     let at = |k: usize| {
                         let a = k as f64 * std::f64::consts::TAU / 16.0;
                         (c.x + r * a.cos(), c.y + r * a.sin())
