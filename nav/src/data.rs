@@ -7,14 +7,20 @@ use std::path::{Path, PathBuf};
 /// The environment variable that names the data folder explicitly.
 pub const ENV: &str = "PLAYER_NAV_DATA";
 
-/// The data folder: `$PLAYER_NAV_DATA` if set, else `../shared/nav` beside the checkout
-/// whose root is `repo_root`; `None` if that folder does not exist.
+/// The data folder: `$PLAYER_NAV_DATA` if set, else the first `shared/nav` beside the
+/// checkout whose root is `repo_root` or beside one of its parent folders (`../shared/nav`
+/// for a checkout in `/work/main`, `../../shared/nav` for a worktree one level deeper);
+/// `None` if there is none.
 pub fn dir(repo_root: &Path) -> Option<PathBuf> {
-    let d = match std::env::var_os(ENV) {
-        Some(v) if !v.is_empty() => PathBuf::from(v),
-        _ => repo_root.join("..").join("shared").join("nav"),
-    };
-    d.is_dir().then_some(d)
+    if let Some(v) = std::env::var_os(ENV).filter(|v| !v.is_empty()) {
+        let d = PathBuf::from(v);
+        return d.is_dir().then_some(d);
+    }
+    repo_root
+        .ancestors()
+        .skip(1)
+        .map(|a| a.join("shared").join("nav"))
+        .find(|d| d.is_dir())
 }
 
 /// The CARMEN logs in the data folder (`carmen/*.log` and `*.log.gz`), sorted by name.

@@ -16,18 +16,22 @@
 //!   hypotheses).
 //! - [`carmen`]: CARMEN laser logs, the map built from a log, seeded noisy odometry.
 //! - [`localize`]: the offline run of the filter over a log, and its goal line.
-//! - [`pose`], [`rng`]: poses and angles; the seeded random generator.
+//! - [`pose`], [`rng`], [`scan`]: poses and angles; the seeded random generator; a laser
+//!   scan and the ray cast through a map.
 //! - [`synthetic`]: a small synthetic world for tests and benches; [`data`]: where the
 //!   public data lives.
 #![deny(missing_docs)]
 
 pub mod amcl;
 pub mod carmen;
+pub mod control;
 pub mod data;
 pub mod distance;
 pub mod likelihood;
 pub mod localize;
 pub mod map;
+pub mod plan;
 pub mod pose;
 pub mod rng;
+pub mod scan;
 pub mod synthetic;

@@ -1,4 +1,4 @@
-//! `player-nav`: offline maps and localization on public data (docs/navigation.md).
+//! `player-nav`: offline maps, localization and planning on public data (docs/navigation.md).
 //!
 //! ```text
 //! player-nav localize carmen FILE.log[.gz] [--seed N] [--global] [--noise A1,A2,A3,A4]
@@ -8,6 +8,7 @@
 //! player-nav cells MAP.yaml -o CELLS.bin
 //! player-nav cells --player IMAGE --resolution M [--negate] -o CELLS.bin
 //! player-nav distance MAP.yaml -o DIST.bin
+//! player-nav plan MAP.yaml [--pairs N] [--seed S] [--algorithm astar|wavefront] [--radius M]
 //! ```
 //!
 //! - `localize`: runs the filter over a CARMEN log (map built from the log, seeded noisy
@@ -39,7 +40,9 @@ const USAGE: &str = "usage:
   player-nav map carmen FILE.log[.gz] -o OUT.yaml
   player-nav cells MAP.yaml -o CELLS.bin
   player-nav cells --player IMAGE --resolution M [--negate] -o CELLS.bin
-  player-nav distance MAP.yaml -o DIST.bin";
+  player-nav distance MAP.yaml -o DIST.bin
+  player-nav plan MAP.yaml [--pairs N] [--seed S] [--algorithm astar|wavefront] [--radius M]
+                          [--safety-dist M] [--max-radius M]";
 
 /// A failure: a usage error (exit 2) or a run-time one (exit 1).
 enum Failure {
@@ -76,6 +79,10 @@ fn dispatch(args: &[String]) -> Result<(), Failure> {
         Some("map") => map_cmd(&args[1..]),
         Some("cells") => cells_cmd(&args[1..]),
         Some("distance") => distance_cmd(&args[1..]),
+        Some("plan") => player_nav::plan::cli::run(&args[1..]).map_err(|e| match e {
+            player_nav::plan::cli::CliError::Usage(m) => Failure::Usage(m),
+            player_nav::plan::cli::CliError::Run(m) => Failure::Run(m),
+        }),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())

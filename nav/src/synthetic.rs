@@ -5,11 +5,11 @@
 
 use std::fmt::Write;
 
-use crate::amcl::sensor::{cast, sensor_in_grid, Scan};
 use crate::distance::DistanceField;
 use crate::map::{Map, FREE, OCCUPIED};
 use crate::pose::Pose;
 use crate::rng::Rng;
+use crate::scan::{cast, sensor_in_grid, Scan};
 
 /// The floor: 16 m x 12 m at 0.05 m, origin (-8, -6): outer walls, two inner walls with
 /// doors, a corridor stub and pillars placed unevenly.
