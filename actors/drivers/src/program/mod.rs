@@ -477,7 +477,7 @@ impl ProgramDriver {
             backoff: Backoff::new(plan.backoff_initial, plan.backoff_max),
             plan,
             hello,
-            publisher: Publisher::new(),
+            publisher: ctx.publisher(),
             readers: HashMap::new(),
             source: ctx.source.clone(),
             status: ctx.status.clone(),

@@ -347,7 +347,7 @@ impl SimDriver {
             devices: ctx.devices.clone(),
             up: BTreeSet::new(),
             timers: Vec::new(),
-            publisher: Publisher::new(),
+            publisher: ctx.publisher(),
             started: ctx.started,
             log: ctx.logger.clone(),
         })
