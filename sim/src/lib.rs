@@ -51,8 +51,7 @@ pub use map::{
 pub use noise::Noise;
 pub use robot::{
     Body, GripperReading, LaserSpec, MiscReading, OdometryReading, PositionReading, RobotParams,
-    SimRobot, Solids,
-    LASER_MAX_MM, LASER_SAMPLES, SONAR_MAX_MM, SONAR_POSES,
+    SimRobot, Solids, LASER_MAX_MM, LASER_SAMPLES, SONAR_MAX_MM, SONAR_POSES,
 };
 pub use simworld::{Puck, SimWorld, TruthRecord};
 

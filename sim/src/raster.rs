@@ -229,7 +229,12 @@ fn clip(a: Vec2, b: Vec2, lo: Vec2, hi: Vec2) -> Option<(Vec2, Vec2)> {
 /// The occupancy grid of `shapes` over the rectangle `[min, max]` (mm) with cells of
 /// `cell_mm` (the rectangle's size rounded up to whole cells). Sizes are checked before
 /// anything is allocated.
-pub fn rasterise(shapes: &[Shape], min: Vec2, max: Vec2, cell_mm: f64) -> Result<Grid, RasterError> {
+pub fn rasterise(
+    shapes: &[Shape],
+    min: Vec2,
+    max: Vec2,
+    cell_mm: f64,
+) -> Result<Grid, RasterError> {
     if !(cell_mm.is_finite() && cell_mm > 0.0) {
         return Err(RasterError::BadCell(cell_mm));
     }

@@ -31,8 +31,8 @@ use crate::map::{PuckPlacement, TruthFormat, WorldMap, ROBOT_RADIUS_MM};
 use crate::noise::Noise;
 use crate::robot::{
     Body, GripperReading, MiscReading, OdometryReading, PositionReading, RobotParams, SimRobot,
-    Solids,
-    LASER_SAMPLES, MAX_SPEED_MM_S, ROBOT_HEIGHT_MM, SONAR_HALF_CONE_DEG, SONAR_MAX_MM, SONAR_POSES,
+    Solids, LASER_SAMPLES, MAX_SPEED_MM_S, ROBOT_HEIGHT_MM, SONAR_HALF_CONE_DEG, SONAR_MAX_MM,
+    SONAR_POSES,
 };
 use crate::{Blob, PtzReading};
 use std::collections::HashMap;

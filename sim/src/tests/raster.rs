@@ -127,8 +127,13 @@ fn a_segment_occupies_every_cell_it_crosses_and_no_cell_it_misses() {
             }
         };
         let (a, b) = (p(), p());
-        let g = rasterise(&[Shape::Segment(a, b)], v(0.0, 0.0), v(1000.0, 1000.0), 100.0)
-            .unwrap();
+        let g = rasterise(
+            &[Shape::Segment(a, b)],
+            v(0.0, 0.0),
+            v(1000.0, 1000.0),
+            100.0,
+        )
+        .unwrap();
         for row in 0..10 {
             for col in 0..10 {
                 let (x0, y0) = (col as f64 * 100.0, row as f64 * 100.0);

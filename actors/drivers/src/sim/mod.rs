@@ -26,8 +26,8 @@ use player_kit::driver::{
     Setup, Shutdown, Stop, Subscribers, Terminate, Timestamp, WorldRequest, WorldSolids,
     MAX_MAP_SEGMENTS,
 };
-use player_kit::world::{Solid, MAX_WORLD_SOLIDS};
 use player_kit::timer::RunEvery;
+use player_kit::world::{Solid, MAX_WORLD_SOLIDS};
 use player_proto::data::{self as wire, GripperCommand, PositionCommand};
 use player_proto::{config as codes, device};
 use player_sim::{Noise, SimWorld, TruthFormat, TruthRecord, WorldMap};
@@ -276,7 +276,8 @@ impl SimDriver {
             }
         }
         for &d in &ctx.devices {
-            if !device::ALL.contains(&d) && d != device::FULL_SCAN && d != device::PRECISE_ODOMETRY {
+            if !device::ALL.contains(&d) && d != device::FULL_SCAN && d != device::PRECISE_ODOMETRY
+            {
                 return Err(DriverError::not_served(format!(
                     "the simulator has no device '{}'",
                     char::from(d)
