@@ -32,9 +32,13 @@
 //! to the registry through the [`DeviceSource`] as a read-only holder.
 //!
 //! The frames are the kit's [`player_kit::program::frame`], shared with driver programs
-//! written in Rust.
+//! written in Rust. A program serving `M`, `H` or `G` answers configs with its `x` replies
+//! ([`answers`]).
+
+mod answers;
 
 use actix::prelude::*;
+use answers::PendingAnswers;
 use bytes::Bytes;
 use frame::{DeviceInfo, FrameReader, FromProgram, Hello, ToProgram};
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
@@ -459,6 +463,8 @@ pub struct ProgramDriver {
     /// Devices of the robot the program reads.
     reads: BTreeSet<u8>,
     next_config: u32,
+    /// Where replies to recent configs of answering devices go.
+    answers: PendingAnswers,
     terminating: bool,
     /// The client whose request set a device up last, for the lines about its answer.
     opened_by: std::sync::Arc<str>,
@@ -491,6 +497,7 @@ impl ProgramDriver {
             setup_seq: 0,
             reads: BTreeSet::new(),
             next_config: 0,
+            answers: PendingAnswers::default(),
             terminating: false,
             opened_by: "".into(),
         }
@@ -518,6 +525,7 @@ impl ProgramDriver {
             return;
         }
         self.gen += 1;
+        self.answers.clear();
         let gen = self.gen;
         let mut cmd = tokio::process::Command::new(&self.plan.argv[0]);
         cmd.args(&self.plan.argv[1..])
@@ -777,8 +785,14 @@ impl ProgramDriver {
                 self.publisher.publish_at(device, Bytes::from(payload), at);
             }
             FromProgram::ConfigReply { id, payload } => {
-                // 0.7.4a has no config replies to clients: the reply is logged.
+                // 0.7.4a has no config replies to clients: the reply is logged, and sent
+                // as an answer when the device is one that answers (answers.rs).
                 debug!(self.log, "config reply"; "id" => id, "payload" => escape(&payload, 64));
+                if let Some(to) = self.answers.to(id) {
+                    if let Err(e) = to.send_one(payload) {
+                        warn!(self.log, "config reply not answered"; "id" => id, "error" => %e);
+                    }
+                }
             }
             FromProgram::Log { level, text } => {
                 let Some(unlogged) = self.log_lines.allow("log") else {
@@ -1062,6 +1076,8 @@ impl Handler<Config> for ProgramDriver {
             return;
         }
         self.next_config = self.next_config.wrapping_add(1);
+        self.answers
+            .expect(self.next_config, msg.device, msg.answer.clone());
         let frame = ToProgram::Config {
             device: msg.device,
             id: self.next_config,
