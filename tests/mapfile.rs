@@ -109,7 +109,10 @@ fn tile(c: &mut Client, rect: TileRequest) -> Tile {
         assert_eq!(payload.len(), 1 + 20 + w * h, "kind, 5 x u32, the cells");
         assert_eq!((be(5), be(9)), (rect.col, rect.row));
         let t = Tile::decode(a.body).expect("a tile");
-        assert_eq!((t.map_id, t.rect.width, t.rect.height), (be(1), w as u32, h as u32));
+        assert_eq!(
+            (t.map_id, t.rect.width, t.rect.height),
+            (be(1), w as u32, h as u32)
+        );
         return t;
     }
 }

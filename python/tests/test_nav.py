@@ -113,7 +113,7 @@ def test_the_bases_own_position_as_o_beside_p_and_the_world_as_a_map(make_server
         grant = c.request("prOaPrMr")
         assert grant.access("p") == "e", "nothing serves p"
         assert [grant.access(d) for d in "OPM"] == ["a", "r", "r"]
-        c.set_speed(0, 30)  # to O? no: p is not held; commands go to O
+        # p is not served here: the base takes its commands as O (speed 0, turn 30 deg/s).
         c.command("O", bytes.fromhex("0000001e"))
         for _ in range(100):
             r = c.read()
