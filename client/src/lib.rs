@@ -69,6 +69,15 @@
 //! ([`DeviceEntry`]). The wire format is in `docs/extensions.md`, the byte layouts in
 //! [`player_proto::ext`].
 //!
+//! # Navigation devices
+//! The map `M`, the localizer `H` (Player 1.6.5's layout), the planner `G`, the base's own
+//! position `O` and its full-precision odometry `P` are read into [`Round`] like any
+//! device. Their configs answer with data ([`Client::ask`], answers queued as they arrive):
+//! [`Client::map_info`] and [`Client::download_map`] fetch the map tile by tile,
+//! [`Client::particles`] the localizer's particles; [`Client::set_pose`],
+//! [`Client::global_localization`], [`Client::set_goal`], [`Client::waypoints`],
+//! [`Client::planner_enable`] and [`Client::planner_cancel`] do the rest.
+//!
 //! # Timestamps
 //! With [`Client::set_timestamps`] on, the server puts the driver's timestamp (seconds and
 //! microseconds since the Unix epoch) in front of each data payload; the client strips it
@@ -79,9 +88,10 @@ mod client;
 mod error;
 mod grant;
 pub mod manual;
+mod nav;
 mod round;
 
-pub use client::{Client, MAX_QUEUED_NOTICES};
+pub use client::{Answer, Client, MAX_QUEUED_ANSWERS, MAX_QUEUED_NOTICES};
 pub use error::Error;
 pub use grant::{parse_spec, satisfies, Grant, MAX_PAIRS};
 pub use round::Round;

@@ -20,6 +20,7 @@
 //!   while nothing it was cast from has changed (a robot standing still only draws noise).
 //! - [`noise`] and [`rng`]: the seeded sensor and odometry noise.
 //! - [`render`]: a world and its robots' readings drawn to an image (`player-render`).
+//! - [`raster`]: a world's solids as an occupancy grid (the map of a simulated world).
 //!
 //! Sensor mounting: the laser is on the robot's centre line `RobotParams::laser_x_mm` ahead of
 //! the centre (default 0, i.e. at the centre); the camera is at the centre, 300 mm above the
@@ -34,6 +35,7 @@ pub mod index;
 pub mod laser;
 pub mod map;
 pub mod noise;
+pub mod raster;
 pub mod render;
 pub mod rng;
 pub mod robot;
@@ -48,8 +50,8 @@ pub use map::{
 };
 pub use noise::Noise;
 pub use robot::{
-    Body, GripperReading, LaserSpec, MiscReading, PositionReading, RobotParams, SimRobot, Solids,
-    LASER_MAX_MM, LASER_SAMPLES, SONAR_MAX_MM, SONAR_POSES,
+    Body, GripperReading, LaserSpec, MiscReading, OdometryReading, PositionReading, RobotParams,
+    SimRobot, Solids, LASER_MAX_MM, LASER_SAMPLES, SONAR_MAX_MM, SONAR_POSES,
 };
 pub use simworld::{Puck, SimWorld, TruthRecord};
 

@@ -30,8 +30,9 @@ use crate::index::RobotIndex;
 use crate::map::{PuckPlacement, TruthFormat, WorldMap, ROBOT_RADIUS_MM};
 use crate::noise::Noise;
 use crate::robot::{
-    Body, GripperReading, MiscReading, PositionReading, RobotParams, SimRobot, Solids,
-    LASER_SAMPLES, MAX_SPEED_MM_S, ROBOT_HEIGHT_MM, SONAR_HALF_CONE_DEG, SONAR_MAX_MM, SONAR_POSES,
+    Body, GripperReading, MiscReading, OdometryReading, PositionReading, RobotParams, SimRobot,
+    Solids, LASER_SAMPLES, MAX_SPEED_MM_S, ROBOT_HEIGHT_MM, SONAR_HALF_CONE_DEG, SONAR_MAX_MM,
+    SONAR_POSES,
 };
 use crate::{Blob, PtzReading};
 use std::collections::HashMap;
@@ -623,6 +624,11 @@ impl SimWorld {
     /// Robot `i`'s odometry, speeds, compass and stall.
     pub fn position(&self, i: usize) -> PositionReading {
         self.robot(i).position()
+    }
+
+    /// Robot `i`'s odometry at full precision (the `P` device).
+    pub fn odometry(&self, i: usize) -> OdometryReading {
+        self.robot(i).odometry_reading()
     }
 
     /// Robot `i`'s 16 sonar ranges, mm (other robots echo).

@@ -20,7 +20,7 @@ use actix::prelude::*;
 use futures::channel::oneshot;
 use futures::FutureExt;
 use player_kit::catalog::{Catalog, DriverContext};
-use player_kit::driver::{DeviceSource, DriverError, StatusSink};
+use player_kit::driver::{DeviceSource, DeviceSpec, DriverError, StatusSink};
 use slog::{info, o, warn, Logger};
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -485,7 +485,7 @@ impl Server {
         let sockets = SocketOptions::from_settings(settings);
         let mut robots = Vec::new();
         for (index, (robot, std_listener, local, rlog)) in bound.into_iter().enumerate() {
-            let mut served: Vec<(player_kit::driver::DeviceSpec, String)> = Vec::new();
+            let mut served: Vec<(DeviceSpec, String)> = Vec::new();
             let mut registry = Registry::new(
                 &robot.name,
                 Duration::from_secs_f64(settings.server.setup_timeout),
@@ -501,20 +501,28 @@ impl Server {
                     driver: d.driver.clone(),
                     available: catalog.names().iter().map(|n| n.to_string()).collect(),
                 })?;
-                let devices = d.device_codes().map_err(|e| {
-                    let key = format!("robot '{}'", robot.name);
-                    SettingsError::value(&settings.origin, &key, e.to_string())
-                })?;
+                let (devices, labels) = d
+                    .device_codes()
+                    .and_then(|codes| Ok((codes, d.labels()?)))
+                    .map_err(|e| {
+                        let key = format!("robot '{}'", robot.name);
+                        SettingsError::value(&settings.origin, &key, e.to_string())
+                    })?;
                 let ctx = DriverContext {
                     driver: d.driver.clone(),
                     robot: robot.name.clone(),
                     devices,
+                    labels: labels.clone(),
                     params: d.params.clone(),
                     base_dir: base_dir.clone(),
                     logger: rlog.new(o!("driver" => d.driver.clone())),
                     started,
-                    status: status.clone(),
-                    source: DeviceSource::new(ids.next(), registry_ctx.address().recipient()),
+                    status: status.clone().labelled(labels.clone()),
+                    source: DeviceSource::of(
+                        ids.next(),
+                        &registry_ctx.address(),
+                        &format!("driver {}", d.driver),
+                    ),
                 };
                 let sd = factory(ctx).map_err(|source| StartError::Driver {
                     robot: robot.name.clone(),
@@ -524,20 +532,23 @@ impl Server {
                 let specs: Vec<_> = sd
                     .devices
                     .iter()
-                    .map(|spec| player_kit::driver::DeviceSpec {
+                    .map(|spec| DeviceSpec {
                         command_timeout: Settings::command_timeout(robot, d, spec.command_timeout),
                         ..*spec
                     })
                     .collect();
                 registry
-                    .add_driver(&d.driver, sd.handle, &specs)
+                    .add_driver_labelled(&d.driver, sd.handle, &specs, &labels)
                     .map_err(|e| StartError::ServedTwice {
                         robot: e.robot,
                         device: e.device,
                         first: e.first,
                         second: e.second,
                     })?;
-                served.extend(specs.iter().map(|s| (*s, d.driver.clone())));
+                served.extend(specs.iter().map(|s| {
+                    let code = labels.served(s.code);
+                    (DeviceSpec { code, ..*s }, d.driver.clone())
+                }));
             }
             let mut devices = [false; 256];
             for c in registry.device_codes() {

@@ -1,5 +1,6 @@
 //! The P2OS driver: a Pioneer 2 robot base over one serial line, serving the position
-//! (`p`), sonar (`s`), misc (`m`) and gripper (`g`) devices as one actor (docs/reference/p2os.md).
+//! (`p`), sonar (`s`), misc (`m`) and gripper (`g`) devices as one actor (docs/reference/p2os.md), and
+//! `P`, the position at the SIP's own precision, in the same batch as `p`.
 //!
 //! The actor keeps the devices' subscribers and the client's command; a link task on the
 //! same arbiter owns the serial port. The link task opens the port, synchronises (SYNC0,
@@ -116,9 +117,9 @@ impl P2osDriver {
         crate::params::check_seconds("p2os", 60.0, &[("silence", params.silence)])?;
         crate::params::check_seconds("p2os", 10.0, &[("sync_timeout", params.sync_timeout)])?;
         for &d in &ctx.devices {
-            if !DEVICES.contains(&d) {
+            if !DEVICES.contains(&d) && d != device::PRECISE_ODOMETRY {
                 return Err(DriverError::not_served(format!(
-                    "the p2os driver has no device '{}' (it serves p, s, m, g)",
+                    "the p2os driver has no device '{}' (it serves p, s, m, g and P)",
                     char::from(d)
                 )));
             }
@@ -242,6 +243,8 @@ impl Handler<SipReadings> for P2osDriver {
         let r = msg.readings;
         let mut position = r.position;
         position.time = self.started.elapsed().as_millis() as u32;
+        let mut odometry = r.odometry;
+        odometry.time = position.time;
         // One SIP, one instant: the four readings go to each session as one batch.
         let readings = self
             .parts
@@ -250,6 +253,7 @@ impl Handler<SipReadings> for P2osDriver {
             .map(|&d| {
                 let data = match d {
                     device::POSITION => position.encode(),
+                    device::PRECISE_ODOMETRY => odometry.encode(),
                     device::SONAR => r.sonar.encode(),
                     device::MISC => r.misc.encode(),
                     _ => r.gripper.encode(),

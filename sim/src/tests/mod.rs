@@ -61,4 +61,5 @@ mod file;
 mod laser;
 mod motion;
 mod noise;
+mod raster;
 mod sensors;

@@ -103,7 +103,7 @@ impl PassthroughDriver {
         Ok(PassthroughDriver {
             cfg: Arc::new(cfg),
             shared: Arc::default(),
-            publisher: Publisher::new(),
+            publisher: ctx.publisher(),
             link: LinkSupervisor::new("passthrough"),
             pending: BTreeMap::new(),
             status: ctx.status.clone(),

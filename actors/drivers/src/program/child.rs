@@ -110,6 +110,7 @@ impl ProgramDriver {
             return;
         }
         self.gen += 1;
+        self.answers.clear();
         let gen = self.gen;
         let mut child = match self.spawn() {
             Ok(c) => c,

@@ -32,9 +32,11 @@
 //! to the registry through the [`DeviceSource`] as a read-only holder.
 //!
 //! The frames are the kit's [`player_kit::program::frame`], shared with driver programs
-//! written in Rust.
+//! written in Rust. A program serving `M`, `H` or `G` answers configs with its `x` replies
+//! ([`answers`]).
 
 use actix::prelude::*;
+use answers::PendingAnswers;
 use bytes::Bytes;
 use child::{Failed, FromChild, Running};
 use frame::{FromProgram, Hello, Refusal, ToProgram};
@@ -54,6 +56,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 use tokio::sync::oneshot;
 
+mod answers;
 mod child;
 mod outbox;
 mod plan;
@@ -105,6 +108,8 @@ pub struct ProgramDriver {
     /// Devices of the robot the program reads.
     reads: BTreeSet<u8>,
     next_config: u32,
+    /// Where replies to recent configs of answering devices go.
+    answers: PendingAnswers,
     terminating: bool,
     /// The client whose request set a device up last, for the lines about its answer.
     opened_by: std::sync::Arc<str>,
@@ -137,6 +142,7 @@ impl ProgramDriver {
             setup_seq: 0,
             reads: BTreeSet::new(),
             next_config: 0,
+            answers: PendingAnswers::default(),
             terminating: false,
             opened_by: "".into(),
         }
@@ -216,8 +222,14 @@ impl ProgramDriver {
                 payload,
             } => self.data(gen, device, timestamp, payload, ctx),
             FromProgram::ConfigReply { id, payload } => {
-                // 0.7.4a has no config replies to clients: the reply is logged.
+                // 0.7.4a has no config replies to clients: the reply is logged, and sent
+                // as an answer when the device is one that answers (answers.rs).
                 debug!(self.log, "config reply"; "id" => id, "payload" => escape(&payload, 64));
+                if let Some(to) = self.answers.to(id) {
+                    if let Err(e) = to.send_one(payload) {
+                        warn!(self.log, "config reply not answered"; "id" => id, "error" => %e);
+                    }
+                }
             }
             FromProgram::Log { level, text } => self.program_log(level, &text),
             FromProgram::Error { device, text } => {
@@ -452,6 +464,8 @@ impl Driver for ProgramDriver {
             return;
         }
         self.next_config = self.next_config.wrapping_add(1);
+        self.answers
+            .expect(self.next_config, msg.device, msg.answer.clone());
         let frame = ToProgram::Config {
             device: msg.device,
             id: self.next_config,

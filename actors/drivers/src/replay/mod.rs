@@ -217,7 +217,7 @@ impl ReplayDriver {
                 last_ts: 0,
                 clock,
                 timer: None,
-                publisher: Publisher::new(),
+                publisher: ctx.publisher(),
                 ignored: HashMap::new(),
                 log,
             },

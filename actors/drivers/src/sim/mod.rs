@@ -7,9 +7,10 @@
 //! run on the main arbiter): they see and bump into each other. The physics runs at a fixed
 //! 10 ms step in real time, stepped by one timer per world; readings are published at the
 //! rates a real Pioneer produces them (10 Hz by default, configurable). As on the real robot,
-//! position, sonar, misc and gripper are one device group: the first of them to be set up
-//! resets the odometry and zeroes the command, and the robot stops when the last of them is
-//! shut down.
+//! position, sonar, misc and gripper are one device group (with `P`, the position at full
+//! precision, published in the same batch as `p`): the first of them to be set up resets
+//! the odometry and zeroes the command, and the robot stops when the last of them is shut
+//! down. The driver answers a map driver's [`WorldRequest`] with its world's solids.
 //!
 //! [`stage_robots`] turns `-stage WORLD` into one served robot per robot of the world file,
 //! each on its own port with its own registry. If the world file asks for a ground-truth log
@@ -22,10 +23,11 @@ use player_kit::catalog::{
 };
 use player_kit::driver::{
     Command, Config, DeviceSpec, DriverError, DriverHandle, MapOutline, MapRequest, Publisher,
-    Setup, Shutdown, Stop, Timestamp, MAX_MAP_SEGMENTS,
+    Setup, Shutdown, Stop, Timestamp, WorldRequest, WorldSolids, MAX_MAP_SEGMENTS,
 };
 use player_kit::plain::{Driver, Reply};
 use player_kit::timer::RunEvery;
+use player_kit::world::{Solid, MAX_WORLD_SOLIDS};
 use player_proto::data::{self as wire, GripperCommand, PositionCommand};
 use player_proto::{config as codes, device};
 use player_sim::{Noise, SimWorld, TruthFormat, TruthRecord, WorldMap};
@@ -41,8 +43,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The devices that share the robot's microcontroller.
-const BASE: [u8; 4] = [
+const BASE: [u8; 5] = [
     device::POSITION,
+    device::PRECISE_ODOMETRY,
     device::SONAR,
     device::MISC,
     device::GRIPPER,
@@ -245,6 +248,8 @@ pub struct SimDriver {
     /// The publishing timers, running while any device is up.
     timers: Vec<SpawnHandle>,
     publisher: Publisher,
+    /// The world's solids for map drivers, made at the first ask.
+    solids: Option<Arc<WorldSolids>>,
     started: Instant,
     log: Logger,
 }
@@ -265,7 +270,8 @@ impl SimDriver {
             }
         }
         for &d in &ctx.devices {
-            if !device::ALL.contains(&d) && d != device::FULL_SCAN {
+            if !device::ALL.contains(&d) && d != device::FULL_SCAN && d != device::PRECISE_ODOMETRY
+            {
                 return Err(DriverError::not_served(format!(
                     "the simulator has no device '{}'",
                     char::from(d)
@@ -342,7 +348,8 @@ impl SimDriver {
             devices: ctx.devices.clone(),
             up: BTreeSet::new(),
             timers: Vec::new(),
-            publisher: Publisher::new(),
+            publisher: ctx.publisher(),
+            solids: None,
             started: ctx.started,
             log: ctx.logger.clone(),
         })
@@ -376,15 +383,30 @@ impl SimDriver {
         self.world.borrow_mut().advance();
     }
 
-    fn reading(&self, d: u8) -> Bytes {
+    /// A reading of device `d`, its time field (position devices) `time` ms since the
+    /// server started.
+    fn reading(&self, d: u8, time: u32) -> Bytes {
         let shared = self.world.borrow();
         let sim = shared.world();
         let i = self.index;
         let bytes = match d {
+            device::PRECISE_ODOMETRY => {
+                let o = sim.odometry(i);
+                player_proto::odometry::Odometry {
+                    time,
+                    x: o.x.round() as i32,
+                    y: o.y.round() as i32,
+                    heading: player_proto::odometry::Odometry::heading_of(o.heading),
+                    speed: o.speed.round() as i32,
+                    turn_rate: (o.turn_rate * 3600.0).round() as i32,
+                    stall: u8::from(o.stall),
+                }
+                .encode()
+            }
             device::POSITION => {
                 let p = sim.position(i);
                 wire::Position {
-                    time: self.started.elapsed().as_millis() as u32,
+                    time,
                     x: p.x,
                     y: p.y,
                     heading: p.heading,
@@ -466,13 +488,15 @@ impl SimDriver {
                 Bytes::from(scan.encode().unwrap_or_default()),
             )
         });
+        // One time for the batch: `p` and `P` are of one instant.
+        let time = self.started.elapsed().as_millis() as u32;
         let readings: Vec<(u8, Bytes)> = devices
             .iter()
             .filter(|d| self.up.contains(d))
             .map(|&d| match (&mut laser_and_scan, d) {
                 (Some((l, _)), device::LASER) => (d, std::mem::take(l)),
                 (Some((_, s)), device::FULL_SCAN) => (d, std::mem::take(s)),
-                _ => (d, self.reading(d)),
+                _ => (d, self.reading(d, time)),
             })
             .collect();
         if !readings.is_empty() {
@@ -718,6 +742,42 @@ impl Handler<MapRequest> for SimDriver {
     }
 }
 
+impl Handler<WorldRequest> for SimDriver {
+    type Result = Option<Arc<WorldSolids>>;
+
+    /// The world's static solids in metres (its edges, walls, boxes, pillars, objects) and
+    /// its bounds, for a map driver; made once (the world does not change).
+    fn handle(&mut self, _msg: WorldRequest, _ctx: &mut Self::Context) -> Self::Result {
+        if self.solids.is_none() {
+            let shared = self.world.borrow();
+            let map = shared.world().map();
+            let m = |v: player_sim::geom::Vec2| [v.x / 1000.0, v.y / 1000.0];
+            let solids = map
+                .solids()
+                .iter()
+                .take(MAX_WORLD_SOLIDS)
+                .map(|(shape, _)| match *shape {
+                    player_sim::geom::Shape::Segment(a, b) => Solid::Segment { a: m(a), b: m(b) },
+                    player_sim::geom::Shape::Rect(lo, hi) => Solid::Rect {
+                        min: m(lo),
+                        max: m(hi),
+                    },
+                    player_sim::geom::Shape::Circle(c, r) => Solid::Circle {
+                        center: m(c),
+                        radius: r / 1000.0,
+                    },
+                })
+                .collect();
+            self.solids = Some(Arc::new(WorldSolids {
+                min: [0.0, 0.0],
+                max: [map.width() / 1000.0, map.height() / 1000.0],
+                solids,
+            }));
+        }
+        self.solids.clone()
+    }
+}
+
 /// Registers the `sim` driver and what `-stage WORLD` does.
 pub fn register(catalog: &mut Catalog) {
     catalog.set_stage_handler(stage_robots);
@@ -726,7 +786,9 @@ pub fn register(catalog: &mut Catalog) {
         let devices = driver.specs();
         let addr = driver.start();
         Ok(StartedDriver {
-            handle: DriverHandle::of(&addr).with_map(addr.clone().recipient()),
+            handle: DriverHandle::of(&addr)
+                .with_map(addr.clone().recipient())
+                .with_world(addr.clone().recipient()),
             devices,
         })
     });

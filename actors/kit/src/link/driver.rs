@@ -194,7 +194,7 @@ impl<H: LinkHandle + 'static> LinkParts<H> {
     pub fn new(link: &'static str, ctx: &DriverContext, log: Logger) -> Self {
         LinkParts {
             link: LinkSupervisor::new(link).report_to(ctx.status.clone(), ctx.devices.clone()),
-            publisher: Publisher::new(),
+            publisher: ctx.publisher(),
             log,
             devices: ctx.devices.clone(),
             up: BTreeSet::new(),
