@@ -114,7 +114,7 @@ impl LaserAvoider {
         let turn = (1.5 * deg).clamp(-MAX_TURN_DEG_S, MAX_TURN_DEG_S);
         // Slow for room ahead (to stop within it) and for a sharp turn.
         let speed =
-            (0.8 * (ahead - 100.0)).min(TOP_SPEED).max(0.0) * (1.0 - deg.abs() / 90.0).max(0.0);
+            (0.8 * (ahead - 100.0)).clamp(0.0, TOP_SPEED) * (1.0 - deg.abs() / 90.0).max(0.0);
         (speed.round() as i16, turn.round() as i16)
     }
 }
