@@ -55,5 +55,9 @@ pub use robot::{
 };
 pub use simworld::{Carry, Puck, SimWorld, TruthRecord};
 
+/// The world's fixed physics step, seconds: [`SimWorld`] steps by it, and world events
+/// fall on whole steps.
+pub const STEP_S: f64 = 0.01;
+
 #[cfg(test)]
 mod tests;

@@ -44,8 +44,9 @@ mod truth;
 pub use events::{Carry, RANDOM_TRIES, SEARCH_MM};
 pub use truth::TruthRecord;
 
-/// The fixed physics step, seconds.
-pub const STEP_S: f64 = 0.01;
+/// The fixed physics step, seconds (defined at the crate's root, where the world file's
+/// events read it too).
+pub use crate::STEP_S;
 /// Half the gap between the open paddles, mm.
 pub const MOUTH_HALF_WIDTH_MM: f64 = 110.0;
 /// How far ahead of the robot's centre the paddle tips reach, mm.

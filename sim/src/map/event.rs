@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::{WorldError, WorldMap, ROBOT_RADIUS_MM};
 use crate::geom::Vec2;
-use crate::simworld::STEP_S;
+use crate::STEP_S;
 
 /// The most `[[event]]`s a world file may hold.
 pub const MAX_EVENTS: usize = 10_000;
