@@ -14,7 +14,9 @@
 //!
 //! [`stage_robots`] turns `-stage WORLD` into one served robot per robot of the world file,
 //! each on its own port with its own registry. If the world file asks for a ground-truth log
-//! (`[truth]`), the world writes it as it runs.
+//! (`[truth]`), the world writes it as it runs. The world file's events (`[[event]]`: robots
+//! carried elsewhere) fire as the world steps; each carry is logged at info and, in the
+//! truth log, written as a line marked `carried`.
 
 use actix::prelude::*;
 use bytes::Bytes;
@@ -131,7 +133,12 @@ impl SharedWorld {
                     ))
                 })?;
                 let mut out = BufWriter::new(file);
-                if let Some(h) = TruthRecord::header(spec.format) {
+                let header = if world.map().events().is_empty() {
+                    TruthRecord::header(spec.format)
+                } else {
+                    TruthRecord::header_with_events(spec.format)
+                };
+                if let Some(h) = header {
                     let _ = out.write_all(h.as_bytes());
                 }
                 info!(log, "writing ground truth"; "file" => %spec.file.display(), "period_s" => spec.period);
@@ -152,6 +159,8 @@ impl SharedWorld {
             claimed: std::collections::HashMap::new(),
             log,
         };
+        // Events at 0 fired as the world was made.
+        shared.report_carries();
         shared.log_truth();
         Ok(shared)
     }
@@ -176,10 +185,37 @@ impl SharedWorld {
         while self.pending >= STEP {
             self.world.tick();
             self.pending -= STEP;
+            self.report_carries();
             self.log_truth();
         }
         // Robots placed by hand since the last tick: file them where they are.
         self.world.refresh_index();
+    }
+
+    /// Logs the carries the last step made, and writes them to the truth log.
+    fn report_carries(&mut self) {
+        for c in self.world.carries() {
+            let (fx, fy, fth) = c.from;
+            let from = format!("({fx:.0}, {fy:.0}, {:.1})", fth.to_degrees());
+            match c.to {
+                Some((x, y, th)) => {
+                    let to = format!("({x:.0}, {y:.0}, {:.1})", th.to_degrees());
+                    info!(self.log, "world event: robot carried"; "event" => c.event, "firing" => c.firing, "robot" => &c.name, "time_s" => c.time, "from" => from, "to" => to);
+                }
+                None => {
+                    warn!(self.log, "world event: no free spot to carry the robot to; it stays"; "event" => c.event, "firing" => c.firing, "robot" => &c.name, "time_s" => c.time, "at" => from);
+                }
+            }
+            let Some(t) = self.truth.as_mut() else {
+                continue;
+            };
+            if let Some(line) = c.truth_line(t.format) {
+                if let Err(e) = t.out.write_all(line.as_bytes()) {
+                    warn!(self.log, "truth log write failed; logging stops"; "file" => %t.path.display(), "error" => %e);
+                    self.truth = None;
+                }
+            }
+        }
     }
 
     fn log_truth(&mut self) {
@@ -585,10 +621,14 @@ impl Actor for SimDriver {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        if self.stepper && self.world.borrow().truth.is_some() {
+        let keep_moving = {
+            let w = self.world.borrow();
+            w.truth.is_some() || !w.world().map().events().is_empty()
+        };
+        if self.stepper && keep_moving {
             // Physics runs in fixed 10 ms steps, caught up lazily before every reading and
-            // command; this timer only keeps the world and its truth log moving when nobody
-            // reads. Waking every step would cost more than the steps themselves.
+            // command; this timer only keeps the world, its events and its truth log moving
+            // when nobody reads. Waking every step would cost more than the steps themselves.
             ctx.run_every(CATCH_UP, |act, _| act.advance());
         }
     }
