@@ -36,6 +36,9 @@
 //! and threads must not grow (the first third is warm-up); and robot B must come back
 //! (readings in some row of the last half). Exit status 1 when either fails.
 
+// Unsafe code: sysconf(_SC_CLK_TCK) (a Linux call).
+#![allow(unsafe_code)]
+
 mod common;
 
 use std::io::Write;

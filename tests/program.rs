@@ -4,6 +4,9 @@
 //! frame, a command device under the watchdog); and an in-process virtual device reading
 //! the laser through its `DeviceSource`. python3 must be on the PATH.
 
+// Unsafe code: kill(2) on the server and on a driver program (a Linux call).
+#![allow(unsafe_code)]
+
 use actix::prelude::*;
 use bytes::Bytes;
 use player::catalog::{DriverContext, StartedDriver};

@@ -240,6 +240,38 @@ impl fmt::Display for Round {
                 o.stall
             )?;
         }
+        self.fmt_navigation(f)?;
+        if let Some(m) = &self.misc {
+            writeln!(
+                f,
+                "misc: front bumpers {:05b}, rear bumpers {:05b}, battery {}.{} V",
+                m.front_bumpers & 0x1F,
+                m.rear_bumpers & 0x1F,
+                m.voltage / 10,
+                m.voltage % 10
+            )?;
+        }
+        if let Some(g) = &self.gripper {
+            writeln!(f, "gripper: state {:08b}, beams {:08b}", g.state, g.beams)?;
+        }
+        if let Some(z) = &self.ptz {
+            writeln!(f, "ptz: pan {}°, tilt {}°, zoom {}", z.pan, z.tilt, z.zoom)?;
+        }
+        if let Some(v) = &self.vision {
+            let blobs: usize = v.channels.iter().map(Vec::len).sum();
+            let active = v.channels.iter().filter(|c| !c.is_empty()).count();
+            writeln!(f, "vision: {blobs} blobs on {active} channels")?;
+        }
+        for (d, p) in &self.other {
+            writeln!(f, "{}: {} bytes", crate::error::Dev(*d), p.len())?;
+        }
+        Ok(())
+    }
+}
+
+impl Round {
+    /// The navigation devices' lines of [`Round`]'s `Display`: map, localize, planner.
+    fn fmt_navigation(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(m) = &self.map {
             writeln!(
                 f,
@@ -287,30 +319,6 @@ impl fmt::Display for Round {
                 p.pose[1],
                 p.pose[2]
             )?;
-        }
-        if let Some(m) = &self.misc {
-            writeln!(
-                f,
-                "misc: front bumpers {:05b}, rear bumpers {:05b}, battery {}.{} V",
-                m.front_bumpers & 0x1F,
-                m.rear_bumpers & 0x1F,
-                m.voltage / 10,
-                m.voltage % 10
-            )?;
-        }
-        if let Some(g) = &self.gripper {
-            writeln!(f, "gripper: state {:08b}, beams {:08b}", g.state, g.beams)?;
-        }
-        if let Some(z) = &self.ptz {
-            writeln!(f, "ptz: pan {}°, tilt {}°, zoom {}", z.pan, z.tilt, z.zoom)?;
-        }
-        if let Some(v) = &self.vision {
-            let blobs: usize = v.channels.iter().map(Vec::len).sum();
-            let active = v.channels.iter().filter(|c| !c.is_empty()).count();
-            writeln!(f, "vision: {blobs} blobs on {active} channels")?;
-        }
-        for (d, p) in &self.other {
-            writeln!(f, "{}: {} bytes", crate::error::Dev(*d), p.len())?;
         }
         Ok(())
     }

@@ -43,6 +43,8 @@ impl Running {
     }
 
     /// Kills the program's whole process group (its children too).
+    // Unsafe code: kill(2) on the program's process group (a Linux call).
+    #[allow(unsafe_code)]
     fn kill(&self) {
         // SAFETY: kill(2) on the process group the program leads (it was started with
         // process_group(0), so its pgid is its pid); no memory is involved.
@@ -80,6 +82,8 @@ pub(super) struct Failed {
 
 impl ProgramDriver {
     /// Spawns the program of the plan with its three pipes, in a process group of its own.
+    // Unsafe code: prctl(PR_SET_PDEATHSIG) in the child before exec (a Linux call).
+    #[allow(unsafe_code)]
     fn spawn(&self) -> std::io::Result<Child> {
         let mut cmd = tokio::process::Command::new(&self.plan.argv[0]);
         cmd.args(&self.plan.argv[1..])
