@@ -22,7 +22,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-pub use crate::source::{DeviceSource, ReadDevice};
 pub use crate::world::{MapOutline, MapRequest, WorldRequest, WorldSolids, MAX_MAP_SEGMENTS};
 
 /// When a reading was taken: seconds and microseconds since the Unix epoch.
