@@ -19,6 +19,12 @@
 //!    wall and processor time), the worst cost ratio to an exact Dijkstra, beside Nav2's
 //!    published NavFn and Smac 2D figures.
 //!
+//! 5. One robot planning and driving at 10 Hz: the `wavefront` driver's navigator (A*
+//!    or the wavefront, VFH+ or regulated pure pursuit) driving the simulated robot to 5
+//!    seeded goals in the maze world (its physics stepped by hand, outside the measure):
+//!    the navigator's CPU time per step as a share of one core at 10 Hz, and with the
+//!    filter of part 2 added, the whole "localizing, planning and driving" (goal <= 15%).
+//!
 //! The data is not in the repository: it is read from `../shared/nav` beside the checkout
 //! (or `$PLAYER_NAV_DATA`); without it, parts 1 and 3 say so and are skipped.
 
@@ -95,7 +101,8 @@ fn field_build(data: &Path) {
     );
 }
 
-fn ten_hz_cpu(quick: bool) {
+/// Part 2; returns the filter's share of one core at 10 Hz (%).
+fn ten_hz_cpu(quick: bool) -> f64 {
     let map = synthetic::floor();
     let blocked = DistanceField::to_not_free(&map);
     let model = Arc::new(MapModel::new(map));
@@ -138,6 +145,104 @@ fn ten_hz_cpu(quick: bool) {
         per * 10.0 * 100.0,
         worst * 100.0
     );
+    per * 10.0 * 100.0
+}
+
+/// Part 5: the navigator driving the simulated robot in the maze; `filter_share` is part
+/// 2's figure (%), added for the whole loop.
+fn driving(filter_share: f64) {
+    use player_drivers::wavefront::navigator::{
+        scan_of_view, ControllerKind, Inputs, NavParams, Navigator, Order,
+    };
+    use player_nav::control::Tolerance;
+    use player_nav::pose::Pose;
+    use player_sim::geom::{Shape, Vec2};
+    use player_sim::{SimWorld, WorldMap};
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/worlds/maze.toml");
+    let wm = Arc::new(WorldMap::from_file(&path).expect("the maze world"));
+    let shapes: Vec<Shape> = wm.solids().iter().map(|(s, _)| *s).collect();
+    let grid = player_sim::raster::rasterise(
+        &shapes,
+        Vec2::new(0.0, 0.0),
+        Vec2::new(wm.width(), wm.height()),
+        50.0,
+    )
+    .expect("the maze rasterised");
+    let m = map::Map::with_cells(grid.width, grid.height, 0.05, Pose::default(), grid.cells)
+        .expect("the maze's map");
+    // Free cells of the maze (its text bitmap: 0.4 m a character), at least 0.4 m from walls.
+    let goals = [(8.9, 1.0), (9.0, 6.0), (6.0, 9.0), (1.0, 9.0), (3.0, 5.5)];
+    for (alg, algorithm) in [
+        ("astar", Algorithm::AStar),
+        ("wavefront", Algorithm::Wavefront),
+    ] {
+        for (name, controller, speed, turn) in [
+            ("vfh", ControllerKind::Vfh, 0.2, 40f64),
+            ("pure_pursuit", ControllerKind::PurePursuit, 0.5, 100f64),
+        ] {
+            let mut nav = Navigator::new(NavParams {
+                algorithm,
+                cost: CostParams::default(),
+                controller,
+                max_speed: speed,
+                max_turn: turn.to_radians(),
+                tolerance: Tolerance::default(),
+                replan_period: 2.0,
+            });
+            let mut world = SimWorld::new(wm.clone());
+            let c0 = thread_cpu();
+            nav.set_map(&m, 1).expect("a costmap");
+            let map_ms = (thread_cpu() - c0).as_secs_f64() * 1e3;
+            let (mut cpu, mut steps, mut reached) = (Duration::ZERO, 0u64, 0);
+            for &(x, y) in &goals {
+                nav.set_goal(Pose::new(x, y, 0.0));
+                let end = world.time() + 300.0;
+                while world.time() < end {
+                    let (tx, ty, th) = world.robot(0).true_pose();
+                    let scan = scan_of_view(&world.laser(0), Pose::default());
+                    let speed = f64::from(world.position(0).speed) / 1000.0;
+                    let c = thread_cpu();
+                    let order = nav.step(Inputs {
+                        pose: Pose::new(tx / 1000.0, ty / 1000.0, th),
+                        speed,
+                        scan: Some(&scan),
+                        time: world.time(),
+                    });
+                    std::hint::black_box(nav.data().encode());
+                    cpu += thread_cpu() - c;
+                    steps += 1;
+                    match order {
+                        Order::Drive(c) => world
+                            .controls(0)
+                            .set_velocity(c.speed as i16, c.turn as i16),
+                        Order::Stop => world.controls(0).set_velocity(0, 0),
+                        Order::Silent => {}
+                    }
+                    for _ in 0..10 {
+                        world.tick();
+                    }
+                    let s = nav.state();
+                    if s == player_proto::nav::PlannerState::Reached {
+                        reached += 1;
+                        break;
+                    }
+                    if s == player_proto::nav::PlannerState::NoPath {
+                        break;
+                    }
+                }
+            }
+            let per = cpu.as_secs_f64() / steps.max(1) as f64;
+            let share = per * 10.0 * 100.0;
+            println!(
+                "one robot planning and driving at 10 Hz ({alg}, {name}): {:.3} ms CPU per step = {:.2}% of one core; with the filter above, localizing, planning and driving: {:.1}% (goal <= 15%); {reached}/{} goals, {} plans, {steps} steps, costmap {map_ms:.1} ms",
+                per * 1e3,
+                share,
+                share + filter_share,
+                goals.len(),
+                nav.plans(),
+            );
+        }
+    }
 }
 
 /// One row of the table: a log at one noise, over the seeds.
@@ -251,7 +356,8 @@ fn main() {
             data::ENV
         ),
     }
-    ten_hz_cpu(quick);
+    let filter_share = ten_hz_cpu(quick);
+    driving(filter_share);
     planning(data.as_deref());
     let Some(d) = data else {
         println!("localization: no navigation data: skipped");

@@ -14,6 +14,9 @@
 //! - [`replay`]: a recording (MCAP, as `-record` writes it) served as the robot's devices.
 //! - [`mapfile`]: an occupancy grid map (a file, or the simulated world) as the map device
 //!   `M` (`player_nav`'s loaders, `player_sim`'s rasteriser).
+//! - [`wavefront`]: the planner device `G`: goals planned on the map (`player_nav`'s A* or
+//!   wavefront) and driven by VFH+ or regulated pure pursuit, the base held under the
+//!   registry's guard.
 //! - [`program`]: devices served by a driver program in any language over its standard
 //!   input and output (docs/plugins.md).
 //!
@@ -41,6 +44,7 @@ pub mod rplidar;
 pub mod sick;
 pub mod sim;
 pub mod urg;
+pub mod wavefront;
 
 /// Registers every shipped driver.
 pub fn register_all(catalog: &mut Catalog) {
@@ -56,4 +60,5 @@ pub fn register_all(catalog: &mut Catalog) {
     passthrough::register(catalog);
     program::register(catalog);
     mapfile::register(catalog);
+    wavefront::register(catalog);
 }

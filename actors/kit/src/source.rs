@@ -14,6 +14,8 @@
 //!   caller says (a driver serving a device on behalf of another relays its clients'
 //!   configs so).
 //! - [`DeviceSource::world`]: the simulated world's solids, for a map driver.
+//! - [`DeviceSource::tell`]: a notice to the client whose command to one of the driver's
+//!   own devices could not be carried out (a planner's goal in an obstacle).
 
 use crate::answer::AnswerTo;
 use crate::driver::{Command, DataRecipient, DeviceError, DeviceSpec, SessionId};
@@ -52,6 +54,7 @@ pub struct DeviceSource {
     hold: Option<Recipient<HoldDevice>>,
     config: Option<Recipient<SendConfig>>,
     world: Option<Recipient<WorldRequest>>,
+    tell: Option<Recipient<TellClient>>,
 }
 
 impl Default for DeviceSource {
@@ -63,6 +66,7 @@ impl Default for DeviceSource {
             hold: None,
             config: None,
             world: None,
+            tell: None,
         }
     }
 }
@@ -88,11 +92,13 @@ impl DeviceSource {
             + Handler<ReadDevice>
             + Handler<HoldDevice>
             + Handler<SendConfig>
-            + Handler<WorldRequest>,
+            + Handler<WorldRequest>
+            + Handler<TellClient>,
         A::Context: actix::dev::ToEnvelope<A, ReadDevice>
             + actix::dev::ToEnvelope<A, HoldDevice>
             + actix::dev::ToEnvelope<A, SendConfig>
-            + actix::dev::ToEnvelope<A, WorldRequest>,
+            + actix::dev::ToEnvelope<A, WorldRequest>
+            + actix::dev::ToEnvelope<A, TellClient>,
     {
         DeviceSource {
             session,
@@ -101,6 +107,7 @@ impl DeviceSource {
             hold: Some(registry.clone().recipient()),
             config: Some(registry.clone().recipient()),
             world: Some(registry.clone().recipient()),
+            tell: Some(registry.clone().recipient()),
         }
     }
 
@@ -207,6 +214,20 @@ impl DeviceSource {
     pub fn world(&self) -> impl std::future::Future<Output = Option<Arc<WorldSolids>>> + 'static {
         let send = self.world.as_ref().map(|r| r.send(WorldRequest));
         async move { send?.await.ok().flatten() }
+    }
+
+    /// Tells client `session` (the sender of a [`Command`] to one of this driver's own
+    /// devices, `device`) why its command could not be carried out: a notice of kind `c`
+    /// (a command ignored) if the client watches notices. Nothing happens outside a
+    /// server or for a session that has gone.
+    pub fn tell(&self, session: SessionId, device: u8, text: impl Into<String>) {
+        if let Some(r) = &self.tell {
+            r.do_send(TellClient {
+                session,
+                device,
+                text: text.into(),
+            });
+        }
     }
 }
 
@@ -389,4 +410,17 @@ pub struct SendConfig {
     pub answer: AnswerTo,
     /// Who sends it, for log lines.
     pub client: Arc<str>,
+}
+
+/// Driver → registry: a notice of kind `c` (a command ignored) for one client, about a
+/// command it sent to one of the driver's own devices ([`DeviceSource::tell`]).
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct TellClient {
+    /// The client (the command's `session`).
+    pub session: SessionId,
+    /// The device the command was for.
+    pub device: u8,
+    /// Why it was not carried out.
+    pub text: String,
 }

@@ -1,7 +1,8 @@
 //! What drivers ask of their robot's registry (`player_kit::source`): reading another
 //! device, holding one for reading and writing (its commands then pass the guard as a
 //! client's do, `commands.rs`), sending a config to one (the path every config takes, a
-//! client's too), and the world's solids of the first driver that has a world.
+//! client's too), the world's solids of the first driver that has a world, and a
+//! driver's notice for the client whose command it could not carry out.
 
 use super::table::Internal;
 use super::{DeviceError, Registry, RouteConfig, Sent, Subscribe, Tapped};
@@ -9,7 +10,7 @@ use actix::prelude::*;
 use bytes::Bytes;
 use player_kit::answer::AnswerTo;
 use player_kit::driver::{Config, WorldRequest, WorldSolids};
-use player_kit::source::{DeviceWriter, Held, HoldDevice, ReadDevice, SendConfig};
+use player_kit::source::{DeviceWriter, Held, HoldDevice, ReadDevice, SendConfig, TellClient};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -183,5 +184,18 @@ impl Handler<WorldRequest> for Registry {
             }
             None
         })
+    }
+}
+
+impl Handler<TellClient> for Registry {
+    type Result = ();
+
+    /// A driver's notice for the client whose command it could not carry out (kind `c`,
+    /// as the guard's own refusals are told).
+    fn handle(&mut self, msg: TellClient, _ctx: &mut Self::Context) {
+        self.notify(
+            msg.session,
+            crate::notice::Notice::new(crate::notice::kind::COMMAND, msg.device, msg.text),
+        );
     }
 }

@@ -1,0 +1,497 @@
+//! The `wavefront` driver: "go there" as the planner device `G` (Player 1.6.5's planner
+//! layouts plus a state byte; docs/navigation.md, "The planner device", and the rules in
+//! docs/protocol.md).
+//!
+//! When a client opens `G` the driver reads the map (`map`, default `M`), the pose on the
+//! map (`pose`: a map-frame `p`, `P`, or a localizer's `H`), the laser (`laser`, its
+//! 361-bin view) and holds the base (`base`, default `p`) for reading and writing as a
+//! yielding holder: its commands pass the registry's guard as a client's do (write access,
+//! the e-stop, the command watchdog), and a client's own command to the base pre-empts it.
+//!
+//! - a command to `G` (12 bytes: x mm, y mm, heading deg; needs write access to `G`) is the
+//!   goal, replacing the last;
+//! - `x G w` answers the route's waypoints, `x G e <u8>` enables or disables motion, `x G
+//!   c` cancels (the base stops);
+//! - each reading of the base is one step of the navigator ([`navigator`]): its command
+//!   goes to the base, and `G` is published (43 bytes) with the state;
+//! - the e-stop latched: state 6, the goal dropped, goals refused (by the guard) until it
+//!   is released; a client's own command to the base: state 7 until the next goal; the
+//!   writer of `G` leaving: the goal cancelled; a goal off the map or in an obstacle:
+//!   state 5 and a notice (kind `c`) to the client that sent it, saying why.
+//!
+//! The map comes from the map device's tiles, asked for through the registry with the
+//! driver itself as the answers' recipient ([`inputs::MapLoad`]), again whenever the map's
+//! id changes.
+
+pub mod inputs;
+pub mod navigator;
+pub mod params;
+
+use actix::prelude::*;
+use bytes::Bytes;
+use inputs::MapLoad;
+use navigator::{Inputs, Navigator, Order};
+use params::{Checked, WavefrontParams};
+use player_kit::answer::{AnswerTo, ConfigAnswer};
+use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
+use player_kit::driver::{
+    Command, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, DriverError,
+    DriverHandle, Publisher, SessionId, Setup, Shutdown, Stop, StopReason, Subscribers, Terminate,
+    Timestamp,
+};
+use player_kit::source::{DeviceSource, DeviceWriter, Hold, HolderEvent};
+use player_nav::control::Scan;
+use player_nav::pose::Pose;
+use player_proto::data::PositionCommand;
+use player_proto::device;
+use player_proto::nav::{code, Goal, MapInfo, Tile, Waypoints};
+use slog::{debug, info, warn, Logger};
+
+/// The `wavefront` driver's actor.
+pub struct WavefrontDriver {
+    p: Checked,
+    nav: Navigator,
+    source: DeviceSource,
+    publisher: Publisher,
+    writer: Option<DeviceWriter>,
+    /// Where the readings come (kept to stop reading).
+    recipient: Option<DataRecipient>,
+    up: bool,
+    load: Option<MapLoad>,
+    scan: Option<Scan>,
+    pose: Option<Pose>,
+    speed: f64,
+    /// The last base reading stepped on (its sequence number and time).
+    last_base: Option<(u64, Timestamp)>,
+    /// Who sent the goal (told if it fails).
+    goal_from: Option<SessionId>,
+    log: Logger,
+}
+
+impl WavefrontDriver {
+    fn new(ctx: &DriverContext) -> Result<WavefrontDriver, DriverError> {
+        if ctx.devices != [device::PLANNER] {
+            return Err(DriverError::params(
+                "driver 'wavefront' serves exactly one device, \"G\"",
+            ));
+        }
+        let params: WavefrontParams = ctx.params()?;
+        let p = params.check()?;
+        Ok(WavefrontDriver {
+            nav: Navigator::new(p.nav),
+            p,
+            source: ctx.source.clone(),
+            publisher: ctx.publisher(),
+            writer: None,
+            recipient: None,
+            up: false,
+            load: None,
+            scan: None,
+            pose: None,
+            speed: 0.0,
+            last_base: None,
+            goal_from: None,
+            log: ctx.logger.clone(),
+        })
+    }
+
+    fn publish(&mut self) {
+        if self.up {
+            let data = self.nav.data().encode();
+            self.publisher.publish(device::PLANNER, Bytes::from(data));
+        }
+    }
+
+    /// Sends what the navigator ordered to the base.
+    fn order(&mut self, order: Order) {
+        let command = match order {
+            Order::Silent => return,
+            Order::Stop => PositionCommand::default(),
+            Order::Drive(c) => PositionCommand {
+                speed: c.speed.clamp(i32::from(i16::MIN), i32::from(i16::MAX)) as i16,
+                turn_rate: c.turn.clamp(i32::from(i16::MIN), i32::from(i16::MAX)) as i16,
+            },
+        };
+        if let Some(w) = &self.writer {
+            if let Err(e) = w.command(Bytes::from(command.encode())) {
+                warn!(self.log, "base command not sent"; "error" => %e);
+            }
+        }
+    }
+
+    /// Tells the goal's sender why it failed, if it did.
+    fn tell_failure(&mut self) {
+        if let Some(why) = self.nav.take_error() {
+            info!(self.log, "goal failed"; "reason" => &why);
+            if let Some(s) = self.goal_from {
+                self.source
+                    .tell(s, device::PLANNER, format!("goal refused: {why}"));
+            }
+        }
+    }
+
+    /// One reading of a device the driver reads.
+    fn reading(&mut self, d: &DeviceData, ctx: &mut Context<Self>) -> bool {
+        let devs = self.p.devices;
+        let mut base_step = false;
+        if d.device == devs.map {
+            if let Ok(info) = MapInfo::decode(&d.data) {
+                self.map_info(info, ctx);
+            }
+        }
+        if d.device == devs.laser {
+            if let Some(r) = inputs::laser_of(&d.data) {
+                let m = self.p.laser_pose;
+                self.scan = Some(navigator::scan_of_view(&r, Pose::new(m[0], m[1], m[2])));
+            }
+        }
+        if d.device == devs.pose {
+            if let Some(pose) = inputs::pose_of(&d.data) {
+                let o = self.p.pose_origin;
+                self.pose = Some(Pose::new(o[0], o[1], o[2]).compose(&pose));
+            }
+        }
+        if d.device == devs.base {
+            let stamp = (d.seq, d.timestamp);
+            if self.last_base != Some(stamp) {
+                self.last_base = Some(stamp);
+                if let Some(v) = inputs::speed_of(&d.data) {
+                    self.speed = v;
+                }
+                base_step = true;
+            }
+        }
+        base_step
+    }
+
+    /// A step of the navigator on the newest inputs.
+    fn step(&mut self) {
+        let Some(pose) = self.pose else {
+            return;
+        };
+        let time = self
+            .last_base
+            .map_or(0.0, |(_, t)| f64::from(t.sec) + f64::from(t.usec) / 1e6);
+        let order = self.nav.step(Inputs {
+            pose,
+            speed: self.speed,
+            scan: self.scan.as_ref(),
+            time,
+        });
+        self.order(order);
+        self.tell_failure();
+        self.publish();
+    }
+
+    /// The map device's reading: a map not yet loaded is asked for, tile by tile.
+    fn map_info(&mut self, info: MapInfo, ctx: &mut Context<Self>) {
+        if self.nav.map_id() == Some(info.map_id)
+            || self
+                .load
+                .as_ref()
+                .is_some_and(|l| l.info().map_id == info.map_id)
+        {
+            return;
+        }
+        let load = match MapLoad::new(info) {
+            Ok(l) => l,
+            Err(e) => {
+                warn!(self.log, "map not loaded"; "error" => e);
+                return;
+            }
+        };
+        info!(self.log, "loading the map"; "map_id" => info.map_id, "width" => info.width,
+            "height" => info.height, "tiles" => load.tiles().len());
+        let to = ctx.address().recipient::<ConfigAnswer>();
+        for rect in load.tiles() {
+            let f = self.source.config(
+                self.p.devices.map,
+                Bytes::from(rect.encode()),
+                AnswerTo::new(self.p.devices.map, to.clone()),
+            );
+            ctx.spawn(f.into_actor(self).map(|r, act, _| {
+                if let Err(e) = r {
+                    warn!(act.log, "tile not asked for"; "error" => %e);
+                }
+            }));
+        }
+        self.load = Some(load);
+    }
+
+    /// Starts reading and holding what the driver needs.
+    fn hold_all(
+        &mut self,
+        ctx: &mut Context<Self>,
+    ) -> impl std::future::Future<Output = Result<Option<DeviceWriter>, DriverError>> + 'static
+    {
+        let me = ctx.address();
+        let to = DataRecipient::of(&me);
+        self.recipient = Some(to.clone());
+        let devs = self.p.devices;
+        let hold = Hold::read_write(to.clone())
+            .yielding()
+            .events(me.recipient());
+        let base = self.source.hold(devs.base, hold);
+        let mut reads = Vec::new();
+        for code in [devs.map, devs.laser, devs.pose] {
+            if code != devs.base && !reads.iter().any(|&(c, _)| c == code) {
+                reads.push((code, self.source.read(code, to.clone(), true)));
+            }
+        }
+        async move {
+            let held = base.await.map_err(DriverError::from)?;
+            for (_, r) in reads {
+                r.await.map_err(DriverError::from)?;
+            }
+            Ok(held.writer)
+        }
+    }
+
+    fn release_all(&mut self) {
+        let devs = self.p.devices;
+        self.writer = None;
+        self.source.release(devs.base);
+        let Some(to) = self.recipient.clone() else {
+            return;
+        };
+        for code in [devs.map, devs.laser, devs.pose] {
+            if code != devs.base {
+                let f = self.source.read(code, to.clone(), false);
+                actix::spawn(async move {
+                    let _ = f.await;
+                });
+            }
+        }
+    }
+}
+
+impl Actor for WavefrontDriver {
+    type Context = Context<Self>;
+}
+
+impl Handler<Setup> for WavefrontDriver {
+    type Result = ResponseActFuture<Self, Result<(), DriverError>>;
+
+    fn handle(&mut self, msg: Setup, ctx: &mut Self::Context) -> Self::Result {
+        if msg.device != device::PLANNER {
+            return Box::pin(fut::ready(Err(DriverError::not_served(
+                "the wavefront driver serves only 'G'",
+            ))));
+        }
+        Box::pin(self.hold_all(ctx).into_actor(self).map(move |r, act, _| {
+            let writer = r?;
+            if writer.is_none() {
+                return Err(DriverError::not_served(format!(
+                    "wavefront: the base '{}' takes no commands",
+                    char::from(act.p.devices.base)
+                )));
+            }
+            act.writer = writer;
+            act.up = true;
+            info!(act.log, "planner up"; "opened_by" => &*msg.client);
+            act.publish();
+            Ok(())
+        }))
+    }
+}
+
+impl Handler<Shutdown> for WavefrontDriver {
+    type Result = ();
+
+    fn handle(&mut self, msg: Shutdown, _ctx: &mut Self::Context) {
+        if msg.device == device::PLANNER && self.up {
+            self.nav.cancel();
+            let order = self.nav.halt();
+            self.order(order);
+            self.up = false;
+            self.release_all();
+            self.publisher.clear(device::PLANNER);
+        }
+    }
+}
+
+impl Handler<Command> for WavefrontDriver {
+    type Result = ();
+
+    /// A goal (the guard has checked the sender's write access and the e-stop).
+    fn handle(&mut self, msg: Command, _ctx: &mut Self::Context) {
+        let Ok(g) = Goal::decode(&msg.payload) else {
+            return;
+        };
+        let goal = Pose::new(
+            f64::from(g.x) / 1000.0,
+            f64::from(g.y) / 1000.0,
+            f64::from(g.a).to_radians(),
+        );
+        info!(self.log, "goal"; "x_mm" => g.x, "y_mm" => g.y, "a_deg" => g.a);
+        self.goal_from = Some(msg.session);
+        self.nav.set_goal(goal);
+        self.tell_failure();
+        self.publish();
+    }
+}
+
+impl Handler<Config> for WavefrontDriver {
+    type Result = ();
+
+    /// `x G w` (the waypoints, answered), `x G e <u8>` (enable), `x G c` (cancel).
+    fn handle(&mut self, msg: Config, _ctx: &mut Self::Context) {
+        match msg.payload.first().copied() {
+            Some(code::WAYPOINTS) => {
+                let body = Waypoints(self.nav.waypoints()).encode();
+                match body.map(|b| msg.answer.send_one(b)) {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => warn!(self.log, "waypoints not answered"; "error" => %e),
+                    Err(e) => warn!(self.log, "waypoints not encoded"; "error" => %e),
+                }
+            }
+            Some(code::ENABLE) => {
+                let on = msg.payload.get(1).is_some_and(|&b| b != 0);
+                self.nav.enable(on);
+                let order = self.nav.halt();
+                self.order(order);
+                self.publish();
+            }
+            Some(code::CANCEL) => {
+                info!(self.log, "goal cancelled"; "client" => &msg.client);
+                self.nav.cancel();
+                let order = self.nav.halt();
+                self.order(order);
+                self.publish();
+            }
+            other => {
+                warn!(self.log, "config ignored: the planner takes 'w', 'e' and 'c'";
+                    "code" => player_kit::log::code(other.unwrap_or(0)), "client" => &msg.client);
+            }
+        }
+    }
+}
+
+impl Handler<Stop> for WavefrontDriver {
+    type Result = ();
+
+    /// The e-stop (state 6), or the goal's writer leaving (cancelled).
+    fn handle(&mut self, msg: Stop, _ctx: &mut Self::Context) {
+        if msg.device != device::PLANNER {
+            return;
+        }
+        match msg.reason {
+            StopReason::EmergencyStop => self.nav.estop(true),
+            StopReason::WriterLeft | StopReason::Watchdog => {
+                self.nav.cancel();
+                let order = self.nav.halt();
+                self.order(order);
+            }
+        }
+        self.publish();
+    }
+}
+
+impl Handler<HolderEvent> for WavefrontDriver {
+    type Result = ();
+
+    fn handle(&mut self, msg: HolderEvent, _ctx: &mut Self::Context) {
+        match msg {
+            HolderEvent::EStop { latched, by } => {
+                info!(self.log, "e-stop"; "latched" => latched, "by" => by);
+                self.nav.estop(latched);
+            }
+            HolderEvent::Preempted { by, .. } => {
+                info!(self.log, "navigation pre-empted"; "by" => by);
+                self.nav.preempt();
+            }
+            HolderEvent::Watchdog { .. } => debug!(self.log, "the base's watchdog stopped it"),
+            HolderEvent::Refused { reason, .. } => {
+                debug!(self.log, "base command refused"; "reason" => reason)
+            }
+        }
+        self.publish();
+    }
+}
+
+impl Handler<ConfigAnswer> for WavefrontDriver {
+    type Result = ();
+
+    /// A tile of the map being loaded.
+    fn handle(&mut self, msg: ConfigAnswer, _ctx: &mut Self::Context) {
+        for body in msg.bodies.iter() {
+            let Ok(tile) = Tile::decode(body) else {
+                warn!(self.log, "map tile not decoded"; "bytes" => body.len());
+                continue;
+            };
+            let done = self.load.as_mut().is_some_and(|l| l.put(&tile));
+            if !done {
+                continue;
+            }
+            let Some(load) = self.load.take() else {
+                continue;
+            };
+            let id = load.info().map_id;
+            let built = load.map().and_then(|m| self.nav.set_map(&m, id));
+            match built {
+                Ok(()) => info!(self.log, "map loaded"; "map_id" => id),
+                Err(e) => warn!(self.log, "map not usable"; "error" => e),
+            }
+            self.tell_failure();
+        }
+    }
+}
+
+impl Handler<DeviceData> for WavefrontDriver {
+    type Result = ();
+
+    fn handle(&mut self, msg: DeviceData, ctx: &mut Self::Context) {
+        if self.up && self.reading(&msg, ctx) {
+            self.step();
+        }
+    }
+}
+
+impl Handler<DeviceDataBatch> for WavefrontDriver {
+    type Result = ();
+
+    /// A batch (the base's `p` and `P` of one instant): every reading first, then one step.
+    fn handle(&mut self, msg: DeviceDataBatch, ctx: &mut Self::Context) {
+        if !self.up {
+            return;
+        }
+        let mut step = false;
+        for d in msg.0.iter() {
+            step |= self.reading(d, ctx);
+        }
+        if step {
+            self.step();
+        }
+    }
+}
+
+impl Handler<Subscribers> for WavefrontDriver {
+    type Result = ();
+
+    fn handle(&mut self, msg: Subscribers, _ctx: &mut Self::Context) {
+        self.publisher.set_subscribers(msg);
+    }
+}
+
+impl Handler<Terminate> for WavefrontDriver {
+    type Result = ();
+
+    fn handle(&mut self, _msg: Terminate, ctx: &mut Self::Context) {
+        ctx.stop();
+    }
+}
+
+/// Registers the `wavefront` driver.
+pub fn register(catalog: &mut Catalog) {
+    catalog.register("wavefront", |ctx: DriverContext| {
+        let driver = WavefrontDriver::new(&ctx)?;
+        let addr = driver.start();
+        Ok(StartedDriver {
+            handle: DriverHandle::of(&addr),
+            devices: vec![DeviceSpec::read_write(device::PLANNER, Goal::SIZE)],
+        })
+    });
+}
+
+#[cfg(test)]
+mod tests;
