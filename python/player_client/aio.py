@@ -38,7 +38,7 @@ from .codec import Message, Pair, pairs_of
 from .codes import DataMode
 from .core import ClientCore, Grant, Round, Wait
 from .errors import PlayerTimeout
-from .nav import Answer, MapInfo, Particles, SetPose, Tile, TileRequest
+from .nav import Answer, MapInfo, Particles, Planner, SetPose, Tile, TileRequest, goal_outcome
 from .readings import DeviceInfo, Notice
 
 __all__ = ["AsyncClient"]
@@ -376,6 +376,26 @@ class AsyncClient:
         """Sends the planner a goal (``c G``)."""
         self._core.set_goal(x, y, a)
         await self._send()
+
+    async def goto(
+        self, x: int, y: int, heading: int = 0, timeout: Optional[float] = None
+    ) -> Planner:
+        """As :meth:`player_client.Client.goto`: the goal sent, rounds read until it ends;
+        the planner's reading then. Raises :class:`PlayerTimeout` after ``timeout`` s."""
+        goal = (int(x), int(y), int(heading))
+        await self.set_goal(*goal)
+
+        async def until_ended() -> Planner:
+            await self.read()
+            while True:
+                ended = goal_outcome((await self.read()).planner, goal)
+                if ended is not None:
+                    return ended
+
+        try:
+            return await asyncio.wait_for(until_ended(), timeout)
+        except asyncio.TimeoutError:
+            raise PlayerTimeout(f"goal {goal} not ended within {timeout} s") from None
 
     async def waypoints(self) -> Tuple[Tuple[int, int, int], ...]:
         """The plan's waypoints (``x G w``)."""

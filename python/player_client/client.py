@@ -14,13 +14,14 @@ The Python counterpart of the manual's C++ ``CRobot`` (Appendix A)::
 from __future__ import annotations
 
 import socket
+import time
 from typing import Generator, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from .codec import Message, Pair, pairs_of
 from .codes import DEFAULT_PORT, DataMode
 from .core import ClientCore, Grant, Round, Wait
 from .errors import PlayerTimeout
-from .nav import Answer, MapInfo, Particles, SetPose, Tile, TileRequest
+from .nav import Answer, MapInfo, Particles, Planner, SetPose, Tile, TileRequest, goal_outcome
 from .readings import DeviceInfo, Notice
 
 __all__ = ["Client", "split_address", "DEFAULT_TIMEOUT"]
@@ -378,6 +379,24 @@ class Client:
         """Sends the planner a goal (``c G``, write access needed): mm, mm, degrees."""
         self._core.set_goal(x, y, a)
         self._flush()
+
+    def goto(self, x: int, y: int, heading: int = 0, timeout: Optional[float] = None) -> Planner:
+        """Sends the planner the goal (x mm, y mm, heading degrees) and reads rounds until
+        the goal has ended; returns the planner's reading then: its ``state`` says how
+        (``PlannerState.REACHED``, or ``NO_PATH``, ``E_STOPPED``, ``PRE_EMPTED``, ``IDLE``
+        when cancelled). The client must read ``G`` and have write access to it
+        (``request("Ga")``). Raises :class:`PlayerTimeout` after ``timeout`` seconds."""
+        goal = (int(x), int(y), int(heading))
+        self.set_goal(*goal)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        # The first round may hold the reading from before the server took the goal.
+        self.read()
+        while True:
+            if deadline is not None and time.monotonic() > deadline:
+                raise PlayerTimeout(f"goal {goal} not ended within {timeout} s")
+            ended = goal_outcome(self.read().planner, goal)
+            if ended is not None:
+                return ended
 
     def waypoints(self) -> Tuple[Tuple[int, int, int], ...]:
         """The plan's waypoints (``x G w``): x mm, y mm, heading degrees."""

@@ -361,6 +361,36 @@ class PlannerState(enum.IntEnum):
     PRE_EMPTED = 7
 
 
+#: The states in which a goal has ended: reached, or failed (no path, e-stopped, pre-empted
+#: by a client's own command, or cancelled back to idle).
+GOAL_ENDED = frozenset(
+    {
+        PlannerState.IDLE,
+        PlannerState.REACHED,
+        PlannerState.NO_PATH,
+        PlannerState.E_STOPPED,
+        PlannerState.PRE_EMPTED,
+    }
+)
+
+
+def goal_outcome(planner: Optional["Planner"], goal: Tuple[int, int, int]) -> Optional["Planner"]:
+    """The planner's reading if it says the goal ``goal`` (mm, mm, degrees) has ended, else
+    None (the goal is still being planned or driven, or the reading is from before it).
+
+    A reading about this goal (its goal field equal to ``goal``) ends it in any state of
+    :data:`GOAL_ENDED`; a goal the planner refused (no path, e-stop latched) may never be
+    taken as the goal, so those two states end it whatever goal the reading names."""
+    if planner is None:
+        return None
+    state = planner.state
+    if planner.goal == tuple(goal) and state in GOAL_ENDED:
+        return planner
+    if state in (PlannerState.NO_PATH, PlannerState.E_STOPPED):
+        return planner
+    return None
+
+
 @dataclass(frozen=True)
 class Planner:
     """Planner data (``G``, 43 bytes): Player 1.6.5's 42 and a state."""

@@ -210,3 +210,61 @@ def test_a_read_only_client_asks_too_and_the_asyncio_client_gets_the_same(make_s
 
     n, w = asyncio.run(main())
     assert n == 250 and len(w) == 3
+
+
+MAZE = Path(__file__).resolve().parents[2] / "config" / "worlds" / "maze.toml"
+
+
+def planner_driver(controller: str) -> str:
+    """The simulated robot in the maze (noise off), its world as the map and the wavefront
+    planner reading the exact odometry placed at the maze's start pose."""
+    return f"""
+[[robot.driver]]
+driver = "sim"
+devices = ["p", "P", "l"]
+[robot.driver.params]
+world = {json.dumps(str(MAZE))}
+noise = false
+
+[[robot.driver]]
+driver = "mapfile"
+devices = ["M"]
+[robot.driver.params]
+map = "world"
+
+[[robot.driver]]
+driver = "wavefront"
+devices = ["G"]
+[robot.driver.params]
+controller = {json.dumps(controller)}
+pose = "P"
+pose_origin = [1000, 1000, 0]
+"""
+
+
+def test_goto_returns_when_the_real_planner_has_reached_the_goal_or_refused_it(make_server):
+    server = make_server(driver_toml=planner_driver("pure_pursuit"))
+    with Client.connect(server.address) as c:
+        assert c.request("GaPr").access("G") == "a"
+        # The map is in once M has been read by the planner; a goal before that waits.
+        reached = c.goto(4000, 1000, 90, timeout=90)
+        assert reached.state == PlannerState.REACHED, reached
+        assert reached.goal == (4000, 1000, 90) and reached.done
+        p = c.read().precise
+        assert p is not None
+        # The exact odometry from the start pose (1000, 1000, 0): within the tolerance.
+        x, y = 1000 + p.x, 1000 + p.y
+        assert abs(x - 4000) <= 250 and abs(y - 1000) <= 250, (x, y)
+        refused = c.goto(200, 5000, 0, timeout=30)
+        assert refused.state == PlannerState.NO_PATH, refused
+
+
+def test_the_asyncio_client_goes_there_too(make_server):
+    server = make_server(driver_toml=planner_driver("pure_pursuit"))
+
+    async def main() -> PlannerState:
+        async with await AsyncClient.connect(server.address) as c:
+            (await c.request("Ga")).check()
+            return (await c.goto(2500, 1000, 0, timeout=90)).state
+
+    assert asyncio.run(main()) == PlannerState.REACHED
