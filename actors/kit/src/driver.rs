@@ -23,7 +23,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use crate::source::{DeviceSource, ReadDevice};
-pub use crate::world::{MapOutline, MapRequest, WorldRequest, WorldSolids, MAX_MAP_SEGMENTS};
+pub use crate::world::{
+    GridMap, GridRequest, MapOutline, MapRequest, WorldRequest, WorldSolids, MAX_MAP_SEGMENTS,
+};
 
 /// When a reading was taken: seconds and microseconds since the Unix epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
@@ -732,6 +734,9 @@ pub struct DriverHandle {
     /// Where [`WorldRequest`] goes, for a driver that has a world's solids (see
     /// [`DriverHandle::with_world`]).
     pub world: Option<Recipient<WorldRequest>>,
+    /// Where [`GridRequest`] goes, for a driver that serves an occupancy grid (see
+    /// [`DriverHandle::with_grid`]).
+    pub grid: Option<Recipient<GridRequest>>,
     /// Where [`Playback`](crate::playback::Playback) goes, for a driver that plays a
     /// recording back (see [`DriverHandle::with_playback`]).
     pub playback: Option<Recipient<crate::playback::Playback>>,
@@ -767,8 +772,15 @@ impl DriverHandle {
             terminate: addr.clone().recipient(),
             map: None,
             world: None,
+            grid: None,
             playback: None,
         }
+    }
+
+    /// The same handle, answering [`GridRequest`]s with `grid`.
+    pub fn with_grid(mut self, grid: Recipient<GridRequest>) -> Self {
+        self.grid = Some(grid);
+        self
     }
 
     /// The same handle, answering [`WorldRequest`]s with `world`.

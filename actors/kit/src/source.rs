@@ -14,10 +14,12 @@
 //!   caller says (a driver serving a device on behalf of another relays its clients'
 //!   configs so).
 //! - [`DeviceSource::world`]: the simulated world's solids, for a map driver.
+//! - [`DeviceSource::grid`]: a map device's occupancy grid, cells and all, for a
+//!   localizer (inside the server; a client downloads the same cells as tiles).
 
 use crate::answer::AnswerTo;
 use crate::driver::{Command, DataRecipient, DeviceError, DeviceSpec, SessionId};
-use crate::world::{WorldRequest, WorldSolids};
+use crate::world::{GridMap, GridRequest, WorldRequest, WorldSolids};
 use actix::prelude::*;
 use bytes::Bytes;
 use std::sync::Arc;
@@ -52,6 +54,7 @@ pub struct DeviceSource {
     hold: Option<Recipient<HoldDevice>>,
     config: Option<Recipient<SendConfig>>,
     world: Option<Recipient<WorldRequest>>,
+    grid: Option<Recipient<GridRequest>>,
 }
 
 impl Default for DeviceSource {
@@ -63,6 +66,7 @@ impl Default for DeviceSource {
             hold: None,
             config: None,
             world: None,
+            grid: None,
         }
     }
 }
@@ -88,11 +92,13 @@ impl DeviceSource {
             + Handler<ReadDevice>
             + Handler<HoldDevice>
             + Handler<SendConfig>
-            + Handler<WorldRequest>,
+            + Handler<WorldRequest>
+            + Handler<GridRequest>,
         A::Context: actix::dev::ToEnvelope<A, ReadDevice>
             + actix::dev::ToEnvelope<A, HoldDevice>
             + actix::dev::ToEnvelope<A, SendConfig>
-            + actix::dev::ToEnvelope<A, WorldRequest>,
+            + actix::dev::ToEnvelope<A, WorldRequest>
+            + actix::dev::ToEnvelope<A, GridRequest>,
     {
         DeviceSource {
             session,
@@ -101,6 +107,7 @@ impl DeviceSource {
             hold: Some(registry.clone().recipient()),
             config: Some(registry.clone().recipient()),
             world: Some(registry.clone().recipient()),
+            grid: Some(registry.clone().recipient()),
         }
     }
 
@@ -206,6 +213,17 @@ impl DeviceSource {
     /// simulator); `None` when none has, or outside a server.
     pub fn world(&self) -> impl std::future::Future<Output = Option<Arc<WorldSolids>>> + 'static {
         let send = self.world.as_ref().map(|r| r.send(WorldRequest));
+        async move { send?.await.ok().flatten() }
+    }
+
+    /// The occupancy grid of the map device `device` (as the robot serves it), from the
+    /// driver serving it; `None` when that driver serves no grid or has none yet (the
+    /// device is not set up: hold it first), or outside a server.
+    pub fn grid(
+        &self,
+        device: u8,
+    ) -> impl std::future::Future<Output = Option<Arc<GridMap>>> + 'static {
+        let send = self.grid.as_ref().map(|r| r.send(GridRequest { device }));
         async move { send?.await.ok().flatten() }
     }
 }

@@ -1,14 +1,15 @@
 //! What drivers ask of their robot's registry (`player_kit::source`): reading another
 //! device, holding one for reading and writing (its commands then pass the guard as a
 //! client's do, `commands.rs`), sending a config to one (the path every config takes, a
-//! client's too), and the world's solids of the first driver that has a world.
+//! client's too), the world's solids of the first driver that has a world, and a map
+//! device's occupancy grid from the driver serving it.
 
 use super::table::Internal;
 use super::{DeviceError, Registry, RouteConfig, Sent, Subscribe, Tapped};
 use actix::prelude::*;
 use bytes::Bytes;
 use player_kit::answer::AnswerTo;
-use player_kit::driver::{Config, ReadDevice, WorldRequest, WorldSolids};
+use player_kit::driver::{Config, GridMap, GridRequest, ReadDevice, WorldRequest, WorldSolids};
 use player_kit::source::{DeviceWriter, Held, HoldDevice, SendConfig};
 use std::sync::Arc;
 use std::time::Duration;
@@ -182,6 +183,28 @@ impl Handler<WorldRequest> for Registry {
                 }
             }
             None
+        })
+    }
+}
+
+impl Handler<GridRequest> for Registry {
+    type Result = ResponseFuture<Option<Arc<GridMap>>>;
+
+    /// The occupancy grid of map device `device`, from the driver serving it (asked under
+    /// its own code).
+    fn handle(&mut self, msg: GridRequest, _ctx: &mut Self::Context) -> Self::Result {
+        let ask = self
+            .table
+            .devices
+            .get(&msg.device)
+            .and_then(|d| d.driver.grid.clone().map(|g| (g, d.own)));
+        Box::pin(async move {
+            let (grid, own) = ask?;
+            grid.send(GridRequest { device: own })
+                .timeout(Duration::from_secs(5))
+                .await
+                .ok()
+                .flatten()
         })
     }
 }
