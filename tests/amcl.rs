@@ -93,8 +93,8 @@ fn world(name: &str) -> (PathBuf, PathBuf) {
 
 /// The robot: the simulator's base as `O` beside `P` and the laser, the maze's map, and
 /// amcl serving `H` and the map-frame `p` with `amcl` as its parameters.
-fn settings(world: &Path, amcl: &str, extra: &str) -> Settings {
-    let text = format!(
+fn settings(world: &Path, amcl: &str, extra: &str) -> Text {
+    Text(format!(
         r#"
 {extra}
 [[robot]]
@@ -118,8 +118,23 @@ devices = ["H", "p"]
 {amcl}
 "#,
         world.display()
-    );
-    Settings::from_toml(&text, "amcl test").unwrap_or_else(|e| panic!("{e}"))
+    ))
+}
+
+/// A configuration's text, made into settings when asked.
+struct Text(String);
+
+impl Text {
+    /// The simulator's sensors and odometry exact.
+    fn with_exact_sensors(self) -> Text {
+        Text(self.0.replace("seed = 5", "seed = 5\nnoise = false"))
+    }
+}
+
+impl From<Text> for Settings {
+    fn from(t: Text) -> Settings {
+        Settings::from_toml(&t.0, "amcl test").unwrap_or_else(|e| panic!("{e}"))
+    }
 }
 
 /// The newest true pose: x mm, y mm, heading degrees.
@@ -150,7 +165,8 @@ struct Rig {
 impl Rig {
     fn start(name: &str, amcl: &str) -> Rig {
         let (world, truth) = world(name);
-        let server = start_server_with(settings(&world, amcl, ""), player::builtin_catalog());
+        let server =
+            start_server_with(settings(&world, amcl, "").into(), player::builtin_catalog());
         let mut c = Client::connect(server.addr());
         let reply = c.request(&[(b'H', b'r'), (b'p', b'a')]);
         assert!(!reply.contains(&b'e'), "a device was refused: {reply:?}");
@@ -356,4 +372,126 @@ fn global_localization_converges_as_the_robot_drives() {
     eprintln!("global localization: found within {found:?}");
     assert!(found < Duration::from_secs(30));
     r.server.shutdown();
+}
+
+/// Reads `H` as it comes (push new at 1000 Hz) until none comes for a second and a half:
+/// each reading by its pending time.
+fn collect_h(c: &mut Client) -> BTreeMap<(u32, u32), Vec<u8>> {
+    c.frequency(1000);
+    c.data_mode(2);
+    let mut out = BTreeMap::new();
+    let end = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < end {
+        match c.read_message_within(Duration::from_millis(1500)) {
+            Some((b'H', payload)) => {
+                let h = decode_h(&payload);
+                out.insert((h.sec, h.usec), payload);
+            }
+            Some(_) => {}
+            None if out.len() > 10 => break,
+            None => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn a_recorded_run_replayed_at_any_speed_gives_the_same_h_bytes() {
+    let (world, _) = world("replay");
+    let file = world.with_file_name("run.mcap");
+    let amcl = "initial_pose = [1000, 1000, 0, 100, 100, 5]\nparticles = [500, 2000]\nseed = 9";
+    // The live run, recorded: still for a second (whichever scan comes first then, the
+    // still scans are all alike: exact sensors), then driven.
+    {
+        let record = format!("[record]\npath = \"{}\"\n", file.display());
+        let s = settings(&world, amcl, &record).with_exact_sensors();
+        let server = start_server_with(s.into(), player::builtin_catalog());
+        let mut c = Client::connect(server.addr());
+        c.request(&[(b'H', b'r'), (b'O', b'a')]);
+        let legs = [
+            (0i16, 0i16, 1.5),
+            (300, 0, 3.0),
+            (200, 25, 3.0),
+            (0, 0, 0.5),
+        ];
+        for (speed, turn, secs) in legs {
+            let end = Instant::now() + Duration::from_secs_f64(secs);
+            let mut cmd = [0u8; 4];
+            cmd[..2].copy_from_slice(&speed.to_be_bytes());
+            cmd[2..].copy_from_slice(&turn.to_be_bytes());
+            while Instant::now() < end {
+                if c.read_message().0 == b'O' {
+                    c.command(b'O', &cmd);
+                }
+            }
+        }
+        server.shutdown();
+    }
+    let replay = |speed: f64| {
+        let text = format!(
+            r#"
+[[robot]]
+[[robot.driver]]
+driver = "sim"
+devices = ["s"]
+[robot.driver.params]
+world = "{}"
+
+[[robot.driver]]
+driver = "replay"
+devices = ["P", "L"]
+[robot.driver.params]
+file = "{}"
+speed = {speed}
+
+[[robot.driver]]
+driver = "mapfile"
+devices = ["M"]
+[robot.driver.params]
+map = "world"
+
+[[robot.driver]]
+driver = "amcl"
+devices = ["H"]
+[robot.driver.params]
+{amcl}
+"#,
+            world.display(),
+            file.display()
+        );
+        let s = Settings::from_toml(&text, "amcl replay").unwrap_or_else(|e| panic!("{e}"));
+        let server = start_server_with(s, player::builtin_catalog());
+        let mut c = Client::connect(server.addr());
+        let reply = c.request(&[(b'H', b'r')]);
+        assert!(!reply.contains(&b'e'), "{reply:?}");
+        let t0 = Instant::now();
+        let got = collect_h(&mut c);
+        eprintln!(
+            "replay at {speed}x: {} H readings in {:?}",
+            got.len(),
+            t0.elapsed()
+        );
+        server.shutdown();
+        got
+    };
+    let once = replay(1.0);
+    let fast = replay(4.0);
+    let common: Vec<_> = once.keys().filter(|k| fast.contains_key(k)).collect();
+    eprintln!(
+        "H readings: {} at 1x, {} at 4x, {} of the same scans",
+        once.len(),
+        fast.len(),
+        common.len()
+    );
+    assert!(
+        common.len() >= 50 && common.len() * 10 >= once.len() * 9,
+        "{common:?}"
+    );
+    let mut moved = false;
+    for k in &common {
+        assert_eq!(once[k], fast[k], "H of the scan at {k:?}");
+        let h = decode_h(&once[k]);
+        moved |= h.hyps[0].mean[0] > 1500;
+    }
+    assert!(moved, "the replayed robot drove, and H followed it");
 }

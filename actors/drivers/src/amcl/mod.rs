@@ -9,7 +9,8 @@
 //! beam model, recovery; the sensor model sees only the faces of solids ([`surfaces`]).
 //! Nothing in it reads a clock: each scan is paired with the odometry
 //! of its instant (interpolated between the readings before and after it, by the readings'
-//! own timestamps; a scan waits for the odometry after it), so the same readings and seed
+//! own timestamps, in twentieths of their interval; a scan waits for the odometry after
+//! it), so the same readings and seed
 //! give the same `H`, byte for byte, at any speed. `H` is published after every scan (the
 //! filter itself updates only when the robot has moved `update_min`); its pending time is
 //! the scan's on the base's clock (ms since the server started, as `p`'s time field).
@@ -57,6 +58,10 @@ pub use params::{AmclParams, InitialPose, Settings, MAX_PARTICLES};
 const H: u8 = device::LOCALIZE;
 /// The map-frame position device.
 const P: u8 = device::POSITION;
+
+/// Interpolation between odometry readings goes in steps of `1 / STEPS` of their
+/// interval.
+const STEPS: f64 = 20.0;
 
 /// An odometry jump above this (m), plus [`JUMP_SPEED`] times the readings' interval, is a
 /// new origin (a reset), not motion.
@@ -170,6 +175,9 @@ impl AmclDriver {
             Some(prev) if prev.at < at && at < last.at => {
                 let t = (micros(at) - micros(prev.at)) as f64
                     / (micros(last.at) - micros(prev.at)) as f64;
+                // In steps of a twentieth: a replay at another speed, whose timestamps
+                // round otherwise, pairs the scan with the same odometry, bit for bit.
+                let t = (t * STEPS).round() / STEPS;
                 let span = f64::from(last.odom.time.wrapping_sub(prev.odom.time));
                 let time = prev.odom.time.wrapping_add((span * t).round() as u32);
                 Some((wire::between(&prev.odom.pose, &last.odom.pose, t), time))
