@@ -149,8 +149,9 @@ fn odometry_of_both_layouts_reads_in_metres_and_radians() {
 
 #[test]
 fn a_laser_reading_is_a_scan_from_the_right_with_far_readings_no_return() {
-    let mut l = Laser::default();
-    l.ranges = [8000; 361];
+    let mut l = Laser {
+        ranges: [8000; 361],
+    };
     l.ranges[180] = 1234;
     let s = wire::laser(&l.encode(), 8.0, Pose::default()).unwrap();
     assert_eq!(s.ranges.len(), 361);
