@@ -101,7 +101,19 @@ fn tile(c: &mut Client, rect: TileRequest) -> Tile {
             continue;
         };
         assert_eq!((a.device, a.code), (b'M', nav::code::TILE));
-        return Tile::decode(a.body).expect("a tile");
+        // The layout, read here without the decoder: kind `M`, then `<u32 map_id,
+        // col, row, w, h>` and w*h i8 cells, nothing before the map id.
+        let be = |at: usize| u32::from_be_bytes(payload[at..at + 4].try_into().unwrap());
+        assert_eq!(payload[0], b'M');
+        let (w, h) = (be(13) as usize, be(17) as usize);
+        assert_eq!(payload.len(), 1 + 20 + w * h, "kind, 5 x u32, the cells");
+        assert_eq!((be(5), be(9)), (rect.col, rect.row));
+        let t = Tile::decode(a.body).expect("a tile");
+        assert_eq!(
+            (t.map_id, t.rect.width, t.rect.height),
+            (be(1), w as u32, h as u32)
+        );
+        return t;
     }
 }
 

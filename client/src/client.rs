@@ -24,13 +24,16 @@ pub const MAX_QUEUED_NOTICES: usize = 256;
 pub const MAX_QUEUED_ANSWERS: usize = 256;
 
 /// One packet of a device's answer to a config (`y` of the device's kind,
-/// docs/extensions.md): the device and the body, which starts with the config code it
-/// answers. [`player_proto::nav`] decodes the navigation devices' bodies.
+/// docs/extensions.md): the device, the config it answers and the body.
+/// [`player_proto::nav`] decodes the navigation devices' bodies.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
     /// The device that answered.
     pub device: u8,
-    /// The body: the config code, then the answer.
+    /// The config code it answers ([`player_proto::nav::answered_code`]).
+    pub code: u8,
+    /// The body: the device's answer layout (for `H` and `G`, Player 1.6.5's with the
+    /// config code first; for `M`, the tile: map id, rectangle, cells).
     pub body: Vec<u8>,
 }
 
@@ -490,6 +493,7 @@ impl Client {
             if let Some(a) = ext::decode_answer(&bytes[SERVER_HEADER..end]) {
                 let answer = Answer {
                     device: a.device,
+                    code: a.code,
                     body: a.body.to_vec(),
                 };
                 self.consume(end);
@@ -861,7 +865,7 @@ impl Client {
     }
 
     /// Sends a config (`x <device> <code> <args>`) and waits for `device`'s answer to
-    /// `code` (docs/extensions.md): its body, config code first. Answers of other configs
+    /// `code` (docs/extensions.md): its body (the device's answer layout). Answers of other configs
     /// that arrive meanwhile stay queued; data packets and replies are applied as by
     /// [`wait_notice`](Client::wait_notice). A device that does not answer never does: set
     /// a [read timeout](Client::set_read_timeout) to get [`Error::Timeout`] then.
@@ -877,7 +881,7 @@ impl Client {
             let at = self
                 .answers
                 .iter()
-                .position(|a| a.device == device && a.body.first() == Some(&code));
+                .position(|a| a.device == device && a.code == code);
             if let Some(i) = at {
                 return Ok(self.answers.remove(i).expect("found").body);
             }

@@ -48,6 +48,8 @@
 //! - [`Error`]: one enum for everything, whose messages name the device involved.
 //! - [`manual`]: the control steps of the manual's two sonar examples (Figure 3 and
 //!   Appendix C.4) as pure functions, shared by the examples and the simulator's tests.
+//! - [`avoid`]: a laser obstacle avoider that wanders a building for hours, as a pure step
+//!   over one `l` scan (the `laser_avoid` example and the simulator's tests).
 //!
 //! # Data modes
 //! By default the server sends a round of every readable device's current data 10 times a
@@ -84,6 +86,7 @@
 //! into [`Round::timestamps`].
 #![deny(missing_docs)]
 
+pub mod avoid;
 mod client;
 mod error;
 mod grant;

@@ -69,21 +69,24 @@ pub mod kind {
 /// and counts the kind byte too).
 pub const MAX_ANSWER_BODY: usize = u16::MAX as usize - 1;
 
-/// One packet of a device's answer to a config (`y <u16 size> <device> <body>`, the body
-/// starting with the config code it answers).
+/// One packet of a device's answer to a config: `y <u16 size> <device> <body>`, the
+/// device's code as the kind, the body the device's answer layout ([`crate::nav`]: `M`'s
+/// tile as the issue gives it, `H`'s and `G`'s as Player 1.6.5's with the config code in
+/// the subtype's place).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Answer<'a> {
     /// The device that answers (the packet's kind).
     pub device: u8,
-    /// The config code it answers (the body's first byte).
+    /// The config code it answers ([`crate::nav::answered_code`]: `t` for the map's tile,
+    /// else the body's first byte).
     pub code: u8,
-    /// The whole body, code first (the layouts of [`crate::nav`] decode it).
+    /// The whole body (the layouts of [`crate::nav`] decode it).
     pub body: &'a [u8],
 }
 
 /// A whole answer packet `y <u16 size> <device> <body>`. Refused when `device` is a
-/// notice kind ([`kind::ALL`]) or 0, when the body is empty (it starts with the config
-/// code) or longer than [`MAX_ANSWER_BODY`].
+/// notice kind ([`kind::ALL`]) or 0, when the body is empty or longer than
+/// [`MAX_ANSWER_BODY`].
 pub fn answer_packet(device: u8, body: &[u8]) -> Result<Vec<u8>, ExtError> {
     if device == 0 || kind::ALL.contains(&device) {
         return Err(ExtError(
@@ -91,7 +94,7 @@ pub fn answer_packet(device: u8, body: &[u8]) -> Result<Vec<u8>, ExtError> {
         ));
     }
     if body.is_empty() {
-        return Err(ExtError("an answer's body starts with its config code"));
+        return Err(ExtError("an answer has a body"));
     }
     if body.len() > MAX_ANSWER_BODY {
         return Err(ExtError("an answer's body is at most 65534 bytes"));
@@ -112,7 +115,7 @@ pub fn decode_answer(payload: &[u8]) -> Option<Answer<'_>> {
         [device, body @ ..] if *device != 0 && !kind::ALL.contains(device) && !body.is_empty() => {
             Some(Answer {
                 device: *device,
-                code: body[0],
+                code: crate::nav::answered_code(*device, body).unwrap_or(body[0]),
                 body,
             })
         }
@@ -453,14 +456,17 @@ mod answer_tests {
     #[test]
     fn an_answer_packet_is_y_size_device_body() {
         // Written from the layout: `y`, u16 size counting the kind byte and the body, the
-        // device code, the body (config code first).
-        let v = answer_packet(b'M', &[b't', 1, 2, 3]).unwrap();
-        assert_eq!(v, [b'y', 0, 5, b'M', b't', 1, 2, 3]);
+        // device code as the kind, the body (for `G`, 1.6.5's layout, the code `w` in the
+        // subtype's place).
+        let v = answer_packet(b'G', &[b'w', 0, 0]).unwrap();
+        assert_eq!(v, [b'y', 0, 4, b'G', b'w', 0, 0]);
         let a = decode_answer(&v[3..]).unwrap();
-        assert_eq!(
-            (a.device, a.code, a.body),
-            (b'M', b't', &[b't', 1, 2, 3][..])
-        );
+        assert_eq!((a.device, a.code, a.body), (b'G', b'w', &[b'w', 0, 0][..]));
+        // `M`'s one answer, the tile, starts with the map id: it answers `t` all the same.
+        let v = answer_packet(b'M', &[0, 0, 0, 7]).unwrap();
+        assert_eq!(v, [b'y', 0, 5, b'M', 0, 0, 0, 7]);
+        let a = decode_answer(&v[3..]).unwrap();
+        assert_eq!((a.device, a.code, a.body), (b'M', b't', &[0, 0, 0, 7][..]));
     }
 
     #[test]

@@ -4,10 +4,12 @@
 //! answers the server sends to them.
 //!
 //! All big-endian. A config is `x <device> <u16 size> <code> <args>` (the code is
-//! [`code`]); its answer, when it has one, is a `y` packet of the device's kind whose body
-//! starts with the same code ([`crate::ext::answer`] frames it). Where Player 1.6.5 had a
-//! request structure starting with a subtype byte, the body here is that structure with the
-//! config code in the subtype's place, so the rest is byte-identical to 1.6.5.
+//! [`code`]); its answer, when it has one, is a `y` packet of the device's kind
+//! ([`crate::ext::answer_packet`] frames it). Where Player 1.6.5 had a request structure
+//! starting with a subtype byte (`H`'s particles, `G`'s waypoints), the body is that
+//! structure with the config code in the subtype's place, so the rest is byte-identical to
+//! 1.6.5. The map's tile answer has no such byte: it is exactly the layout the issue gives
+//! ([`Tile`]); [`answered_code`] tells which config an answer is for.
 //!
 //! Every decoder checks sizes and counts against the slice and the bounds here before it
 //! allocates.
@@ -15,7 +17,7 @@
 use crate::data::DataError;
 
 /// Config codes of the navigation devices (the first byte of a config's payload, and of
-/// its answer's body).
+/// the body of `H`'s and `G`'s answers, in 1.6.5's subtype place).
 pub mod code {
     /// `x M t <u32 col> <u32 row> <u32 width> <u32 height>`: one tile of the map's cells.
     pub const TILE: u8 = b't';
@@ -209,8 +211,10 @@ impl TileRequest {
     }
 }
 
-/// The answer to `x M t`: the map's id and the rectangle asked for (cut to the map), then
-/// its cells row by row from the lower-left: -1 free, 0 unknown, +1 occupied.
+/// The answer to `x M t`, a `y` packet of kind `M` whose payload after the kind is exactly
+/// `<u32 map_id, col, row, w, h>` then `w * h` `i8` cells, row by row from the lower-left:
+/// -1 free, 0 unknown, +1 occupied. The rectangle is the one asked for, cut to the map. No
+/// config code comes first: `M` has this one answer, so its kind says what it is.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Tile {
     /// The map the cells are of ([`MapInfo::map_id`]).
@@ -222,11 +226,11 @@ pub struct Tile {
 }
 
 impl Tile {
-    /// Size of the body before the cells (code, map id, rectangle).
-    pub const HEADER: usize = 21;
+    /// Size of the body before the cells (map id and rectangle).
+    pub const HEADER: usize = 20;
 
-    /// The answer's body: `t`, map id, col, row, width, height, cells. Fails when the
-    /// cells are not `width * height` or more than [`MAX_TILE_CELLS`].
+    /// The answer's body: map id, col, row, width, height, cells. Fails when the cells
+    /// are not `width * height` or more than [`MAX_TILE_CELLS`].
     pub fn encode(&self) -> Result<Vec<u8>, DataError> {
         let Some(n) = self.rect.cells() else {
             return Err(DataError::BadNav("more than 60000 cells in a tile"));
@@ -235,32 +239,43 @@ impl Tile {
             return Err(wrong_size("tile cells", n, self.cells.len()));
         }
         let mut v = Vec::with_capacity(Self::HEADER + n);
-        v.push(code::TILE);
         v.extend_from_slice(&self.map_id.to_be_bytes());
         v.extend_from_slice(&self.rect.encode()[1..]);
         v.extend(self.cells.iter().map(|&c| c as u8));
         Ok(v)
     }
 
-    /// Decodes an answer's body.
+    /// Decodes an answer's body (the `y` payload after the kind `M`).
     pub fn decode(b: &[u8]) -> Result<Self, DataError> {
         if b.len() < Self::HEADER {
             return Err(DataError::BadNav("tile answer shorter than its header"));
         }
-        check_code("a tile answer starts with 't'", code::TILE, b)?;
-        let map_id = be32(b, 1);
-        let mut req = vec![code::TILE];
-        req.extend_from_slice(&b[5..Self::HEADER]);
-        let rect = TileRequest::decode(&req)?;
+        let rect = TileRequest {
+            col: be32(b, 4),
+            row: be32(b, 8),
+            width: be32(b, 12),
+            height: be32(b, 16),
+        };
         let Some(n) = rect.cells() else {
             return Err(DataError::BadNav("more than 60000 cells in a tile"));
         };
         check("tile answer", Self::HEADER + n, b)?;
         Ok(Tile {
-            map_id,
+            map_id: be32(b, 0),
             rect,
             cells: b[Self::HEADER..].iter().map(|&c| c as i8).collect(),
         })
+    }
+}
+
+/// The config an answer of `device` answers, from its body: the map's one answer is the
+/// tile (no code byte: [`Tile`]); the other devices' answers are Player 1.6.5's request
+/// structures with the config code in the subtype's place, so it is their first byte.
+pub fn answered_code(device: u8, body: &[u8]) -> Option<u8> {
+    if device == crate::device::MAP {
+        Some(code::TILE)
+    } else {
+        body.first().copied()
     }
 }
 

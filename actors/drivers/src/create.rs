@@ -20,8 +20,7 @@ use codec::{Event, Odometry, Parser, Sensors};
 use player_devices::create as codec;
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
 use player_kit::driver::{
-    Command, Config, DeviceSpec, DeviceState, DriverError, DriverHandle, StatusSink, Stop,
-    Timestamp,
+    Command, Config, DeviceSpec, DeviceState, DriverError, StatusSink, Stop, Timestamp,
 };
 use player_kit::link::{
     self, CloseAck, Commanded, Ended, Incoming, LinkDriver, LinkError, LinkHandle, LinkParts,
@@ -213,16 +212,9 @@ impl LinkDriver for CreateDriver {
                 return;
             }
         };
-        let p = &self.parts;
-        match p.link.handle() {
-            Some(CreateLink(link)) if p.link_up() || !p.up.is_empty() => {
-                info!(p.log, "config"; "request" => format!("{ctl:?}"), "client" => &msg.client);
-                link.handle.send(ctl);
-            }
-            _ => {
-                warn!(p.log, "config ignored: open position or misc first"; "client" => &msg.client, "code" => player_kit::log::code(code));
-            }
-        }
+        let hint = "open position or misc first";
+        self.parts
+            .send_config(&msg, ctl, hint, |CreateLink(link)| &link.handle);
     }
     fn stop(&mut self, msg: Stop, _ctx: &mut Context<Self>) {
         if msg.device != device::POSITION {
@@ -581,10 +573,6 @@ pub fn register(catalog: &mut Catalog) {
     catalog.register("create", |ctx: DriverContext| {
         let driver = CreateDriver::new(&ctx)?;
         let devices = driver.specs();
-        let addr = driver.start();
-        Ok(StartedDriver {
-            handle: DriverHandle::of(&addr),
-            devices,
-        })
+        Ok(StartedDriver::of(&driver.start(), devices))
     });
 }

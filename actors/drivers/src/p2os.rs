@@ -20,7 +20,7 @@ use bytes::Bytes;
 use codec::{Identity, Parser, Readings, SeparateMode, Sip, SipState};
 use player_devices::p2os as codec;
 use player_kit::catalog::{Catalog, DeviceFlag, DriverContext, FlagValue, StartedDriver};
-use player_kit::driver::{Command, Config, DeviceSpec, DriverError, DriverHandle, Stop, Timestamp};
+use player_kit::driver::{Command, Config, DeviceSpec, DriverError, Stop, Timestamp};
 use player_kit::link::{
     self, CloseAck, Commanded, Ended, Incoming, LinkDriver, LinkError, LinkHandle, LinkParts,
     LinkUp, LogThrottle, Request, RequestReceiver, RequestSender, WRITE_TIMEOUT,
@@ -52,7 +52,7 @@ pub struct P2osParams {
     #[serde(default)]
     pub motors_on: bool,
     /// Seconds without a SIP after which the robot is taken for lost and reopened.
-    #[serde(default = "crate::params::one_second")]
+    #[serde(default = "crate::params::one")]
     pub silence: f64,
     /// Seconds to wait for each SYNC echo.
     #[serde(default = "crate::params::short_reply")]
@@ -215,16 +215,9 @@ impl LinkDriver for P2osDriver {
                 return;
             }
         };
-        let p = &self.parts;
-        match p.link.handle() {
-            Some(P2osLink(link)) if p.link_up() || !p.up.is_empty() => {
-                info!(p.log, "config"; "request" => format!("{ctl:?}"), "client" => &msg.client);
-                link.handle.send(ctl);
-            }
-            _ => {
-                warn!(p.log, "config ignored: open position, sonar, misc or gripper first"; "client" => &msg.client, "code" => player_kit::log::code(code));
-            }
-        }
+        let hint = "open position, sonar, misc or gripper first";
+        self.parts
+            .send_config(&msg, ctl, hint, |P2osLink(link)| &link.handle);
     }
     fn stop(&mut self, msg: Stop, _ctx: &mut Context<Self>) {
         if msg.device != device::POSITION {
@@ -611,10 +604,6 @@ pub fn register(catalog: &mut Catalog) {
     catalog.register("p2os", |ctx: DriverContext| {
         let driver = P2osDriver::new(&ctx)?;
         let devices = driver.specs();
-        let addr = driver.start();
-        Ok(StartedDriver {
-            handle: DriverHandle::of(&addr),
-            devices,
-        })
+        Ok(StartedDriver::of(&driver.start(), devices))
     });
 }

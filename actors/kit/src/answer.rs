@@ -3,10 +3,13 @@
 //!
 //! Every [`Config`](crate::driver::Config) carries an [`AnswerTo`]: where its answer goes
 //! (the TCP session that sent it, a front end, or nowhere). A driver that answers calls
-//! [`AnswerTo::send`] once, with one or more packet bodies, each starting with the config
-//! code it answers; the session writes each body as a `y` packet of the device's kind
-//! (`y <u16 size> <device> <body>`, `player_proto::ext::answer_packet`), between rounds,
-//! whether or not the client turned notices on. A driver that does not answer ignores the
+//! [`AnswerTo::send`] once, with one or more packet bodies, each the device's answer layout
+//! (`player_proto::nav`: the map's tile as the issue gives it, `<u32 map_id, col, row, w,
+//! h>` and the cells; a localizer's particles and a planner's waypoints as Player 1.6.5's,
+//! the config code in the subtype's place); the session writes each body as a `y` packet
+//! of the device's kind (`y <u16 size> <device> <body>`,
+//! `player_proto::ext::answer_packet`), between rounds, whether or not the client turned
+//! notices on. A driver that does not answer ignores the
 //! field: nothing is sent.
 //!
 //! Answers are bounded: one per config (`send` takes the `AnswerTo`), each body at most
@@ -32,15 +35,15 @@ pub const MAX_ANSWER_BYTES: usize = 128 * 1024;
 pub struct ConfigAnswer {
     /// The device that answers, as the robot serves it (the packets' kind).
     pub device: u8,
-    /// The packets' bodies, each starting with the config code it answers.
+    /// The packets' bodies, each the device's answer layout.
     pub bodies: Arc<[Bytes]>,
 }
 
 /// Why an answer was not sent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AnswerError {
-    /// A body is empty (it must start with the config code) or over [`MAX_ANSWER_BODY`].
-    #[error("an answer's body must hold its config code and at most {MAX_ANSWER_BODY} bytes")]
+    /// A body is empty or over [`MAX_ANSWER_BODY`].
+    #[error("an answer's body must hold 1 to {MAX_ANSWER_BODY} bytes")]
     BadBody,
     /// The bodies add up to more than [`MAX_ANSWER_BYTES`].
     #[error("an answer of {0} bytes is over the bound of {MAX_ANSWER_BYTES}")]

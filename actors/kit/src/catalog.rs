@@ -5,8 +5,12 @@
 //! which starts the driver actor and declares the devices it serves. Adding a driver means
 //! registering one more factory; the registry and the sessions never change.
 
-use crate::driver::{DeviceSource, DeviceSpec, DriverError, DriverHandle, Publisher, StatusSink};
+use crate::driver::{
+    Command, Config, DeviceSource, DeviceSpec, DriverError, DriverHandle, Publisher, Setup,
+    Shutdown, StatusSink, Stop, Subscribers, Terminate,
+};
 use crate::labels::Labels;
+use actix::{Actor, Addr, Context, Handler};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use slog::Logger;
@@ -77,6 +81,26 @@ pub struct StartedDriver {
     pub handle: DriverHandle,
     /// The devices it serves, with what each allows.
     pub devices: Vec<DeviceSpec>,
+}
+
+impl StartedDriver {
+    /// The driver actor at `addr`, serving `devices`: what a factory returns.
+    pub fn of<A>(addr: &Addr<A>, devices: Vec<DeviceSpec>) -> Self
+    where
+        A: Actor<Context = Context<A>>
+            + Handler<Setup>
+            + Handler<Shutdown>
+            + Handler<Command>
+            + Handler<Config>
+            + Handler<Stop>
+            + Handler<Subscribers>
+            + Handler<Terminate>,
+    {
+        StartedDriver {
+            handle: DriverHandle::of(addr),
+            devices,
+        }
+    }
 }
 
 /// A function that starts one driver instance on the current arbiter.

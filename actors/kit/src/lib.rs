@@ -11,6 +11,9 @@
 //!   ([`catalog::DriverContext`]), `-stage` and the manual's device flags.
 //! - [`link`]: links to hardware (serial ports, sockets): supervision, one reconnect loop
 //!   with backoff, and the message handlers every such driver shares.
+//! - [`plain`]: the message handlers every driver without a link shares (the simulator,
+//!   replay, driver programs, passthrough, virtual devices): a [`plain::Driver`] writes
+//!   only its own hooks.
 //! - [`answer`]: a driver's answer to a config, for the client that sent it.
 //! - [`source`]: reading, holding and writing other devices of the robot (virtual
 //!   devices: a localizer, a planner driving the base under the registry's guard).
@@ -27,8 +30,8 @@
 //!   with the server over its standard input and output, and a small blocking runtime.
 //!
 //! The actor parts (`driver`, `answer`, `source`, `world`, `labels`, `catalog`, `fresh`,
-//! `link`, `playback`, `timer`) are the default feature `actors`; a driver program depends
-//! on the kit with `default-features = false` and gets `program` and `log` with no
+//! `link`, `plain`, `playback`, `timer`) are the default feature `actors`; a driver program
+//! depends on the kit with `default-features = false` and gets `program` and `log` with no
 //! dependencies at all.
 //!
 //! The core crate (sessions, registry, listener) depends on this crate; drivers depend on
@@ -50,6 +53,8 @@ pub mod labels;
 pub mod link;
 pub mod log;
 #[cfg(feature = "actors")]
+pub mod plain;
+#[cfg(feature = "actors")]
 pub mod playback;
 pub mod program;
 #[cfg(feature = "actors")]
@@ -59,7 +64,8 @@ pub mod timer;
 #[cfg(feature = "actors")]
 pub mod world;
 
-/// actix, for the handlers [`link_driver_handlers!`] writes in a driver's crate.
+/// actix, for the handlers [`link_driver_handlers!`] and [`driver_handlers!`] write in a
+/// driver's crate.
 #[cfg(feature = "actors")]
 #[doc(hidden)]
 pub use actix as __actix;

@@ -63,10 +63,10 @@ fn a_tile_request_is_t_and_four_u32_and_its_answer_carries_the_cells() {
         be(&[b"xM", &17u16.to_be_bytes(), &req]),
         "x M <size 17> t ..."
     );
-    // The answer: t, map id, col, row, width, height, then the 6 cells as i8 row by row
-    // from the lower-left.
+    // The answer (the `y` payload after the kind `M`), exactly as the issue gives it: map
+    // id, col, row, width, height, then the 6 cells as i8 row by row from the lower-left.
+    // No config code comes first.
     let ans = be(&[
-        b"t",
         &9u32.to_be_bytes(),
         &3u32.to_be_bytes(),
         &2u32.to_be_bytes(),
@@ -74,19 +74,19 @@ fn a_tile_request_is_t_and_four_u32_and_its_answer_carries_the_cells() {
         &3u32.to_be_bytes(),
         &[0xff, 0x00, 0x01, 0x01, 0xff, 0xff],
     ]);
+    assert_eq!(ans.len(), 20 + 6);
     let t = Tile::decode(&ans).unwrap();
     assert_eq!(t.map_id, 9);
     assert_eq!(t.rect, r);
     assert_eq!(t.cells, vec![-1, 0, 1, 1, -1, -1]);
     assert_eq!(t.encode().unwrap(), ans);
-    // Cut short, a cell too many, the wrong code, a rectangle over the bound.
+    assert_eq!(answered_code(b'M', &ans), Some(b't'), "M's one answer");
+    assert_eq!(answered_code(b'H', b"g..."), Some(b'g'), "1.6.5's subtype");
+    // Cut short, a cell too many, a rectangle over the bound.
     assert!(Tile::decode(&ans[..ans.len() - 1]).is_err());
     assert!(Tile::decode(&[&ans[..], &[0]].concat()).is_err());
-    let mut wrong = ans.clone();
-    wrong[0] = b'x';
-    assert!(Tile::decode(&wrong).is_err());
+    assert!(Tile::decode(&ans[..19]).is_err());
     let huge = be(&[
-        b"t",
         &0u32.to_be_bytes(),
         &0u32.to_be_bytes(),
         &0u32.to_be_bytes(),
@@ -94,7 +94,7 @@ fn a_tile_request_is_t_and_four_u32_and_its_answer_carries_the_cells() {
         &201u32.to_be_bytes(),
     ]);
     assert!(Tile::decode(&huge).is_err(), "60300 cells > 60000");
-    let huge_request = [&[b't'][..], &huge[5..]].concat();
+    let huge_request = [&[b't'][..], &huge[4..]].concat();
     assert!(TileRequest::decode(&huge_request)
         .unwrap()
         .cells()

@@ -524,6 +524,29 @@ impl SimRobot {
         self.pose = (x, y, normalize_angle(heading_rad));
     }
 
+    /// The robot picked up and put down at a world pose (x, y mm, heading radians), as
+    /// someone carries a real one: its wheels turned nothing meanwhile, so its odometry
+    /// reads what it read before (exact odometry's origin moves with the robot); its wheels
+    /// stand still (the command is kept: a driven robot speeds up again at its
+    /// acceleration); nothing presses its bumpers. No collision check.
+    pub fn carry_to(&mut self, x: f64, y: f64, heading_rad: f64) {
+        let heading = normalize_angle(heading_rad);
+        if self.noisy_odometry.is_none() {
+            // The odometry pose relative to the origin, kept: the new origin is where that
+            // pose, taken from the new true pose backwards, starts.
+            let (px, py, th) = self.pose;
+            let (ox, oy, oth) = self.odom_origin;
+            let d = Vec2::new(px - ox, py - oy).rotated(-oth);
+            let new_oth = heading - (th - oth);
+            let o = Vec2::new(x, y) - d.rotated(new_oth);
+            self.odom_origin = (o.x, o.y, new_oth);
+        }
+        self.pose = (x, y, heading);
+        self.drive = (0.0, 0.0);
+        self.actual = (0.0, 0.0);
+        self.release();
+    }
+
     /// True pose in the world frame: x mm, y mm, heading radians in (-pi, pi].
     pub fn true_pose(&self) -> (f64, f64, f64) {
         self.pose

@@ -118,7 +118,7 @@ impl Handler<ConfigAnswer> for Session {
     type Result = ();
 
     /// A device's answer to one of this client's configs: each body a `y` packet of the
-    /// device's kind, written between rounds. While the client leaves more than
+    /// device's kind (`y <u16 size> <device> <body>`), written between rounds. While the client leaves more than
     /// `max_output` unread, the answer is dropped (logged, and a notice `o` if it asked for
     /// notices): it may ask again.
     fn handle(&mut self, msg: ConfigAnswer, ctx: &mut Self::Context) {
