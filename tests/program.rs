@@ -8,9 +8,9 @@ use actix::prelude::*;
 use bytes::Bytes;
 use player::catalog::{DriverContext, StartedDriver};
 use player::driver::{
-    DataRecipient, DeviceData, DeviceDataBatch, DeviceSource, DeviceSpec, DriverError, Publisher,
-    Setup, Shutdown,
+    DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, DriverError, Publisher, Setup, Shutdown,
 };
+use player::source::DeviceSource;
 use player_kit::plain::{Driver, Reply};
 use player_testkit::{
     collect_stderr, free_port, pairs_bytes, wait_for_text, wait_until, Client, Packet, Streamer,

@@ -6,10 +6,11 @@
 //! registering one more factory; the registry and the sessions never change.
 
 use crate::driver::{
-    Command, Config, DeviceSource, DeviceSpec, DriverError, DriverHandle, Publisher, Setup,
-    Shutdown, StatusSink, Stop, Subscribers, Terminate,
+    Command, Config, DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, StatusSink,
+    Stop, Subscribers, Terminate,
 };
 use crate::labels::Labels;
+use crate::source::DeviceSource;
 use actix::{Actor, Addr, Context, Handler};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;

@@ -7,7 +7,7 @@
 //! about clients. [`Publisher`] does the bookkeeping most drivers need.
 //!
 //! Beside this file: [`crate::answer`] (a config's answer), [`crate::source`] (reading,
-//! holding and writing other devices of the robot: [`DeviceSource`]), [`crate::world`]
+//! holding and writing other devices of the robot: `DeviceSource`), [`crate::world`]
 //! (maps and world solids a driver may have), [`crate::labels`] (devices served under
 //! another code).
 
@@ -22,7 +22,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-pub use crate::source::{DeviceSource, ReadDevice};
 pub use crate::world::{
     GridMap, GridRequest, MapOutline, MapRequest, WorldRequest, WorldSolids, MAX_MAP_SEGMENTS,
 };
@@ -385,7 +384,7 @@ impl DriverError {
 }
 
 /// Why a device could not be had: what a front end gets instead of a grant, and what a
-/// driver reading another device ([`ReadDevice`]) gets. A caller matches on it; its text
+/// driver reading another device (`ReadDevice`, [`crate::source`]) gets. A caller matches on it; its text
 /// is what a log line or a notice says.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DeviceError {

@@ -9,8 +9,8 @@ use super::{DeviceError, Registry, RouteConfig, Sent, Subscribe, Tapped};
 use actix::prelude::*;
 use bytes::Bytes;
 use player_kit::answer::AnswerTo;
-use player_kit::driver::{Config, GridMap, GridRequest, ReadDevice, WorldRequest, WorldSolids};
-use player_kit::source::{DeviceWriter, Held, HoldDevice, SendConfig};
+use player_kit::driver::{Config, GridMap, GridRequest, WorldRequest, WorldSolids};
+use player_kit::source::{DeviceWriter, Held, HoldDevice, ReadDevice, SendConfig};
 use std::sync::Arc;
 use std::time::Duration;
 

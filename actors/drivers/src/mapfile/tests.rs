@@ -3,8 +3,9 @@
 
 use super::*;
 use player_kit::catalog::DriverContext;
-use player_kit::driver::{DeviceSource, StatusSink};
+use player_kit::driver::StatusSink;
 use player_kit::labels::Labels;
+use player_kit::source::DeviceSource;
 
 fn dir(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("mapfile-{name}-{}", std::process::id()));

@@ -43,14 +43,14 @@ use frame::{FromProgram, Hello, Refusal, ToProgram};
 use plan::Plan;
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
 use player_kit::driver::{
-    Command, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceSource, DeviceState,
-    DriverError, Publisher, SessionId, Setup, Shutdown, StatusSink, Stop, StopReason, Subscribers,
-    Timestamp,
+    Command, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceState, DriverError,
+    Publisher, SessionId, Setup, Shutdown, StatusSink, Stop, StopReason, Subscribers, Timestamp,
 };
 use player_kit::link::Backoff;
 use player_kit::log::{code, escape, Throttle};
 use player_kit::plain::{Driver, Reply};
 use player_kit::program::frame;
+use player_kit::source::DeviceSource;
 use slog::{debug, error, info, o, warn, Logger};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::Duration;
