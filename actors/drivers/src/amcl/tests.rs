@@ -235,5 +235,6 @@ fn only_the_faces_of_a_solid_stay_occupied() {
     for row in 0..4 {
         assert_eq!(&s[row * 5..row * 5 + 5], &[f, 1, 0, 0, 0], "row {row}");
     }
-    assert_eq!(super::surfaces(&[1, 0, f], 3, 1), vec![1, 0, f]);
+    assert_eq!(super::surfaces(&[f, 1, 0], 3, 1), vec![f, 1, 0]);
+    assert_eq!(super::surfaces(&[1, 0, f], 3, 1), vec![0, 0, f]);
 }
