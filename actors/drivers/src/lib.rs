@@ -14,6 +14,9 @@
 //! - [`replay`]: a recording (MCAP, as `-record` writes it) served as the robot's devices.
 //! - [`mapfile`]: an occupancy grid map (a file, or the simulated world) as the map device
 //!   `M` (`player_nav`'s loaders, `player_sim`'s rasteriser).
+//! - [`amcl`]: where the robot is on a map (`player_nav`'s particle filter over the
+//!   base's odometry, a laser and the map device), served as the localize device `H` and
+//!   optionally a map-frame `p`.
 //! - [`wavefront`]: the planner device `G`: goals planned on the map (`player_nav`'s A* or
 //!   wavefront) and driven by VFH+ or regulated pure pursuit, the base held under the
 //!   registry's guard.
@@ -31,6 +34,7 @@
 use player_kit::catalog::Catalog;
 
 pub mod acts;
+pub mod amcl;
 pub mod create;
 pub mod laser;
 pub mod mapfile;
@@ -60,5 +64,6 @@ pub fn register_all(catalog: &mut Catalog) {
     passthrough::register(catalog);
     program::register(catalog);
     mapfile::register(catalog);
+    amcl::register(catalog);
     wavefront::register(catalog);
 }

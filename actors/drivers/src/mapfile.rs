@@ -20,14 +20,16 @@
 //! `M` is published once a second (the same 28 bytes: its `map_id`, a hash of the map,
 //! changes only when the map does). The cells come as answers to `x M t` (a tile of at most
 //! 60 000 cells, cut to the map and to that bound; the answer says which rectangle it
-//! holds). The loaders are `player_nav::map`'s and the rasteriser `player_sim::raster`.
+//! holds). Another driver of the robot (the `amcl` localizer) gets the cells whole, shared,
+//! with a [`GridRequest`] while `M` is set up. The loaders are `player_nav::map`'s and the
+//! rasteriser `player_sim::raster`.
 
 use actix::prelude::*;
 use bytes::Bytes;
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
 use player_kit::driver::{
-    Command, Config, DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, Stop,
-    Subscribers, Terminate, WorldSolids,
+    Command, Config, DeviceSpec, DriverError, DriverHandle, GridMap, GridRequest, Publisher, Setup,
+    Shutdown, Stop, Subscribers, Terminate, WorldSolids,
 };
 use player_kit::source::DeviceSource;
 use player_kit::timer::RunEvery;
@@ -419,6 +421,31 @@ impl Handler<Subscribers> for MapfileDriver {
     }
 }
 
+impl Handler<GridRequest> for MapfileDriver {
+    type Result = Option<Arc<GridMap>>;
+
+    /// The map's cells, shared, while `M` is set up.
+    fn handle(&mut self, msg: GridRequest, _ctx: &mut Self::Context) -> Self::Result {
+        let m = self
+            .map
+            .as_ref()
+            .filter(|_| self.up && msg.device == device::MAP)?;
+        let i = &m.info;
+        Some(Arc::new(GridMap {
+            map_id: i.map_id,
+            width: i.width,
+            height: i.height,
+            resolution: i.resolution_m(),
+            origin: [
+                f64::from(i.origin_x) / 1000.0,
+                f64::from(i.origin_y) / 1000.0,
+                f64::from(i.origin_heading) / odometry::ARCSEC_PER_RAD,
+            ],
+            cells: m.cells.clone(),
+        }))
+    }
+}
+
 impl Handler<Terminate> for MapfileDriver {
     type Result = ();
 
@@ -433,7 +460,7 @@ pub fn register(catalog: &mut Catalog) {
         let driver = MapfileDriver::new(&ctx)?;
         let addr = driver.start();
         Ok(StartedDriver {
-            handle: DriverHandle::of(&addr),
+            handle: DriverHandle::of(&addr).with_grid(addr.clone().recipient()),
             devices: vec![DeviceSpec::read_only(device::MAP)],
         })
     });

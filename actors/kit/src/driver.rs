@@ -7,7 +7,7 @@
 //! about clients. [`Publisher`] does the bookkeeping most drivers need.
 //!
 //! Beside this file: [`crate::answer`] (a config's answer), [`crate::source`] (reading,
-//! holding and writing other devices of the robot: [`DeviceSource`]), [`crate::world`]
+//! holding and writing other devices of the robot: `DeviceSource`), [`crate::world`]
 //! (maps and world solids a driver may have), [`crate::labels`] (devices served under
 //! another code).
 
@@ -22,7 +22,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-pub use crate::world::{MapOutline, MapRequest, WorldRequest, WorldSolids, MAX_MAP_SEGMENTS};
+pub use crate::world::{
+    GridMap, GridRequest, MapOutline, MapRequest, WorldRequest, WorldSolids, MAX_MAP_SEGMENTS,
+};
 
 /// When a reading was taken: seconds and microseconds since the Unix epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
@@ -382,7 +384,7 @@ impl DriverError {
 }
 
 /// Why a device could not be had: what a front end gets instead of a grant, and what a
-/// driver reading another device ([`ReadDevice`]) gets. A caller matches on it; its text
+/// driver reading another device (`ReadDevice`, [`crate::source`]) gets. A caller matches on it; its text
 /// is what a log line or a notice says.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DeviceError {
@@ -731,6 +733,9 @@ pub struct DriverHandle {
     /// Where [`WorldRequest`] goes, for a driver that has a world's solids (see
     /// [`DriverHandle::with_world`]).
     pub world: Option<Recipient<WorldRequest>>,
+    /// Where [`GridRequest`] goes, for a driver that serves an occupancy grid (see
+    /// [`DriverHandle::with_grid`]).
+    pub grid: Option<Recipient<GridRequest>>,
     /// Where [`Playback`](crate::playback::Playback) goes, for a driver that plays a
     /// recording back (see [`DriverHandle::with_playback`]).
     pub playback: Option<Recipient<crate::playback::Playback>>,
@@ -766,8 +771,15 @@ impl DriverHandle {
             terminate: addr.clone().recipient(),
             map: None,
             world: None,
+            grid: None,
             playback: None,
         }
+    }
+
+    /// The same handle, answering [`GridRequest`]s with `grid`.
+    pub fn with_grid(mut self, grid: Recipient<GridRequest>) -> Self {
+        self.grid = Some(grid);
+        self
     }
 
     /// The same handle, answering [`WorldRequest`]s with `world`.

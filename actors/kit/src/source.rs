@@ -16,10 +16,12 @@
 //! - [`DeviceSource::world`]: the simulated world's solids, for a map driver.
 //! - [`DeviceSource::tell`]: a notice to the client whose command to one of the driver's
 //!   own devices could not be carried out (a planner's goal in an obstacle).
+//! - [`DeviceSource::grid`]: a map device's occupancy grid, cells and all, for a
+//!   localizer (inside the server; a client downloads the same cells as tiles).
 
 use crate::answer::AnswerTo;
 use crate::driver::{Command, DataRecipient, DeviceError, DeviceSpec, SessionId};
-use crate::world::{WorldRequest, WorldSolids};
+use crate::world::{GridMap, GridRequest, WorldRequest, WorldSolids};
 use actix::prelude::*;
 use bytes::Bytes;
 use std::sync::Arc;
@@ -55,6 +57,7 @@ pub struct DeviceSource {
     config: Option<Recipient<SendConfig>>,
     world: Option<Recipient<WorldRequest>>,
     tell: Option<Recipient<TellClient>>,
+    grid: Option<Recipient<GridRequest>>,
 }
 
 impl Default for DeviceSource {
@@ -67,6 +70,7 @@ impl Default for DeviceSource {
             config: None,
             world: None,
             tell: None,
+            grid: None,
         }
     }
 }
@@ -94,11 +98,13 @@ impl DeviceSource {
             + Handler<SendConfig>
             + Handler<WorldRequest>
             + Handler<TellClient>,
+            + Handler<GridRequest>,
         A::Context: actix::dev::ToEnvelope<A, ReadDevice>
             + actix::dev::ToEnvelope<A, HoldDevice>
             + actix::dev::ToEnvelope<A, SendConfig>
             + actix::dev::ToEnvelope<A, WorldRequest>
             + actix::dev::ToEnvelope<A, TellClient>,
+            + actix::dev::ToEnvelope<A, GridRequest>,
     {
         DeviceSource {
             session,
@@ -108,6 +114,7 @@ impl DeviceSource {
             config: Some(registry.clone().recipient()),
             world: Some(registry.clone().recipient()),
             tell: Some(registry.clone().recipient()),
+            grid: Some(registry.clone().recipient()),
         }
     }
 
@@ -228,6 +235,17 @@ impl DeviceSource {
                 text: text.into(),
             });
         }
+    }
+
+    /// The occupancy grid of the map device `device` (as the robot serves it), from the
+    /// driver serving it; `None` when that driver serves no grid or has none yet (the
+    /// device is not set up: hold it first), or outside a server.
+    pub fn grid(
+        &self,
+        device: u8,
+    ) -> impl std::future::Future<Output = Option<Arc<GridMap>>> + 'static {
+        let send = self.grid.as_ref().map(|r| r.send(GridRequest { device }));
+        async move { send?.await.ok().flatten() }
     }
 }
 

@@ -1,7 +1,9 @@
 //! What a driver knows of the world around its robot, for others to use: the outlines a
-//! viewer draws ([`MapOutline`], asked with [`MapRequest`]) and the solids a map driver
-//! rasterises ([`WorldSolids`], asked with [`WorldRequest`]). A simulator has both; a
-//! driver of real hardware usually has neither.
+//! viewer draws ([`MapOutline`], asked with [`MapRequest`]), the solids a map driver
+//! rasterises ([`WorldSolids`], asked with [`WorldRequest`]) and the occupancy grid a map
+//! driver serves ([`GridMap`], asked with [`GridRequest`]: how a localizer gets the map's
+//! cells inside the server). A simulator has the first two; a driver of real hardware
+//! usually has none.
 
 use actix::prelude::*;
 use std::sync::Arc;
@@ -84,3 +86,36 @@ pub struct WorldSolids {
 #[derive(Message, Debug, Clone, Copy, Default)]
 #[rtype(result = "Option<Arc<WorldSolids>>")]
 pub struct WorldRequest;
+
+/// An occupancy grid as a map driver holds it, for another driver of the robot to use (a
+/// localizer): the map device's geometry and every cell, shared, never copied per reader.
+/// Cells are Player's: -1 free, 0 unknown, +1 occupied, row-major from the lower-left
+/// cell.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct GridMap {
+    /// The map's id, as its readings carry it (it changes when the map does).
+    pub map_id: u32,
+    /// Width in cells.
+    pub width: u32,
+    /// Height in cells.
+    pub height: u32,
+    /// Metres per cell.
+    pub resolution: f64,
+    /// The lower-left cell's outer corner and the map's heading: `[x m, y m, heading
+    /// rad]`.
+    pub origin: [f64; 3],
+    /// `width * height` cells.
+    pub cells: Arc<[i8]>,
+}
+
+/// Driver → registry → the driver serving `device`: its occupancy grid, if it serves one
+/// and has it (the map device's set up); `None` otherwise. A driver asks through its
+/// [`DeviceSource::grid`](crate::source::DeviceSource::grid); the map driver's handle is
+/// built [`crate::driver::DriverHandle::with_grid`].
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "Option<Arc<GridMap>>")]
+pub struct GridRequest {
+    /// The map device: the code the robot serves it as when asked of the registry, the
+    /// driver's own code when the registry passes the request on.
+    pub device: u8,
+}

@@ -1,15 +1,16 @@
 //! What drivers ask of their robot's registry (`player_kit::source`): reading another
 //! device, holding one for reading and writing (its commands then pass the guard as a
 //! client's do, `commands.rs`), sending a config to one (the path every config takes, a
-//! client's too), the world's solids of the first driver that has a world, and a
-//! driver's notice for the client whose command it could not carry out.
+//! client's too), the world's solids of the first driver that has a world, a map
+//! device's occupancy grid from the driver serving it, and a driver's notice for the
+//! client whose command it could not carry out.
 
 use super::table::Internal;
 use super::{DeviceError, Registry, RouteConfig, Sent, Subscribe, Tapped};
 use actix::prelude::*;
 use bytes::Bytes;
 use player_kit::answer::AnswerTo;
-use player_kit::driver::{Config, WorldRequest, WorldSolids};
+use player_kit::driver::{Config, GridMap, GridRequest, WorldRequest, WorldSolids};
 use player_kit::source::{DeviceWriter, Held, HoldDevice, ReadDevice, SendConfig, TellClient};
 use std::sync::Arc;
 use std::time::Duration;
@@ -197,5 +198,27 @@ impl Handler<TellClient> for Registry {
             msg.session,
             crate::notice::Notice::new(crate::notice::kind::COMMAND, msg.device, msg.text),
         );
+    }
+}
+
+impl Handler<GridRequest> for Registry {
+    type Result = ResponseFuture<Option<Arc<GridMap>>>;
+
+    /// The occupancy grid of map device `device`, from the driver serving it (asked under
+    /// its own code).
+    fn handle(&mut self, msg: GridRequest, _ctx: &mut Self::Context) -> Self::Result {
+        let ask = self
+            .table
+            .devices
+            .get(&msg.device)
+            .and_then(|d| d.driver.grid.clone().map(|g| (g, d.own)));
+        Box::pin(async move {
+            let (grid, own) = ask?;
+            grid.send(GridRequest { device: own })
+                .timeout(Duration::from_secs(5))
+                .await
+                .ok()
+                .flatten()
+        })
     }
 }
