@@ -473,7 +473,7 @@ mod answer_tests {
         assert!(answer_packet(b'G', b"").is_err());
         assert!(answer_packet(b'G', &vec![b'w'; MAX_ANSWER_BODY]).is_ok());
         assert!(answer_packet(b'G', &vec![b'w'; MAX_ANSWER_BODY + 1]).is_err());
-        assert_eq!(decode_answer(&[b'G']), None, "no body");
+        assert_eq!(decode_answer(b"G"), None, "no body");
         assert_eq!(decode_answer(&[]), None);
     }
 }

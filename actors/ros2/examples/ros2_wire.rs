@@ -174,9 +174,8 @@ fn nav_samples() -> Vec<(&'static str, Vec<u8>, String)> {
         (
             "nav_msgs/msg/OccupancyGrid",
             grid.encode(),
-            format!(
-                r#"{{"frame_id":"map","resolution":0.05,"width":3,"height":2,"ox":-10.5,"oy":-7.75,"data":[0,100,-1,0,0,100],"load_sec":1700000000}}"#
-            ),
+            r#"{"frame_id":"map","resolution":0.05,"width":3,"height":2,"ox":-10.5,"oy":-7.75,"data":[0,100,-1,0,0,100],"load_sec":1700000000}"#
+                .into(),
         ),
         (
             "geometry_msgs/msg/PoseWithCovarianceStamped",
