@@ -5,8 +5,9 @@
 //! `wavefront` drivers answer the same way; this checks the path every answer takes (the
 //! driver's `AnswerTo`, the registry, the session's `y` packets) and the client's side.
 
-#[path = "support/navstub.rs"]
-mod navstub;
+mod common;
+
+use common::navstub;
 
 use navstub::PARTICLES;
 use player::settings::Settings;

@@ -1,14 +1,15 @@
 //! The ROS 2 front end's navigation topics against a real server and a real Zenoh session:
 //! `map` put together from the `mapfile` driver's tiles (and given to a late joiner's
 //! history query), `amcl_pose`, `particlecloud` and `map` -> `odom` on `tf` from a stand-in
-//! localizer, `plan` from a stand-in planner (`support/navstub.rs`), and `initialpose` and
+//! localizer, `plan` from a stand-in planner (`common/navstub.rs`), and `initialpose` and
 //! `goal_pose` reaching them (an `x H s` config, a planner command through the guard),
 //! and ignored with `write = false`. The messages are read here with the crate's CDR
 //! reader; tests/ros2/test_ros2.py decodes the same encoders' output with the official
 //! Jazzy packages.
 
-#[path = "support/navstub.rs"]
-mod navstub;
+mod common;
+
+use common::navstub;
 
 use player::settings::Settings;
 use player_ros2::cdr::Reader;

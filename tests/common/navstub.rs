@@ -3,7 +3,7 @@
 //! them: the `navstub` driver publishes `H` (one hypothesis) and `G` every 50 ms with the
 //! layouts of `player_proto::nav`, answers `x H g` with particles in several packets and
 //! `x G w` with waypoints, and takes `x H s`, `x H G`, goals, `x G e` and `x G c`.
-//! Included by the tests that use it (`#[path = "support/navstub.rs"] mod navstub;`).
+//! Used as `common::navstub` (`tests/common/mod.rs`).
 
 #![allow(dead_code)]
 
