@@ -13,7 +13,9 @@ The crate's pure parts:
   `rclpy.serialization.deserialize_message` (rosbags for TFMessage), field by field, and
   re-serialized by rosbags byte for byte (by rclpy to the same length: Fast-CDR leaves its
   padding bytes uninitialised);
-- Twist and TwistStamped serialized by rclpy, decoded by the crate;
+- Twist and TwistStamped serialized by rclpy, decoded by the crate; so are
+  PoseWithCovarianceStamped (`initialpose`) and PoseStamped (`goal_pose`); the navigation
+  messages (OccupancyGrid, PoseWithCovarianceStamped, PoseArray, Path) decoded by rclpy;
 - a liveliness token against rmw_zenoh's documented grammar, its GID against XXH3-128 of the
   key (xxhash), its attachment read by zenoh-ros2-sdk's own attachment reader.
 
@@ -224,6 +226,88 @@ def test_twists_serialized_by_rclpy_decode_in_the_crate():
     # A Twist is not a TwistStamped, and a truncated one is refused, not misread.
     assert "error" in json.loads(wire("twist_stamped", serialize_message(t).hex()))
     assert "error" in json.loads(wire("twist", serialize_message(t).hex()[:-4]))
+
+
+def test_the_map_decodes_with_rclpy(samples):
+    from nav_msgs.msg import OccupancyGrid
+
+    s = samples["nav_msgs/msg/OccupancyGrid"]
+    m = rclpy_round_trip(OccupancyGrid, bytes.fromhex(s["cdr"]))
+    f = s["fields"]
+    assert m.header.frame_id == f["frame_id"]
+    assert close(m.info.resolution, f["resolution"])
+    assert (m.info.width, m.info.height) == (f["width"], f["height"])
+    assert (m.info.origin.position.x, m.info.origin.position.y) == (f["ox"], f["oy"])
+    assert m.info.map_load_time.sec == f["load_sec"]
+    assert list(m.data) == f["data"]
+
+
+def test_the_pose_estimate_and_particles_decode_with_rclpy(samples):
+    from geometry_msgs.msg import PoseArray, PoseWithCovarianceStamped
+
+    s = samples["geometry_msgs/msg/PoseWithCovarianceStamped"]
+    m = rclpy_round_trip(PoseWithCovarianceStamped, bytes.fromhex(s["cdr"]))
+    f = s["fields"]
+    p = m.pose.pose
+    assert m.header.frame_id == f["frame_id"]
+    assert (p.position.x, p.position.y) == (f["x"], f["y"])
+    assert close(p.orientation.z, f["qz"]) and close(p.orientation.w, f["qw"])
+    c = list(m.pose.covariance)
+    assert len(c) == 36
+    assert (c[0], c[1], c[7], c[35]) == (f["cov0"], f["cov1"], f["cov7"], f["cov35"])
+
+    s = samples["geometry_msgs/msg/PoseArray"]
+    m = rclpy_round_trip(PoseArray, bytes.fromhex(s["cdr"]))
+    f = s["fields"]
+    assert m.header.frame_id == f["frame_id"] and len(m.poses) == f["n"]
+    assert (m.poses[4].position.x, m.poses[4].position.y) == (f["x4"], f["y4"])
+
+
+def test_the_plan_and_a_goal_decode_with_rclpy(samples):
+    from geometry_msgs.msg import PoseStamped
+    from nav_msgs.msg import Path
+
+    s = samples["nav_msgs/msg/Path"]
+    m = rclpy_round_trip(Path, bytes.fromhex(s["cdr"]))
+    f = s["fields"]
+    assert m.header.frame_id == f["frame_id"] and len(m.poses) == f["n"]
+    last = m.poses[2]
+    assert last.header.frame_id == "map"
+    assert (last.pose.position.x, last.pose.position.y) == (f["x2"], f["y2"])
+
+    s = samples["geometry_msgs/msg/PoseStamped"]
+    m = rclpy_round_trip(PoseStamped, bytes.fromhex(s["cdr"]))
+    f = s["fields"]
+    assert (m.pose.position.x, m.pose.position.y) == (f["x"], f["y"])
+    assert close(m.pose.orientation.z, f["qz"]) and close(m.pose.orientation.w, f["qw"])
+
+
+def test_initialpose_and_goal_pose_serialized_by_rclpy_decode_in_the_crate():
+    """What rviz2's "2D Pose Estimate" and "Nav2 Goal" send, as rclpy writes it."""
+    from geometry_msgs.msg import PoseStamped, PoseWithCovarianceStamped
+    from rclpy.serialization import serialize_message
+
+    yaw = 0.75
+    p = PoseWithCovarianceStamped()
+    p.header.frame_id = "map"
+    p.pose.pose.position.x, p.pose.pose.position.y = 1.5, -2.0
+    p.pose.pose.orientation.z, p.pose.pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
+    cov = [0.0] * 36
+    cov[0], cov[7], cov[35] = 0.25, 0.25, 0.06853891909122467
+    p.pose.covariance = cov
+    got = json.loads(wire("pose_cov", serialize_message(p).hex()))
+    assert got["frame_id"] == "map" and (got["x"], got["y"]) == (1.5, -2.0)
+    assert close(got["yaw"], yaw)
+    assert got["cov"] == [0.25, 0.25, 0.06853891909122467]
+
+    g = PoseStamped()
+    g.header.frame_id = "map"
+    g.pose.position.x, g.pose.position.y = 3.0, -0.4
+    g.pose.orientation.z, g.pose.orientation.w = math.sin(-0.5), math.cos(-0.5)
+    got = json.loads(wire("pose_stamped", serialize_message(g).hex()))
+    assert (got["x"], got["y"]) == (3.0, -0.4) and close(got["yaw"], -1.0)
+    # A goal is not a pose estimate: too short, refused.
+    assert "error" in json.loads(wire("pose_cov", serialize_message(g).hex()))
 
 
 TOKEN = re.compile(

@@ -19,6 +19,7 @@
 
 pub mod bridge;
 pub mod kind;
+pub mod nav;
 pub mod tap;
 
 pub use kind::{FrontEndKind, ListenPort};

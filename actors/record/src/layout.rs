@@ -29,6 +29,24 @@ pub fn layout(code: u8) -> String {
              then each blob as 4 area digits of 6 bits and x, y, left, right, top, bottom, \
              every byte + 1"
         }
+        device::MAP => {
+            "28 bytes (extension): u32 map_id, u32 width, u32 height (cells), u32 resolution \
+             um per cell, i32 origin_x mm, i32 origin_y mm (the lower-left cell's corner), \
+             i32 origin_heading arc-seconds; the cells come as answers to x M t configs, on \
+             the configs channel"
+        }
+        device::LOCALIZE => {
+            "14 + 88 per hypothesis (Player 1.6.5's localize data): u16 pending_count, u32 \
+             pending_time_sec, u32 pending_time_usec, u32 hypoth_count, then per hypothesis \
+             i32 mean[3] (mm, mm, arc-seconds), i64 cov[3][3] (mm^2 ... arc-seconds^2), u32 \
+             alpha x 10^6, heaviest first, at most 10"
+        }
+        device::PLANNER => {
+            "43 bytes (Player 1.6.5's planner data plus a state): u8 valid, u8 done, i32 \
+             pose[3], i32 goal[3], i32 waypoint[3] (mm, mm, deg), i16 curr_waypoint, u16 \
+             waypoint_count, u8 state (0 idle, 1 planning, 2 driving, 3 reached, 4 blocked, \
+             5 no path, 6 e-stopped, 7 pre-empted)"
+        }
         _ => "raw bytes as the driver publishes them",
     };
     format!(
@@ -44,6 +62,9 @@ pub fn command_layout(code: u8) -> String {
         device::POSITION => "4 bytes: i16 speed mm/s, i16 turn rate deg/s",
         device::GRIPPER => "2 bytes: u8 command, u8 argument",
         device::PTZ => "6 bytes: i16 pan deg, i16 tilt deg, i16 zoom",
+        device::PLANNER => {
+            "12 bytes (Player 1.6.5's planner command): i32 gx mm, i32 gy mm, i32 ga deg"
+        }
         _ => "raw bytes as the client sent them",
     };
     format!(
@@ -63,5 +84,9 @@ mod tests {
             assert!(layout(code).contains(device::name(code)));
         }
         assert!(layout(b'Q').contains("raw bytes"));
+        for code in [device::MAP, device::LOCALIZE, device::PLANNER] {
+            assert!(!layout(code).contains("raw bytes"), "{}", char::from(code));
+        }
+        assert!(command_layout(device::PLANNER).contains("i32 gx mm"));
     }
 }

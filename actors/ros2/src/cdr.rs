@@ -134,6 +134,13 @@ impl Writer {
         self
     }
 
+    /// An `int8[]` (unbounded sequence).
+    pub fn i8_seq(&mut self, v: &[i8]) -> &mut Self {
+        self.u32(v.len() as u32);
+        self.buf.extend(v.iter().map(|&x| x as u8));
+        self
+    }
+
     /// A sequence's count; the caller writes the elements.
     pub fn seq_len(&mut self, n: usize) -> &mut Self {
         self.u32(n as u32)

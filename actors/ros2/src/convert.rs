@@ -22,6 +22,8 @@ pub struct Frames {
     pub laser: String,
     /// Prefix of the sonar transducers' frames (`sonar_`, then the index).
     pub sonar: String,
+    /// The map's frame (`map`, under the robots' frame prefix).
+    pub map: String,
 }
 
 impl Frames {
@@ -258,6 +260,7 @@ mod tests {
             base: "r/base_link".into(),
             laser: "r/laser".into(),
             sonar: "r/sonar_".into(),
+            map: "r/map".into(),
         }
     }
 

@@ -6,6 +6,9 @@
 //!   header, natural alignment), writer and bounded reader.
 //! - [`msg`]: the messages published (`LaserScan`, `Odometry`, `TFMessage`, `Range`,
 //!   `BatteryState`) and taken (`Twist`, `TwistStamped`).
+//! - [`nav_msg`]: the navigation messages published (`OccupancyGrid`,
+//!   `PoseWithCovarianceStamped`, `PoseArray`, `Path`) and taken (`initialpose`,
+//!   `goal_pose`).
 //! - [`types`]: their ROS 2 Jazzy type names and REP-2016 `RIHS01` type hashes.
 //! - [`rmw`]: `rmw_zenoh`'s key expressions, liveliness tokens, QoS encoding, entity GIDs
 //!   and the 33-byte attachment of every sample.
@@ -24,6 +27,7 @@
 pub mod cdr;
 pub mod convert;
 pub mod msg;
+pub mod nav_msg;
 pub mod node;
 pub mod rmw;
 pub mod settings;
@@ -167,6 +171,11 @@ fn start_node(
         && r.devices
             .iter()
             .any(|(s, _)| s.code == device::POSITION && s.command_size.is_some());
+    let initialpose = settings.write && readable.contains(&device::LOCALIZE);
+    let goals = settings.write
+        && r.devices
+            .iter()
+            .any(|(s, _)| s.code == device::PLANNER && s.command_size.is_some());
     let frames = settings.frames_of(&r.name, several);
     let laser = topics.iter().any(|t| matches!(t, Topic::Scan(_)));
     let tf_static = encode_tf(&convert::static_transforms(
@@ -195,6 +204,8 @@ fn start_node(
             namespace: settings.namespace_of(&r.name, several),
             topics,
             commands,
+            initialpose,
+            goals,
         },
         to: Callbacks {
             addr,

@@ -33,7 +33,7 @@ impl Time {
         i64::from(self.sec) * 1_000_000_000 + i64::from(self.nanosec)
     }
 
-    fn write(&self, w: &mut Writer) {
+    pub(crate) fn write(&self, w: &mut Writer) {
         w.i32(self.sec).u32(self.nanosec);
     }
 
@@ -55,12 +55,12 @@ pub struct Header {
 }
 
 impl Header {
-    fn write(&self, w: &mut Writer) {
+    pub(crate) fn write(&self, w: &mut Writer) {
         self.stamp.write(w);
         w.string(&self.frame_id);
     }
 
-    fn read(r: &mut Reader) -> Result<Self, CdrError> {
+    pub(crate) fn read(r: &mut Reader) -> Result<Self, CdrError> {
         Ok(Header {
             stamp: Time::read(r)?,
             frame_id: r.string(MAX_FRAME_ID)?,
@@ -80,11 +80,11 @@ pub struct Vector3 {
 }
 
 impl Vector3 {
-    fn write(&self, w: &mut Writer) {
+    pub(crate) fn write(&self, w: &mut Writer) {
         w.f64(self.x).f64(self.y).f64(self.z);
     }
 
-    fn read(r: &mut Reader) -> Result<Self, CdrError> {
+    pub(crate) fn read(r: &mut Reader) -> Result<Self, CdrError> {
         Ok(Vector3 {
             x: r.f64()?,
             y: r.f64()?,
@@ -129,8 +129,22 @@ impl Quaternion {
         }
     }
 
-    fn write(&self, w: &mut Writer) {
+    pub(crate) fn write(&self, w: &mut Writer) {
         w.f64(self.x).f64(self.y).f64(self.z).f64(self.w);
+    }
+
+    pub(crate) fn read(r: &mut Reader) -> Result<Self, CdrError> {
+        Ok(Quaternion {
+            x: r.f64()?,
+            y: r.f64()?,
+            z: r.f64()?,
+            w: r.f64()?,
+        })
+    }
+
+    /// The rotation's yaw about Z, rad.
+    pub fn yaw(&self) -> f64 {
+        player_core::frontend::nav::yaw([self.x, self.y, self.z, self.w])
     }
 }
 

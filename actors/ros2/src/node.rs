@@ -26,18 +26,19 @@ use crate::convert::{self, Frames};
 use crate::msg::{decode_bool, encode_tf, Time, Twist, TwistStamped};
 use crate::rmw::{self, Attachment, EntityKind, Qos, Token};
 use crate::settings::Ros2Settings;
-use crate::topics::{now_ns, Pub, Topic, DEPTH};
+use crate::topics::{now_ns, Latest, Pub, Topic, DEPTH};
 use crate::types;
 use actix::prelude::*;
 use bytes::Bytes;
 use player_core::frontend::bridge::{self, BridgeParts, BridgeRobot, Mailbox, Matching, Slot};
+use player_core::frontend::nav::Pose2;
 use player_core::frontend::{Access, Holdings};
 use player_kit::driver::DeviceData;
 use player_proto::data::PositionCommand;
 use player_proto::device;
 use slog::{info, warn, Logger};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use zenoh::Wait;
 
@@ -47,8 +48,20 @@ pub const HOLD: std::time::Duration = std::time::Duration::from_secs(2);
 /// Largest `cmd_vel` payload taken (a TwistStamped with a 256-byte frame id is < 400).
 pub const MAX_CMD: usize = 1024;
 
-/// The newest `cmd_vel`, as the position command, which the callbacks leave for the node.
-pub type Commands = Option<PositionCommand>;
+mod nav;
+
+pub use nav::NavPart;
+
+/// What the callbacks leave for the node: the newest of each kind.
+#[derive(Debug, Default)]
+pub struct Commands {
+    /// The newest `cmd_vel`, as the position command.
+    pub velocity: Option<PositionCommand>,
+    /// The newest `goal_pose`: x, y (m), heading (rad) in the map.
+    pub goal: Option<Pose2>,
+    /// The newest `initialpose`: the pose (m, rad) and its planar covariance.
+    pub pose: Option<(Pose2, [[f64; 3]; 3])>,
+}
 
 /// Zenoh -> node: its `estop` slot has a request.
 #[derive(Message)]
@@ -65,6 +78,10 @@ pub struct RobotPlan {
     pub topics: Vec<Topic>,
     /// Whether `cmd_vel` is taken.
     pub commands: bool,
+    /// Whether `initialpose` is taken (an `H`, and `write`).
+    pub initialpose: bool,
+    /// Whether `goal_pose` is taken (a `G` that takes goals, and `write`).
+    pub goals: bool,
 }
 
 /// What [`declare`] made besides the publishers; dropping it undeclares it all.
@@ -148,21 +165,29 @@ impl Declaring<'_> {
             .background()
             .wait()?;
         let gid = token.gid();
-        if topic == Topic::TfStatic {
-            self.history(&key, id, gid, transforms.to_vec())?;
+        let mut made = Pub::new(topic, publisher, gid);
+        if topic.qos().durability == crate::rmw::Durability::TransientLocal {
+            let first = if topic == Topic::TfStatic {
+                transforms.to_vec()
+            } else {
+                Vec::new()
+            };
+            let latest: Latest = Arc::new(Mutex::new(first));
+            self.history(&key, id, gid, latest.clone())?;
+            made = made.keeping(latest);
         }
         self.token(token.key())?;
-        Ok(Pub::new(topic, publisher, gid))
+        Ok(made)
     }
 
     /// Transient local: late joiners' history queries (at `<key>/@adv/pub/<zid>/<id>/_`,
-    /// with a token there) answered with `payload`.
+    /// with a token there) answered with the newest payload (none while there is none).
     fn history(
         &mut self,
         key: &str,
         id: u64,
         gid: [u8; rmw::GID_LEN],
-        payload: Vec<u8>,
+        latest: Latest,
     ) -> zenoh::Result<()> {
         let adv = format!("{key}/@adv/pub/{}/{id}/_", self.zid);
         let att = Attachment {
@@ -177,8 +202,15 @@ impl Declaring<'_> {
             .session
             .declare_queryable(adv.clone())
             .callback(move |q| {
+                let payload = latest
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clone();
+                if payload.is_empty() {
+                    return;
+                }
                 let _ = q
-                    .reply(reply_key.clone(), payload.clone())
+                    .reply(reply_key.clone(), payload)
                     .attachment(att.clone())
                     .wait();
             })
@@ -250,7 +282,7 @@ impl Declaring<'_> {
                     return to.mailbox.refuse();
                 };
                 let c = convert::command_from_twist(&twist, max_speed, max_turn);
-                if to.mailbox.commands.put(|slot| *slot = Some(c)) {
+                if to.mailbox.commands.put(|slot| slot.velocity = Some(c)) {
                     to.addr.do_send(bridge::CommandsReady);
                 }
             })?;
@@ -294,6 +326,12 @@ pub fn declare(
     if r.commands {
         d.cmd_vel()?;
     }
+    if r.initialpose {
+        d.initialpose()?;
+    }
+    if r.goals {
+        d.goal_pose()?;
+    }
     Ok((pubs, d.made))
 }
 
@@ -332,6 +370,7 @@ pub struct RobotNode {
     /// When the newest `cmd_vel` came (write access is held until [`HOLD`] after it).
     last_command: Option<Instant>,
     warned_no_write: bool,
+    nav: NavPart,
 }
 
 player_core::bridge_robot_handlers!(RobotNode);
@@ -350,6 +389,7 @@ impl RobotNode {
             topics: o.topics,
             last_command: None,
             warned_no_write: false,
+            nav: NavPart::default(),
         }
     }
 
@@ -376,12 +416,14 @@ impl RobotNode {
                 .map(|r| r.encode())
                 .collect(),
             Topic::Battery => vec![convert::battery_from_m(&d.data, stamp, f)?.encode()],
-            Topic::TfStatic => Vec::new(),
+            Topic::AmclPose | Topic::TfMap => self.nav.encode(topic, d, f)?,
+            Topic::TfStatic | Topic::Map | Topic::Particles | Topic::Plan => Vec::new(),
         })
     }
 
     /// Publishes `d` on every matched publisher made from its device.
     fn publish_reading(&mut self, d: &DeviceData) {
+        self.nav_reading(d);
         for i in 0..self.pubs.len() {
             let topic = self.pubs[i].topic;
             if !self.matched[i] || topic.device() != Some(d.device) {
@@ -424,7 +466,13 @@ impl BridgeRobot for RobotNode {
             .iter()
             .zip(&self.matched)
             .any(|(t, &m)| m && t.device() == Some(code));
-        Access::new(read, code == device::POSITION && self.commanding())
+        let read = read || (code == device::MAP && self.topics.contains(&Topic::Map));
+        let write = match code {
+            device::POSITION => self.commanding(),
+            device::PLANNER => self.nav.holds_goal(),
+            _ => false,
+        };
+        Access::new(read, write)
     }
 
     fn attach(&mut self, publishers: Vec<Pub>) {
@@ -455,7 +503,8 @@ impl BridgeRobot for RobotNode {
     }
 
     fn commands(&mut self, command: Commands, ctx: &mut Context<Self>) {
-        let Some(c) = command else {
+        self.nav_commands(command.goal, command.pose, ctx);
+        let Some(c) = command.velocity else {
             return;
         };
         if !self.write {
@@ -476,8 +525,10 @@ impl BridgeRobot for RobotNode {
         }
     }
 
-    /// Write access to the base is given back [`HOLD`] after the last `cmd_vel`.
+    /// Write access to the base is given back [`HOLD`] after the last `cmd_vel`; the
+    /// navigation part asks for what it publishes.
     fn tick(&mut self, ctx: &mut Context<Self>) {
+        self.nav_tick(ctx);
         if self.last_command.is_some() && !self.commanding() {
             self.last_command = None;
             info!(

@@ -194,6 +194,7 @@ impl Ros2Settings {
             base: format!("{prefix}{}", self.base_frame),
             laser: format!("{prefix}{}", self.laser_frame),
             sonar: format!("{prefix}{}", self.sonar_frame),
+            map: format!("{prefix}map"),
         }
     }
 

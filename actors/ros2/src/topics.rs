@@ -5,6 +5,7 @@
 use crate::rmw::{self, Attachment, Qos};
 use crate::types::{self, RosType};
 use player_proto::device;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 use zenoh::pubsub::Publisher;
 use zenoh::Wait;
@@ -27,6 +28,16 @@ pub enum Topic {
     Sonar,
     /// `battery` from `m`.
     Battery,
+    /// `map` from `M`: the whole map, downloaded by tiles (transient local).
+    Map,
+    /// `amcl_pose` from `H`: the heaviest hypothesis.
+    AmclPose,
+    /// `particlecloud` from `H`'s `x H g` answers, at a bounded rate.
+    Particles,
+    /// `tf` from `H` and `p`: `map` -> `odom`.
+    TfMap,
+    /// `plan` from `G`'s `x G w` answers.
+    Plan,
 }
 
 impl Topic {
@@ -39,6 +50,11 @@ impl Topic {
             Topic::TfStatic => "tf_static",
             Topic::Sonar => "sonar",
             Topic::Battery => "battery",
+            Topic::Map => "map",
+            Topic::AmclPose => "amcl_pose",
+            Topic::Particles => "particlecloud",
+            Topic::TfMap => "tf",
+            Topic::Plan => "plan",
         }
     }
 
@@ -47,9 +63,13 @@ impl Topic {
         match self {
             Topic::Scan(_) => types::LASER_SCAN,
             Topic::Odom => types::ODOMETRY,
-            Topic::Tf | Topic::TfStatic => types::TF_MESSAGE,
+            Topic::Tf | Topic::TfStatic | Topic::TfMap => types::TF_MESSAGE,
             Topic::Sonar => types::RANGE,
             Topic::Battery => types::BATTERY_STATE,
+            Topic::Map => types::OCCUPANCY_GRID,
+            Topic::AmclPose => types::POSE_WITH_COVARIANCE_STAMPED,
+            Topic::Particles => types::POSE_ARRAY,
+            Topic::Plan => types::PATH,
         }
     }
 
@@ -61,13 +81,16 @@ impl Topic {
             Topic::TfStatic => None,
             Topic::Sonar => Some(device::SONAR),
             Topic::Battery => Some(device::MISC),
+            Topic::Map => Some(device::MAP),
+            Topic::AmclPose | Topic::Particles | Topic::TfMap => Some(device::LOCALIZE),
+            Topic::Plan => Some(device::PLANNER),
         }
     }
 
-    /// Its QoS (`tf_static` transient local, depth 1).
+    /// Its QoS (`tf_static` and `map` transient local, depth 1).
     pub fn qos(self) -> Qos {
         match self {
-            Topic::TfStatic => Qos::latched(1),
+            Topic::TfStatic | Topic::Map => Qos::latched(1),
             _ => Qos::reliable(DEPTH),
         }
     }
@@ -75,7 +98,8 @@ impl Topic {
 
 /// The topics a robot with these readable devices publishes: `scan` from `L` if there is
 /// one, else from `l`; `odom` and `tf` from `p`; `sonar` from `s`; `battery` from `m`;
-/// `tf_static` when there is anything to place on the body.
+/// `tf_static` when there is anything to place on the body; `map` from `M`; `amcl_pose`,
+/// `particlecloud` and (with `p`) `map` -> `odom` on `tf` from `H`; `plan` from `G`.
 pub fn plan(readable: &[u8]) -> Vec<Topic> {
     let has = |c: u8| readable.contains(&c);
     let mut v = Vec::new();
@@ -96,6 +120,18 @@ pub fn plan(readable: &[u8]) -> Vec<Topic> {
     if v.iter().any(|t| matches!(t, Topic::Scan(_) | Topic::Sonar)) {
         v.push(Topic::TfStatic);
     }
+    if has(device::MAP) {
+        v.push(Topic::Map);
+    }
+    if has(device::LOCALIZE) {
+        v.extend([Topic::AmclPose, Topic::Particles]);
+        if has(device::POSITION) {
+            v.push(Topic::TfMap);
+        }
+    }
+    if has(device::PLANNER) {
+        v.push(Topic::Plan);
+    }
     v
 }
 
@@ -107,6 +143,10 @@ pub fn now_ns() -> i64 {
         .unwrap_or(0)
 }
 
+/// The newest payload of a transient-local publisher, which its history queryable
+/// answers late joiners with (empty: nothing yet).
+pub type Latest = Arc<Mutex<Vec<u8>>>;
+
 /// One publisher: its Zenoh publisher, GID and sequence numbers.
 pub struct Pub {
     /// What it carries.
@@ -114,6 +154,7 @@ pub struct Pub {
     publisher: Publisher<'static>,
     gid: [u8; rmw::GID_LEN],
     seq: i64,
+    latest: Option<Latest>,
 }
 
 impl Pub {
@@ -124,12 +165,24 @@ impl Pub {
             publisher,
             gid,
             seq: 0,
+            latest: None,
         }
+    }
+
+    /// Keeps each payload put in `latest` too (for the history queryable).
+    pub fn keeping(mut self, latest: Latest) -> Self {
+        self.latest = Some(latest);
+        self
     }
 
     /// Publishes `payload` with the attachment rmw_zenoh expects (sequence number, time,
     /// GID).
     pub fn put(&mut self, payload: Vec<u8>) -> zenoh::Result<()> {
+        if let Some(l) = &self.latest {
+            l.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone_from(&payload);
+        }
         self.seq += 1;
         let a = Attachment {
             seq: self.seq,
@@ -165,6 +218,20 @@ mod tests {
             vec![Topic::Scan(b'l'), Topic::Odom, Topic::Tf, Topic::TfStatic]
         );
         assert_eq!(plan(b"p"), vec![Topic::Odom, Topic::Tf]);
+        assert_eq!(
+            plan(b"pMHG"),
+            vec![
+                Topic::Odom,
+                Topic::Tf,
+                Topic::Map,
+                Topic::AmclPose,
+                Topic::Particles,
+                Topic::TfMap,
+                Topic::Plan
+            ]
+        );
+        assert_eq!(plan(b"H"), vec![Topic::AmclPose, Topic::Particles]);
+        assert_eq!(Topic::Map.qos().keyexpr(), ":1:,1:,:,:,,");
         assert!(plan(b"gzv").is_empty());
     }
 

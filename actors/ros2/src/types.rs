@@ -108,8 +108,43 @@ pub const TIME: RosType = RosType {
     hash: "RIHS01_b106235e25a4c5ed35098aa0a61a3ee9c9b18d197f398b0e4206cea9acf9c197",
 };
 
+/// `nav_msgs/msg/OccupancyGrid` (`map`).
+pub const OCCUPANCY_GRID: RosType = RosType {
+    package: "nav_msgs",
+    name: "OccupancyGrid",
+    hash: "RIHS01_8d348150c12913a31ee0ec170fbf25089e4745d17035792a1ba94d6f0bc0cfc7",
+};
+
+/// `nav_msgs/msg/Path` (`plan`).
+pub const PATH: RosType = RosType {
+    package: "nav_msgs",
+    name: "Path",
+    hash: "RIHS01_1957a5bb3cee5da65c4e52e52b65a93df227efce4c20f8458b36e73066ca334b",
+};
+
+/// `geometry_msgs/msg/PoseWithCovarianceStamped` (`amcl_pose`, `initialpose`).
+pub const POSE_WITH_COVARIANCE_STAMPED: RosType = RosType {
+    package: "geometry_msgs",
+    name: "PoseWithCovarianceStamped",
+    hash: "RIHS01_26432f9803e43727d3c8f668d1fdb3c630f548af631e2f4e31382371bfea3b6e",
+};
+
+/// `geometry_msgs/msg/PoseArray` (`particlecloud`).
+pub const POSE_ARRAY: RosType = RosType {
+    package: "geometry_msgs",
+    name: "PoseArray",
+    hash: "RIHS01_af0cc36d190e104d546d168d6b39df04fa4b4ccecf59cb4c9ed328d3d5004aa0",
+};
+
+/// `geometry_msgs/msg/PoseStamped` (`goal_pose`).
+pub const POSE_STAMPED: RosType = RosType {
+    package: "geometry_msgs",
+    name: "PoseStamped",
+    hash: "RIHS01_10f3786d7d40fd2b54367835614bff85d4ad3b5dab62bf8bca0cc232d73b4cd8",
+};
+
 /// Every type above.
-pub const ALL: [RosType; 11] = [
+pub const ALL: [RosType; 16] = [
     LASER_SCAN,
     ODOMETRY,
     TF_MESSAGE,
@@ -121,6 +156,11 @@ pub const ALL: [RosType; 11] = [
     BOOL,
     HEADER,
     TIME,
+    OCCUPANCY_GRID,
+    PATH,
+    POSE_WITH_COVARIANCE_STAMPED,
+    POSE_ARRAY,
+    POSE_STAMPED,
 ];
 
 #[cfg(test)]

@@ -70,7 +70,11 @@ impl WebSession {
             let robots = &self.shared.robots;
             let found = robots
                 .split_topic(&c.topic)
-                .and_then(|(k, t)| Target::of_topic(t).map(|t| (k, t)));
+                .and_then(|(k, t)| Target::of_topic(t).map(|t| (k, t)))
+                .map(|(k, t)| {
+                    let devices = robots.get(k).map_or(&[][..], |r| &r.devices[..]);
+                    (k, t.on_robot(devices))
+                });
             let Some((k, target)) = found else {
                 let m = format!(
                     "topic '{}' is not accepted; publish on {}{PUBLISH_TOPICS}",
@@ -153,6 +157,27 @@ impl WebSession {
                     answer: None,
                 });
                 info!(self.log, "motor power asked"; "on" => on);
+            }
+            Action::Config { device, payload } => {
+                if !self.admission.may_write() {
+                    let m = "only a client that may command the robot can set its pose estimate";
+                    return self.status(Level::Warning, m, ctx);
+                }
+                info!(self.log, "pose estimate"; "device" => %char::from(device));
+                let fut = registry.send(RouteConfig {
+                    device,
+                    payload,
+                    client: self.client.clone(),
+                    answer: None,
+                });
+                ctx.spawn(fut.into_actor(self).map(move |r, act, ctx| {
+                    let m = match r {
+                        Ok(Ok(())) => return,
+                        Ok(Err(e)) => format!("pose estimate ignored: {e}"),
+                        Err(e) => format!("pose estimate ignored: {e}"),
+                    };
+                    act.status(Level::Warning, &m, ctx);
+                }));
             }
             Action::EStop { latch } => {
                 if !latch && !self.admission.may_write() {

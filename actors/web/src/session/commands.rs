@@ -5,8 +5,9 @@
 //! Foxglove publishes in one of the encodings the server lists in `supportedEncodings`;
 //! this server lists only `json` (a client channel advertised with another encoding is
 //! refused), so every payload here is JSON: `geometry_msgs/Twist` on `/cmd_vel` (the
-//! Teleop panel), `geometry_msgs/PoseStamped`, `PointStamped` and
-//! `PoseWithCovarianceStamped` from the 3D panel's tools, and our own small objects on
+//! Teleop panel), `geometry_msgs/PoseStamped` (a goal for the planner `G`), `PointStamped`
+//! and `PoseWithCovarianceStamped` (a pose estimate for the localizer `H`) from the 3D
+//! panel's tools, and our own small objects on
 //! the other topics and services. A number that is missing, not a number or not finite
 //! counts as 0 (an empty twist stops the robot); numbers are rounded and clamped to the
 //! range of the Player field, never wrapped.
@@ -15,6 +16,7 @@
 //! calls, whose refusal comes before their arguments are looked at ([`service`]).
 
 use bytes::Bytes;
+use player_core::frontend::nav as fnav;
 use player_proto::data::{GripperCommand, PositionCommand, Ptz};
 use player_proto::{config as codes, device};
 use serde_json::Value;
@@ -33,15 +35,20 @@ pub enum Target {
     /// `{latch}` → the robot's emergency stop (anyone may latch it; releasing it takes
     /// write rights).
     EStop,
-    /// A tool of Foxglove's 3D panel (`/move_base_simple/goal`, `/clicked_point`,
-    /// `/initialpose`): accepted and logged; player has no planner or localizer, so the
-    /// client is told nothing moves.
+    /// A tool of Foxglove's 3D panel that moves nothing (`/clicked_point`): accepted and
+    /// logged.
     Tool(&'static str),
+    /// `geometry_msgs/PoseStamped` (`/goal_pose`, `/move_base_simple/goal`: the 3D panel's
+    /// goal) → the planner's (`G`) command, through the guard like `/cmd_vel`.
+    Goal,
+    /// `geometry_msgs/PoseWithCovarianceStamped` (`/initialpose`: the 3D panel's pose
+    /// estimate) → the localizer's (`H`) `x H s` config; write rights needed.
+    PoseEstimate,
 }
 
 /// The topics a client may publish on, for messages naming them.
 pub const PUBLISH_TOPICS: &str = "/cmd_vel, /ptz/cmd, /gripper/cmd, /motor_power, /estop, \
-/move_base_simple/goal, /clicked_point, /initialpose";
+/goal_pose, /move_base_simple/goal, /clicked_point, /initialpose";
 
 /// Most characters of a tool's frame id repeated back to the client and the log.
 const MAX_FRAME_ID: usize = 64;
@@ -61,6 +68,14 @@ pub enum Action {
     },
     /// The position device's motors on or off (a config, through the registry).
     MotorPower(bool),
+    /// A config for `device` (its code and arguments), through the registry; write rights
+    /// needed.
+    Config {
+        /// The device code.
+        device: u8,
+        /// The config code and arguments.
+        payload: Bytes,
+    },
     /// Latch (`true`) or release the robot's emergency stop.
     EStop {
         /// Latch or release.
@@ -164,10 +179,26 @@ impl Target {
             "/gripper/cmd" => Some(Target::Gripper),
             "/motor_power" => Some(Target::MotorPower),
             "/estop" => Some(Target::EStop),
-            "/move_base_simple/goal" => Some(Target::Tool("/move_base_simple/goal")),
+            "/goal_pose" | "/move_base_simple/goal" => Some(Target::Goal),
             "/clicked_point" => Some(Target::Tool("/clicked_point")),
-            "/initialpose" => Some(Target::Tool("/initialpose")),
+            "/initialpose" => Some(Target::PoseEstimate),
             _ => None,
+        }
+    }
+
+    /// The target on a robot serving `devices`: a goal or a pose estimate for a robot
+    /// with no planner (`G`) or localizer (`H`) is the 3D panel's tool as before (accepted
+    /// from anyone, logged, the client told nothing moves), so a panel that advertises its
+    /// tools holds nothing and lists no problem.
+    pub fn on_robot(self, devices: &[u8]) -> Target {
+        match self {
+            Target::Goal if !devices.contains(&device::PLANNER) => {
+                Target::Tool("/move_base_simple/goal")
+            }
+            Target::PoseEstimate if !devices.contains(&device::LOCALIZE) => {
+                Target::Tool("/initialpose")
+            }
+            t => t,
         }
     }
 
@@ -177,7 +208,8 @@ impl Target {
             Target::CmdVel => Some(device::POSITION),
             Target::Ptz => Some(device::PTZ),
             Target::Gripper => Some(device::GRIPPER),
-            Target::MotorPower | Target::EStop | Target::Tool(_) => None,
+            Target::Goal => Some(device::PLANNER),
+            Target::MotorPower | Target::EStop | Target::Tool(_) | Target::PoseEstimate => None,
         }
     }
 
@@ -222,8 +254,45 @@ impl Target {
                 latch: v["latch"].as_bool().unwrap_or(true),
             },
             Target::Tool(topic) => Action::Tool(tool_use(topic, &v)),
+            Target::Goal => {
+                let goal = fnav::goal(planar(&v["pose"])).unwrap_or_default();
+                command(device::PLANNER, goal)
+            }
+            Target::PoseEstimate => {
+                let pose = &v["pose"];
+                let c = |i: usize| pose["covariance"][i].as_f64().filter(|x| x.is_finite());
+                let idx = [0, 1, 5];
+                let mut cov = [[0.0; 3]; 3];
+                for (i, &a) in idx.iter().enumerate() {
+                    for (j, &b) in idx.iter().enumerate() {
+                        cov[i][j] = c(a * 6 + b).unwrap_or(0.0);
+                    }
+                }
+                let payload = fnav::set_pose(planar(&pose["pose"]), cov).unwrap_or_default();
+                Action::Config {
+                    device: device::LOCALIZE,
+                    payload: Bytes::from(payload),
+                }
+            }
         })
     }
+}
+
+/// A `geometry_msgs/Pose`'s x, y (m) and yaw (rad).
+fn planar(pose: &Value) -> [f64; 3] {
+    let q = |k: &str| num(pose, &["orientation", k]);
+    let (qx, qy, qz, qw) = (q("x"), q("y"), q("z"), q("w"));
+    // A missing orientation (all zero) is no turn.
+    let yaw = if qx == 0.0 && qy == 0.0 && qz == 0.0 && qw == 0.0 {
+        0.0
+    } else {
+        fnav::yaw([qx, qy, qz, qw])
+    };
+    [
+        num(pose, &["position", "x"]),
+        num(pose, &["position", "y"]),
+        yaw,
+    ]
 }
 
 /// A 3D panel tool's message: `geometry_msgs/PoseStamped` (`/move_base_simple/goal`),

@@ -260,3 +260,48 @@ fn a_config_call_names_device_and_code_by_one_character_with_at_most_64_byte_arg
     let negative = json!({"device": "p", "code": "m", "args": [-1]});
     assert_eq!(c(negative), Err(CommandError::Args));
 }
+
+#[test]
+fn a_goal_becomes_the_planners_command_and_a_pose_estimate_its_config() {
+    use player_proto::nav::{Goal, SetPose};
+    for topic in ["/goal_pose", "/move_base_simple/goal"] {
+        assert_eq!(Target::of_topic(topic), Some(Target::Goal));
+    }
+    assert_eq!(Target::Goal.writes(), Some(device::PLANNER));
+    assert!(!Target::Goal.harmless() && !Target::PoseEstimate.harmless());
+    // Yaw 2 * atan2(0.6, 0.8) = 73.7 degrees.
+    let goal = json!({"header": header("map"), "pose": {
+        "position": {"x": 1.5, "y": -2.0, "z": 0.0},
+        "orientation": {"x": 0.0, "y": 0.0, "z": 0.6, "w": 0.8}}});
+    let Ok(Action::Command { device: d, payload }) = on(Target::Goal, goal) else {
+        panic!("a command");
+    };
+    assert_eq!(d, device::PLANNER);
+    let g = Goal::decode(&payload).unwrap();
+    assert_eq!((g.x, g.y, g.a), (1500, -2000, 74));
+    assert_eq!(Target::of_topic("/initialpose"), Some(Target::PoseEstimate));
+    // A robot with no planner or localizer: the tools as before.
+    assert_eq!(
+        Target::Goal.on_robot(b"psl"),
+        Target::Tool("/move_base_simple/goal")
+    );
+    assert_eq!(
+        Target::PoseEstimate.on_robot(b"psl"),
+        Target::Tool("/initialpose")
+    );
+    assert_eq!(Target::Goal.on_robot(b"pG"), Target::Goal);
+    let mut cov = vec![0.0; 36];
+    cov[0] = 0.25;
+    cov[35] = 0.0685;
+    let pose = json!({"header": header("map"), "pose": {"pose": {
+        "position": {"x": 0.5, "y": 0.25, "z": 0.0},
+        "orientation": {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0}},
+        "covariance": cov}});
+    let Ok(Action::Config { device: d, payload }) = on(Target::PoseEstimate, pose) else {
+        panic!("a config");
+    };
+    assert_eq!(d, device::LOCALIZE);
+    let p = SetPose::decode(&payload).unwrap();
+    assert_eq!(p.mean, [500, 250, 0]);
+    assert_eq!(p.cov[0][0], 250_000);
+}
