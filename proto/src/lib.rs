@@ -17,6 +17,8 @@
 //!   an incremental decoder of server messages for clients.
 //! - `codec` (feature `codec`): the server's incremental decoder of client messages, on
 //!   `bytes`' buffers.
+//! - `recording` (feature `recording`): the reader of recordings (MCAP) the replay driver
+//!   plays.
 #![deny(missing_docs)]
 
 /// Largest client message payload the server buffers. Every message of the manual is far
@@ -33,6 +35,8 @@ pub mod codec;
 pub mod data;
 pub mod ext;
 pub mod message;
+#[cfg(feature = "recording")]
+pub mod recording;
 pub mod scan;
 
 /// Device codes (manual Table 3a), plus the server's own configurable device `y`.
