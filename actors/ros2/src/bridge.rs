@@ -57,6 +57,11 @@ pub const DEPTH: usize = 10;
 
 const TICK: Duration = Duration::from_millis(250);
 
+/// At most one warning per this about `cmd_vel` samples refused (malformed CDR, too long,
+/// no `rmw_zenoh` attachment): a publisher sending garbage at any rate costs one log line
+/// a second, carrying how many were refused and why the newest was.
+pub const REFUSED_LOG_EVERY: Duration = Duration::from_secs(1);
+
 /// Why the front end could not start.
 #[derive(Debug, Error)]
 pub enum Ros2Error {
@@ -195,7 +200,18 @@ struct Inbox {
     /// The newest `estop` request (true: latch).
     estop: Mutex<Option<bool>>,
     estop_woken: AtomicBool,
+    /// `cmd_vel` samples refused so far.
     refused: AtomicU64,
+    /// Why the newest refused one was.
+    refused_why: Mutex<String>,
+}
+
+impl Inbox {
+    /// Counts a refused `cmd_vel` sample and keeps why.
+    fn refuse(&self, why: String) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+        *self.refused_why.lock().unwrap_or_else(|e| e.into_inner()) = why;
+    }
 }
 
 /// What [`declare`] made besides the publishers; dropping it undeclares it all.
@@ -344,6 +360,7 @@ fn declare(
             let a = addr.clone();
             let ib = inbox.clone();
             let stamped = ty == types::TWIST_STAMPED;
+            let what = ty.name;
             let sub = session
                 .declare_subscriber(rmw::topic_key(s.domain_id, &name, &ty))
                 .callback(move |sample| {
@@ -351,8 +368,15 @@ fn declare(
                     let ok_attachment = sample
                         .attachment()
                         .is_some_and(|att| att.len() == rmw::ATTACHMENT_LEN);
-                    if p.len() > MAX_CMD || !ok_attachment {
-                        ib.refused.fetch_add(1, Ordering::Relaxed);
+                    if p.len() > MAX_CMD {
+                        ib.refuse(format!("{} bytes, more than {MAX_CMD}", p.len()));
+                        return;
+                    }
+                    if !ok_attachment {
+                        ib.refuse(format!(
+                            "no rmw_zenoh attachment of {} bytes",
+                            rmw::ATTACHMENT_LEN
+                        ));
                         return;
                     }
                     let bytes = p.to_bytes();
@@ -361,9 +385,9 @@ fn declare(
                     } else {
                         Twist::decode(&bytes)
                     };
-                    let Ok(twist) = twist else {
-                        ib.refused.fetch_add(1, Ordering::Relaxed);
-                        return;
+                    let twist = match twist {
+                        Ok(t) => t,
+                        Err(e) => return ib.refuse(format!("not a {what}: {e}")),
                     };
                     let c = convert::command_from_twist(&twist, max_speed, max_turn);
                     *ib.command.lock().unwrap_or_else(|e| e.into_inner()) = Some(c);
@@ -433,6 +457,8 @@ pub struct RobotNode {
     command: Option<Recipient<Command>>,
     pending: Option<Bytes>,
     warned_no_write: bool,
+    /// Refused `cmd_vel` samples already logged, and when the last warning was.
+    refused_logged: (u64, Option<Instant>),
     stats: Stats,
     detached: bool,
     log: Logger,
@@ -537,7 +563,26 @@ impl RobotNode {
         })
     }
 
+    /// Warns of `cmd_vel` samples refused since the last warning, at most once per
+    /// [`REFUSED_LOG_EVERY`].
+    fn log_refused(&mut self) {
+        let (logged, last) = self.refused_logged;
+        let now = self.inbox.refused.load(Ordering::Relaxed);
+        if now == logged || last.is_some_and(|t| t.elapsed() < REFUSED_LOG_EVERY) {
+            return;
+        }
+        let why = self
+            .inbox
+            .refused_why
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        warn!(self.log, "ros2: cmd_vel refused"; "count" => now - logged, "newest" => why);
+        self.refused_logged = (now, Some(Instant::now()));
+    }
+
     fn tick(&mut self, ctx: &mut Context<Self>) {
+        self.log_refused();
         if self.last_command.is_some() && !self.commanding() {
             self.last_command = None;
             info!(self.log, "ros2: cmd_vel stopped; write access given back");
@@ -808,6 +853,7 @@ pub async fn start(
             command: None,
             pending: None,
             warned_no_write: false,
+            refused_logged: (0, None),
             stats: Stats::default(),
             detached: false,
             log,
