@@ -21,7 +21,7 @@ use slog::{info, warn, Logger};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 use zenoh::pubsub::Publisher;
 use zenoh::query::Query;
 use zenoh::Wait;
@@ -45,8 +45,9 @@ const TICK: Duration = Duration::from_millis(250);
 /// Between two setup attempts of a device that failed.
 const RETRY: Duration = Duration::from_secs(5);
 
-/// A command's payload and the attachment it came with.
-type Sent = (Bytes, Option<Vec<u8>>);
+/// A command's payload, the attachment it came with, and when it was sent as far as its
+/// Zenoh timestamp says (a router stamps each sample it forwards unstamped).
+type Sent = (Bytes, Option<Vec<u8>>, Option<SystemTime>);
 
 /// What Zenoh's callbacks hand the actor without a message per sample.
 #[derive(Default)]
@@ -180,10 +181,11 @@ pub fn declare(
                 return;
             }
             let bytes = Bytes::from(payload.to_bytes().into_owned());
+            let sent = s.timestamp().map(|t| t.get_time().to_system_time());
             ib.commands
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .insert(code, (bytes, att));
+                .insert(code, (bytes, att, sent));
             if !ib.woken.swap(true, Ordering::AcqRel) {
                 a.do_send(CommandsReady);
             }
@@ -264,8 +266,11 @@ struct Dev {
     /// The registry's guard for this device, once write access is granted.
     command: Option<Recipient<Command>>,
     command_size: Option<usize>,
-    /// The newest command waiting for the grant.
-    pending: Option<Bytes>,
+    /// The device's command watchdog, as the last grant said (kept after write access
+    /// is given back): a command older than this is stale.
+    command_timeout: Option<Duration>,
+    /// The newest command waiting for the grant, and when it was sent.
+    pending: Option<(Bytes, Option<SystemTime>)>,
     /// The attachment of the newest command obeyed (the key it carried).
     keyed_with: Option<Vec<u8>>,
     last_command: Option<Instant>,
@@ -344,8 +349,11 @@ impl RobotBridge {
                     Some(c) => {
                         d.command = Some(c);
                         d.command_size = grant.spec.command_size;
-                        if let Some(p) = d.pending.take() {
-                            self.forward(code, p);
+                        d.command_timeout = grant.spec.command_timeout;
+                        if let Some((p, sent)) = d.pending.take() {
+                            if !self.stale(code, sent) {
+                                self.forward(code, p);
+                            }
                         }
                     }
                     None => {
@@ -398,11 +406,35 @@ impl RobotBridge {
         });
     }
 
+    /// Whether a command to `code` sent at `sent` is older than the device's watchdog
+    /// (held back by a link that came back before Zenoh gave it up, or queued at a
+    /// router): then it is ignored, with a warning (at most 5 per 10 s) saying how old.
+    /// Commands without a timestamp (no router on their way), and devices without a
+    /// watchdog, are not checked.
+    fn stale(&mut self, code: u8, sent: Option<SystemTime>) -> bool {
+        let limit = self.devs.get(&code).and_then(|d| d.command_timeout);
+        let (Some(limit), Some(sent)) = (limit, sent) else {
+            return false;
+        };
+        let age = SystemTime::now().duration_since(sent).unwrap_or_default();
+        if age <= limit {
+            return false;
+        }
+        self.stats.ignored += 1;
+        if let Some(unlogged) = self.throttle.allow("stale") {
+            warn!(self.o.log, "zenoh command ignored: older than the device's command_timeout (held back by the network, or this host's clock and the Zenoh router's differ)";
+                "device" => show(code), "age_ms" => age.as_millis() as u64,
+                "command_timeout_ms" => limit.as_millis() as u64, "unlogged" => unlogged);
+        }
+        true
+    }
+
     fn on_command(
         &mut self,
         code: u8,
         payload: Bytes,
         att: Option<Vec<u8>>,
+        sent: Option<SystemTime>,
         ctx: &mut Context<Self>,
     ) {
         if !self.o.write {
@@ -421,13 +453,16 @@ impl RobotBridge {
                 code,
             );
         }
+        if self.stale(code, sent) {
+            return;
+        }
         let d = self.devs.entry(code).or_default();
         d.last_command = Some(Instant::now());
         d.keyed_with = att;
         if d.command.is_some() {
             self.forward(code, payload);
         } else {
-            d.pending = Some(payload);
+            d.pending = Some((payload, sent));
             d.commanding = true;
             self.sync(code, ctx);
         }
@@ -607,8 +642,8 @@ impl Handler<CommandsReady> for RobotBridge {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner()),
         );
-        for (code, (payload, att)) in taken {
-            self.on_command(code, payload, att, ctx);
+        for (code, (payload, att, sent)) in taken {
+            self.on_command(code, payload, att, sent, ctx);
         }
     }
 }
