@@ -6,15 +6,16 @@
 //! each `[[robot.driver]]` alone (in a robot of its own), each section whole (keys that
 //! depend on each other). A part that fails alone is named by its key; a failure seen only
 //! whole is named as the file's. Then what the server checks only when it starts: drivers
-//! missing from the catalog, device codes served twice, ports two robots or viewers would
-//! both take, serial ports and files that do not exist, the web viewer's TLS certificate and
-//! key unreadable or not a pair ([`Scope::Start`]).
+//! missing from the catalog, device codes served twice, ports two robots or a robot and a
+//! front end (a web viewer) would both take, serial ports and files that do not exist, the
+//! files a front end reads (the web viewer's TLS certificate and key, unreadable or not a
+//! pair: [`Scope::Start`]).
 //!
 //! A reload (SIGHUP) runs the same checks on the file but not the ones about the machine
 //! ([`Scope::Reload`]: a serial adapter unplugged for a moment does not block a new key).
 
 use crate::catalog::Catalog;
-use crate::settings::Settings;
+use crate::settings::{Settings, SettingsError};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -398,6 +399,7 @@ pub fn check_settings(
     let loc = Locator::new(text.unwrap_or(""));
     let mut problems = Vec::new();
     let mut ports: Vec<(u16, String, String)> = Vec::new();
+    let front_end_ports = settings.front_ends().ports();
     for (i, robot) in settings.robot.iter().enumerate() {
         let mut codes: Vec<(u8, &str)> = Vec::new();
         // As the server binds: an address, or a name that resolves.
@@ -450,31 +452,31 @@ pub fn check_settings(
                 format!("robot '{}'", robot.name),
             ));
         }
-        // Robots with the same web port share one endpoint (their topics under their
-        // names): only the first of them listens.
-        let web_taken = |p: u16| {
-            ports
-                .iter()
-                .any(|(q, k, _): &(u16, String, String)| *q == p && k.ends_with(".web_port"))
-        };
-        if let Some((p, explicit)) = crate::web::port_of(i, robot.web_port) {
-            if explicit && !robot.web_shared && !web_taken(p) {
-                ports.push((
-                    p,
-                    format!("robot[{i}].web_port"),
-                    format!("robot '{}' web viewer", robot.name),
-                ));
-            }
+        // The front ends' ports for this robot (robots given the same web port share one
+        // endpoint: only the first of them listens).
+        for p in front_end_ports.iter().filter(|p| p.robot == i) {
+            ports.push((p.port, p.key.clone(), p.who.clone()));
         }
     }
-    // The web viewer's certificate and key, read and paired as the server would at start.
+    // The files the front ends read at start (the web viewer's certificate and key), read
+    // as the server would.
     if scope == Scope::Start {
-        if let Some(Err(e)) = settings.web.tls_files(base_dir).map(|f| f.load()) {
-            let field = e.key().trim_start_matches("web.");
-            problems.push(Problem {
-                key: e.key().to_string(),
-                line: loc.key("[web]", 0, field),
-                message: e.to_string(),
+        let origin = "configuration";
+        for e in settings.front_ends().check_files(base_dir, origin) {
+            problems.push(match e {
+                SettingsError::Value { key, why, .. } => {
+                    let (section, field) = key.split_once('.').unwrap_or((&key, ""));
+                    Problem {
+                        line: loc.key(&format!("[{section}]"), 0, field),
+                        key,
+                        message: why,
+                    }
+                }
+                other => Problem {
+                    key: "file".into(),
+                    line: None,
+                    message: other.to_string(),
+                },
             });
         }
     }
@@ -641,7 +643,9 @@ impl<'a> Locator<'a> {
     }
 }
 
-/// What a checked configuration would serve, for `--check-config` to print.
+/// What a checked configuration would serve, for `--check-config` to print: each robot
+/// (its drivers, and what each front end does for it), each front end's line, the access
+/// policy.
 pub fn describe(c: &Checked) -> String {
     use std::fmt::Write as _;
     let s = &c.settings;
@@ -656,47 +660,13 @@ pub fn describe(c: &Checked) -> String {
                 .collect();
             let _ = writeln!(out, "  driver '{}': {}", d.driver, devices.join(", "));
         }
-        let web = match crate::web::port_of(i, r.web_port) {
-            _ if r.web_shared => "the first robot's port, topics under its name".into(),
-            Some((p, true)) => format!("port {p}"),
-            Some((p, false)) => format!("port {p} (default; skipped if busy)"),
-            None => "off".into(),
-        };
-        let _ = writeln!(out, "  web viewer: {web}");
+        for line in s.front_ends().describe_robot(i) {
+            let _ = writeln!(out, "  {line}");
+        }
     }
-    let web_tls = match s.web.tls_files(&c.base_dir) {
-        Some(f) => format!(
-            "https and wss only, certificate {}, key {}",
-            f.cert.display(),
-            f.key.display()
-        ),
-        None => "off (http and ws)".into(),
-    };
-    let _ = writeln!(out, "web viewer TLS: {web_tls}");
-    let record = if s.record.enabled() {
-        let p = Path::new(&s.record.path);
-        let p = if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            c.base_dir.join(p)
-        };
-        format!("to {}", p.display())
-    } else {
-        "off".into()
-    };
-    let _ = writeln!(out, "recording: {record}");
-    let zenoh = if s.zenoh.enabled {
-        format!(
-            "{} mode, listen {:?}, connect {:?}, commands {}",
-            s.zenoh.mode,
-            s.zenoh.listen,
-            s.zenoh.connect,
-            if s.zenoh.write { "obeyed" } else { "ignored" }
-        )
-    } else {
-        "off".into()
-    };
-    let _ = writeln!(out, "zenoh bridge: {zenoh}");
+    for line in s.front_ends().describe(&c.base_dir) {
+        let _ = writeln!(out, "{line}");
+    }
     let a = &s.access;
     let _ = writeln!(
         out,
@@ -718,4 +688,35 @@ pub fn describe(c: &Checked) -> String {
         a.max_per_address
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_has_a_line_for_every_front_end_of_the_list() {
+        let text = "[ros2]\nenabled = true\nwrite = true\n[[robot]]\nname = \"pioneer\"\n";
+        let settings = check_text(text, "t.toml").unwrap();
+        let out = describe(&Checked {
+            settings,
+            base_dir: PathBuf::from("."),
+        });
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines.contains(&"  web viewer: port 8765 (default; skipped if busy)"));
+        for line in [
+            "web viewer TLS: off (http and ws)",
+            "recording: off",
+            "zenoh bridge: off",
+            "ros2 front end: peer mode, domain 0, listen [\"tcp/localhost:0\"], \
+             connect [\"tcp/localhost:7447\"], cmd_vel obeyed",
+        ] {
+            assert!(lines.contains(&line), "no '{line}' in:\n{out}");
+        }
+        assert_eq!(
+            lines.len(),
+            2 + crate::frontends::ALL.len() + 1,
+            "the robot (no driver) and its web viewer, a line per front end, access:\n{out}"
+        );
+    }
 }

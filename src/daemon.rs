@@ -143,7 +143,8 @@ pub fn stopping(log: &Logger, why: &str) {
 }
 
 /// The keys whose values differ between `old` and `new` and that only a restart applies
-/// (everything but `[access]` and `server.debug`), for one log line.
+/// (everything but `[access]` and `server.debug`: the core's and every front end's), for
+/// one log line.
 pub fn needs_restart(old: &Settings, new: &Settings) -> Vec<String> {
     fn differs<T: std::fmt::Debug>(a: &T, b: &T) -> bool {
         format!("{a:?}") != format!("{b:?}")
@@ -163,33 +164,19 @@ pub fn needs_restart(old: &Settings, new: &Settings) -> Vec<String> {
             keys.push(format!("[[robot]] '{}'", b.name));
         }
     }
-    if differs(&old.web, &new.web) {
-        keys.push("[web]".to_string());
-    }
-    if differs(&old.record, &new.record) {
-        keys.push("[record]".to_string());
-    }
-    if differs(&old.zenoh, &new.zenoh) {
-        keys.push("[zenoh]".to_string());
-    }
-    if differs(&old.ros2, &new.ros2) {
-        keys.push("[ros2]".to_string());
-    }
+    keys.extend(old.front_ends().needing_restart(new));
     keys
 }
 
-/// Whether the bridges running now (their sections as they started, which only a restart
-/// changes) can honour a reloaded `[access]`: the checks a start makes, run on the running
-/// `[zenoh]` and `[ros2]` sections against the new rules (a key the ROS 2 commands cannot
-/// carry, a `read_allow` their readers bypass). A reload they cannot honour is refused
-/// whole.
-pub fn bridges_accept(
+/// Whether the front ends running now (their settings as they started, which only a
+/// restart changes) can honour a reloaded `[access]`: each front end's check against the
+/// new rules (for the bridges: a key the ROS 2 commands cannot carry, a `read_allow` their
+/// readers bypass). A reload one of them cannot honour is refused whole.
+pub fn front_ends_accept(
     running: &Settings,
     access: &crate::access::AccessSettings,
 ) -> Result<(), crate::settings::SettingsError> {
-    let origin = &running.origin;
-    running.zenoh.check(&running.robot, access, origin)?;
-    running.ros2.check_against(&running.robot, access, origin)
+    running.front_ends().accept_reload(access)
 }
 
 /// Reads the configuration again (the same command line: `--config FILE` and the flags
@@ -238,7 +225,7 @@ pub async fn reload(
             return;
         }
     };
-    if let Err(e) = bridges_accept(running, &settings.access) {
+    if let Err(e) = front_ends_accept(running, &settings.access) {
         slog::error!(log, "reload refused: the new [access] cannot be honoured by a bridge started with other settings; the running configuration is kept (restart to change both)"; "error" => %e);
         refresh_status(log, server).await;
         return;
@@ -329,22 +316,22 @@ mod tests {
             ..Default::default()
         };
         // Bridges off: anything goes.
-        assert!(bridges_accept(&running, &keyed).is_ok());
-        assert!(bridges_accept(&running, &read_limited).is_ok());
+        assert!(front_ends_accept(&running, &keyed).is_ok());
+        assert!(front_ends_accept(&running, &read_limited).is_ok());
         // A ROS 2 front end obeying cmd_vel cannot ask for a key.
         running.ros2.enabled = true;
         running.ros2.write = true;
-        let e = bridges_accept(&running, &keyed).unwrap_err().to_string();
+        let e = front_ends_accept(&running, &keyed).unwrap_err().to_string();
         assert!(e.contains("ros2") && e.contains("access.key"), "{e}");
         running.ros2.public = true;
-        assert!(bridges_accept(&running, &keyed).is_ok());
+        assert!(front_ends_accept(&running, &keyed).is_ok());
         // A Zenoh bridge not made public cannot honour read_allow; a key it follows.
         running.zenoh.enabled = true;
         running.zenoh.write = true;
-        let e = bridges_accept(&running, &read_limited)
+        let e = front_ends_accept(&running, &read_limited)
             .unwrap_err()
             .to_string();
         assert!(e.contains("zenoh.public"), "{e}");
-        assert!(bridges_accept(&running, &keyed).is_ok());
+        assert!(front_ends_accept(&running, &keyed).is_ok());
     }
 }

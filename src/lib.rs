@@ -5,13 +5,14 @@
 //! (`player_web`, `player_record`, `player_zenoh`, `player_ros2`) and the device emulators
 //! (`player_emulators`). The core's modules are re-exported here under their own names
 //! (`player::registry`, ...), the front ends as `player::web`, `player::record`,
-//! `player::zenoh` and `player::ros2`, so programs that embed the server need one dependency. [`settings`]
-//! composes the core's configuration with the front ends' sections and flags; [`server`]
-//! starts the core and attaches the front ends.
+//! `player::zenoh` and `player::ros2`, so programs that embed the server need one dependency.
+//! [`frontends`] lists the front ends once; [`settings`] composes the core's configuration
+//! with their sections, robot keys and flags; [`server`] starts the core and attaches them.
 //!
 //! See ARCHITECTURE.md for the crates, which may depend on which, and how data flows.
 #![deny(missing_docs)]
 
+pub mod frontends;
 pub mod server;
 pub mod settings;
 

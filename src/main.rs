@@ -18,7 +18,7 @@ fn main() -> ExitCode {
     let (settings, base_dir) = match parse_args_with(&args, &catalog) {
         Ok(Invocation::Run { settings, base_dir }) => (settings, base_dir),
         Ok(Invocation::Help) => {
-            print!("{HELP}");
+            print!("{}", help());
             return ExitCode::SUCCESS;
         }
         Ok(Invocation::Version) => {
@@ -154,7 +154,20 @@ fn check_config(rest: &[String], catalog: &player::catalog::Catalog) -> ExitCode
     }
 }
 
-/// The `--help` text: the manual's flags, the configuration file, the shipped drivers.
+/// The `--help` text: the manual's flags, the front ends' ([`player::frontends`]: their
+/// flags, sections and robot keys where the markers stand), the configuration file, the
+/// shipped drivers.
+fn help() -> String {
+    let all = player::frontends::ALL;
+    let flags: String = all.iter().map(|e| e.help.flags).collect();
+    let sections: Vec<&str> = all.iter().map(|e| e.help.section).collect();
+    let robot_keys: String = all.iter().map(|e| e.help.robot_keys).collect();
+    HELP.replace("@FRONT_END_FLAGS@\n", &flags)
+        .replace("@FRONT_END_SECTIONS@\n", &sections.join("\n"))
+        .replace("@FRONT_END_ROBOT_KEYS@\n", &robot_keys)
+}
+
+/// [`help`]'s text without the front ends.
 const HELP: &str = "\
 player: a Player 0.7.4a compatible robot device server
 
@@ -176,35 +189,23 @@ FLAGS (the manual's, a flag overrides the configuration file):
     -vc <path>       ACTS configuration file (with -vp, or alone: 'acts' driver).
     -stage <path>    Serve every robot of the world file <path> (TOML), each on its own
                      port (the file's, else 6665 + i; with -gp P, P + i).
-    -record <file>   Record every device's readings (and the commands and configs
-                     clients send) to the MCAP file <file>, whether or not clients read.
     -replay <file>   Serve a recording (MCAP, as -record writes) as the robot's devices.
-    -web <port>      Web viewer (HTTP page and Foxglove WebSocket) of the first robot on
-                     <port>, robot i of a world on <port> + i (a world of more than 64
-                     robots: all on <port>, topics under the robots' names); 0 turns it
-                     off. Default 8765 (+ i), skipped with a log line when busy. Open
-                     http://HOST:8765/ in a browser, or point Foxglove or Lichtblick at
-                     ws://HOST:8765.
     -debug           Debug logging.
     -exp             Enable experimental features.
     -bind <addr>     Listen on <addr> only (e.g. 127.0.0.1; default 0.0.0.0, every
                      interface).
 
+FRONT ENDS (besides TCP; each flag turns one on or sets its section below):
+@FRONT_END_FLAGS@
+
 OTHER FLAGS:
     --config <file>  Read the configuration from <file> (TOML) instead of the built-in
                      config/default.toml. Relative paths in it are relative to its folder.
-    --zenoh          Put every robot on Zenoh (the [zenoh] section below, enabled): peer
-                     mode listening on tcp/[::]:7447; readings on player/<robot>/<code>,
-                     the device list at player/<robot>/@devices, liveliness token
-                     player/<robot>/@alive. Commands only with [zenoh] write = true.
     --check-config <file>
                      Check the configuration file <file> as the server would at start
                      (keys, drivers, device codes, ports, serial ports, access, front
                      ends): print what it would serve and exit 0, or every error with its
                      key and line and exit 1.
-    --ros2           Every robot a ROS 2 node (the [ros2] section below, enabled), as
-                     rmw_zenoh_cpp (Jazzy 0.2.4 or later) lays it out: scan, odom, tf,
-                     tf_static, sonar, battery; cmd_vel only with [ros2] write = true.
     --help, -h       Print this text.
     --version        Print the version.
 
@@ -234,47 +235,14 @@ CONFIGURATION FILE (TOML; see config/default.toml):
     write_allow = []       # addresses/networks that may command
     max_per_address = 0    # connections per address and robot port (0 = no limit)
 
-    [web]                  # the web viewer's TLS (docs/web-viewer.md); off by default
-    tls_cert = \"\"          # PEM certificate chain; with tls_key: https and wss only
-    tls_key = \"\"           # its PEM private key (both or neither)
-
-    [record]               # recording to MCAP (Foxglove opens the files)
-    path = \"run.mcap\"     # empty = off; -record <file> sets it
-    max_bytes = 0          # start a new file (run.1.mcap, ...) past this size, 0 = never
-    max_seconds = 0.0      # start a new file after this long, 0 = never
-    chunk_bytes = 262144   # chunk size; a killed server loses at most the open chunk
-    chunk_seconds = 1.0    # close a chunk at least this often
-    foxglove = true        # also write the web viewer's Foxglove channels
-    foxglove_encoding = \"protobuf\" # as the viewer serves them; or \"json\"
-    retry_seconds = 5.0    # retry a device that could not be opened
-
-    [zenoh]                # the Zenoh bridge (README, \"Fleets\"); off by default
-    enabled = false        # --zenoh turns it on
-    mode = \"peer\"          # or \"client\" (connects only, to a router in connect)
-    listen = [\"tcp/[::]:7447\"]  # peer mode: where other peers and clients connect
-    connect = []           # routers (zenohd) or peers, e.g. [\"tcp/10.0.0.1:7447\"]
-    write = false          # obey commands on player/<robot>/<code>/cmd (with access.key
-                           # set, each must carry the key as its attachment)
-    robots = []            # robots bridged by name (empty = all)
-    scouting = false       # multicast scouting of peers on the LAN
-    public = false         # accept Zenoh readings although [access] restricts readers
-
-    [ros2]                 # ROS 2 over rmw_zenoh (docs/ros2.md); off by default
-    enabled = false        # --ros2 turns it on
-    domain_id = 0          # ROS_DOMAIN_ID
-    namespace = \"/\"        # default \"/\" for one robot, \"/<robot>\" for several
-    mode = \"peer\"          # or \"client\", or \"router\" (ROS machines connect here)
-    connect = [\"tcp/localhost:7447\"]  # rmw_zenohd
-    listen = [\"tcp/localhost:0\"]
-    write = false          # obey cmd_vel (Twist or TwistStamped)
-    max_speed = 1.0        # m/s; cmd_vel is clamped to it and to max_turn (rad/s)
+@FRONT_END_SECTIONS@
 
     [[robot]]              # one per robot; each has its own port and device table
     name = \"pioneer\"
     port = 6665
     bind = \"0.0.0.0\"       # -bind sets it
     command_timeout = 0.5  # command watchdog (below); 0 turns it off for this robot
-    web_port = 8765        # web viewer + Foxglove WebSocket; 0 = off; unset = 8765 + i
+@FRONT_END_ROBOT_KEYS@
 
     [[robot.driver]]       # which driver backs which device codes
     driver = \"sim\"

@@ -9,12 +9,11 @@ use slog::Logger;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-/// Starts every robot of `settings` with drivers from `catalog`, then the web viewer (TLS
-/// with `[web] tls_cert`/`tls_key`), the
-/// recorder (with `[record] path` set), the Zenoh bridge (`[zenoh] enabled`) and the ROS 2
-/// front end (`[ros2] enabled`). A front
-/// end that cannot start stops what was started and is the error. Must run inside an
-/// actix system; `base_dir` resolves relative paths in the configuration.
+/// Starts every robot of `settings` with drivers from `catalog`, then each front end the
+/// settings turn on ([`crate::frontends`]: the web viewer, the recorder with `[record]
+/// path`, the Zenoh bridge with `[zenoh] enabled`, the ROS 2 front end with `[ros2]
+/// enabled`). A front end that cannot start stops what was started and is the error. Must
+/// run inside an actix system; `base_dir` resolves relative paths in the configuration.
 pub async fn start(
     settings: &Settings,
     catalog: &Catalog,
@@ -22,42 +21,13 @@ pub async fn start(
     log: Logger,
 ) -> Result<Server, StartError> {
     let mut server = Server::start(&settings.core, catalog, base_dir, log).await?;
-    match attach_front_ends(&mut server, settings).await {
+    match settings.front_ends().start(&mut server).await {
         Ok(()) => Ok(server),
         Err(e) => {
             server.shutdown().await;
             Err(e)
         }
     }
-}
-
-async fn attach_front_ends(server: &mut Server, settings: &Settings) -> Result<(), StartError> {
-    let ctx = server.context().clone();
-    let web = player_web::start(&settings.web, &ctx)
-        .await
-        .map_err(|e| StartError::front_end("web", e))?;
-    server.attach(Box::new(web));
-    // The recorder subscribes like a client, on a thread of its own.
-    if settings.record.enabled() {
-        let r = player_record::start(&settings.record, &ctx)
-            .map_err(|e| StartError::front_end("record", e))?;
-        server.attach(Box::new(r));
-    }
-    // The Zenoh bridge: one session for the process, a registry session per robot.
-    if settings.zenoh.enabled {
-        let z = player_zenoh::start(&settings.zenoh, &ctx)
-            .await
-            .map_err(|e| StartError::front_end("zenoh", e))?;
-        server.attach(Box::new(z));
-    }
-    // ROS 2 (rmw_zenoh's conventions): a Zenoh session of its own, a node per robot.
-    if settings.ros2.enabled {
-        let r = player_ros2::start(&settings.ros2, &ctx)
-            .await
-            .map_err(|e| StartError::front_end("ros2", e))?;
-        server.attach(Box::new(r));
-    }
-    Ok(())
 }
 
 /// Each robot's web viewer address (`None` where it is off or its default port was busy),

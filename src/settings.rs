@@ -1,15 +1,16 @@
 //! The whole configuration: the core's sections (`[server]`, `[access]`, `[[robot]]`) and
-//! every front end's (`[web]`, `[record]`, `[zenoh]`, `[ros2]`; the web viewer's `web_port`
-//! is a robot key),
-//! and all their flags, composed.
+//! every front end's (their sections, robot keys and flags: the list in
+//! [`crate::frontends`]), composed.
 //!
 //! The file schema is one: an unknown section or key, in the core's sections or a front
 //! end's, is an error naming it. The core reads its own sections and hands the front ends'
-//! back raw; each front-end crate reads its own ([`WebSettings::from_settings`],
-//! [`RecordSettings::from_settings`],
-//! [`ZenohSettings::from_settings`], [`Ros2Settings::from_section`]) and applies its own
-//! flags.
+//! back raw; each front-end crate reads its own ([`FrontEndKind::settings`]) and applies its
+//! own flags ([`FrontEndKind::apply_flag`]).
+//!
+//! [`FrontEndKind::settings`]: player_core::frontend::FrontEndKind::settings
+//! [`FrontEndKind::apply_flag`]: player_core::frontend::FrontEndKind::apply_flag
 
+pub use crate::frontends::{Settings, SYNTAX as FRONT_ENDS};
 pub use player_core::settings::{
     absolute, check_seconds, DriverSettings, FlagSpec, FrontEndSyntax, GivenFlag, RobotSettings,
     ServerSettings, Settings as CoreSettings, SettingsError, DEFAULT_CONFIG,
@@ -21,42 +22,6 @@ pub use player_web::{WebSettings, DEFAULT_WEB_PORT};
 pub use player_zenoh::ZenohSettings;
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
-
-const SECTIONS: [&str; 4] = [
-    player_web::SYNTAX.sections[0],
-    player_record::SYNTAX.sections[0],
-    player_zenoh::SYNTAX.sections[0],
-    player_ros2::SYNTAX.sections[0],
-];
-
-const FLAGS: [FlagSpec; 4] = [
-    player_web::SYNTAX.flags[0],
-    player_record::SYNTAX.flags[0],
-    player_zenoh::SYNTAX.flags[0],
-    player_ros2::SYNTAX.flags[0],
-];
-
-/// Every front end's sections and flags: what the core's parsers take for them.
-pub const FRONT_ENDS: FrontEndSyntax = FrontEndSyntax {
-    sections: &SECTIONS,
-    flags: &FLAGS,
-};
-
-/// The whole configuration. It dereferences to the core's part, so `settings.robot`,
-/// `settings.server` and `settings.access` read as before.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// `[server]`, `[access]`, `[[robot]]` (with each robot's `web_port`).
-    pub core: CoreSettings,
-    /// The web viewer's TLS (`[web]`).
-    pub web: WebSettings,
-    /// Recording to MCAP (`[record]`, `-record FILE`).
-    pub record: RecordSettings,
-    /// The Zenoh bridge (`[zenoh]`, `--zenoh`).
-    pub zenoh: ZenohSettings,
-    /// The ROS 2 front end (`[ros2]`, `--ros2`).
-    pub ros2: Ros2Settings,
-}
 
 impl Deref for Settings {
     type Target = CoreSettings;
@@ -73,39 +38,19 @@ impl DerefMut for Settings {
 }
 
 impl Settings {
-    /// The front ends' sections of `core` read and checked.
-    pub fn compose(core: CoreSettings) -> Result<Settings, SettingsError> {
-        let web = WebSettings::from_settings(&core)?;
-        let record = RecordSettings::from_settings(&core)?;
-        let zenoh = ZenohSettings::from_settings(&core)?;
-        let ros2 = Ros2Settings::from_section(
-            core.sections.get("ros2"),
-            &core.origin,
-            &core.robot,
-            &core.access,
-        )?;
-        Ok(Settings {
-            core,
-            web,
-            record,
-            zenoh,
-            ros2,
-        })
-    }
-
     /// Parses TOML text; `origin` names it in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<Settings, SettingsError> {
-        Self::compose(CoreSettings::from_toml_with(text, origin, &FRONT_ENDS)?)
+        Self::compose(CoreSettings::from_toml_with(text, origin, FRONT_ENDS)?)
     }
 
     /// Reads a TOML file.
     pub fn from_file(path: &Path) -> Result<Settings, SettingsError> {
-        Self::compose(CoreSettings::from_file_with(path, &FRONT_ENDS)?)
+        Self::compose(CoreSettings::from_file_with(path, FRONT_ENDS)?)
     }
 
     /// The shipped default configuration.
     pub fn default_config() -> Settings {
-        Self::compose(CoreSettings::default_config_with(&FRONT_ENDS))
+        Self::compose(CoreSettings::default_config_with(FRONT_ENDS))
             .expect("the shipped default configuration is valid")
     }
 }
@@ -131,7 +76,7 @@ pub enum Invocation {
 pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation, SettingsError> {
     use player_core::settings::Invocation as Core;
     let (core, base_dir, flags) =
-        match player_core::settings::parse_args_with(args, catalog, &FRONT_ENDS)? {
+        match player_core::settings::parse_args_with(args, catalog, FRONT_ENDS)? {
             Core::Help => return Ok(Invocation::Help),
             Core::Version => return Ok(Invocation::Version),
             Core::Run {
@@ -143,26 +88,12 @@ pub fn parse_args_with(args: &[String], catalog: &Catalog) -> Result<Invocation,
     let mut settings = Settings::compose(*core)?;
     // After -stage (the core applied it): every robot of a world gets its web port.
     for GivenFlag { flag, value } in flags {
-        let value = value.unwrap_or_default();
-        match flag {
-            "-web" => player_web::apply_flag(&mut settings.core.robot, &value)?,
-            "-record" => player_record::apply_flag(&mut settings.record, &value),
-            "--zenoh" => settings.zenoh.enabled = true,
-            "--ros2" => settings.ros2.enabled = true,
-            other => unreachable!("{other} is not in FRONT_ENDS"),
-        }
+        settings.apply_front_end_flag(flag, value.as_deref())?;
     }
-    // After -stage and --zenoh: the robots' names and the bridge's section as they are now.
-    if settings.zenoh.enabled {
-        settings
-            .zenoh
-            .check(&settings.core.robot, &settings.core.access, "command line")?;
-    }
-    if settings.ros2.enabled {
-        settings
-            .ros2
-            .check_against(&settings.core.robot, &settings.core.access, "command line")?;
-    }
+    // After -stage and --zenoh: the robots' names and the sections as they are now.
+    settings
+        .front_ends()
+        .check(&settings.core.robot, &settings.core.access, "command line")?;
     Ok(Invocation::Run {
         settings: Box::new(settings),
         base_dir,
@@ -182,7 +113,7 @@ mod tests {
     }
 
     fn web_port_of(s: &Settings, i: usize) -> Option<(u16, bool)> {
-        player_web::port_of(i, s.robot[i].web_port)
+        s.web.port_of(i)
     }
 
     #[test]

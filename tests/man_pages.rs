@@ -8,7 +8,8 @@
 //! code accepts come from the settings' own parsers: a key the section does not know is an
 //! error listing every key it does (`deny_unknown_fields`).
 
-use player::settings::{Settings, FRONT_ENDS};
+use player::frontends::ALL as FRONT_ENDS;
+use player::settings::Settings;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
@@ -211,7 +212,12 @@ fn every_flag_of_player_is_in_its_page_and_every_flag_there_is_taken() {
             .flat_map(literals)
             .filter(|w| is_flag(w)),
     );
-    code.extend(FRONT_ENDS.flags.iter().map(|f| f.flag.to_string()));
+    code.extend(
+        FRONT_ENDS
+            .iter()
+            .flat_map(|e| e.syntax.flags)
+            .map(|f| f.flag.to_string()),
+    );
     // The drivers' flags (-pp, -lp, ...): registered with the catalog, each checked there.
     let catalog = player::builtin_catalog();
     for entry in std::fs::read_dir(Path::new(ROOT).join("actors/drivers/src")).unwrap() {
@@ -247,7 +253,7 @@ fn every_flag_of_player_is_in_its_page_and_every_flag_there_is_taken() {
     let page = read("packaging/man/player.1");
     let all = sections(&page);
     let mut documented = BTreeSet::new();
-    for heading in ["OPTIONS", "The manual's flags", "Extensions"] {
+    for heading in ["OPTIONS", "The manual's flags", "Extensions", "Front ends"] {
         documented.extend(flags(section(&all, heading)));
     }
     same("player's flags", &code, &documented);
@@ -384,19 +390,129 @@ fn every_section_and_key_of_the_configuration_is_in_player_toml_5_and_no_other()
 
     let robot = "[[robot]]\n";
     let driver = "[[robot]]\n[[robot.driver]]\ndriver = \"sim\"\ndevices = [\"p\"]\n";
-    for (heading, toml) in [
-        ("[server]", format!("[server]\nzzzz = 1\n{robot}")),
-        ("[access]", format!("[access]\nzzzz = 1\n{robot}")),
-        ("[[robot]]", format!("{robot}zzzz = 1\n")),
-        ("[[robot.driver]]", format!("{driver}zzzz = 1\n")),
-        ("[web]", format!("[web]\nzzzz = 1\n{robot}")),
-        ("[record]", format!("[record]\nzzzz = 1\n{robot}")),
-        ("[zenoh]", format!("[zenoh]\nzzzz = 1\n{robot}")),
-        ("[ros2]", format!("[ros2]\nzzzz = 1\n{robot}")),
-    ] {
+    let mut parts = vec![
+        (
+            "[server]".to_string(),
+            format!("[server]\nzzzz = 1\n{robot}"),
+        ),
+        (
+            "[access]".to_string(),
+            format!("[access]\nzzzz = 1\n{robot}"),
+        ),
+        ("[[robot]]".to_string(), format!("{robot}zzzz = 1\n")),
+        (
+            "[[robot.driver]]".to_string(),
+            format!("{driver}zzzz = 1\n"),
+        ),
+    ];
+    for section in FRONT_ENDS.iter().flat_map(|e| e.syntax.sections) {
+        parts.push((
+            format!("[{section}]"),
+            format!("[{section}]\nzzzz = 1\n{robot}"),
+        ));
+    }
+    assert!(parts.len() >= 8, "{parts:?}");
+    for (heading, toml) in parts {
         let code = config_keys(&toml);
         assert!(code.len() >= 2, "{heading}: {code:?}");
-        same(heading, &code, &keys(section(&all, heading)));
+        same(&heading, &code, &keys(section(&all, &heading)));
+    }
+}
+
+/// The lines of `--help` from the one starting with `from` to the next that starts with
+/// none of the indent.
+fn help_block(help: &str, from: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| !l.starts_with(from))
+        .skip(1)
+        .take_while(|l| l.is_empty() || l.starts_with(' '))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_front_end_of_the_list_is_in_player_1_player_toml_5_and_the_help() {
+    // The list holds every front-end crate: each that implements FrontEndKind.
+    let mut crates = BTreeSet::new();
+    for dir in std::fs::read_dir(Path::new(ROOT).join("actors")).unwrap() {
+        let src = dir.unwrap().path().join("src");
+        let Ok(files) = std::fs::read_dir(&src) else {
+            continue;
+        };
+        for f in files {
+            let text = std::fs::read_to_string(f.unwrap().path()).unwrap_or_default();
+            for line in text
+                .lines()
+                .filter(|l| l.starts_with("impl FrontEndKind for "))
+            {
+                crates.insert(line.to_string());
+            }
+        }
+    }
+    assert_eq!(crates.len(), FRONT_ENDS.len(), "{crates:?}");
+    let names: BTreeSet<String> = FRONT_ENDS.iter().map(|e| e.name.to_string()).collect();
+    same(
+        "front ends",
+        &names,
+        &set(&["web", "record", "zenoh", "ros2"]),
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_player"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    let help_flags: BTreeSet<String> = help_block(&help, "FRONT ENDS")
+        .iter()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| is_flag(w))
+        .map(str::to_string)
+        .collect();
+    let config = help_block(&help, "CONFIGURATION FILE");
+    let man1 = sections(&read("packaging/man/player.1"));
+    let man5 = sections(&read("packaging/man/player.toml.5"));
+    let robot_keys = keys(section(&man5, "[[robot]]"));
+
+    let listed: BTreeSet<String> = FRONT_ENDS
+        .iter()
+        .flat_map(|e| e.syntax.flags)
+        .map(|f| f.flag.to_string())
+        .collect();
+    same(
+        "front ends' flags in player(1)",
+        &listed,
+        &flags(section(&man1, "Front ends")),
+    );
+    same("front ends' flags in --help", &listed, &help_flags);
+    for e in FRONT_ENDS {
+        assert!(!e.syntax.flags.is_empty(), "{}", e.name);
+        for s in e.syntax.sections {
+            let heading = format!("[{s}]");
+            assert!(
+                man5.iter().any(|(h, _)| *h == heading),
+                "{}: no {heading} in player.toml(5)",
+                e.name
+            );
+            assert!(
+                config.iter().any(|l| l.trim_start().starts_with(&heading)),
+                "{}: no {heading} in --help",
+                e.name
+            );
+        }
+        for k in e.syntax.robot_keys {
+            assert!(
+                robot_keys.contains(*k),
+                "{}: {k} not in player.toml(5)",
+                e.name
+            );
+            assert!(
+                config
+                    .iter()
+                    .any(|l| l.trim_start().starts_with(&format!("{k} ="))),
+                "{}: {k} not in --help",
+                e.name
+            );
+        }
     }
 }
 

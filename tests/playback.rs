@@ -58,7 +58,7 @@ fn replay_server(file: &Path, key: Option<&str>) -> (TestServer, u16) {
         vec![("file", text(&file.display().to_string()))],
     );
     let port = free_port();
-    s.robot[0].web_port = Some(port);
+    s.web.viewer_mut(0).web_port = Some(port);
     if let Some(k) = key {
         s.access.key = k.into();
     }

@@ -231,11 +231,11 @@ fn a_cmd_vel_flood_is_bounded_and_the_robot_obeys_the_newest_command() {
     server.shutdown();
 }
 
-/// The `ros2: cmd_vel refused` warnings so far.
+/// The `ros2: samples refused` warnings so far.
 fn refusals(log: &LogCapture) -> Vec<String> {
     log.dump()
         .lines()
-        .filter(|l| l.contains("ros2: cmd_vel refused"))
+        .filter(|l| l.contains("ros2: samples refused"))
         .map(str::to_string)
         .collect()
 }

@@ -375,12 +375,12 @@ fn a_large_world_gets_one_web_viewer_and_a_clear_error_when_ports_run_out() {
     // The first robot's viewer as configured (the default port), every other robot
     // served there under its name.
     assert_eq!(s.robot.len(), 100);
-    assert_eq!(s.robot[0].web_port, None);
-    assert!(!s.robot[0].web_shared && s.robot[1..].iter().all(|r| r.web_shared));
+    assert_eq!(s.web.viewer(0).web_port, None);
+    assert!(!s.web.viewer(0).shared && (1..s.robot.len()).all(|i| s.web.viewer(i).shared));
     // -web moves that one port.
     let s = settings(&["-stage", w, "-web", "9000"]).unwrap();
-    assert_eq!(s.robot[0].web_port, Some(9000));
-    assert!(s.robot[1..].iter().all(|r| r.web_shared));
+    assert_eq!(s.web.viewer(0).web_port, Some(9000));
+    assert!((1..s.robot.len()).all(|i| s.web.viewer(i).shared));
     // From port 65500, robot 36 would need 65536.
     let e = settings(&["-stage", w, "-gp", "65500"]).unwrap_err();
     std::fs::remove_dir_all(&dir).unwrap();
@@ -391,8 +391,5 @@ fn a_large_world_gets_one_web_viewer_and_a_clear_error_when_ports_run_out() {
     // A small world keeps a viewer per robot.
     let arena = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/worlds/arena.toml");
     let s = settings(&["-stage", arena.to_str().unwrap()]).unwrap();
-    assert!(s
-        .robot
-        .iter()
-        .all(|r| r.web_port.is_none() && !r.web_shared));
+    assert!((0..s.robot.len()).all(|i| s.web.viewer(i) == player::web::Viewer::default()));
 }

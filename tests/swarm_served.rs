@@ -67,7 +67,7 @@ fn start_world(count: usize, tag: &str, zenoh: bool) -> (TestServer, u16, u16) {
     let (mut s, dir) = world_settings(count, tag);
     assert_eq!(s.robot.len(), count);
     let web = quiet_port();
-    s.robot[0].web_port = Some(web);
+    s.web.viewer_mut(0).web_port = Some(web);
     let zport = quiet_port();
     if zenoh {
         s.zenoh = ZenohSettings {

@@ -19,7 +19,7 @@ fn web_server(
 ) -> (player_testkit::TestServer, u16) {
     let mut s = default_settings();
     let port = free_port();
-    s.robot[0].web_port = Some(port);
+    s.web.viewer_mut(0).web_port = Some(port);
     adjust(&mut s);
     (start_server_with(s, player::builtin_catalog()), port)
 }
@@ -158,7 +158,7 @@ fn a_laser_serving_the_full_scan_gets_a_scan_channel_beside_laser() {
         player_testkit::hw::robot_toml(&[("urg", "lL", &format!("address = \"{}\"", emu.addr()))]);
     let mut s = player::settings::Settings::from_toml(&toml, "test").unwrap();
     let port = free_port();
-    s.robot[0].web_port = Some(port);
+    s.web.viewer_mut(0).web_port = Some(port);
     let server = start_server_with(s, player::builtin_catalog());
     let rt = rt();
     rt.block_on(async {

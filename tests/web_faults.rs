@@ -50,7 +50,7 @@ async fn count_laser(mut ws: Ws, laser: Arc<AtomicU64>) {
 fn a_foxglove_client_that_stops_reading_is_closed_after_the_stall_timeout_with_the_reason() {
     let mut s = default_settings();
     let port = free_port();
-    s.robot[0].web_port = Some(port);
+    s.web.viewer_mut(0).web_port = Some(port);
     s.server.stall_timeout = STALL;
     let log = LogCapture::default();
     let server = start_server_logged(s, player::builtin_catalog(), log.logger());

@@ -48,7 +48,7 @@ fn make_cert(dir: &Path, name: &str) -> Cert {
 fn tls_settings(cert: &Cert, adjust: impl FnOnce(&mut Settings)) -> (Settings, u16) {
     let mut s = default_settings();
     let port = free_port();
-    s.robot[0].web_port = Some(port);
+    s.web.viewer_mut(0).web_port = Some(port);
     s.web.tls_cert = cert.cert.display().to_string();
     s.web.tls_key = cert.key.display().to_string();
     adjust(&mut s);
@@ -394,8 +394,8 @@ fn two_robots_sharing_one_tls_port_are_served_over_wss_each_under_its_name() {
         other => panic!("{other:?}"),
     };
     let port = free_port();
-    for r in &mut s.robot {
-        r.web_port = Some(port);
+    for i in 0..s.robot.len() {
+        s.web.viewer_mut(i).web_port = Some(port);
     }
     s.web.tls_cert = cert.cert.display().to_string();
     s.web.tls_key = cert.key.display().to_string();

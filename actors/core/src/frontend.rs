@@ -1,14 +1,15 @@
-//! The front-end kit: what a front end (the web viewer, the recorder, the Zenoh bridge, a
-//! ROS 2 bridge, ...) is given and how it is attached to a running server, the counterpart
-//! of the driver kit (`player_kit`).
+//! The front-end kit: what a front end (the web viewer, the recorder, the Zenoh bridge, the
+//! ROS 2 front end, ...) is given and how it is attached to a running server, the
+//! counterpart of the driver kit (`player_kit`).
 //!
 //! A front end is a subscriber of the robots' registries like a TCP client's session. The
 //! server starts the robots ([`crate::server::Server::start`]) and hands out a
 //! [`FrontEndContext`]: one [`RobotHandle`] per robot, the session threads, the session id
 //! allocator, the access policy and the server settings a front end obeys. Each front-end
-//! crate's `start` takes its own settings section and this context and returns a
-//! [`FrontEnd`], which the binary [attaches](crate::server::Server::attach); the server
-//! stops it at shutdown, after the TCP listeners and before the devices shut down.
+//! crate describes itself as a [`FrontEndKind`] (its settings, flags, checks, summary line);
+//! its `start` takes its own settings and this context and returns a [`FrontEnd`], which
+//! the binary [attaches](crate::server::Server::attach); the server stops it at shutdown,
+//! after the TCP listeners and before the devices shut down.
 //!
 //! [`Holdings`] is the bookkeeping every front end needs to hold devices at a registry:
 //! the access wanted per device, the `Subscribe`/`Unsubscribe` sent when it changes
@@ -17,7 +18,10 @@
 //! actor tells them apart through a [`tap::RobotTap`] per robot.
 
 pub mod bridge;
+pub mod kind;
 pub mod tap;
+
+pub use kind::{FrontEndKind, ListenPort};
 
 use crate::access::{AccessSettings, Policy};
 use crate::registry::{Disconnect, Grant, Registry, SessionId, Subscribe, Unsubscribe};
@@ -64,11 +68,6 @@ pub struct RobotHandle {
     pub index: usize,
     /// The address its TCP port listens on (`bind`).
     pub bind: String,
-    /// Its `web_port` from the configuration, if set.
-    pub web_port: Option<u16>,
-    /// Served on the first robot's web viewer port (a large `-stage` world), whatever its
-    /// own `web_port`.
-    pub web_shared: bool,
     /// Its registry.
     pub registry: Addr<Registry>,
     /// Its devices (command watchdog as configured) and the name of the driver behind
@@ -107,7 +106,7 @@ pub struct FrontEndContext {
 
 /// A running front end, attached to the server that stops it.
 pub trait FrontEnd {
-    /// Its name, for logs and errors (`"web"`, `"record"`, `"zenoh"`).
+    /// Its name, for logs and errors (`"web"`, `"record"`, `"zenoh"`, `"ros2"`).
     fn name(&self) -> &str;
 
     /// Stops it: its sessions leave their registries (a device it commanded stops), its

@@ -17,8 +17,9 @@
 //! - [`logging`]: the log drain and its rate limits.
 //!
 //! Drivers are known only through the driver kit (`player_kit`: messages, catalog), front
-//! ends (the web viewer, the recorder, the Zenoh bridge: crates of their own) only through
-//! [`frontend`]; this crate never depends on a driver or a front end. See ARCHITECTURE.md for how data flows.
+//! ends (the web viewer, the recorder, the Zenoh bridge, the ROS 2 front end: crates of
+//! their own) as the front-end kit, [`frontend`], describes them; this crate never depends
+//! on a driver or a front end. See ARCHITECTURE.md for how data flows.
 #![deny(missing_docs)]
 
 pub mod access;
@@ -34,3 +35,8 @@ pub mod settings;
 pub use player_kit::timer;
 
 pub use player_kit::{catalog, driver};
+
+/// For the macros of this crate (`bridge_robot_handlers!`), so their users need not name
+/// actix.
+#[doc(hidden)]
+pub use actix as __actix;

@@ -86,7 +86,7 @@ pub enum StartError {
     /// A front end could not start.
     #[error("{source}")]
     FrontEnd {
-        /// The front end (`"web"`, `"record"`, `"zenoh"`).
+        /// The front end (`"web"`, `"record"`, `"zenoh"`, `"ros2"`).
         name: String,
         /// Why.
         source: Box<dyn std::error::Error + Send + Sync>,
@@ -578,8 +578,6 @@ impl Server {
                 name: robot.name.clone(),
                 index,
                 bind: robot.bind.clone(),
-                web_port: robot.web_port,
-                web_shared: robot.web_shared,
                 registry: registry.clone(),
                 devices: served,
             });

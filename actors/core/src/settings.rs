@@ -5,10 +5,11 @@
 //! key or flag is an error that names it.
 //!
 //! The core reads `[server]`, `[access]` and `[[robot]]`. A front end's section (`[record]`,
-//! `[zenoh]`) and flags (`-record`, `-web`, `--zenoh`) are the front end's: the parsers here
-//! take them when told of them ([`FrontEndSyntax`]) and keep them raw
-//! ([`Settings::sections`], [`Invocation::Run`]'s `flags`) for the binary, which hands
-//! each front end its own. Any other section or flag is an error naming it.
+//! `[zenoh]`), keys of a robot (the web viewer's `web_port`) and flags (`-record`, `-web`,
+//! `--zenoh`) are the front end's: the parsers here take them when told of them
+//! ([`FrontEndSyntax`]) and keep them raw ([`Settings::sections`],
+//! [`RobotSettings::front_end_keys`], [`Invocation::Run`]'s `flags`) for the binary, which
+//! hands each front end its own. Any other section, key or flag is an error naming it.
 
 use crate::access::AccessSettings;
 use crate::session::SessionOptions;
@@ -21,14 +22,6 @@ use std::time::Duration;
 
 /// The shipped default configuration: the simulated Pioneer 2-DX on port 6665.
 pub const DEFAULT_CONFIG: &str = include_str!("../../../config/default.toml");
-
-/// `-stage` gives each robot of a world with at most this many robots a web viewer port
-/// of its own; a larger world is served on one web viewer port, the first robot's, with
-/// every robot's topics under its name ([`RobotSettings::web_shared`]).
-pub const STAGE_WEB_VIEWERS_MAX: usize = 64;
-
-/// The first robot's web viewer port when none is configured (Foxglove's default port).
-pub const DEFAULT_WEB_PORT: u16 = 8765;
 
 /// The core's configuration, and the front ends' sections as read.
 #[derive(Debug, Clone, Deserialize)]
@@ -49,6 +42,10 @@ pub struct Settings {
     /// Where the settings were read from, as errors name it.
     #[serde(skip)]
     pub origin: String,
+    /// How many robots, from the first, a `-stage` world made (0 without `-stage`): a
+    /// front end may serve a large world differently (the web viewer, on one port).
+    #[serde(skip)]
+    pub staged: usize,
 }
 
 /// A front end's flag, which the core's parser takes and hands back.
@@ -60,12 +57,14 @@ pub struct FlagSpec {
     pub takes_value: bool,
 }
 
-/// What the front ends add to the configuration's syntax.
+/// What a front end adds to the configuration's syntax.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FrontEndSyntax {
-    /// Their sections (top-level tables).
+    /// Its sections (top-level tables).
     pub sections: &'static [&'static str],
-    /// Their flags.
+    /// Its keys of a robot (in each `[[robot]]`, beside the core's).
+    pub robot_keys: &'static [&'static str],
+    /// Its flags.
     pub flags: &'static [FlagSpec],
 }
 
@@ -80,6 +79,10 @@ pub struct GivenFlag {
 
 /// The sections the core reads itself.
 const CORE_SECTIONS: [&str; 3] = ["server", "access", "robot"];
+
+/// The keys of a robot the core reads itself: [`RobotSettings`]' fields (a field missing
+/// here is refused as unknown, so the two cannot drift apart unnoticed).
+const CORE_ROBOT_KEYS: [&str; 5] = ["name", "port", "bind", "command_timeout", "driver"];
 
 /// Server-wide settings (`[server]`).
 #[derive(Debug, Clone, Deserialize)]
@@ -158,15 +161,6 @@ pub struct RobotSettings {
     /// The address to listen on (`-bind` sets every robot's).
     #[serde(default = "default_bind")]
     pub bind: String,
-    /// The web viewer's port (HTTP and Foxglove WebSocket); 0 turns it off. Unset: robot
-    /// `i` of the configuration gets [`DEFAULT_WEB_PORT`]` + i`, and a busy default port
-    /// is logged, not fatal (a configured one that cannot be bound is an error).
-    #[serde(default)]
-    pub web_port: Option<u16>,
-    /// Served on the first robot's web viewer port, whatever this robot's `web_port` (set
-    /// by `-stage` for a world of more than [`STAGE_WEB_VIEWERS_MAX`] robots; not a key).
-    #[serde(skip)]
-    pub web_shared: bool,
     /// Seconds a moving device's command holds without a fresh one before the watchdog
     /// stops it, for every driver of this robot that has no `command_timeout` of its own
     /// (0: no watchdog; unset: the driver's default, 0.5 s for a base).
@@ -175,6 +169,10 @@ pub struct RobotSettings {
     /// The drivers backing this robot's devices.
     #[serde(default)]
     pub driver: Vec<DriverSettings>,
+    /// The front ends' keys of this robot (the web viewer's `web_port`), by name, not yet
+    /// deserialized: each front end reads its own ([`Settings::robot_keys`]).
+    #[serde(skip)]
+    pub front_end_keys: BTreeMap<String, config::Value>,
 }
 
 /// Checks that `v` is a number of seconds a timer can take; the error names `key`.
@@ -267,14 +265,14 @@ impl SettingsError {
 impl Settings {
     /// Parses TOML text holding the core's sections only; `origin` names it in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<Settings, SettingsError> {
-        Self::from_toml_with(text, origin, &FrontEndSyntax::default())
+        Self::from_toml_with(text, origin, &[])
     }
 
-    /// Parses TOML text that may also hold the sections of `front_ends`.
+    /// Parses TOML text that may also hold the sections and robot keys of `front_ends`.
     pub fn from_toml_with(
         text: &str,
         origin: &str,
-        front_ends: &FrontEndSyntax,
+        front_ends: &[FrontEndSyntax],
     ) -> Result<Settings, SettingsError> {
         let parse = |source| SettingsError::Parse {
             origin: origin.to_string(),
@@ -286,15 +284,16 @@ impl Settings {
             .map_err(parse)?;
         let top: BTreeMap<String, serde::de::IgnoredAny> =
             c.clone().try_deserialize().map_err(parse)?;
+        let theirs = |key: &str| front_ends.iter().any(|f| f.sections.contains(&key));
         let mut sections = BTreeMap::new();
         for key in top.keys() {
             if CORE_SECTIONS.contains(&key.as_str()) {
                 continue;
             }
-            if !front_ends.sections.contains(&key.as_str()) {
+            if !theirs(key) {
                 let known: Vec<&str> = CORE_SECTIONS
                     .iter()
-                    .chain(front_ends.sections)
+                    .chain(front_ends.iter().flat_map(|f| f.sections))
                     .copied()
                     .collect();
                 return Err(SettingsError::value(
@@ -305,7 +304,12 @@ impl Settings {
             }
             sections.insert(key.clone(), c.get::<config::Value>(key).map_err(parse)?);
         }
-        let mut s: Settings = c.try_deserialize().map_err(parse)?;
+        let mut root: config::Value = c.try_deserialize().map_err(parse)?;
+        let robot_keys = take_robot_keys(&mut root, front_ends).map_err(parse)?;
+        let mut s: Settings = root.try_deserialize().map_err(parse)?;
+        for (r, keys) in s.robot.iter_mut().zip(robot_keys) {
+            r.front_end_keys = keys;
+        }
         s.sections = sections;
         s.origin = origin.to_string();
         s.check(origin)?;
@@ -314,13 +318,13 @@ impl Settings {
 
     /// Reads a TOML file holding the core's sections only.
     pub fn from_file(path: &Path) -> Result<Settings, SettingsError> {
-        Self::from_file_with(path, &FrontEndSyntax::default())
+        Self::from_file_with(path, &[])
     }
 
-    /// Reads a TOML file that may also hold the sections of `front_ends`.
+    /// Reads a TOML file that may also hold the sections and robot keys of `front_ends`.
     pub fn from_file_with(
         path: &Path,
-        front_ends: &FrontEndSyntax,
+        front_ends: &[FrontEndSyntax],
     ) -> Result<Settings, SettingsError> {
         let text = std::fs::read_to_string(path).map_err(|source| SettingsError::File {
             path: path.to_path_buf(),
@@ -348,13 +352,50 @@ impl Settings {
         }
     }
 
+    /// The robot keys `keys` (a front end's) of every robot, read as a `T` each (from the
+    /// keys the robot has: `T` gives the defaults), in configuration order; a wrong type is
+    /// an error naming the robot and the key, as the parser names the core's keys.
+    pub fn robot_keys<T: serde::de::DeserializeOwned>(
+        &self,
+        keys: &[&str],
+    ) -> Result<Vec<T>, SettingsError> {
+        #[derive(Deserialize)]
+        struct Robots<T> {
+            robot: Vec<T>,
+        }
+        let table = |m: config::Map<String, config::Value>| {
+            config::Value::new(None, config::ValueKind::Table(m))
+        };
+        let robots = self
+            .robot
+            .iter()
+            .map(|r| {
+                table(
+                    r.front_end_keys
+                        .iter()
+                        .filter(|(k, _)| keys.contains(&k.as_str()))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                )
+            })
+            .collect();
+        let robots = config::Value::new(None, config::ValueKind::Array(robots));
+        table(config::Map::from_iter([("robot".to_string(), robots)]))
+            .try_deserialize::<Robots<T>>()
+            .map(|r| r.robot)
+            .map_err(|source| SettingsError::Parse {
+                origin: self.origin.clone(),
+                source: Box::new(source),
+            })
+    }
+
     /// The shipped default configuration.
     pub fn default_config() -> Settings {
-        Self::default_config_with(&FrontEndSyntax::default())
+        Self::default_config_with(&[])
     }
 
     /// The shipped default configuration, read with `front_ends`.
-    pub fn default_config_with(front_ends: &FrontEndSyntax) -> Settings {
+    pub fn default_config_with(front_ends: &[FrontEndSyntax]) -> Settings {
         Self::from_toml_with(DEFAULT_CONFIG, "built-in config/default.toml", front_ends)
             .expect("the shipped default configuration is valid")
     }
@@ -486,9 +527,7 @@ impl Settings {
         )
         .map_err(|e| SettingsError::flag("-stage", e.to_string()))?;
         let mut robots = Vec::with_capacity(planned.len() + self.robot.len());
-        // A large world: one web viewer port (the first robot's) serving every robot, not a
-        // listening port per robot.
-        let web_each = planned.len() <= STAGE_WEB_VIEWERS_MAX;
+        let staged = planned.len();
         for (i, p) in planned.into_iter().enumerate() {
             let mut r = if i == 0 {
                 first.clone()
@@ -498,9 +537,8 @@ impl Settings {
                     name: String::new(),
                     port: 0,
                     bind: first.bind.clone(),
-                    web_port: None,
-                    web_shared: !web_each,
                     driver: Vec::new(),
+                    front_end_keys: BTreeMap::new(),
                 }
             };
             r.name = p.name;
@@ -523,8 +561,57 @@ impl Settings {
             }
         }
         self.robot = robots;
+        self.staged = staged;
         Ok(())
     }
+}
+
+/// Takes the front ends' keys out of each `[[robot]]` table of `root` (the whole file), for
+/// [`RobotSettings::front_end_keys`]; a key neither the core's nor a front end's is an error
+/// listing the keys a robot may have, as the core's own parser lists them.
+fn take_robot_keys(
+    root: &mut config::Value,
+    front_ends: &[FrontEndSyntax],
+) -> Result<Vec<BTreeMap<String, config::Value>>, config::ConfigError> {
+    let config::ValueKind::Table(top) = &mut root.kind else {
+        return Ok(Vec::new());
+    };
+    let Some(config::Value {
+        kind: config::ValueKind::Array(robots),
+        ..
+    }) = top.get_mut("robot")
+    else {
+        return Ok(Vec::new());
+    };
+    let theirs = |k: &str| front_ends.iter().any(|f| f.robot_keys.contains(&k));
+    let mut all = Vec::with_capacity(robots.len());
+    for r in robots {
+        let mut keys = BTreeMap::new();
+        if let config::ValueKind::Table(t) = &mut r.kind {
+            let unknown = t
+                .keys()
+                .find(|k| !CORE_ROBOT_KEYS.contains(&k.as_str()) && !theirs(k));
+            if let Some(k) = unknown {
+                let expected: Vec<String> = CORE_ROBOT_KEYS
+                    .iter()
+                    .chain(front_ends.iter().flat_map(|f| f.robot_keys))
+                    .map(|k| format!("`{k}`"))
+                    .collect();
+                return Err(config::ConfigError::Message(format!(
+                    "unknown field `{k}`, expected one of {}",
+                    expected.join(", ")
+                )));
+            }
+            let mine: Vec<String> = t.keys().filter(|k| theirs(k)).cloned().collect();
+            for k in mine {
+                if let Some(v) = t.remove(&k) {
+                    keys.insert(k, v);
+                }
+            }
+        }
+        all.push(keys);
+    }
+    Ok(all)
 }
 
 /// What the command line asks for.
@@ -557,6 +644,60 @@ fn text(s: &str) -> config::Value {
     config::Value::new(None, config::ValueKind::String(s.to_string()))
 }
 
+/// `-stage WORLD` (given `args`, the whole command line): every robot of the world on its
+/// own port, the first on `-gp`'s, wherever that is on the command line.
+fn stage(
+    settings: &mut Settings,
+    catalog: &Catalog,
+    args: &[String],
+    world: &str,
+) -> Result<(), SettingsError> {
+    if !Path::new(world).exists() {
+        return Err(SettingsError::flag(
+            "-stage",
+            format!("world file '{world}' does not exist"),
+        ));
+    }
+    let gp = args
+        .windows(2)
+        .rev()
+        .find(|w| w[0] == "-gp")
+        .and_then(|w| w[1].parse::<u16>().ok());
+    let stage = catalog
+        .stage_handler()
+        .ok_or_else(|| SettingsError::flag("-stage", "no simulator driver is registered"))?;
+    settings.apply_stage(stage, world, gp)
+}
+
+/// The front end's flag `flag`, if one of `front_ends` takes it.
+fn front_end_flag(front_ends: &[FrontEndSyntax], flag: &str) -> Option<&'static FlagSpec> {
+    front_ends
+        .iter()
+        .flat_map(|e| e.flags)
+        .find(|s| s.flag == flag)
+}
+
+/// The parameter a driver's device flag `df` sets, from the flag's value `v`: text, a TCP
+/// port, or a file that must exist (made absolute).
+fn device_flag_value(df: &DeviceFlag, v: &str) -> Result<config::Value, SettingsError> {
+    let f = df.flag;
+    Ok(match df.value {
+        FlagValue::Text => text(v),
+        FlagValue::Port => {
+            let port: u16 = v
+                .parse()
+                .map_err(|_| SettingsError::flag(f, format!("'{v}' is not a TCP port number")))?;
+            config::Value::new(None, config::ValueKind::U64(u64::from(port)))
+        }
+        FlagValue::File => {
+            if !Path::new(v).is_file() {
+                return Err(SettingsError::flag(f, format!("file '{v}' does not exist")));
+            }
+            text(&absolute(v).display().to_string())
+        }
+    })
+}
+
 /// `p` made absolute against the current directory (a flag's path means what it means
 /// where the command was typed, not where the configuration file is).
 pub fn absolute(p: &str) -> PathBuf {
@@ -570,11 +711,11 @@ pub fn absolute(p: &str) -> PathBuf {
 
 /// Parses the command line (without the program name). `catalog` says what `-stage` does
 /// and which device flags (`-pp`, `-lp`, ...) its drivers take; `front_ends`, which
-/// sections and flags the front ends take (handed back raw, for them to read).
+/// sections, robot keys and flags the front ends take (handed back raw, for them to read).
 pub fn parse_args_with(
     args: &[String],
     catalog: &Catalog,
-    front_ends: &FrontEndSyntax,
+    front_ends: &[FrontEndSyntax],
 ) -> Result<Invocation, SettingsError> {
     let mut config_file: Option<PathBuf> = None;
     let mut flags: Vec<(&str, Option<&String>)> = Vec::new();
@@ -591,12 +732,8 @@ pub fn parse_args_with(
                 let v = value_of(a, &mut it)?;
                 flags.push((a.as_str(), Some(v)));
             }
-            f if front_ends.flags.iter().any(|s| s.flag == f) => {
-                let spec = front_ends
-                    .flags
-                    .iter()
-                    .find(|s| s.flag == f)
-                    .expect("found above");
+            f if front_end_flag(front_ends, f).is_some() => {
+                let spec = front_end_flag(front_ends, f).expect("found above");
                 let value = if spec.takes_value {
                     Some(value_of(a, &mut it)?.clone())
                 } else {
@@ -642,25 +779,7 @@ pub fn parse_args_with(
                     SettingsError::flag("-gp", format!("'{v}' is not a TCP port number"))
                 })?;
             }
-            "-stage" => {
-                if !Path::new(v).exists() {
-                    return Err(SettingsError::flag(
-                        "-stage",
-                        format!("world file '{v}' does not exist"),
-                    ));
-                }
-                // Every robot of the world on its own port; -gp (wherever it is on the
-                // command line) sets the first port.
-                let gp = args
-                    .windows(2)
-                    .rev()
-                    .find(|w| w[0] == "-gp")
-                    .and_then(|w| w[1].parse::<u16>().ok());
-                let stage = catalog.stage_handler().ok_or_else(|| {
-                    SettingsError::flag("-stage", "no simulator driver is registered")
-                })?;
-                settings.apply_stage(stage, v, gp)?;
-            }
+            "-stage" => stage(&mut settings, catalog, args, v)?,
             "-bind" => {
                 if v.parse::<std::net::IpAddr>().is_err() {
                     return Err(SettingsError::flag(
@@ -676,24 +795,7 @@ pub fn parse_args_with(
                 let Some(df) = catalog.flag(f) else {
                     unreachable!("flag list above")
                 };
-                let value = match df.value {
-                    FlagValue::Text => text(v),
-                    FlagValue::Port => {
-                        let port: u16 = v.parse().map_err(|_| {
-                            SettingsError::flag(f, format!("'{v}' is not a TCP port number"))
-                        })?;
-                        config::Value::new(None, config::ValueKind::U64(u64::from(port)))
-                    }
-                    FlagValue::File => {
-                        if !Path::new(v).is_file() {
-                            return Err(SettingsError::flag(
-                                f,
-                                format!("file '{v}' does not exist"),
-                            ));
-                        }
-                        text(&absolute(v).display().to_string())
-                    }
-                };
+                let value = device_flag_value(df, v)?;
                 match driver_flags.iter_mut().find(|(d, _)| d.driver == df.driver) {
                     Some((_, params)) => params.push((df.key, value)),
                     None => driver_flags.push((df, vec![(df.key, value)])),
@@ -719,181 +821,4 @@ pub fn parse_args_with(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn args(a: &[&str]) -> Vec<String> {
-        a.iter().map(|s| s.to_string()).collect()
-    }
-
-    /// A catalog with device flags shaped like the shipped drivers' (the core's tests
-    /// cannot see the drivers).
-    fn catalog() -> Catalog {
-        let mut c = Catalog::new();
-        let flags: [(
-            &'static str,
-            &'static str,
-            &'static [u8],
-            &'static str,
-            FlagValue,
-        ); 6] = [
-            ("-pp", "p2os", b"psmg", "port", FlagValue::Text),
-            ("-lp", "sicklms200", b"l", "port", FlagValue::Text),
-            ("-zp", "sonyptz", b"z", "port", FlagValue::Text),
-            ("-vp", "acts", b"v", "port", FlagValue::Port),
-            ("-vc", "acts", b"v", "config", FlagValue::Text),
-            ("-replay", "replay", b"psmglzv", "file", FlagValue::File),
-        ];
-        for (flag, driver, devices, key, value) in flags {
-            c.add_flag(DeviceFlag {
-                flag,
-                driver,
-                devices,
-                key,
-                value,
-            });
-        }
-        c
-    }
-
-    fn run(a: &[&str]) -> Result<Settings, SettingsError> {
-        match parse_args_with(&args(a), &catalog(), &FrontEndSyntax::default())? {
-            Invocation::Run { settings, .. } => Ok(*settings),
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn no_arguments_serve_the_simulated_robot_on_6665() {
-        let s = run(&[]).unwrap();
-        assert_eq!(s.robot.len(), 1);
-        assert_eq!(s.robot[0].port, 6665);
-        assert_eq!(s.robot[0].driver.len(), 1);
-        assert_eq!(s.robot[0].driver[0].driver, "sim");
-        let mut codes = s.robot[0].driver[0].device_codes().unwrap();
-        codes.sort_unstable();
-        assert_eq!(codes, b"glmpsvz");
-    }
-
-    #[test]
-    fn flags_override_the_file() {
-        let s = run(&["-gp", "7000", "-debug", "-exp"]).unwrap();
-        assert_eq!(s.robot[0].port, 7000);
-        assert!(s.server.debug && s.server.experimental);
-    }
-
-    #[test]
-    fn device_flags_switch_devices_to_real_drivers() {
-        let s = run(&["-pp", "/dev/ttyS0", "-lp", "/dev/ttyS1"]).unwrap();
-        let names: Vec<(&str, Vec<u8>)> = s.robot[0]
-            .driver
-            .iter()
-            .map(|d| (d.driver.as_str(), d.device_codes().unwrap()))
-            .collect();
-        assert_eq!(
-            names,
-            vec![
-                ("sim", b"zv".to_vec()),
-                ("p2os", b"psmg".to_vec()),
-                ("sicklms200", b"l".to_vec())
-            ]
-        );
-    }
-
-    #[test]
-    fn bad_flags_name_themselves() {
-        let e = run(&["-gp", "seventy"]).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "flag -gp: 'seventy' is not a TCP port number"
-        );
-        assert!(matches!(e, SettingsError::Flag { ref flag, .. } if flag == "-gp"));
-        let e = run(&["-gp"]).unwrap_err();
-        assert!(
-            matches!(&e, SettingsError::Flag { flag, why } if flag == "-gp" && why.contains("needs a value")),
-            "{e}"
-        );
-        let e = run(&["-bogus"]).unwrap_err();
-        assert!(
-            matches!(&e, SettingsError::UnknownFlag { flag } if flag == "-bogus"),
-            "{e}"
-        );
-        let e = run(&["-stage", "/no/such/world.toml"]).unwrap_err();
-        assert!(
-            matches!(&e, SettingsError::Flag { flag, why } if flag == "-stage" && why.contains("/no/such/world.toml")),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn front_end_flags_and_sections_are_taken_only_when_declared_and_handed_back() {
-        const SYNTAX: FrontEndSyntax = FrontEndSyntax {
-            sections: &["extra"],
-            flags: &[
-                FlagSpec {
-                    flag: "-x",
-                    takes_value: true,
-                },
-                FlagSpec {
-                    flag: "--y",
-                    takes_value: false,
-                },
-            ],
-        };
-        let Invocation::Run { flags, .. } =
-            parse_args_with(&args(&["--y", "-x", "v", "-gp", "7"]), &catalog(), &SYNTAX).unwrap()
-        else {
-            panic!("not a run")
-        };
-        let given: Vec<(&str, Option<&str>)> =
-            flags.iter().map(|g| (g.flag, g.value.as_deref())).collect();
-        assert_eq!(given, [("--y", None), ("-x", Some("v"))]);
-        assert!(matches!(
-            run(&["-x", "v"]),
-            Err(SettingsError::UnknownFlag { .. })
-        ));
-        let e = parse_args_with(&args(&["-x"]), &catalog(), &SYNTAX).unwrap_err();
-        assert!(
-            matches!(&e, SettingsError::Flag { flag, .. } if flag == "-x"),
-            "{e}"
-        );
-        let text = "[extra]\na = 1\n[[robot]]\n";
-        let s = Settings::from_toml_with(text, "t", &SYNTAX).unwrap();
-        assert_eq!(s.sections.keys().collect::<Vec<_>>(), ["extra"]);
-        let e = Settings::from_toml(text, "t").unwrap_err();
-        assert!(
-            matches!(&e, SettingsError::Value { key, .. } if key == "extra"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn unknown_keys_are_errors_naming_the_key() {
-        let e =
-            Settings::from_toml("[server]\nmax_clientz = 3\n[[robot]]\n", "test.toml").unwrap_err();
-        assert!(
-            matches!(&e, SettingsError::Parse { origin, source } if origin == "test.toml"
-                && source.to_string().contains("max_clientz")),
-            "{e}"
-        );
-        let e = Settings::from_toml("[[robot]]\nport = \"x\"\n", "t").unwrap_err();
-        assert!(
-            matches!(&e, SettingsError::Parse { source, .. } if source.to_string().contains("port")),
-            "{e}"
-        );
-        let e = Settings::from_toml(
-            "[[robot]]\n[[robot.driver]]\ndriver = \"sim\"\ndevices = [\"pp\"]\n",
-            "t",
-        )
-        .unwrap_err();
-        assert!(
-            matches!(&e, SettingsError::Value { key, why, .. } if key == "robot 'robot'" && why.contains("'pp'")),
-            "{e}"
-        );
-        let e = Settings::from_toml("[serverz]\n[[robot]]\n", "t").unwrap_err();
-        assert!(
-            matches!(&e, SettingsError::Value { key, .. } if key == "serverz"),
-            "{e}"
-        );
-    }
-}
+mod tests;

@@ -35,14 +35,18 @@
 pub mod layout;
 
 use actix::prelude::*;
+use futures::future::LocalBoxFuture;
 pub use layout::{RAW_ENCODING, RAW_SCHEMA_ENCODING};
 use mcap::records::MessageHeader;
 use mcap::{WriteOptions, Writer};
+use player_core::access::AccessSettings;
 use player_core::frontend::tap::{RobotTap, Tagged};
-use player_core::frontend::{Access, FrontEnd, FrontEndContext, Holdings};
+use player_core::frontend::{Access, FrontEnd, FrontEndContext, FrontEndKind, Holdings};
 use player_core::registry::{Grant, Registry, SessionId, Tap};
 pub use player_core::registry::{Sent, Tapped};
-use player_core::settings::{check_seconds, FlagSpec, FrontEndSyntax, Settings, SettingsError};
+use player_core::settings::{
+    check_seconds, FlagSpec, FrontEndSyntax, RobotSettings, Settings, SettingsError,
+};
 use player_kit::driver::{
     DataRecipient, DeviceData, DeviceDataBatch, DeviceError, DeviceSpec, Timestamp,
 };
@@ -150,6 +154,7 @@ impl RecordSettings {
 /// The recorder's section and flag: `[record]`, `-record FILE`.
 pub const SYNTAX: FrontEndSyntax = FrontEndSyntax {
     sections: &["record"],
+    robot_keys: &[],
     flags: &[FlagSpec {
         flag: "-record",
         takes_value: true,
@@ -160,6 +165,64 @@ pub const SYNTAX: FrontEndSyntax = FrontEndSyntax {
 /// the configuration file's).
 pub fn apply_flag(settings: &mut RecordSettings, file: &str) {
     settings.path = player_core::settings::absolute(file).display().to_string();
+}
+
+/// The recorder as a front end of the server: on when `[record] path` (or `-record`) names
+/// a file.
+pub struct Record;
+
+impl FrontEndKind for Record {
+    const NAME: &'static str = "record";
+    const SYNTAX: FrontEndSyntax = SYNTAX;
+    type Settings = RecordSettings;
+    type Running = Recording;
+    type Error = RecordError;
+
+    fn settings(core: &Settings) -> Result<RecordSettings, SettingsError> {
+        RecordSettings::from_settings(core)
+    }
+
+    fn apply_flag(
+        settings: &mut RecordSettings,
+        _flag: &str,
+        value: Option<&str>,
+    ) -> Result<(), SettingsError> {
+        apply_flag(settings, value.unwrap_or_default());
+        Ok(())
+    }
+
+    fn check(
+        settings: &RecordSettings,
+        _robots: &[RobotSettings],
+        _access: &AccessSettings,
+        origin: &str,
+    ) -> Result<(), SettingsError> {
+        settings.check(origin)
+    }
+
+    fn enabled(settings: &RecordSettings) -> bool {
+        settings.enabled()
+    }
+
+    fn start<'a>(
+        settings: &'a RecordSettings,
+        ctx: &'a FrontEndContext,
+    ) -> LocalBoxFuture<'a, Result<Recording, RecordError>> {
+        Box::pin(async move { start(settings, ctx) })
+    }
+
+    fn describe(settings: &RecordSettings, base_dir: &Path) -> String {
+        if !settings.enabled() {
+            return "recording: off".into();
+        }
+        let p = Path::new(&settings.path);
+        let p = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            base_dir.join(p)
+        };
+        format!("recording: to {}", p.display())
+    }
 }
 
 /// Why recording could not start (or go on).

@@ -3,13 +3,14 @@
 
 use crate::convert::Frames;
 use player_core::access::AccessSettings;
-use player_core::settings::{FlagSpec, FrontEndSyntax, RobotSettings, SettingsError};
+use player_core::settings::{FlagSpec, FrontEndSyntax, RobotSettings, Settings, SettingsError};
 use serde::Deserialize;
 use thiserror::Error;
 
 /// The section and the flag this front end adds to the configuration.
 pub const SYNTAX: FrontEndSyntax = FrontEndSyntax {
     sections: &["ros2"],
+    robot_keys: &[],
     flags: &[FlagSpec {
         flag: "--ros2",
         takes_value: false,
@@ -137,21 +138,10 @@ impl AccessRules {
 
 impl Ros2Settings {
     /// The `[ros2]` section of settings read with [`SYNTAX`] (the defaults when there is
-    /// none), checked against `robots` and `access`; errors name the section.
-    pub fn from_section(
-        section: Option<&config::Value>,
-        origin: &str,
-        robots: &[RobotSettings],
-        access: &AccessSettings,
-    ) -> Result<Self, SettingsError> {
-        let s: Ros2Settings = match section {
-            None => Ros2Settings::default(),
-            Some(v) => v
-                .clone()
-                .try_deserialize()
-                .map_err(|e| SettingsError::value(origin, "ros2", e.to_string()))?,
-        };
-        s.check_against(robots, access, origin)?;
+    /// none), checked against their robots and access policy; errors name the section.
+    pub fn from_settings(settings: &Settings) -> Result<Self, SettingsError> {
+        let s: Ros2Settings = settings.section("ros2")?;
+        s.check_against(&settings.robot, &settings.access, &settings.origin)?;
         Ok(s)
     }
 

@@ -114,8 +114,10 @@ impl TestServer {
             if r.bind == "0.0.0.0" {
                 r.bind = "127.0.0.1".into();
             }
-            // The web viewer only where a test asks for it (on a port it chose).
-            r.web_port.get_or_insert(0);
+        }
+        // The web viewer only where a test asks for it (on a port it chose).
+        for i in 0..settings.robot.len() {
+            settings.web.viewer_mut(i).web_port.get_or_insert(0);
         }
         let (ready_tx, ready_rx) = mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

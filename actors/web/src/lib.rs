@@ -15,7 +15,8 @@
 //! both on the actix arbiters' tokio runtimes: no second runtime, no extra threads.
 //!
 //! A front end of the server ([`player_core::frontend`]): [`start`] serves every robot
-//! whose web port is on ([`port_of`]; the `-web` flag, [`apply_flag`], sets them) and
+//! whose web port is on ([`WebSettings::port_of`]; the `-web` flag,
+//! [`WebSettings::apply_flag`], sets them) and
 //! returns the [`WebViewer`] the server attaches. With `[web] tls_cert` and `tls_key`
 //! ([`WebSettings`]) every endpoint speaks `https://` and `wss://` only ([`tls`]).
 //!
@@ -41,64 +42,135 @@ pub mod tls;
 pub mod world;
 
 pub use endpoint::{RobotOptions, WebEndpoint, WebOptions};
-pub use settings::WebSettings;
+pub use settings::{Viewer, WebSettings, DEFAULT_WEB_PORT, STAGE_WEB_VIEWERS_MAX};
 
-use player_core::frontend::{FrontEnd, FrontEndContext, RobotHandle};
+use futures::future::LocalBoxFuture;
+use player_core::access::AccessSettings;
+use player_core::frontend::{FrontEnd, FrontEndContext, FrontEndKind, ListenPort, RobotHandle};
 use player_core::server::listen;
-use player_core::settings::{FlagSpec, FrontEndSyntax, RobotSettings, SettingsError};
+use player_core::settings::{FlagSpec, FrontEndSyntax, RobotSettings, Settings, SettingsError};
 use slog::warn;
 use std::any::Any;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::time::Duration;
 
-/// The first robot's web viewer port when none is configured (Foxglove's default port).
-pub const DEFAULT_WEB_PORT: u16 = 8765;
-
-/// The web viewer's section and flag: `[web]` ([`WebSettings`]) and `-web PORT` (robot `i`
-/// on `PORT + i`, 0 turns them off).
+/// The web viewer's section, robot key and flag: `[web]` ([`WebSettings`]), each robot's
+/// `web_port` and `-web PORT` (robot `i` on `PORT + i`, 0 turns them off).
 pub const SYNTAX: FrontEndSyntax = FrontEndSyntax {
     sections: &["web"],
+    robot_keys: &["web_port"],
     flags: &[FlagSpec {
         flag: "-web",
         takes_value: true,
     }],
 };
 
-/// Applies `-web <value>`: robot `i` gets port `value + i` (0: every viewer off); a robot
-/// served on the first robot's port (a large `-stage` world) stays there. Run it after
-/// `-stage`, so every robot of a world gets its port.
-pub fn apply_flag(robots: &mut [RobotSettings], value: &str) -> Result<(), SettingsError> {
-    let base: u16 = value
-        .parse()
-        .map_err(|_| SettingsError::flag("-web", format!("'{value}' is not a TCP port number")))?;
-    for (i, r) in robots.iter_mut().enumerate() {
-        if r.web_shared {
-            continue;
-        }
-        r.web_port = Some(if base == 0 {
-            0
-        } else {
-            u16::try_from(usize::from(base) + i).map_err(|_| {
-                SettingsError::flag(
-                    "-web",
-                    format!("robot {i}'s port {base} + {i} is past 65535"),
-                )
-            })?
-        });
-    }
-    Ok(())
-}
+/// The web viewer as a front end of the server: on for every robot whose port is on (by
+/// default every robot's, [`DEFAULT_WEB_PORT`]` + i`).
+pub struct Web;
 
-/// Robot number `index`'s web viewer port and whether it was configured (a configured port
-/// that cannot be bound stops the server; the default, [`DEFAULT_WEB_PORT`]` + index`, is
-/// best effort), from its `web_port`; `None` when off.
-pub fn port_of(index: usize, web_port: Option<u16>) -> Option<(u16, bool)> {
-    match web_port {
-        Some(0) => None,
-        Some(p) => Some((p, true)),
-        None => u16::try_from(usize::from(DEFAULT_WEB_PORT) + index)
-            .ok()
-            .map(|p| (p, false)),
+impl FrontEndKind for Web {
+    const NAME: &'static str = "web";
+    const SYNTAX: FrontEndSyntax = SYNTAX;
+    type Settings = WebSettings;
+    type Running = WebViewer;
+    type Error = WebError;
+
+    fn settings(core: &Settings) -> Result<WebSettings, SettingsError> {
+        WebSettings::from_settings(core)
+    }
+
+    fn apply_flag(
+        settings: &mut WebSettings,
+        _flag: &str,
+        value: Option<&str>,
+    ) -> Result<(), SettingsError> {
+        settings.apply_flag(value.unwrap_or_default())
+    }
+
+    fn check(
+        settings: &WebSettings,
+        _robots: &[RobotSettings],
+        _access: &AccessSettings,
+        origin: &str,
+    ) -> Result<(), SettingsError> {
+        settings.check(origin)
+    }
+
+    /// Always: each robot whose viewer is on gets one (a server with every viewer off runs
+    /// a viewer serving no port).
+    fn enabled(_settings: &WebSettings) -> bool {
+        true
+    }
+
+    fn start<'a>(
+        settings: &'a WebSettings,
+        ctx: &'a FrontEndContext,
+    ) -> LocalBoxFuture<'a, Result<WebViewer, WebError>> {
+        Box::pin(start(settings, ctx))
+    }
+
+    fn describe(settings: &WebSettings, base_dir: &Path) -> String {
+        let tls = match settings.tls_files(base_dir) {
+            Some(f) => format!(
+                "https and wss only, certificate {}, key {}",
+                f.cert.display(),
+                f.key.display()
+            ),
+            None => "off (http and ws)".into(),
+        };
+        format!("web viewer TLS: {tls}")
+    }
+
+    fn describe_robot(settings: &WebSettings, index: usize) -> Option<String> {
+        let port = match settings.port_of(index) {
+            _ if settings.viewer(index).shared => {
+                "the first robot's port, topics under its name".into()
+            }
+            Some((p, true)) => format!("port {p}"),
+            Some((p, false)) => format!("port {p} (default; skipped if busy)"),
+            None => "off".into(),
+        };
+        Some(format!("web viewer: {port}"))
+    }
+
+    /// Each configured port, once: robots given the same port share one endpoint, and a
+    /// default port is skipped when busy, so neither is a clash.
+    fn ports(settings: &WebSettings, robots: &[RobotSettings]) -> Vec<ListenPort> {
+        let mut out: Vec<ListenPort> = Vec::new();
+        for (i, r) in robots.iter().enumerate() {
+            let Some((port, explicit)) = settings.port_of(i) else {
+                continue;
+            };
+            let taken = out.iter().any(|l| l.port == port);
+            if explicit && !settings.viewer(i).shared && !taken {
+                out.push(ListenPort {
+                    robot: i,
+                    port,
+                    key: format!("robot[{i}].web_port"),
+                    who: format!("robot '{}' web viewer", r.name),
+                });
+            }
+        }
+        out
+    }
+
+    /// The certificate and key, read and paired as the start would.
+    fn check_files(
+        settings: &WebSettings,
+        base_dir: &Path,
+        origin: &str,
+    ) -> Result<(), SettingsError> {
+        match settings.tls_files(base_dir).map(|f| f.load()) {
+            Some(Err(e)) => Err(SettingsError::value(origin, e.key(), e.to_string())),
+            _ => Ok(()),
+        }
+    }
+
+    /// The `[web]` section; a robot's `web_port` is named with its robot.
+    fn needs_restart(old: &WebSettings, new: &WebSettings) -> bool {
+        (&old.tls_cert, &old.tls_key) != (&new.tls_cert, &new.tls_key)
     }
 }
 
@@ -161,16 +233,20 @@ impl FrontEnd for WebViewer {
 }
 
 /// The web ports of `robots` and who is served on each: one endpoint per port, with every
-/// robot whose port ([`port_of`]) it is, in configuration order; a robot with
-/// `web_shared` is on the first robot's. Robots whose viewer is off are on none.
-pub fn endpoints_of(robots: &[RobotHandle]) -> Vec<(u16, bool, Vec<usize>)> {
-    let first = robots.first().and_then(|r| port_of(r.index, r.web_port));
+/// robot whose port ([`WebSettings::port_of`]) it is, in configuration order; a robot whose
+/// viewer is [`Viewer::shared`] is on the first robot's. Robots whose viewer is off are on
+/// none.
+pub fn endpoints_of(
+    settings: &WebSettings,
+    robots: &[RobotHandle],
+) -> Vec<(u16, bool, Vec<usize>)> {
+    let first = robots.first().and_then(|r| settings.port_of(r.index));
     let mut out: Vec<(u16, bool, Vec<usize>)> = Vec::new();
     for (i, r) in robots.iter().enumerate() {
-        let target = if r.web_shared {
+        let target = if settings.viewer(r.index).shared {
             first
         } else {
-            port_of(r.index, r.web_port)
+            settings.port_of(r.index)
         };
         let Some((port, explicit)) = target else {
             continue;
@@ -198,7 +274,7 @@ pub async fn start(settings: &WebSettings, ctx: &FrontEndContext) -> Result<WebV
     };
     let mut endpoints = Vec::new();
     let mut of_robot = vec![None; ctx.robots.len()];
-    for (port, explicit, members) in endpoints_of(&ctx.robots) {
+    for (port, explicit, members) in endpoints_of(settings, &ctx.robots) {
         let robots: Vec<&RobotHandle> = members.iter().map(|&i| &ctx.robots[i]).collect();
         if let Some(e) = start_endpoint(&robots, port, explicit, ctx, tls.clone()).await? {
             for i in members {

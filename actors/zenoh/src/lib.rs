@@ -2,7 +2,7 @@
 //!
 //! A front end like the web viewer, not a driver: one Zenoh session per server process
 //! (peer mode by default, listening on `tcp/[::]:7447`, or client mode towards a router),
-//! and per robot a [`robot::RobotBridge`] actor that is a session of the robot's registry
+//! and per robot a [`robot::ZenohRobot`] actor that is a session of the robot's registry
 //! like a TCP client's. Off unless the configuration has `[zenoh] enabled = true` or the
 //! command line `--zenoh`.
 //!
@@ -41,15 +41,16 @@
 pub mod robot;
 
 use actix::prelude::*;
+use futures::future::LocalBoxFuture;
 use player_core::access::{AccessSettings, Policy};
-use player_core::frontend::bridge::{off_runtime, Blocking};
-use player_core::frontend::{FrontEnd, FrontEndContext, SessionIds};
+use player_core::frontend::bridge::{set_up, Attach, BridgeSession, Mailbox};
+use player_core::frontend::{FrontEnd, FrontEndContext, FrontEndKind, SessionIds};
 use player_core::registry::Registry;
 use player_core::settings::{FlagSpec, FrontEndSyntax, RobotSettings, Settings, SettingsError};
 use player_kit::driver::Timestamp;
 use player_proto::device;
 use player_proto::ext::DeviceEntry;
-use robot::{Attach, Inbox, Recheck, RobotBridge, RobotOptions};
+use robot::{Callbacks, InFlight, RecheckKeys, RobotOptions, ZenohRobot};
 use serde::Deserialize;
 use slog::{info, Logger};
 use std::any::Any;
@@ -107,11 +108,70 @@ impl Default for ZenohSettings {
 /// The bridge's section and flag: `[zenoh]`, `--zenoh` (turns it on).
 pub const SYNTAX: FrontEndSyntax = FrontEndSyntax {
     sections: &["zenoh"],
+    robot_keys: &[],
     flags: &[FlagSpec {
         flag: "--zenoh",
         takes_value: false,
     }],
 };
+
+/// The Zenoh bridge as a front end of the server: on with `[zenoh] enabled` or `--zenoh`.
+pub struct Zenoh;
+
+impl FrontEndKind for Zenoh {
+    const NAME: &'static str = "zenoh";
+    const SYNTAX: FrontEndSyntax = SYNTAX;
+    type Settings = ZenohSettings;
+    type Running = ZenohBridge;
+    type Error = ZenohError;
+
+    fn settings(core: &Settings) -> Result<ZenohSettings, SettingsError> {
+        ZenohSettings::from_settings(core)
+    }
+
+    /// `--zenoh`: on.
+    fn apply_flag(
+        settings: &mut ZenohSettings,
+        _flag: &str,
+        _value: Option<&str>,
+    ) -> Result<(), SettingsError> {
+        settings.enabled = true;
+        Ok(())
+    }
+
+    fn check(
+        settings: &ZenohSettings,
+        robots: &[RobotSettings],
+        access: &AccessSettings,
+        origin: &str,
+    ) -> Result<(), SettingsError> {
+        settings.check(robots, access, origin)
+    }
+
+    fn enabled(settings: &ZenohSettings) -> bool {
+        settings.enabled
+    }
+
+    fn start<'a>(
+        settings: &'a ZenohSettings,
+        ctx: &'a FrontEndContext,
+    ) -> LocalBoxFuture<'a, Result<ZenohBridge, ZenohError>> {
+        Box::pin(start(settings, ctx))
+    }
+
+    fn describe(settings: &ZenohSettings, _base_dir: &std::path::Path) -> String {
+        if !settings.enabled {
+            return "zenoh bridge: off".into();
+        }
+        format!(
+            "zenoh bridge: {} mode, listen {:?}, connect {:?}, commands {}",
+            settings.mode,
+            settings.listen,
+            settings.connect,
+            if settings.write { "obeyed" } else { "ignored" }
+        )
+    }
+}
 
 /// Why the bridge could not start.
 #[derive(Debug, thiserror::Error)]
@@ -399,7 +459,7 @@ impl FrontEnd for ZenohBridge {
 
     fn recheck(&self) -> usize {
         for a in &self.robots {
-            a.do_send(Recheck);
+            a.do_send(RecheckKeys);
         }
         self.robots.len()
     }
@@ -411,7 +471,7 @@ impl FrontEnd for ZenohBridge {
 
 /// The Zenoh session and, per robot, its token, queryable and subscribers (dropping them
 /// undeclares them).
-type Session = (zenoh::Session, Vec<robot::Declared>);
+type Session = (zenoh::Session, Vec<robot::RobotEntities>);
 
 /// Undeclares the robots' entities and closes the session (blocks).
 fn close((session, declared): Session) {
@@ -421,8 +481,8 @@ fn close((session, declared): Session) {
 
 /// The running bridge: the Zenoh session and one actor per robot.
 pub struct ZenohBridge {
-    session: Blocking<Session>,
-    robots: Vec<Addr<RobotBridge>>,
+    session: BridgeSession<Session>,
+    robots: Vec<Addr<ZenohRobot>>,
     log: Logger,
 }
 
@@ -440,13 +500,13 @@ impl ZenohBridge {
     ) -> Result<ZenohBridge, ZenohError> {
         let config = settings.zenoh_config()?;
         let arbiter = Arbiter::new();
-        let mut actors = Vec::new();
-        let mut inboxes = Vec::new();
+        let mut callbacks = Vec::new();
         for r in &robots {
-            let inbox = Arc::new(Inbox::default());
-            inboxes.push(inbox.clone());
+            let (mailbox, in_flight) =
+                (Arc::new(Mailbox::default()), Arc::new(InFlight::default()));
             let opts = RobotOptions {
-                inbox,
+                mailbox: mailbox.clone(),
+                in_flight: in_flight.clone(),
                 robot: r.name.clone(),
                 registry: r.registry.clone(),
                 session: ids.next(),
@@ -455,22 +515,22 @@ impl ZenohBridge {
                 policy: policy.clone(),
                 log: log.new(slog::o!("robot" => r.name.clone(), "front" => "zenoh")),
             };
-            actors.push(RobotBridge::start_in_arbiter(
-                &arbiter.handle(),
-                move |_| RobotBridge::new(opts),
-            ));
+            let addr =
+                ZenohRobot::start_in_arbiter(&arbiter.handle(), move |_| ZenohRobot::new(opts));
+            let to = Callbacks {
+                addr,
+                mailbox,
+                in_flight,
+            };
+            callbacks.push((r.name.clone(), r.devices.clone(), to));
         }
-        let names: Vec<_> = robots
-            .iter()
-            .zip(&actors)
-            .zip(inboxes)
-            .map(|((r, a), i)| (r.name.clone(), r.devices.clone(), a.clone(), i))
-            .collect();
-        let opened = off_runtime("zenoh-setup", move || -> Result<_, ZenohError> {
+        let actors: Vec<Addr<ZenohRobot>> =
+            callbacks.iter().map(|(_, _, c)| c.addr.clone()).collect();
+        let (session, all) = set_up("zenoh", &arbiter, ZenohError::Setup, move || {
             let session = zenoh::open(config).wait().map_err(ZenohError::Open)?;
             let mut all = Vec::new();
-            for (name, devices, addr, inbox) in names {
-                match robot::declare(&session, &name, &devices, &addr, &inbox) {
+            for (name, devices, to) in callbacks {
+                match robot::declare(&session, &name, &devices, &to) {
                     Ok(x) => all.push(x),
                     Err(source) => {
                         let _ = session.close().wait();
@@ -483,19 +543,11 @@ impl ZenohBridge {
             }
             Ok((session, all))
         })
-        .await
-        .ok_or(ZenohError::Setup)?;
-        let (session, all) = match opened {
-            Ok(x) => x,
-            Err(e) => {
-                arbiter.stop();
-                return Err(e);
-            }
-        };
+        .await?;
         let zid = session.zid().to_string();
         let mut declared = Vec::new();
         for ((publishers, d), addr) in all.into_iter().zip(&actors) {
-            addr.do_send(Attach { publishers });
+            addr.do_send(Attach(publishers));
             declared.push(d);
         }
         let mode = settings.mode.clone();
@@ -514,7 +566,7 @@ impl ZenohBridge {
             );
         }
         Ok(ZenohBridge {
-            session: Blocking::new("zenoh", (session, declared), close, arbiter, log.clone()),
+            session: BridgeSession::new("zenoh", (session, declared), close, arbiter, log.clone()),
             robots: actors,
             log,
         })
