@@ -22,6 +22,9 @@
 //! The data is not in the repository: it is read from `../shared/nav` beside the checkout
 //! (or `$PLAYER_NAV_DATA`); without it, parts 1 and 3 say so and are skipped.
 
+// Unsafe code: clock_gettime(CLOCK_THREAD_CPUTIME_ID) (a Linux call).
+#![allow(unsafe_code)]
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -20,11 +20,9 @@ use actix::prelude::*;
 use bytes::Bytes;
 use common::{percentile, process_cpu};
 use player::catalog::{DriverContext, StartedDriver};
-use player::driver::{
-    Command, Config, DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, Stop,
-    Subscribers, Terminate,
-};
+use player::driver::{DeviceSpec, DriverError, Publisher, Setup, Shutdown};
 use player::settings::Settings;
+use player_kit::plain::{Driver, Reply};
 use player_proto::message;
 use player_testkit::TestServer;
 use serde::Deserialize;
@@ -68,50 +66,27 @@ impl Actor for Stamp {
     }
 }
 
-impl Handler<Setup> for Stamp {
-    type Result = Result<(), DriverError>;
-    fn handle(&mut self, _msg: Setup, _ctx: &mut Self::Context) -> Self::Result {
+impl Driver for Stamp {
+    fn publisher(&mut self) -> &mut Publisher {
+        &mut self.publisher
+    }
+
+    fn setup(
+        &mut self,
+        _msg: Setup,
+        _ctx: &mut Context<Self>,
+    ) -> Reply<Self, Result<(), DriverError>> {
         self.up = true;
-        Ok(())
+        Reply::Now(Ok(()))
     }
-}
 
-impl Handler<Shutdown> for Stamp {
-    type Result = ();
-    fn handle(&mut self, msg: Shutdown, _ctx: &mut Self::Context) {
+    fn shutdown(&mut self, _msg: Shutdown, _ctx: &mut Context<Self>) -> Reply<Self, ()> {
         self.up = false;
-        self.publisher.clear(msg.device);
+        Reply::Now(())
     }
 }
 
-impl Handler<Command> for Stamp {
-    type Result = ();
-    fn handle(&mut self, _msg: Command, _ctx: &mut Self::Context) {}
-}
-
-impl Handler<Config> for Stamp {
-    type Result = ();
-    fn handle(&mut self, _msg: Config, _ctx: &mut Self::Context) {}
-}
-
-impl Handler<Stop> for Stamp {
-    type Result = ();
-    fn handle(&mut self, _msg: Stop, _ctx: &mut Self::Context) {}
-}
-
-impl Handler<Subscribers> for Stamp {
-    type Result = ();
-    fn handle(&mut self, msg: Subscribers, _ctx: &mut Self::Context) {
-        self.publisher.set_subscribers(msg);
-    }
-}
-
-impl Handler<Terminate> for Stamp {
-    type Result = ();
-    fn handle(&mut self, _msg: Terminate, ctx: &mut Self::Context) {
-        ctx.stop();
-    }
-}
+player_kit::driver_handlers!(Stamp);
 
 fn program_entry(code: char, rate: u32) -> String {
     format!(
@@ -144,10 +119,7 @@ fn start_server() -> TestServer {
             publisher: Publisher::new(),
         }
         .start();
-        Ok(StartedDriver {
-            handle: DriverHandle::of(&addr),
-            devices: vec![DeviceSpec::read_only(code)],
-        })
+        Ok(StartedDriver::of(&addr, vec![DeviceSpec::read_only(code)]))
     });
     TestServer::start(settings, catalog)
 }

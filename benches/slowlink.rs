@@ -32,6 +32,10 @@
 //! so over 20 s of 5 rounds a second the slowest of 50 clients gets about 0.65 of the
 //! fastest's count by luck alone.
 
+// Unsafe code: setns(2), a TUN device (open, ioctl), ppoll, read and write on it, and
+// kill(2) (Linux calls).
+#![allow(unsafe_code)]
+
 mod common;
 
 use common::{percentile, player_binary, wall_us};

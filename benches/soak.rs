@@ -42,6 +42,9 @@
 //! the last half); and every front end's watcher must be served in every row of the last
 //! half. Exit status 1 when any fails.
 
+// Unsafe code: sysconf(_SC_CLK_TCK) (a Linux call).
+#![allow(unsafe_code)]
+
 mod common;
 mod soak_fronts;
 

@@ -29,6 +29,9 @@
 //! runs only the rows of N robots and no served row (for a profile of one population;
 //! `-- --set simple` or `full` only that device set).
 
+// Unsafe code: the counting global allocator (a GlobalAlloc is unsafe to implement).
+#![allow(unsafe_code)]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicIsize, Ordering};

@@ -170,7 +170,9 @@ class Driver:
 
     def on_config(self, device: str, request_id: int, payload: bytes) -> Optional[bytes]:
         """A client's configuration request: the config code and its arguments. Return
-        bytes to reply (the server logs replies; 0.7.4a clients get none)."""
+        bytes to reply. The server logs replies; for a device that answers configs (``M``,
+        ``H``, ``G``: docs/extensions.md) it sends each reply to the client as one answer
+        packet, and :meth:`reply` sends more (0.7.4a devices' clients get none)."""
         return None
 
     def on_stop(self, device: str, reason: int) -> None:
@@ -201,6 +203,12 @@ class Driver:
             sec = int(timestamp)
             usec = min(int(round((timestamp - sec) * 1e6)), 999_999)
         self._send(b"d", _STAMP.pack(_code(device), sec, usec) + bytes(payload))
+
+    def reply(self, request_id: int, payload: bytes) -> None:
+        """Replies to config ``request_id`` (as :meth:`on_config` returning bytes does);
+        call it several times to answer in several packets (at most 65534 bytes each; the
+        server keeps the return addresses of the 64 most recent configs)."""
+        self._send(b"x", _U32.pack(request_id) + bytes(payload))
 
     def read(self, device: str) -> None:
         """Starts reading another device of the robot: its readings come to

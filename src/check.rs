@@ -425,7 +425,7 @@ pub fn check_settings(
                     ),
                 });
             }
-            for c in d.device_codes().unwrap_or_default() {
+            for c in d.served_codes().unwrap_or_default() {
                 if let Some((_, other)) = codes.iter().find(|(k, _)| *k == c) {
                     problems.push(Problem {
                         key: format!("{key}.devices"),
@@ -653,10 +653,21 @@ pub fn describe(c: &Checked) -> String {
     for (i, r) in s.robot.iter().enumerate() {
         let _ = writeln!(out, "robot '{}' on {}:{}", r.name, r.bind, r.port);
         for d in &r.driver {
-            let codes = d.device_codes().unwrap_or_default();
+            let codes = d.served().unwrap_or_default();
             let devices: Vec<String> = codes
                 .iter()
-                .map(|&c| format!("{} ({})", char::from(c), player_proto::device::name(c)))
+                .map(|&(own, c)| {
+                    let name = player_proto::device::name(c);
+                    if own == c {
+                        format!("{} ({name})", char::from(c))
+                    } else {
+                        format!(
+                            "{} ({name}; the driver's {})",
+                            char::from(c),
+                            char::from(own)
+                        )
+                    }
+                })
                 .collect();
             let _ = writeln!(out, "  driver '{}': {}", d.driver, devices.join(", "));
         }

@@ -253,6 +253,8 @@ pub async fn reload(
 /// each robot holds a listening socket and each client a connection, so a world of 10 000
 /// robots needs more than the usual soft limit of 1024. Returns the limit now in force
 /// (`None` if it cannot be read).
+// Unsafe code: getrlimit(2)/setrlimit(2) (Linux calls).
+#[allow(unsafe_code)]
 pub fn raise_open_files(log: &Logger) -> Option<u64> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,

@@ -22,7 +22,7 @@ pub use player_drivers as drivers;
 pub mod check;
 pub mod daemon;
 pub use player_emulators as emulators;
-pub use player_kit::{catalog, driver, link};
+pub use player_kit::{answer, catalog, driver, labels, link, source, world};
 pub use player_record as record;
 pub use player_ros2 as ros2;
 pub use player_web as web;

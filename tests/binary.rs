@@ -1,6 +1,9 @@
 //! The `player` binary: the manual's flags (section 2.2), configuration errors, and an
 //! orderly exit on SIGTERM and SIGINT.
 
+// Unsafe code: kill(2) to signal the server (a Linux call).
+#![allow(unsafe_code)]
+
 use player_testkit::*;
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};

@@ -7,6 +7,9 @@
 //!
 //! The same behaviours of the installed package are tested by `tests/package/run.sh`.
 
+// Unsafe code: kill(2), pipe2(2) and the descriptors they give (Linux calls).
+#![allow(unsafe_code)]
+
 use player_client::Client;
 use player_proto::ext::{kind, Notice};
 use player_testkit::check_config;

@@ -3,6 +3,9 @@
 //! unserved), and logs once a second, not per attempt. The `player` binary runs with a
 //! low descriptor limit; the clients are this test's.
 
+// Unsafe code: setrlimit(2) in the child before exec (a Linux call).
+#![allow(unsafe_code)]
+
 use player_testkit::*;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

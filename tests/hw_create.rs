@@ -313,3 +313,28 @@ fn sigterm_of_the_player_binary_leaves_the_base_stopped() {
         Some(codec::OI_STOP)
     );
 }
+
+#[test]
+fn the_precise_odometry_p_comes_with_p_from_the_integrated_encoders() {
+    let emu = base();
+    let toml = create_toml(&emu, "").replace(
+        "devices = [\"p\", \"m\"]",
+        "devices = [\"p\", \"P\", \"m\"]",
+    );
+    let server = start_server(&toml);
+    let mut c = server.client();
+    c.request("paPr").unwrap().check().unwrap();
+    drive_until(&mut c, (100, 20), "a turn of some degrees", |r| {
+        r.position.is_some_and(|p| (5..90).contains(&p.heading))
+    });
+    let r = c.read().unwrap().clone();
+    let (p, o) = (r.position.unwrap(), r.precise.expect("P in the same round"));
+    assert_eq!(
+        (o.time, o.x, o.y),
+        (p.time, p.x, p.y),
+        "one frame, one instant"
+    );
+    let deg = f64::from(o.heading) / 3600.0;
+    assert!((deg - f64::from(p.heading)).abs() <= 0.5, "{p:?} {o:?}");
+    assert!(o.turn_rate != 0 && o.speed != 0, "{o:?}");
+}

@@ -468,3 +468,33 @@ fn configs_sent_while_the_robot_is_away_do_not_stop_the_reconnect() {
     let attempts = robot.emu.stats().opens - robot.opens;
     assert!(attempts < 50, "the backoff was cut short: {attempts} opens");
 }
+
+#[test]
+fn the_precise_odometry_p_comes_with_p_at_the_sips_own_resolution() {
+    let (emu, _world) = robot();
+    let toml = robot_toml(&[(
+        "p2os",
+        "psmgP",
+        &format!("port = \"{}\"\nmotors_on = true", emu.path().display()),
+    )]);
+    let server = start_server(&toml);
+    let mut c = server.client();
+    c.request("paPr").unwrap().check().unwrap();
+    // Turning: P's heading is the SIP's 4096ths of a turn, p's the same rounded to degrees.
+    drive_until(&mut c, (0, 30), "a heading of 40 degrees", |r| {
+        r.position.is_some_and(|p| (40..90).contains(&p.heading))
+    });
+    c.set_speed(0, 0).unwrap();
+    let r = c.read().unwrap().clone();
+    let (p, o) = (r.position.unwrap(), r.precise.expect("P in the same round"));
+    assert_eq!(
+        (o.time, o.x, o.y),
+        (p.time, p.x, p.y),
+        "one SIP, one instant"
+    );
+    let deg = f64::from(o.heading) / 3600.0;
+    assert!((deg - f64::from(p.heading)).abs() <= 0.5, "{p:?} {o:?}");
+    // A multiple of 360/4096 degrees (316.40625 arc-seconds), to the arc-second.
+    let units = f64::from(o.heading) / 316.40625;
+    assert!((units - units.round()).abs() * 316.40625 <= 0.5, "{o:?}");
+}

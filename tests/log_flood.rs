@@ -16,6 +16,9 @@
 //! The short run (12 s: more than one 10 s window) is in the normal test run; the 60 s run
 //! is `#[ignore]`d there and run by CI (`.ci/run`).
 
+// Unsafe code: kill(2) on the server process (a Linux call).
+#![allow(unsafe_code)]
+
 use player_testkit::random::random_client;
 use player_testkit::*;
 use std::collections::HashMap;

@@ -518,7 +518,9 @@ fn every_front_end_of_the_list_is_in_player_1_player_toml_5_and_the_help() {
 
 #[test]
 fn every_driver_and_its_parameters_are_in_player_toml_5() {
-    use player_drivers::{acts, create, p2os, passthrough, program, ptz, rplidar, sick, sim, urg};
+    use player_drivers::{
+        acts, create, mapfile, p2os, passthrough, program, ptz, rplidar, sick, sim, urg,
+    };
     let page = read("packaging/man/player.toml.5");
     let all = sections(&page);
     let drivers: Vec<(&str, BTreeSet<String>)> = vec![
@@ -539,6 +541,7 @@ fn every_driver_and_its_parameters_are_in_player_toml_5() {
             param_keys::<passthrough::PassthroughParams>(),
         ),
         ("program", param_keys::<program::ProgramParams>()),
+        ("mapfile", param_keys::<mapfile::MapfileParams>()),
     ];
     let names: BTreeSet<String> = drivers.iter().map(|(n, _)| n.to_string()).collect();
     let registered: BTreeSet<String> = player::builtin_catalog()

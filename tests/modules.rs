@@ -204,3 +204,294 @@ fn the_scan_finds_a_cycle_and_ignores_comments_and_other_crates() {
     g.insert("c".to_string(), BTreeSet::from(["a".to_string()]));
     assert_eq!(find_cycle(&g).unwrap(), ["a", "b", "c", "a"]);
 }
+
+/// The folders whose `.rs` files the size rules cover (README, "Standards").
+const SIZED: [&str; 6] = ["actors", "sim", "nav", "src", "proto", "client"];
+
+/// The `.rs` files under `SIZED`, as paths relative to the workspace root.
+fn sized_files() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in SIZED {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let mut out: Vec<PathBuf> = files
+        .iter()
+        .filter_map(|f| f.strip_prefix(root).ok().map(Path::to_path_buf))
+        .filter(|f| !f.components().any(|c| c.as_os_str() == "target"))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The most lines a file at `path` (relative to the root) may have: 500 in the web
+/// session's folder, 1,000 elsewhere. An inline test module counts; a long one goes to a
+/// `tests.rs` beside the file.
+fn line_limit(path: &Path) -> usize {
+    if path.starts_with("actors/web/src/session") {
+        500
+    } else {
+        1000
+    }
+}
+
+#[test]
+fn no_source_file_is_over_its_line_limit() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files = sized_files();
+    assert!(files.len() > 100, "found only {} files", files.len());
+    let over: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let lines = std::fs::read_to_string(root.join(f))
+                .unwrap()
+                .lines()
+                .count();
+            (lines > line_limit(f)).then(|| format!("{}: {lines} lines", f.display()))
+        })
+        .collect();
+    assert!(
+        over.is_empty(),
+        "files over their line limit:\n{}",
+        over.join("\n")
+    );
+}
+
+/// The most lines a function outside test code may have, unless a comment just above it
+/// says (with the word "long") why it must be longer.
+const FN_LIMIT: usize = 120;
+
+/// `text` with its comments, string literals and character literals turned to spaces
+/// (newlines kept), so that the braces left are the code's own.
+fn blank_literals(text: &str) -> String {
+    let c: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let blank = |out: &mut String, ch: char| out.push(if ch == '\n' { '\n' } else { ' ' });
+    let ident = |ch: char| ch.is_alphanumeric() || ch == '_';
+    let mut i = 0;
+    while i < c.len() {
+        let prev_ident = i > 0 && ident(c[i - 1]);
+        if c[i] == '/' && c.get(i + 1) == Some(&'/') {
+            while i < c.len() && c[i] != '\n' {
+                blank(&mut out, c[i]);
+                i += 1;
+            }
+        } else if c[i] == '/' && c.get(i + 1) == Some(&'*') {
+            let mut depth = 0;
+            while i < c.len() {
+                if c[i] == '/' && c.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    out.push_str("  ");
+                    i += 2;
+                } else if c[i] == '*' && c.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    out.push_str("  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    blank(&mut out, c[i]);
+                    i += 1;
+                }
+            }
+        } else if !prev_ident && (c[i] == 'r' || (c[i] == 'b' && c.get(i + 1) == Some(&'r'))) && {
+            let mut j = i + if c[i] == 'b' { 2 } else { 1 };
+            while c.get(j) == Some(&'#') {
+                j += 1;
+            }
+            c.get(j) == Some(&'"')
+        } {
+            // A raw string: r"..." or r#"..."# (and byte raw strings).
+            let mut j = i + if c[i] == 'b' { 2 } else { 1 };
+            let mut hashes = 0;
+            while c[j] == '#' {
+                hashes += 1;
+                j += 1;
+            }
+            j += 1;
+            while j < c.len() {
+                if c[j] == '"' && (0..hashes).all(|k| c.get(j + 1 + k) == Some(&'#')) {
+                    j += 1 + hashes;
+                    break;
+                }
+                j += 1;
+            }
+            for &ch in &c[i..j.min(c.len())] {
+                blank(&mut out, ch);
+            }
+            i = j;
+        } else if c[i] == '"' {
+            blank(&mut out, c[i]);
+            i += 1;
+            while i < c.len() && c[i] != '"' {
+                if c[i] == '\\' {
+                    blank(&mut out, c[i]);
+                    i += 1;
+                }
+                if i < c.len() {
+                    blank(&mut out, c[i]);
+                    i += 1;
+                }
+            }
+            if i < c.len() {
+                blank(&mut out, c[i]);
+                i += 1;
+            }
+        } else if c[i] == '\'' && (c.get(i + 1) == Some(&'\\') || c.get(i + 2) == Some(&'\'')) {
+            // A character literal ('x', '\n', '\u{..}'); a lifetime ('a) has no closing quote.
+            let mut j = i + 1;
+            if c[j] == '\\' {
+                j += 2;
+            } else {
+                j += 1;
+            }
+            while j < c.len() && c[j] != '\'' {
+                j += 1;
+            }
+            for &ch in &c[i..(j + 1).min(c.len())] {
+                blank(&mut out, ch);
+            }
+            i = j + 1;
+        } else {
+            out.push(c[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Whether `line` (blanked) opens a function item: `fn name` after only qualifiers.
+fn opens_fn(line: &str) -> bool {
+    let t = line.trim_start();
+    let Some(at) = t.find("fn ") else {
+        return false;
+    };
+    (at == 0 || t[..at].ends_with(' '))
+        && t[..at].split_whitespace().all(|w| {
+            matches!(
+                w,
+                "pub" | "const" | "async" | "unsafe" | "extern" | "default"
+            ) || w.starts_with("pub(")
+        })
+}
+
+/// From line `from` of `lines` (blanked), the line of the `}` closing the first `{` met
+/// outside brackets and parentheses; `None` if a `;` comes first (a declaration, no body).
+fn body_end(lines: &[&str], from: usize) -> Option<usize> {
+    let (mut nest, mut depth) = (0i32, 0i32);
+    for (n, line) in lines.iter().enumerate().skip(from) {
+        for ch in line.chars() {
+            match ch {
+                '(' | '[' if depth == 0 => nest += 1,
+                ')' | ']' if depth == 0 => nest -= 1,
+                ';' if depth == 0 && nest == 0 => return None,
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(n);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+/// Whether a comment in the attributes and comments right above line `at` says, with the
+/// word "long", why the function there is long.
+fn says_why_long(lines: &[&str], at: usize) -> bool {
+    lines[..at]
+        .iter()
+        .rev()
+        .map(|l| l.trim_start())
+        .take_while(|l| l.starts_with('#') || l.starts_with("//") || l.starts_with("/*"))
+        .filter(|l| !l.starts_with('#'))
+        .any(|l| {
+            l.split(|ch: char| !ch.is_alphabetic())
+                .any(|w| w.eq_ignore_ascii_case("long"))
+        })
+}
+
+/// The functions of `text` outside test code longer than `FN_LIMIT` lines without a
+/// comment saying why: (first line, lines, name) each.
+fn long_fns(text: &str) -> Vec<(usize, usize, String)> {
+    let blanked = blank_literals(text);
+    let code: Vec<&str> = blanked.lines().collect();
+    let original: Vec<&str> = text.lines().collect();
+    // The line ranges of `#[cfg(test)]` items (inline test modules and helpers).
+    let mut tests = Vec::new();
+    for (n, line) in code.iter().enumerate() {
+        let t = line.trim_start();
+        if t.starts_with("#[cfg(") && t.contains("test") && !t.contains("not(test") {
+            if let Some(end) = body_end(&code, n + 1) {
+                tests.push(n..=end);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (n, line) in code.iter().enumerate() {
+        if !opens_fn(line) || tests.iter().any(|r| r.contains(&n)) {
+            continue;
+        }
+        let Some(end) = body_end(&code, n) else {
+            continue;
+        };
+        let len = end - n + 1;
+        if len > FN_LIMIT && !says_why_long(&original, n) {
+            let name = line.trim_start();
+            let name = &name[name.find("fn ").unwrap() + 3..];
+            let name = name
+                .split(|ch: char| !(ch.is_alphanumeric() || ch == '_'))
+                .next();
+            out.push((n + 1, len, name.unwrap_or("").to_string()));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_function_outside_tests_is_over_its_line_limit_without_saying_why() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut over = Vec::new();
+    for f in sized_files() {
+        // Test code: integration tests, benches and `tests.rs` modules beside their files.
+        if f.components()
+            .any(|c| matches!(c.as_os_str().to_str(), Some("tests" | "benches")))
+            || f.file_name().is_some_and(|n| n == "tests.rs")
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(root.join(&f)).unwrap();
+        for (line, len, name) in long_fns(&text) {
+            over.push(format!("{}:{line}: fn {name}, {len} lines", f.display()));
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "functions over {FN_LIMIT} lines with no comment above saying why they are long:\n{}",
+        over.join("\n")
+    );
+}
+
+#[test]
+fn the_fn_scan_counts_bodies_past_literals_and_skips_tests_and_explained_ones() {
+    let body = "    let x = 1;\n".repeat(FN_LIMIT);
+    let tricky = "    let s = \"}\"; let c = '}'; let r = r#\"{\"#; // }\n";
+    let text = format!(
+        "//! m\n\n/// Short.\npub(crate) fn short<'a>(x: &'a [u8; 4]) -> &'a u8 {{\n{tricky}    &x[0]\n}}\n\n\
+         /// Too big.\npub async fn big() {{\n{tricky}{body}}}\n\n\
+         /// Long: one table.\nfn explained() {{\n{body}}}\n\n\
+         #[cfg(test)]\nmod tests {{\n    fn helper() {{\n{body}    }}\n}}\n"
+    );
+    let found = long_fns(&text);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].2, "big");
+    assert_eq!(found[0].1, FN_LIMIT + 3);
+    assert!(blank_literals("'a' \"{\" /* } */ x")
+        .trim_end()
+        .ends_with('x'));
+    assert!(!blank_literals("'a' \"{\" /* } */ x").contains(['{', '}']));
+}

@@ -9,10 +9,11 @@ use actix::prelude::*;
 use bytes::Bytes;
 use player::catalog::{DriverContext, StartedDriver};
 use player::driver::{
-    Command, Config, DeviceData, DeviceSpec, DriverError, DriverHandle, Inbox, Publisher, Setup,
-    Shutdown, Stop, Subscribers, Terminate, Timestamp,
+    Command, Config, DeviceData, DeviceSpec, DriverError, Inbox, Publisher, Setup, Shutdown,
+    Subscribers, Timestamp,
 };
 use player::settings::Settings;
+use player_kit::plain::{Driver, Reply};
 use player_testkit::hw::wait_for;
 use player_testkit::*;
 use serde::Deserialize;
@@ -67,11 +68,18 @@ impl Actor for Counter {
     }
 }
 
-impl Handler<Setup> for Counter {
-    type Result = ResponseActFuture<Self, Result<(), DriverError>>;
-    fn handle(&mut self, _msg: Setup, _ctx: &mut Self::Context) -> Self::Result {
+impl Driver for Counter {
+    fn publisher(&mut self) -> &mut Publisher {
+        &mut self.publisher
+    }
+
+    fn setup(
+        &mut self,
+        _msg: Setup,
+        _ctx: &mut Context<Self>,
+    ) -> Reply<Self, Result<(), DriverError>> {
         let wait = Duration::from_millis(self.setup_ms);
-        Box::pin(actix::clock::sleep(wait).into_actor(self).map(|_, act, _| {
+        Reply::later(actix::clock::sleep(wait).into_actor(self).map(|_, act, _| {
             if act.fail_setups > 0 {
                 act.fail_setups -= 1;
                 return Err(DriverError::refused("the counter is unplugged"));
@@ -81,43 +89,26 @@ impl Handler<Setup> for Counter {
             Ok(())
         }))
     }
-}
 
-impl Handler<Shutdown> for Counter {
-    type Result = ();
-    fn handle(&mut self, msg: Shutdown, _ctx: &mut Self::Context) {
+    fn shutdown(&mut self, _msg: Shutdown, _ctx: &mut Context<Self>) -> Reply<Self, ()> {
         self.up = false;
-        self.publisher.clear(msg.device);
+        Reply::Now(())
     }
-}
 
-impl Handler<Command> for Counter {
-    type Result = ();
-    fn handle(&mut self, msg: Command, _ctx: &mut Self::Context) {
+    fn command(&mut self, msg: Command, _ctx: &mut Context<Self>) {
         // The session checked the size against the DeviceSpec.
         self.value = u16::from_be_bytes([msg.payload[0], msg.payload[1]]);
     }
-}
 
-impl Handler<Config> for Counter {
-    type Result = ();
-    fn handle(&mut self, msg: Config, _ctx: &mut Self::Context) {
+    fn config(&mut self, msg: Config, _ctx: &mut Context<Self>) {
         match msg.payload[..] {
             [b's', hi, lo] => self.step = u16::from_be_bytes([hi, lo]),
             [b'h', held] => self.held = held != 0,
             _ => {}
         }
     }
-}
 
-impl Handler<Stop> for Counter {
-    type Result = ();
-    fn handle(&mut self, _msg: Stop, _ctx: &mut Self::Context) {}
-}
-
-impl Handler<Subscribers> for Counter {
-    type Result = ();
-    fn handle(&mut self, msg: Subscribers, _ctx: &mut Self::Context) {
+    fn subscribers(&mut self, msg: Subscribers, _ctx: &mut Context<Self>) {
         if let (Some(r), false) = (
             &msg.recipient,
             msg.session == player::registry::SessionId::TAP,
@@ -131,12 +122,7 @@ impl Handler<Subscribers> for Counter {
     }
 }
 
-impl Handler<Terminate> for Counter {
-    type Result = ();
-    fn handle(&mut self, _msg: Terminate, ctx: &mut Self::Context) {
-        ctx.stop();
-    }
-}
+player_kit::driver_handlers!(Counter);
 
 fn catalog_with_counter() -> player::catalog::Catalog {
     let mut catalog = player::builtin_catalog();
@@ -157,10 +143,10 @@ fn catalog_with_counter() -> player::catalog::Catalog {
             publisher: Publisher::new(),
         }
         .start();
-        Ok(StartedDriver {
-            handle: DriverHandle::of(&addr),
-            devices: vec![DeviceSpec::read_write(code, 2)],
-        })
+        Ok(StartedDriver::of(
+            &addr,
+            vec![DeviceSpec::read_write(code, 2)],
+        ))
     });
     catalog
 }

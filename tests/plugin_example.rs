@@ -3,6 +3,9 @@
 //! drove, computed by the plugin program from the position device it reads through the
 //! server, matches the distance the robot's own odometry says it drove.
 
+// Unsafe code: kill(2) on the server process (a Linux call).
+#![allow(unsafe_code)]
+
 use player_testkit::{collect_stderr, free_port, Client};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -4,14 +4,17 @@
 //! frame, a command device under the watchdog); and an in-process virtual device reading
 //! the laser through its `DeviceSource`. python3 must be on the PATH.
 
+// Unsafe code: kill(2) on the server and on a driver program (a Linux call).
+#![allow(unsafe_code)]
+
 use actix::prelude::*;
 use bytes::Bytes;
 use player::catalog::{DriverContext, StartedDriver};
 use player::driver::{
-    Command as DriverCommand, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceSource,
-    DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, Stop, Subscribers,
-    Terminate,
+    DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, DriverError, Publisher, Setup, Shutdown,
 };
+use player::source::DeviceSource;
+use player_kit::plain::{Driver, Reply};
 use player_testkit::{
     collect_stderr, free_port, pairs_bytes, wait_for_text, wait_until, Client, Packet, Streamer,
     TIMEOUT,
@@ -464,31 +467,37 @@ impl Actor for FirstRay {
     type Context = Context<Self>;
 }
 
-impl Handler<Setup> for FirstRay {
-    type Result = ResponseActFuture<Self, Result<(), DriverError>>;
-    fn handle(&mut self, _msg: Setup, ctx: &mut Self::Context) -> Self::Result {
+impl Driver for FirstRay {
+    fn publisher(&mut self) -> &mut Publisher {
+        &mut self.publisher
+    }
+
+    fn setup(
+        &mut self,
+        _msg: Setup,
+        ctx: &mut Context<Self>,
+    ) -> Reply<Self, Result<(), DriverError>> {
         let read = self
             .source
             .read(b'l', DataRecipient::of(&ctx.address()), true);
-        Box::pin(
+        Reply::later(
             read.into_actor(self)
                 .map(|r, _, _| r.map_err(DriverError::from)),
         )
     }
-}
 
-impl Handler<Shutdown> for FirstRay {
-    type Result = ();
-    fn handle(&mut self, msg: Shutdown, ctx: &mut Self::Context) {
-        self.publisher.clear(msg.device);
+    fn shutdown(&mut self, _msg: Shutdown, ctx: &mut Context<Self>) -> Reply<Self, ()> {
         let release = self
             .source
             .read(b'l', DataRecipient::of(&ctx.address()), false);
         actix::spawn(async move {
             let _ = release.await;
         });
+        Reply::Now(())
     }
 }
+
+player_kit::driver_handlers!(FirstRay);
 
 impl FirstRay {
     fn reading(&mut self, d: &DeviceData) {
@@ -515,35 +524,6 @@ impl Handler<DeviceDataBatch> for FirstRay {
     }
 }
 
-impl Handler<DriverCommand> for FirstRay {
-    type Result = ();
-    fn handle(&mut self, _msg: DriverCommand, _ctx: &mut Self::Context) {}
-}
-
-impl Handler<Config> for FirstRay {
-    type Result = ();
-    fn handle(&mut self, _msg: Config, _ctx: &mut Self::Context) {}
-}
-
-impl Handler<Stop> for FirstRay {
-    type Result = ();
-    fn handle(&mut self, _msg: Stop, _ctx: &mut Self::Context) {}
-}
-
-impl Handler<Subscribers> for FirstRay {
-    type Result = ();
-    fn handle(&mut self, msg: Subscribers, _ctx: &mut Self::Context) {
-        self.publisher.set_subscribers(msg);
-    }
-}
-
-impl Handler<Terminate> for FirstRay {
-    type Result = ();
-    fn handle(&mut self, _msg: Terminate, ctx: &mut Self::Context) {
-        ctx.stop();
-    }
-}
-
 #[test]
 fn an_in_process_driver_reads_another_device_through_its_device_source() {
     let mut settings = player_testkit::default_settings();
@@ -562,10 +542,7 @@ fn an_in_process_driver_reads_another_device_through_its_device_source() {
             publisher: Publisher::new(),
         }
         .start();
-        Ok(StartedDriver {
-            handle: DriverHandle::of(&addr),
-            devices: vec![DeviceSpec::read_only(b'q')],
-        })
+        Ok(StartedDriver::of(&addr, vec![DeviceSpec::read_only(b'q')]))
     });
     let server = player_testkit::start_server_with(settings, catalog);
     let mut c = push_client(server.addr(), &[(b'q', b'r'), (b'l', b'r')]);

@@ -11,6 +11,9 @@
 //! the `replay` driver and compare what a 0.7.4a client receives with the file, byte for
 //! byte.
 
+// Unsafe code: kill(2) to signal the server (a Linux call).
+#![allow(unsafe_code)]
+
 use player::record::RAW_ENCODING;
 use player_testkit::*;
 use std::collections::BTreeMap;

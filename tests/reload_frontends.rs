@@ -11,6 +11,9 @@
 //!   keep coming), the new key commands it, and a Zenoh subscriber's readings go on
 //!   through the reload without a gap.
 
+// Unsafe code: kill(2) to send SIGHUP to the server (a Linux call).
+#![allow(unsafe_code)]
+
 use futures::SinkExt;
 use player_proto::data::PositionCommand;
 use player_testkit::foxglove_ws::{

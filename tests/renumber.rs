@@ -14,6 +14,9 @@
 //! rule that drops every reading numbered no higher than the last taken, the new run's
 //! first 1200 readings (6 s) were dropped.
 
+// Unsafe code: kill(2) on a server process (a Linux call).
+#![allow(unsafe_code)]
+
 use futures::StreamExt;
 use player::settings::Settings;
 use player_testkit::foxglove_ws::{self, channel_id, message_data, next_op, subscribe};

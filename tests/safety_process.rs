@@ -8,6 +8,9 @@
 //! link test needs root (network namespaces, veth); it says so and passes vacuously
 //! otherwise.
 
+// Unsafe code: kill(2) to stop and continue the controller (a Linux call).
+#![allow(unsafe_code)]
+
 use player_proto::data::Position;
 use player_proto::ext::{decode, Extension};
 use player_testkit::*;

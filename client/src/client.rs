@@ -20,6 +20,23 @@ const CHUNK: usize = 8192;
 /// How many notices are kept until taken; past this the oldest are dropped (and counted).
 pub const MAX_QUEUED_NOTICES: usize = 256;
 
+/// How many config answers are kept until taken; past this the oldest are dropped.
+pub const MAX_QUEUED_ANSWERS: usize = 256;
+
+/// One packet of a device's answer to a config (`y` of the device's kind,
+/// docs/extensions.md): the device, the config it answers and the body.
+/// [`player_proto::nav`] decodes the navigation devices' bodies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// The device that answered.
+    pub device: u8,
+    /// The config code it answers ([`player_proto::nav::answered_code`]).
+    pub code: u8,
+    /// The body: the device's answer layout (for `H` and `G`, Player 1.6.5's with the
+    /// config code first; for `M`, the tile: map id, rectangle, cells).
+    pub body: Vec<u8>,
+}
+
 /// What [`Client::decode_next`] took off the buffer.
 enum Decoded {
     /// A reply or a data packet.
@@ -79,6 +96,8 @@ pub struct Client {
     notices_dropped: u64,
     /// The latest device list received and not yet taken.
     device_list: Option<Vec<DeviceEntry>>,
+    /// Config answers received and not yet taken, oldest first.
+    pub(crate) answers: VecDeque<Answer>,
 }
 
 impl Client {
@@ -129,6 +148,7 @@ impl Client {
             notices: VecDeque::new(),
             notices_dropped: 0,
             device_list: None,
+            answers: VecDeque::new(),
         })
     }
 
@@ -469,6 +489,19 @@ impl Client {
             let end = SERVER_HEADER + usize::from(u16::from_be_bytes([bytes[1], bytes[2]]));
             if bytes.len() < end {
                 return Ok(None);
+            }
+            if let Some(a) = ext::decode_answer(&bytes[SERVER_HEADER..end]) {
+                let answer = Answer {
+                    device: a.device,
+                    code: a.code,
+                    body: a.body.to_vec(),
+                };
+                self.consume(end);
+                if self.answers.len() == MAX_QUEUED_ANSWERS {
+                    self.answers.pop_front();
+                }
+                self.answers.push_back(answer);
+                return Ok(Some(Decoded::Extension));
             }
             let filed = ext::decode(&bytes[SERVER_HEADER..end]);
             self.consume(end);
@@ -829,6 +862,42 @@ impl Client {
                 }
             }
         }
+    }
+
+    /// Sends a config (`x <device> <code> <args>`) and waits for `device`'s answer to
+    /// `code` (docs/extensions.md): its body (the device's answer layout). Answers of other configs
+    /// that arrive meanwhile stay queued; data packets and replies are applied as by
+    /// [`wait_notice`](Client::wait_notice). A device that does not answer never does: set
+    /// a [read timeout](Client::set_read_timeout) to get [`Error::Timeout`] then.
+    pub fn ask(&mut self, device: u8, code: u8, args: &[u8]) -> Result<Vec<u8>, Error> {
+        self.send(&message::config(device, code, args))?;
+        self.wait_answer(device, code)
+    }
+
+    /// Waits for the next answer of `device` to config `code` (one already queued first);
+    /// returns its body.
+    pub fn wait_answer(&mut self, device: u8, code: u8) -> Result<Vec<u8>, Error> {
+        loop {
+            let at = self
+                .answers
+                .iter()
+                .position(|a| a.device == device && a.code == code);
+            if let Some(i) = at {
+                return Ok(self.answers.remove(i).expect("found").body);
+            }
+            match self.decode_next()? {
+                Some(Decoded::Message(m)) => self.apply_in_passing(m),
+                Some(Decoded::Extension) => {}
+                None => {
+                    self.fill(Wait::Timeout(self.read_timeout))?;
+                }
+            }
+        }
+    }
+
+    /// Takes every config answer received and not yet taken, oldest first.
+    pub fn take_answers(&mut self) -> Vec<Answer> {
+        self.answers.drain(..).collect()
     }
 
     /// Sends bytes as they are, for testing a server with malformed input. The client's

@@ -48,6 +48,8 @@
 //! - [`Error`]: one enum for everything, whose messages name the device involved.
 //! - [`manual`]: the control steps of the manual's two sonar examples (Figure 3 and
 //!   Appendix C.4) as pure functions, shared by the examples and the simulator's tests.
+//! - [`avoid`]: a laser obstacle avoider that wanders a building for hours, as a pure step
+//!   over one `l` scan (the `laser_avoid` example and the simulator's tests).
 //!
 //! # Data modes
 //! By default the server sends a round of every readable device's current data 10 times a
@@ -69,19 +71,30 @@
 //! ([`DeviceEntry`]). The wire format is in `docs/extensions.md`, the byte layouts in
 //! [`player_proto::ext`].
 //!
+//! # Navigation devices
+//! The map `M`, the localizer `H` (Player 1.6.5's layout), the planner `G`, the base's own
+//! position `O` and its full-precision odometry `P` are read into [`Round`] like any
+//! device. Their configs answer with data ([`Client::ask`], answers queued as they arrive):
+//! [`Client::map_info`] and [`Client::download_map`] fetch the map tile by tile,
+//! [`Client::particles`] the localizer's particles; [`Client::set_pose`],
+//! [`Client::global_localization`], [`Client::set_goal`], [`Client::waypoints`],
+//! [`Client::planner_enable`] and [`Client::planner_cancel`] do the rest.
+//!
 //! # Timestamps
 //! With [`Client::set_timestamps`] on, the server puts the driver's timestamp (seconds and
 //! microseconds since the Unix epoch) in front of each data payload; the client strips it
 //! into [`Round::timestamps`].
 #![deny(missing_docs)]
 
+pub mod avoid;
 mod client;
 mod error;
 mod grant;
 pub mod manual;
+mod nav;
 mod round;
 
-pub use client::{Client, MAX_QUEUED_NOTICES};
+pub use client::{Answer, Client, MAX_QUEUED_ANSWERS, MAX_QUEUED_NOTICES};
 pub use error::Error;
 pub use grant::{parse_spec, satisfies, Grant, MAX_PAIRS};
 pub use round::Round;

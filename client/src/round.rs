@@ -7,6 +7,8 @@ use player_proto::data::{
     DataError, Gripper, Laser, Misc, Position, Ptz, Sonar, Vision, ACTS_BLOB, ACTS_HEADER,
 };
 use player_proto::device;
+use player_proto::nav::{Localize, MapInfo, Planner};
+use player_proto::odometry::Odometry;
 use player_proto::scan::Scan;
 
 /// The latest reading of every device the client has received data from.
@@ -36,6 +38,18 @@ pub struct Round {
     pub vision: Option<Vision>,
     /// Full scan (`L`, an extension): a laser's readings as the sensor measured them.
     pub scan: Option<Scan>,
+    /// Map (`M`, an extension): which map, its size and where it lies; its cells come as
+    /// tiles ([`Client::download_map`](crate::Client::download_map)).
+    pub map: Option<MapInfo>,
+    /// Localizer (`H`, an extension; Player 1.6.5's layout): pose hypotheses.
+    pub localize: Option<Localize>,
+    /// Planner (`G`, an extension; Player 1.6.5's layout and a state).
+    pub planner: Option<Planner>,
+    /// The base's own position (`O`, an extension: `p`'s layout, served so when another
+    /// driver, a localizer, serves `p` in the map frame).
+    pub odometry: Option<Position>,
+    /// The base's odometry at full precision (`P`, an extension).
+    pub precise: Option<Odometry>,
     /// Per device code, the timestamp (seconds, microseconds since the Unix epoch) of its
     /// latest packet, when timestamps are on ([`Client::set_timestamps`]). A device whose
     /// latest packet carried no timestamp has no entry.
@@ -85,6 +99,11 @@ impl Round {
             device::PTZ => self.ptz.is_some(),
             device::VISION => self.vision.is_some(),
             device::FULL_SCAN => self.scan.is_some(),
+            device::MAP => self.map.is_some(),
+            device::LOCALIZE => self.localize.is_some(),
+            device::PLANNER => self.planner.is_some(),
+            device::ODOMETRY => self.odometry.is_some(),
+            device::PRECISE_ODOMETRY => self.precise.is_some(),
             d => self.other(d).is_some(),
         }
     }
@@ -109,6 +128,11 @@ impl Round {
             device::PTZ => self.ptz = Some(Ptz::decode(payload)?),
             device::VISION => self.vision = Some(Vision::decode(payload)?),
             device::FULL_SCAN => self.scan = Some(Scan::decode(payload)?),
+            device::MAP => self.map = Some(MapInfo::decode(payload)?),
+            device::LOCALIZE => self.localize = Some(Localize::decode(payload)?),
+            device::PLANNER => self.planner = Some(Planner::decode(payload)?),
+            device::ODOMETRY => self.odometry = Some(Position::decode(payload)?),
+            device::PRECISE_ODOMETRY => self.precise = Some(Odometry::decode(payload)?),
             d => match self.other.iter_mut().find(|(od, _)| *od == d) {
                 Some((_, p)) => {
                     p.clear();
@@ -148,6 +172,11 @@ pub(crate) fn layout_fits(device: u8, payload: &[u8]) -> Option<bool> {
             return Some(len >= ACTS_HEADER && (len - ACTS_HEADER) % ACTS_BLOB == 0);
         }
         device::FULL_SCAN => return Some(Scan::decode(payload).is_ok()),
+        device::MAP => MapInfo::SIZE,
+        device::LOCALIZE => return Some(Localize::decode(payload).is_ok()),
+        device::PLANNER => Planner::SIZE,
+        device::ODOMETRY => Position::SIZE,
+        device::PRECISE_ODOMETRY => Odometry::SIZE,
         _ => return None,
     };
     Some(len == size)
@@ -190,6 +219,28 @@ impl fmt::Display for Round {
                 near.map_or("-".to_string(), |r| r.to_string())
             )?;
         }
+        if let Some(o) = &self.odometry {
+            writeln!(
+                f,
+                "odometry: time {} ms, x {} mm, y {} mm, heading {}°, speed {} mm/s, turn {}°/s",
+                o.time, o.x, o.y, o.heading, o.speed, o.turn_rate
+            )?;
+        }
+        if let Some(o) = &self.precise {
+            writeln!(
+                f,
+                "precise odometry: time {} ms, x {} mm, y {} mm, heading {:.4}°, speed {} mm/s, \
+                 turn {:.3}°/s, stall {}",
+                o.time,
+                o.x,
+                o.y,
+                f64::from(o.heading) / 3600.0,
+                o.speed,
+                f64::from(o.turn_rate) / 3600.0,
+                o.stall
+            )?;
+        }
+        self.fmt_navigation(f)?;
         if let Some(m) = &self.misc {
             writeln!(
                 f,
@@ -213,6 +264,61 @@ impl fmt::Display for Round {
         }
         for (d, p) in &self.other {
             writeln!(f, "{}: {} bytes", crate::error::Dev(*d), p.len())?;
+        }
+        Ok(())
+    }
+}
+
+impl Round {
+    /// The navigation devices' lines of [`Round`]'s `Display`: map, localize, planner.
+    fn fmt_navigation(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(m) = &self.map {
+            writeln!(
+                f,
+                "map: id {:08x}, {} x {} cells of {} mm, origin ({}, {}) mm, {:.2}°",
+                m.map_id,
+                m.width,
+                m.height,
+                f64::from(m.resolution) / 1000.0,
+                m.origin_x,
+                m.origin_y,
+                f64::from(m.origin_heading) / 3600.0
+            )?;
+        }
+        if let Some(l) = &self.localize {
+            write!(f, "localize: {} hypotheses", l.hypotheses.len())?;
+            if let Some(h) = l.hypotheses.first() {
+                let sd = |v: i64| (v.max(0) as f64).sqrt();
+                write!(
+                    f,
+                    ", best ({}, {}) mm {:.2}° (sd {:.0} mm, {:.0} mm, {:.2}°), weight {:.3}",
+                    h.mean[0],
+                    h.mean[1],
+                    f64::from(h.mean[2]) / 3600.0,
+                    sd(h.cov[0][0]),
+                    sd(h.cov[1][1]),
+                    sd(h.cov[2][2]) / 3600.0,
+                    f64::from(h.alpha) / 1e6
+                )?;
+            }
+            writeln!(f)?;
+        }
+        if let Some(p) = &self.planner {
+            writeln!(
+                f,
+                "planner: {}, goal ({}, {}) mm {}°, waypoint {} of {} ({}, {}) mm, pose ({}, {}) mm {}°",
+                p.state.name(),
+                p.goal[0],
+                p.goal[1],
+                p.goal[2],
+                p.curr_waypoint,
+                p.waypoint_count,
+                p.waypoint[0],
+                p.waypoint[1],
+                p.pose[0],
+                p.pose[1],
+                p.pose[2]
+            )?;
         }
         Ok(())
     }
@@ -289,6 +395,75 @@ mod tests {
         let text = r.to_string();
         assert!(text.contains("battery 13.1 V"), "{text}");
         assert!(text.contains("vision: 1 blobs on 1 channels"), "{text}");
+    }
+
+    #[test]
+    fn apply_decodes_the_navigation_devices() {
+        use player_proto::nav::{Hypothesis, PlannerState};
+        let mut r = Round::new();
+        let m = MapInfo {
+            map_id: 0xabcd,
+            width: 10,
+            height: 20,
+            resolution: 50_000,
+            origin_x: -500,
+            origin_y: 0,
+            origin_heading: 0,
+        };
+        r.apply(b'M', None, &m.encode()).unwrap();
+        let l = Localize {
+            hypotheses: vec![Hypothesis {
+                mean: [1000, 2000, 324_000],
+                cov: [[2500, 0, 0], [0, 2500, 0], [0, 0, 3600 * 3600]],
+                alpha: 1_000_000,
+            }],
+            ..Localize::default()
+        };
+        r.apply(b'H', None, &l.encode().unwrap()).unwrap();
+        let g = Planner {
+            state: PlannerState::Driving,
+            waypoint_count: 4,
+            ..Planner::default()
+        };
+        r.apply(b'G', None, &g.encode()).unwrap();
+        let o = Position {
+            x: 5,
+            ..Position::default()
+        };
+        r.apply(b'O', None, &o.encode()).unwrap();
+        let p = Odometry {
+            heading: 1_295_999,
+            ..Odometry::default()
+        };
+        r.apply(b'P', None, &p.encode()).unwrap();
+        assert_eq!(
+            (r.map, r.localize.clone(), r.planner, r.odometry, r.precise),
+            (Some(m), Some(l.clone()), Some(g), Some(o), Some(p))
+        );
+        let text = r.to_string();
+        assert!(
+            text.contains("map: id 0000abcd, 10 x 20 cells of 50 mm"),
+            "{text}"
+        );
+        assert!(
+            text.contains("best (1000, 2000) mm 90.00° (sd 50 mm, 50 mm, 1.00°)"),
+            "{text}"
+        );
+        assert!(text.contains("planner: driving"), "{text}");
+        assert!(r.has(b'M') && r.has(b'P'));
+        // Each fits its own layout, and not with 8 bytes more (a timestamp).
+        for (d, bytes) in [
+            (b'M', m.encode()),
+            (b'G', g.encode()),
+            (b'O', o.encode()),
+            (b'P', p.encode()),
+            (b'H', l.encode().unwrap()),
+        ] {
+            assert_eq!(layout_fits(d, &bytes), Some(true), "{}", d as char);
+            let mut stamped = vec![0x65, 0, 0, 0, 0, 0, 0x10, 0];
+            stamped.extend_from_slice(&bytes);
+            assert_eq!(layout_fits(d, &stamped), Some(false), "{}", d as char);
+        }
     }
 
     #[test]

@@ -6,6 +6,9 @@
 //! Timeouts are generous (the machine is small and shared); nothing asserts a duration
 //! beyond "within seconds".
 
+// Unsafe code: kill(2) to signal the joystick client (a Linux call).
+#![allow(unsafe_code)]
+
 use std::net::SocketAddr;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};

@@ -5,6 +5,7 @@
 //! here.
 
 use player_proto::data::{Gripper, Misc, Position, Sonar};
+use player_proto::odometry::{Odometry, ARCSEC_PER_TURN};
 
 /// The two header bytes of every packet, both directions.
 pub const HEADER: [u8; 2] = [0xFA, 0xFB];
@@ -515,6 +516,9 @@ pub fn gripper_packets(cmd: u8, arg: u8) -> Vec<Vec<u8>> {
 pub struct Readings {
     /// Position (its `time` field is left 0 for the driver to fill).
     pub position: Position,
+    /// The same position at the SIP's own precision (heading in 4096ths of a turn, the
+    /// turn rate unrounded) for the `P` device; `time` is left 0 likewise.
+    pub odometry: Odometry,
     /// The 16 sonar ranges, mm.
     pub sonar: Sonar,
     /// Bumpers and battery.
@@ -592,9 +596,21 @@ impl SipState {
         }
         let (l, r) = (i32::from(sip.lvel), i32::from(sip.rvel));
         let speed = (l + r) / 2;
-        let turn = (180.0 * f64::from(r - l) / p2dx::AXLE_MM / std::f64::consts::PI).trunc();
+        let turn_deg = 180.0 * f64::from(r - l) / p2dx::AXLE_MM / std::f64::consts::PI;
+        let turn = turn_deg.trunc();
         let stall = (sip.stall_low | sip.stall_high) & 1;
         Readings {
+            odometry: Odometry {
+                time: 0,
+                x: self.x,
+                y: self.y,
+                heading: (units * f64::from(ARCSEC_PER_TURN) / f64::from(p2dx::ANGLE_UNITS)).round()
+                    as i32
+                    % ARCSEC_PER_TURN,
+                speed,
+                turn_rate: (turn_deg * 3600.0).round() as i32,
+                stall,
+            },
             position: Position {
                 time: 0,
                 x: self.x,
@@ -790,6 +806,17 @@ mod tests {
         assert_eq!(s.rejected_jumps, 1);
         let r = s.apply(&sip(2010, 10, 0));
         assert_eq!(r.position.x, 8);
+    }
+
+    #[test]
+    fn the_precise_odometry_keeps_the_sips_heading_and_turn_rate() {
+        let mut s = SipState::new();
+        // 1000 of 4096 units: 87.890625 deg = 316406.25 arc-seconds.
+        let r = s.apply(&sip(0, 0, 1000));
+        assert_eq!(r.odometry.heading, 316_406);
+        assert_eq!(r.position.heading, 88);
+        assert_eq!((r.odometry.x, r.odometry.y), (r.position.x, r.position.y));
+        assert_eq!(s.apply(&sip(0, 0, 4095)).odometry.heading, 1_295_684);
     }
 
     #[test]

@@ -9,6 +9,10 @@
 //! the slave path vanishes); "plugging in" again makes a new pair and points the symlink at
 //! it.
 
+// Unsafe code: posix_openpt, grantpt, unlockpt, ptsname_r, termios ioctls, poll, read and
+// write on the pty (Linux calls).
+#![allow(unsafe_code)]
+
 use std::ffi::CStr;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

@@ -35,7 +35,11 @@ fuzz_target!(|data: &[u8]| {
     for i in 0..world.len() {
         world.robot_mut(i).set_velocity(700, 90);
     }
+    // Events within the half second fire (robots carried, random places drawn).
     world.run(0.5);
+    for c in world.carries() {
+        let _ = c.truth_line(player_sim::TruthFormat::Csv);
+    }
     for i in 0..world.len() {
         let _ = world.position(i);
         let _ = world.sonar(i);

@@ -22,6 +22,8 @@ pub enum DataError {
     BadVision(String),
     /// A full scan (`L`) breaks its layout's bounds.
     BadScan(&'static str),
+    /// A navigation layout (`M`, `H`, `G`, their configs and answers) breaks its bounds.
+    BadNav(&'static str),
 }
 
 impl fmt::Display for DataError {
@@ -34,6 +36,7 @@ impl fmt::Display for DataError {
             } => write!(f, "{what} payload must be {expected} bytes, got {got}"),
             DataError::BadVision(why) => write!(f, "bad vision packet: {why}"),
             DataError::BadScan(why) => write!(f, "bad full scan: {why}"),
+            DataError::BadNav(why) => write!(f, "bad navigation packet: {why}"),
         }
     }
 }

@@ -40,8 +40,87 @@ pub mod kind {
     pub const ACCESS: u8 = b'a';
     /// The client overloads the server (input or unread output over its bound).
     pub const OVERLOAD: u8 = b'o';
+    /// A client's own command pre-empted an internal writer of the device (navigation
+    /// driving the base): the client's command went through, the writer stopped.
+    pub const PREEMPTED: u8 = b'n';
     /// The device list (not a notice: the answer to `x y l`).
     pub const DEVICE_LIST: u8 = b'l';
+
+    /// Every notice kind and the device list's: a device whose code is one of these
+    /// cannot answer configs ([`super::answer_packet`] refuses it), so a client tells a
+    /// notice from a config's answer by the first byte alone.
+    pub const ALL: [u8; 12] = [
+        REFUSED,
+        COMMAND,
+        CONFIG,
+        WATCHDOG,
+        ESTOP,
+        ESTOP_RELEASED,
+        FAILED,
+        UP,
+        ACCESS,
+        OVERLOAD,
+        PREEMPTED,
+        DEVICE_LIST,
+    ];
+}
+
+/// The longest body of one config's answer packet (the `y` packet's size field is a u16
+/// and counts the kind byte too).
+pub const MAX_ANSWER_BODY: usize = u16::MAX as usize - 1;
+
+/// One packet of a device's answer to a config: `y <u16 size> <device> <body>`, the
+/// device's code as the kind, the body the device's answer layout ([`crate::nav`]: `M`'s
+/// tile as the issue gives it, `H`'s and `G`'s as Player 1.6.5's with the config code in
+/// the subtype's place).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Answer<'a> {
+    /// The device that answers (the packet's kind).
+    pub device: u8,
+    /// The config code it answers ([`crate::nav::answered_code`]: `t` for the map's tile,
+    /// else the body's first byte).
+    pub code: u8,
+    /// The whole body (the layouts of [`crate::nav`] decode it).
+    pub body: &'a [u8],
+}
+
+/// A whole answer packet `y <u16 size> <device> <body>`. Refused when `device` is a
+/// notice kind ([`kind::ALL`]) or 0, when the body is empty or longer than
+/// [`MAX_ANSWER_BODY`].
+pub fn answer_packet(device: u8, body: &[u8]) -> Result<Vec<u8>, ExtError> {
+    if device == 0 || kind::ALL.contains(&device) {
+        return Err(ExtError(
+            "a device whose code is a notice kind cannot answer configs",
+        ));
+    }
+    if body.is_empty() {
+        return Err(ExtError("an answer has a body"));
+    }
+    if body.len() > MAX_ANSWER_BODY {
+        return Err(ExtError("an answer's body is at most 65534 bytes"));
+    }
+    let mut v = Vec::with_capacity(4 + body.len());
+    v.push(PACKET);
+    v.extend_from_slice(&((1 + body.len()) as u16).to_be_bytes());
+    v.push(device);
+    v.extend_from_slice(body);
+    Ok(v)
+}
+
+/// The answer a `y` payload (without its 3-byte header) is, if it is one: its kind is
+/// neither a notice kind nor 0, and it has a body. (A client asks this before
+/// [`decode`], which reads every other kind as a notice.)
+pub fn decode_answer(payload: &[u8]) -> Option<Answer<'_>> {
+    match payload {
+        [device, body @ ..] if *device != 0 && !kind::ALL.contains(device) && !body.is_empty() => {
+            Some(Answer {
+                device: *device,
+                code: crate::nav::answered_code(*device, body).unwrap_or(body[0]),
+                body,
+            })
+        }
+        _ => None,
+    }
 }
 
 /// A short message from the server about a request, a device or the robot.
@@ -251,6 +330,7 @@ pub fn kind_name(k: u8) -> &'static str {
         kind::UP => "device up",
         kind::ACCESS => "access",
         kind::OVERLOAD => "overload",
+        kind::PREEMPTED => "pre-empted",
         kind::DEVICE_LIST => "device list",
         _ => "unknown",
     }
@@ -366,6 +446,41 @@ mod tests {
         for cut in 3..v.len() - 1 {
             assert!(decode(&v[3..cut]).is_err(), "cut at {cut}");
         }
+    }
+}
+
+#[cfg(test)]
+mod answer_tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_packet_is_y_size_device_body() {
+        // Written from the layout: `y`, u16 size counting the kind byte and the body, the
+        // device code as the kind, the body (for `G`, 1.6.5's layout, the code `w` in the
+        // subtype's place).
+        let v = answer_packet(b'G', &[b'w', 0, 0]).unwrap();
+        assert_eq!(v, [b'y', 0, 4, b'G', b'w', 0, 0]);
+        let a = decode_answer(&v[3..]).unwrap();
+        assert_eq!((a.device, a.code, a.body), (b'G', b'w', &[b'w', 0, 0][..]));
+        // `M`'s one answer, the tile, starts with the map id: it answers `t` all the same.
+        let v = answer_packet(b'M', &[0, 0, 0, 7]).unwrap();
+        assert_eq!(v, [b'y', 0, 5, b'M', 0, 0, 0, 7]);
+        let a = decode_answer(&v[3..]).unwrap();
+        assert_eq!((a.device, a.code, a.body), (b'M', b't', &[0, 0, 0, 7][..]));
+    }
+
+    #[test]
+    fn notice_kinds_never_answer_and_notices_are_never_answers() {
+        for k in kind::ALL {
+            assert!(answer_packet(k, b"x").is_err(), "{}", char::from(k));
+            assert_eq!(decode_answer(&notice(k, b'p', "text")[3..]), None);
+        }
+        assert!(answer_packet(0, b"x").is_err());
+        assert!(answer_packet(b'G', b"").is_err());
+        assert!(answer_packet(b'G', &vec![b'w'; MAX_ANSWER_BODY]).is_ok());
+        assert!(answer_packet(b'G', &vec![b'w'; MAX_ANSWER_BODY + 1]).is_err());
+        assert_eq!(decode_answer(b"G"), None, "no body");
+        assert_eq!(decode_answer(&[]), None);
     }
 }
 

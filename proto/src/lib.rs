@@ -13,6 +13,9 @@
 //! - [`ext`]: the opt-in extensions' messages (notices, device list).
 //! - [`scan`]: the full scan device `L` (an extension) and the 0.7.4a `l` view of any
 //!   laser.
+//! - [`nav`]: the navigation devices `M` (map), `H` (localizer, Player 1.6.5's layout) and
+//!   `G` (planner, Player 1.6.5's plus a state), their configs and answers.
+//! - [`odometry`]: the full-precision odometry device `P`.
 //! - [`message`]: the framing of every message in both directions (Tables 9 and 10), and
 //!   an incremental decoder of server messages for clients.
 //! - `codec` (feature `codec`): the server's incremental decoder of client messages, on
@@ -35,6 +38,8 @@ pub mod codec;
 pub mod data;
 pub mod ext;
 pub mod message;
+pub mod nav;
+pub mod odometry;
 #[cfg(feature = "recording")]
 pub mod recording;
 pub mod scan;
@@ -59,6 +64,17 @@ pub mod device {
     pub const SERVER: u8 = b'y';
     /// A laser's full scan as the sensor measured it (extension; docs/extensions.md).
     pub const FULL_SCAN: u8 = b'L';
+    /// The occupancy grid map (extension; [`crate::nav`]).
+    pub const MAP: u8 = b'M';
+    /// The localizer's pose hypotheses (extension; Player 1.6.5's localize layout).
+    pub const LOCALIZE: u8 = b'H';
+    /// The planner: goals in, progress out (extension; Player 1.6.5's planner layout).
+    pub const PLANNER: u8 = b'G';
+    /// The base's own odometry position when `p` is served by another driver (the
+    /// localizer's map-frame pose): `p`'s 21-byte layout (extension).
+    pub const ODOMETRY: u8 = b'O';
+    /// The base's odometry at full precision (extension; [`crate::odometry`]).
+    pub const PRECISE_ODOMETRY: u8 = b'P';
 
     /// The seven devices of the 0.7.4a manual.
     pub const ALL: [u8; 7] = [LASER, SONAR, POSITION, GRIPPER, MISC, VISION, PTZ];
@@ -75,6 +91,11 @@ pub mod device {
             PTZ => "ptz",
             SERVER => "server",
             FULL_SCAN => "scan",
+            MAP => "map",
+            LOCALIZE => "localize",
+            PLANNER => "planner",
+            ODOMETRY => "odometry",
+            PRECISE_ODOMETRY => "precise odometry",
             _ => "unknown",
         }
     }

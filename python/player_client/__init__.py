@@ -27,6 +27,11 @@ The parts:
 - Extensions (``docs/extensions.md``): the error channel (:class:`Notice`,
   :class:`NoticeKind`), the emergency stop, the access key and the device list
   (:class:`DeviceInfo`, :class:`DeviceState`).
+- Navigation devices (:mod:`player_client.nav`): the map :class:`MapInfo` (cells by
+  :meth:`Client.download_map`), the localizer :class:`Localize` (its particles by
+  :meth:`Client.particles`), the planner :class:`Planner` (goals, waypoints), the base's
+  own position ``O`` (a :class:`Position`) and :class:`PreciseOdometry` ``P``; devices'
+  answers to configs (:class:`Answer`, :meth:`Client.ask`).
 - Errors: :class:`PlayerError` and its subclasses.
 
 Standard library only; Python 3.9 or later.
@@ -45,6 +50,20 @@ from .codes import (
     NoticeKind,
 )
 from .core import Grant, Round
+from .nav import (
+    Answer,
+    Hypothesis,
+    Localize,
+    MapInfo,
+    Particle,
+    Particles,
+    Planner,
+    PlannerState,
+    PreciseOdometry,
+    SetPose,
+    Tile,
+    TileRequest,
+)
 from .errors import (
     AccessDenied,
     ConnectionClosed,
@@ -96,6 +115,18 @@ __all__ = [
     "NoticeKind",
     "Grant",
     "Round",
+    "Answer",
+    "Hypothesis",
+    "Localize",
+    "MapInfo",
+    "Particle",
+    "Particles",
+    "Planner",
+    "PlannerState",
+    "PreciseOdometry",
+    "SetPose",
+    "Tile",
+    "TileRequest",
     "AccessDenied",
     "ConnectionClosed",
     "DataError",

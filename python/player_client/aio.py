@@ -38,6 +38,7 @@ from .codec import Message, Pair, pairs_of
 from .codes import DataMode
 from .core import ClientCore, Grant, Round, Wait
 from .errors import PlayerTimeout
+from .nav import Answer, MapInfo, Particles, SetPose, Tile, TileRequest
 from .readings import DeviceInfo, Notice
 
 __all__ = ["AsyncClient"]
@@ -329,6 +330,66 @@ class AsyncClient:
     async def list_devices(self) -> Tuple[DeviceInfo, ...]:
         """The server's device list."""
         return await self._run(self._core.op_device_list())
+
+    # ------------------------------------------------------------------ navigation
+
+    async def ask(self, device: str, code: str, args: bytes = b"") -> bytes:
+        """Sends a config and waits for the device's answer: its body, the device's answer
+        layout (see :meth:`Client.ask`)."""
+        return await self._run(self._core.op_ask(device, code, args))
+
+    def take_answers(self) -> List[Answer]:
+        """Every config answer received and not yet taken, oldest first."""
+        return self._core.take_answers()
+
+    async def map_info(self) -> MapInfo:
+        """The map's reading (``M``, which this client must read)."""
+        return await self._run(self._core.op_map_info())
+
+    async def map_tile(self, rect: TileRequest) -> Tile:
+        """One tile of the map (``x M t``)."""
+        return await self._run(self._core.op_tile(rect))
+
+    async def download_map(self, info: Optional[MapInfo] = None) -> List[int]:
+        """The map's cells, tile by tile (see :meth:`Client.download_map`)."""
+        if info is None:
+            info = await self.map_info()
+        return await self._run(self._core.op_download_map(info))
+
+    async def particles(self) -> Particles:
+        """The localizer's particles (``x H g``), its answers put together."""
+        return await self._run(self._core.op_particles())
+
+    async def set_pose(
+        self, x: int, y: int, heading: float, sd_xy: float = 500.0, sd_heading: float = 10.0
+    ) -> None:
+        """Sets the localizer's pose estimate (``x H s``)."""
+        self._core.set_pose(SetPose.of(x, y, heading, sd_xy, sd_heading))
+        await self._send()
+
+    async def global_localization(self) -> None:
+        """Starts global localization (``x H G``)."""
+        self._core.global_localization()
+        await self._send()
+
+    async def set_goal(self, x: int, y: int, a: int = 0) -> None:
+        """Sends the planner a goal (``c G``)."""
+        self._core.set_goal(x, y, a)
+        await self._send()
+
+    async def waypoints(self) -> Tuple[Tuple[int, int, int], ...]:
+        """The plan's waypoints (``x G w``)."""
+        return await self._run(self._core.op_waypoints())
+
+    async def planner_enable(self, on: bool = True) -> None:
+        """Enables or disables the planner's motion (``x G e``)."""
+        self._core.planner_enable(on)
+        await self._send()
+
+    async def planner_cancel(self) -> None:
+        """Cancels the planner's goal (``x G c``)."""
+        self._core.planner_cancel()
+        await self._send()
 
     # ------------------------------------------------------------------ closing
 

@@ -20,6 +20,7 @@ from .codec import Message, Pair, pairs_of
 from .codes import DEFAULT_PORT, DataMode
 from .core import ClientCore, Grant, Round, Wait
 from .errors import PlayerTimeout
+from .nav import Answer, MapInfo, Particles, SetPose, Tile, TileRequest
 from .readings import DeviceInfo, Notice
 
 __all__ = ["Client", "split_address", "DEFAULT_TIMEOUT"]
@@ -327,6 +328,70 @@ class Client:
         """The server's device list (``x y l``): each device's code, access, state,
         readers, writers, data size, rate and driver."""
         return self._run(self._core.op_device_list())
+
+    # ------------------------------------------------------------------ navigation
+
+    def ask(self, device: str, code: str, args: bytes = b"") -> bytes:
+        """Sends a config and waits for the device's answer (docs/extensions.md): its body,
+        the device's answer layout (:class:`Tile`, :class:`Particles`,
+        :class:`~player_client.nav.Waypoints`). Other answers arriving meanwhile stay
+        queued."""
+        return self._run(self._core.op_ask(device, code, args))
+
+    def take_answers(self) -> List[Answer]:
+        """Every config answer received and not yet taken, oldest first."""
+        return self._core.take_answers()
+
+    def map_info(self) -> MapInfo:
+        """The map's reading (``M``, which this client must read)."""
+        return self._run(self._core.op_map_info())
+
+    def map_tile(self, rect: TileRequest) -> Tile:
+        """One tile of the map (``x M t``)."""
+        return self._run(self._core.op_tile(rect))
+
+    def download_map(self, info: Optional[MapInfo] = None) -> List[int]:
+        """The map's cells, tile by tile, row by row from the lower-left (-1 free, 0
+        unknown, +1 occupied); of ``info``, or of the map's current reading."""
+        if info is None:
+            info = self.map_info()
+        return self._run(self._core.op_download_map(info))
+
+    def particles(self) -> Particles:
+        """The localizer's particles (``x H g``), its answers put together."""
+        return self._run(self._core.op_particles())
+
+    def set_pose(
+        self, x: int, y: int, heading: float, sd_xy: float = 500.0, sd_heading: float = 10.0
+    ) -> None:
+        """Sets the localizer's pose estimate (``x H s``): mm, mm, degrees, with standard
+        deviations in mm and degrees."""
+        self._core.set_pose(SetPose.of(x, y, heading, sd_xy, sd_heading))
+        self._flush()
+
+    def global_localization(self) -> None:
+        """Starts global localization (``x H G``)."""
+        self._core.global_localization()
+        self._flush()
+
+    def set_goal(self, x: int, y: int, a: int = 0) -> None:
+        """Sends the planner a goal (``c G``, write access needed): mm, mm, degrees."""
+        self._core.set_goal(x, y, a)
+        self._flush()
+
+    def waypoints(self) -> Tuple[Tuple[int, int, int], ...]:
+        """The plan's waypoints (``x G w``): x mm, y mm, heading degrees."""
+        return self._run(self._core.op_waypoints())
+
+    def planner_enable(self, on: bool = True) -> None:
+        """Enables or disables the planner's motion (``x G e``)."""
+        self._core.planner_enable(on)
+        self._flush()
+
+    def planner_cancel(self) -> None:
+        """Cancels the planner's goal (``x G c``); the base stops."""
+        self._core.planner_cancel()
+        self._flush()
 
     # ------------------------------------------------------------------ closing
 

@@ -4,7 +4,8 @@ Client to server, a 4-byte header: ``d r <u16 size>`` then device/access pairs,
 ``c <device> <u16 size>`` then a command, ``x <device> <u16 size>`` then a config code and
 its arguments. Server to client, a 3-byte header: ``r <u16 size>`` then pairs (the reply to
 a request), ``<device> <u16 size>`` then data (led by an 8-byte timestamp when timestamps
-are on), and the extensions' ``y <u16 size>`` packets: notices and the device list.
+are on), and the extensions' ``y <u16 size>`` packets: notices, the device list and
+devices' answers to configs.
 
 This module is pure (bytes in, typed messages out, and the reverse): the blocking and the
 asyncio clients both frame the server's bytes with :class:`Decoder`.
@@ -18,6 +19,7 @@ from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .codes import Access, Device
 from .errors import DataError, FrameError
+from .nav import Answer
 from .readings import (
     TIMESTAMP_SIZE,
     DeviceInfo,
@@ -44,6 +46,7 @@ __all__ = [
     "Reply",
     "Packet",
     "DeviceList",
+    "Answer",
     "Message",
     "Decoder",
 ]
@@ -174,7 +177,7 @@ class DeviceList:
 
 
 #: Anything :class:`Decoder` produces.
-Message = Union[Reply, Packet, Notice, DeviceList]
+Message = Union[Reply, Packet, Notice, DeviceList, Answer]
 
 _SERVER = Device.SERVER.value
 
@@ -255,6 +258,8 @@ class Decoder:
             try:
                 if body[:1] == b"l":
                     return DeviceList(DeviceInfo.decode_list(body))
+                if Answer.is_answer(body):
+                    return Answer.decode(body)
                 return Notice.decode(body)
             except DataError as e:
                 raise FrameError(f"'y' packet of {len(body)} bytes: {e}") from None

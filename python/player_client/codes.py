@@ -44,6 +44,16 @@ class Device(str, enum.Enum):
     """The server itself, as seen by one client (configuration and notices only)."""
     SCAN = "L"
     """A laser's full scan as the sensor measured it (extension; docs/extensions.md)."""
+    MAP = "M"
+    """The occupancy grid map (extension): its size and place; cells by tiles."""
+    LOCALIZE = "H"
+    """The localizer's pose hypotheses (extension; Player 1.6.5's layout)."""
+    PLANNER = "G"
+    """The planner: goals in, progress out (extension; Player 1.6.5's layout)."""
+    ODOMETRY = "O"
+    """The base's own position when another driver serves ``p`` (extension; ``p``'s layout)."""
+    PRECISE_ODOMETRY = "P"
+    """The base's odometry at full precision (extension)."""
 
     def __str__(self) -> str:
         return self.value
@@ -125,6 +135,9 @@ class NoticeKind(str, enum.Enum):
     """Access: read-only server, wrong key, refused connection (may close after it)."""
     OVERLOAD = "o"
     """This client overloads the server (input or unread output over its bound)."""
+    PREEMPTED = "n"
+    """This client's own command pre-empted an internal writer of the device (navigation
+    driving the base): the command went through, the writer stopped."""
 
     def __str__(self) -> str:
         return self.value

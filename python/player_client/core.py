@@ -30,6 +30,7 @@ from typing import (
 
 from .codec import (
     MAX_KEY,
+    Answer,
     Decoder,
     DeviceList,
     Message,
@@ -50,6 +51,25 @@ from .errors import (
     NotWritable,
     RequestRefused,
 )
+from .nav import (
+    CANCEL,
+    ENABLE,
+    GLOBAL,
+    PARTICLES,
+    SET_POSE,
+    TILE,
+    WAYPOINTS,
+    Goal,
+    Localize,
+    MapInfo,
+    Particles,
+    Planner,
+    PreciseOdometry,
+    SetPose,
+    Tile,
+    TileRequest,
+    Waypoints,
+)
 from .readings import (
     DeviceInfo,
     Gripper,
@@ -68,10 +88,13 @@ from .readings import (
     Vision,
 )
 
-__all__ = ["Grant", "Round", "Wait", "ClientCore", "Operation", "MAX_NOTICES"]
+__all__ = ["Grant", "Round", "Wait", "ClientCore", "Operation", "MAX_NOTICES", "MAX_ANSWERS"]
 
 #: Most notices a client keeps unread; older ones are dropped first.
 MAX_NOTICES = 1000
+
+#: Most config answers a client keeps untaken; older ones are dropped first.
+MAX_ANSWERS = 256
 
 
 def satisfies(requested: str, granted: str) -> bool:
@@ -210,6 +233,31 @@ class Round:
         """Vision (``v``): ACTS colour blobs."""
         return self.readings.get("v")  # type: ignore[return-value]
 
+    @property
+    def map(self) -> Optional[MapInfo]:
+        """The map device's latest reading (``M``)."""
+        return self.readings.get("M")  # type: ignore[return-value]
+
+    @property
+    def localize(self) -> Optional[Localize]:
+        """The localizer's latest reading (``H``)."""
+        return self.readings.get("H")  # type: ignore[return-value]
+
+    @property
+    def planner(self) -> Optional[Planner]:
+        """The planner's latest reading (``G``)."""
+        return self.readings.get("G")  # type: ignore[return-value]
+
+    @property
+    def odometry(self) -> Optional[Position]:
+        """The base's own position (``O``), when another driver serves ``p``."""
+        return self.readings.get("O")  # type: ignore[return-value]
+
+    @property
+    def precise(self) -> Optional[PreciseOdometry]:
+        """The base's full-precision odometry (``P``)."""
+        return self.readings.get("P")  # type: ignore[return-value]
+
     def snapshot(self) -> "Round":
         """A copy that later reads do not change."""
         return Round(self.readings, self.updated)
@@ -256,6 +304,8 @@ class ClientCore:
         self._round = Round()
         #: Notices received and not yet taken (bounded; oldest dropped first).
         self.notices: Deque[Notice] = collections.deque(maxlen=MAX_NOTICES)
+        #: Config answers received and not yet taken (bounded; oldest dropped first).
+        self.answers: Deque[Answer] = collections.deque(maxlen=MAX_ANSWERS)
         #: The latest access notice (kind ``a``): reported if the server then closes.
         self.access_notice: Optional[Notice] = None
         self.mode = DataMode.CONTINUOUS
@@ -375,6 +425,8 @@ class ClientCore:
                 self.access_notice = m
         elif isinstance(m, DeviceList):
             self._device_list = m.devices
+        elif isinstance(m, Answer):
+            self.answers.append(m)
         return m
 
     def _packet_error(self, m: Packet) -> Optional[Exception]:
@@ -540,6 +592,102 @@ class ClientCore:
         """Every queued notice, oldest first; the queue is emptied."""
         out = list(self.notices)
         self.notices.clear()
+        return out
+
+    # ------------------------------------------------------------ answers, navigation
+
+    def op_answer(self, device: str, code: str) -> Generator[Wait, bool, bytes]:
+        """The next answer of ``device`` to config ``code`` (one already queued first): its
+        body (the device's answer layout). Other answers stay queued."""
+        while True:
+            for a in list(self.answers):
+                if a.device == device and a.code == code:
+                    self.answers.remove(a)
+                    return a.body
+            try:
+                m = self._next()
+            except FrameError:
+                continue
+            if m is None:
+                yield Wait()
+
+    def op_ask(self, device: str, code: str, args: bytes = b"") -> Generator[Wait, bool, bytes]:
+        """Sends a config and waits for the device's answer to it."""
+        self.config(device, code, args)
+        return (yield from self.op_answer(device, code))
+
+    def op_map_info(self) -> Generator[Wait, bool, MapInfo]:
+        """The map's reading (``M``, which the client must read): the round's, or the next."""
+        while self._round.map is None:
+            try:
+                m = self._next()
+            except FrameError:
+                continue
+            if m is None:
+                yield Wait()
+        return self._round.map
+
+    def op_tile(self, rect: TileRequest) -> Generator[Wait, bool, Tile]:
+        """One tile of the map (``x M t``), cut to the map and the bound."""
+        body = yield from self.op_ask("M", TILE, rect.args())
+        return Tile.decode(body)
+
+    def op_download_map(self, info: MapInfo) -> Generator[Wait, bool, List[int]]:
+        """The cells of the map of ``info``, tile by tile, row by row from the lower-left
+        (-1 free, 0 unknown, +1 occupied). Raises :class:`~player_client.DataError` if the
+        map changed meanwhile."""
+        w = info.width
+        cells = [0] * (w * info.height)
+        for rect in info.tiles():
+            t = yield from self.op_tile(rect)
+            if t.map_id != info.map_id or t.rect != rect:
+                raise DataError("the map changed during its download")
+            values = t.values()
+            for r in range(rect.height):
+                at = (rect.row + r) * w + rect.col
+                cells[at : at + rect.width] = values[r * rect.width : (r + 1) * rect.width]
+        return cells
+
+    def op_particles(self) -> Generator[Wait, bool, Particles]:
+        """The localizer's particles (``x H g``), its answers put together."""
+        first = Particles.decode((yield from self.op_ask("H", PARTICLES)))
+        got = list(first.particles)
+        while len(got) < first.total:
+            more = Particles.decode((yield from self.op_answer("H", PARTICLES)))
+            if more.first != len(got) or not more.particles:
+                raise DataError("particle answers out of order")
+            got.extend(more.particles)
+        return Particles(first.mean, first.variance, tuple(got), 0, first.total)
+
+    def op_waypoints(self) -> Generator[Wait, bool, Tuple[Tuple[int, int, int], ...]]:
+        """The plan's waypoints (``x G w``): x mm, y mm, heading degrees."""
+        body = yield from self.op_ask("G", WAYPOINTS)
+        return Waypoints.decode(body).points
+
+    def set_pose(self, pose: SetPose) -> None:
+        """Queues ``x H s``: the localizer's pose estimate."""
+        self.config("H", SET_POSE, pose.args())
+
+    def global_localization(self) -> None:
+        """Queues ``x H G``: global localization."""
+        self.config("H", GLOBAL)
+
+    def set_goal(self, x: int, y: int, a: int) -> None:
+        """Queues a goal for the planner (``c G``, write access needed)."""
+        self.checked_command("G", Goal(int(x), int(y), int(a)).encode())
+
+    def planner_enable(self, on: bool) -> None:
+        """Queues ``x G e``: the planner's motion enabled or disabled."""
+        self.config("G", ENABLE, bytes((1 if on else 0,)))
+
+    def planner_cancel(self) -> None:
+        """Queues ``x G c``: cancel the goal; the base stops."""
+        self.config("G", CANCEL)
+
+    def take_answers(self) -> List[Answer]:
+        """Every queued config answer, oldest first; the queue is emptied."""
+        out = list(self.answers)
+        self.answers.clear()
         return out
 
 

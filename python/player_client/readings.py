@@ -16,6 +16,7 @@ from typing import ClassVar, Dict, Optional, Tuple, Type, Union
 
 from .codes import Access, Device, DeviceState, NoticeKind
 from .errors import DataError
+from .nav import Localize, MapInfo, Planner, PreciseOdometry
 
 __all__ = [
     "Timestamp",
@@ -521,9 +522,24 @@ class Raw:
 
 
 #: Any decoded reading.
-Reading = Union[Position, Sonar, Laser, Misc, Gripper, Ptz, Vision, Scan, Raw]
+Reading = Union[
+    Position,
+    Sonar,
+    Laser,
+    Misc,
+    Gripper,
+    Ptz,
+    Vision,
+    Scan,
+    MapInfo,
+    Localize,
+    Planner,
+    PreciseOdometry,
+    Raw,
+]
 
-#: The reading class of each of the manual's seven devices.
+#: The reading class of each device this library knows: the manual's seven and the
+#: extensions (``O``, the base's own position, has the position layout).
 READING_TYPES: Dict[str, Type] = {
     Device.POSITION.value: Position,
     Device.SONAR.value: Sonar,
@@ -533,6 +549,11 @@ READING_TYPES: Dict[str, Type] = {
     Device.PTZ.value: Ptz,
     Device.VISION.value: Vision,
     Device.SCAN.value: Scan,
+    Device.MAP.value: MapInfo,
+    Device.LOCALIZE.value: Localize,
+    Device.PLANNER.value: Planner,
+    Device.ODOMETRY.value: Position,
+    Device.PRECISE_ODOMETRY.value: PreciseOdometry,
 }
 
 
@@ -549,6 +570,8 @@ def reading_fits(device: str, size: int) -> Optional[bool]:
         return None
     if cls is Vision:
         return size >= _ACTS_HEADER and (size - _ACTS_HEADER) % Blob.SIZE == 0
+    if cls is Localize:
+        return Localize.fits(size)
     return size == cls.SIZE
 
 

@@ -54,7 +54,12 @@ class Server:
     """A running ``player`` process serving the simulated robot."""
 
     def __init__(
-        self, workdir: Path, server_toml: str = "", robot_toml: str = "", access_toml: str = ""
+        self,
+        workdir: Path,
+        server_toml: str = "",
+        robot_toml: str = "",
+        access_toml: str = "",
+        driver_toml: str = DEFAULT_DRIVER,
     ) -> None:
         self.workdir = workdir
         config = workdir / "player.toml"
@@ -63,7 +68,7 @@ class Server:
             + (f"[access]\n{access_toml}\n" if access_toml else "")
             + '[[robot]]\nname = "pioneer"\nport = 0\nbind = "127.0.0.1"\n'
             + robot_toml
-            + DEFAULT_DRIVER
+            + driver_toml
         )
         self.log_path = workdir / "player.log"
         self._log = open(self.log_path, "wb")
@@ -113,13 +118,19 @@ class Server:
 @pytest.fixture
 def make_server(tmp_path: Path) -> Iterator[Callable[..., Server]]:
     """A factory of servers (with extra ``[server]``, ``[access]`` and ``[[robot]]`` TOML
-    lines), all stopped at the end of the test; each must exit with status 0."""
+    lines, and the simulator's driver section in place of the default one), all stopped at
+    the end of the test; each must exit with status 0."""
     servers: List[Server] = []
 
-    def make(server_toml: str = "", robot_toml: str = "", access_toml: str = "") -> Server:
+    def make(
+        server_toml: str = "",
+        robot_toml: str = "",
+        access_toml: str = "",
+        driver_toml: str = DEFAULT_DRIVER,
+    ) -> Server:
         d = tmp_path / f"server{len(servers)}"
         d.mkdir()
-        s = Server(d, server_toml, robot_toml, access_toml)
+        s = Server(d, server_toml, robot_toml, access_toml, driver_toml)
         servers.append(s)
         return s
 

@@ -330,3 +330,119 @@ def test_a_round_is_a_snapshot_of_the_latest_readings():
     assert first.misc == Misc(0, 0, 120)
     # Nothing buffered: the operation asks for bytes.
     assert next(core.op_read()).timeout is None
+
+
+# ----- the navigation devices (extensions), from their layouts ----------------------------
+
+
+def test_map_data_is_28_bytes_of_id_size_resolution_and_origin():
+    import struct
+
+    from player_client import MapInfo
+
+    b = struct.pack(">IIIIiii", 7, 640, 480, 50000, -16000, -12000, -3600)
+    (m,) = decode_all(encode_data("M", b))
+    assert m.reading == MapInfo(7, 640, 480, 50000, -16000, -12000, -3600)
+    assert m.reading.resolution_m == 0.05
+    assert m.reading.encode() == b
+    tiles = MapInfo(1, 640, 480, 50000, 0, 0, 0).tiles()
+    assert sum(t.width * t.height for t in tiles) == 640 * 480
+    assert all(t.width * t.height <= 60000 for t in tiles)
+
+
+def test_localize_data_is_player_1_6_5s():
+    import struct
+
+    from player_client import Localize
+
+    hyp = struct.pack(">3i9qI", 1000, -2000, 648000, 2500, -1, -1, -1, 2500, -1, -1, -1, 7, 900000)
+    b = struct.pack(">HIII", 3, 1700000000, 250000, 1) + hyp
+    (m,) = decode_all(encode_data("H", b))
+    loc = m.reading
+    assert isinstance(loc, Localize)
+    assert (loc.pending_count, loc.pending_time_sec, loc.pending_time_usec) == (3, 1700000000, 250000)
+    (h,) = loc.hypotheses
+    assert h.mean == (1000, -2000, 648000) and h.heading == 180.0
+    assert h.cov[0] == 2500 and h.cov[8] == 7 and h.weight == 0.9
+    assert loc.encode() == b
+    # A timestamped reading is told by its size (14 + 88 n never equals 22 + 88 m).
+    (m,) = decode_all(encode_data("H", b, Timestamp(5, 6)), timestamps=False)
+    assert m.timestamp == Timestamp(5, 6) and m.reading.hypotheses == loc.hypotheses
+    with pytest.raises(DataError):
+        Localize.decode(b[:-1])
+    with pytest.raises(DataError):
+        Localize.decode(struct.pack(">HIII", 0, 0, 0, 11) + bytes(88 * 11))
+
+
+def test_planner_and_precise_odometry_layouts():
+    import struct
+
+    from player_client import Planner, PlannerState, PreciseOdometry
+
+    g = struct.pack(">BB9ihHB", 1, 0, 100, 200, 45, 1500, -250, 90, 700, 0, 0, -1, 12, 7)
+    (m,) = decode_all(encode_data("G", g))
+    p = m.reading
+    assert isinstance(p, Planner) and p.valid and not p.done
+    assert (p.pose, p.goal, p.waypoint) == ((100, 200, 45), (1500, -250, 90), (700, 0, 0))
+    assert (p.curr_waypoint, p.waypoint_count, p.state) == (-1, 12, PlannerState.PRE_EMPTED)
+    assert p.encode() == g
+    o = struct.pack(">IiiiiiB", 1000, -2, 300, 324000, -150, -3600, 1)
+    (m,) = decode_all(encode_data("P", o))
+    assert m.reading == PreciseOdometry(1000, -2, 300, 324000, -150, -3600, 1)
+    assert m.reading.heading == 90.0 and m.reading.turn_rate == -1.0
+    # O has the position's layout.
+    (m,) = decode_all(encode_data("O", Position(1, 2, 3, 4, 5, 6, 7, 0).encode()))
+    assert m.reading == Position(1, 2, 3, 4, 5, 6, 7, 0)
+
+
+def test_answers_are_y_packets_of_the_devices_kind_and_never_notices():
+    import struct
+
+    from player_client import Answer, Particles, Tile
+    from player_client.nav import NOTICE_KINDS, Waypoints
+
+    # The tile, exactly as the issue gives it: kind M, then u32 map_id, col, row, w, h and
+    # the w*h cells as i8; no config code before the map id.
+    tile = struct.pack(">5I", 9, 3, 2, 2, 3) + bytes([0xFF, 0, 1, 1, 0xFF, 0xFF])
+    (m,) = decode_all(encode_server_packet("y", b"M" + tile))
+    assert m == Answer("M", tile) and m.code == "t"
+    t = Tile.decode(m.body)
+    assert (t.map_id, t.rect.col, t.rect.row, t.rect.width, t.rect.height) == (9, 3, 2, 2, 3)
+    assert t.values() == [-1, 0, 1, 1, -1, -1]
+    assert t.encode() == tile
+    with pytest.raises(DataError):
+        Tile.decode(tile[:-1])
+    with pytest.raises(DataError):
+        Tile.decode(tile + b"\0")
+    with pytest.raises(DataError):
+        Tile.decode(struct.pack(">5I", 0, 0, 0, 300, 201))
+    # H and G answer with 1.6.5's layouts, the config code in the subtype's place.
+    (g,) = decode_all(encode_server_packet("y", b"Gw\0\0"))
+    assert g == Answer("G", b"w\0\0") and g.code == "w"
+    # Every notice kind stays a notice, the pre-emption notice too.
+    for k in NOTICE_KINDS - {ord("l")}:
+        (n,) = decode_all(encode_server_packet("y", bytes([k]) + b"pwhy"))
+        assert not isinstance(n, Answer), chr(k)
+    parts = (
+        b"g"
+        + struct.pack(">3iQI", 10, 20, 30, 123456, 2)
+        + struct.pack(">3iI", 1, 2, 3, 500000)
+        + struct.pack(">3iI", -4, 5, 6, 500000)
+        + struct.pack(">II", 100, 102)
+    )
+    p = Particles.decode(parts)
+    assert (p.mean, p.variance, p.first, p.total) == ((10, 20, 30), 123456, 100, 102)
+    assert [q.pose for q in p.particles] == [(1, 2, 3), (-4, 5, 6)]
+    assert p.encode() == parts
+    w = b"w" + struct.pack(">H6i", 2, 1, 2, 3, 4, 5, 6)
+    assert Waypoints.decode(w).points == ((1, 2, 3), (4, 5, 6))
+    # Notices stay notices, unknown kinds and the pre-emption notice too.
+    (n,) = decode_all(encode_server_packet("y", b"npnavigation pre-empted"))
+    assert n.kind == NoticeKind.PREEMPTED and n.device == "p"
+    # The configs: x M t, x H s, x G e.
+    from player_client.nav import SetPose, TileRequest
+
+    assert encode_config("M", "t", TileRequest(1, 2, 3, 4).args())[:5] == b"xM\x00\x11t"
+    s = SetPose.of(-500, 700, 1.0, 300.0, 10.0)
+    assert s.mean == (-500, 700, 3600) and s.cov[0] == 90000 and s.cov[8] == 36000**2
+    assert len(s.args()) == 84

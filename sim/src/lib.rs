@@ -14,12 +14,15 @@
 //! - [`SimRobot`]: the robot's full state: motion with collisions, odometry, compass, bumpers,
 //!   battery, sonars, laser, PTZ camera, ACTS vision and gripper, read out in the units of the
 //!   Player 0.7.4a manual (Table 7).
-//! - [`SimWorld`]: the robots and pucks of one world, stepped together, and the truth log.
+//! - [`SimWorld`]: the robots and pucks of one world, stepped together, the world file's
+//!   events (robots carried elsewhere at set instants, [`WorldEvent`], [`Carry`]) and the
+//!   truth log.
 //! - [`geom`]: ray casting and distance helpers.
 //! - [`cast`]: the noise-free geometry of a robot's last laser and sonar castings, reused
 //!   while nothing it was cast from has changed (a robot standing still only draws noise).
 //! - [`noise`] and [`rng`]: the seeded sensor and odometry noise.
 //! - [`render`]: a world and its robots' readings drawn to an image (`player-render`).
+//! - [`raster`]: a world's solids as an occupancy grid (the map of a simulated world).
 //!
 //! Sensor mounting: the laser is on the robot's centre line `RobotParams::laser_x_mm` ahead of
 //! the centre (default 0, i.e. at the centre); the camera is at the centre, 300 mm above the
@@ -34,6 +37,7 @@ pub mod index;
 pub mod laser;
 pub mod map;
 pub mod noise;
+pub mod raster;
 pub mod render;
 pub mod rng;
 pub mod robot;
@@ -42,16 +46,20 @@ pub mod solids;
 
 pub use camera::{Blob, CameraView, PtzReading};
 pub use map::{
-    BoxObstacle, ColouredObject, NearSolids, ObjectShape, Owner, Pillar, PuckPlacement, RayHit,
-    RobotPlacement, TruthFormat, TruthLogSpec, Wall, WorldError, WorldMap, COLOUR_NAMES,
-    ROBOT_RADIUS_MM, ROOM_TOML,
+    BoxObstacle, ColouredObject, Destination, NearSolids, ObjectShape, Owner, Pillar,
+    PuckPlacement, RayHit, RobotPlacement, TruthFormat, TruthLogSpec, Wall, WorldError, WorldEvent,
+    WorldMap, COLOUR_NAMES, ROBOT_RADIUS_MM, ROOM_TOML,
 };
 pub use noise::Noise;
 pub use robot::{
-    Body, GripperReading, LaserSpec, MiscReading, PositionReading, RobotParams, SimRobot, Solids,
-    LASER_MAX_MM, LASER_SAMPLES, SONAR_MAX_MM, SONAR_POSES,
+    Body, GripperReading, LaserSpec, MiscReading, OdometryReading, PositionReading, RobotParams,
+    SimRobot, Solids, LASER_MAX_MM, LASER_SAMPLES, SONAR_MAX_MM, SONAR_POSES,
 };
-pub use simworld::{Puck, SimWorld, TruthRecord};
+pub use simworld::{Carry, Puck, SimWorld, TruthRecord};
+
+/// The world's fixed physics step, seconds: [`SimWorld`] steps by it, and world events
+/// fall on whole steps.
+pub const STEP_S: f64 = 0.01;
 
 #[cfg(test)]
 mod tests;

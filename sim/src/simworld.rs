@@ -17,7 +17,9 @@
 //! frame (x forward, y left): between the paddles, `|y| <= MOUTH_HALF_WIDTH_MM`, from the
 //! robot's front (`x = ROBOT_RADIUS_MM`) to the paddle tips (`x = PADDLE_TIP_MM`). With the
 //! paddles open and the lift down a puck can enter the mouth; closing paddles grip a puck in
-//! it; the lift then carries it; opening the paddles lets it go.
+//! it; the lift then carries it; opening the paddles lets it go. Last, the world file's
+//! events due by the end of the tick fire (`events`: robots carried elsewhere); the truth
+//! log's lines are in `truth`.
 
 use player_proto::scan::Scan;
 use std::io::{self, Write};
@@ -30,14 +32,22 @@ use crate::index::RobotIndex;
 use crate::map::{PuckPlacement, TruthFormat, WorldMap, ROBOT_RADIUS_MM};
 use crate::noise::Noise;
 use crate::robot::{
-    Body, GripperReading, MiscReading, PositionReading, RobotParams, SimRobot, Solids,
-    LASER_SAMPLES, MAX_SPEED_MM_S, ROBOT_HEIGHT_MM, SONAR_HALF_CONE_DEG, SONAR_MAX_MM, SONAR_POSES,
+    Body, GripperReading, MiscReading, OdometryReading, PositionReading, RobotParams, SimRobot,
+    Solids, LASER_SAMPLES, MAX_SPEED_MM_S, ROBOT_HEIGHT_MM, SONAR_HALF_CONE_DEG, SONAR_MAX_MM,
+    SONAR_POSES,
 };
 use crate::{Blob, PtzReading};
 use std::collections::HashMap;
 
-/// The fixed physics step, seconds.
-pub const STEP_S: f64 = 0.01;
+mod events;
+mod truth;
+
+pub use events::{Carry, RANDOM_TRIES, SEARCH_MM};
+pub use truth::TruthRecord;
+
+/// The fixed physics step, seconds (defined at the crate's root, where the world file's
+/// events read it too).
+pub use crate::STEP_S;
 /// Half the gap between the open paddles, mm.
 pub const MOUTH_HALF_WIDTH_MM: f64 = 110.0;
 /// How far ahead of the robot's centre the paddle tips reach, mm.
@@ -58,106 +68,6 @@ pub struct Puck {
     pub held_by: Option<usize>,
     /// Whether the holding robot's lift has raised it off the floor.
     pub lifted: bool,
-}
-
-/// One line of the ground-truth log.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TruthRecord {
-    /// Simulated seconds since the world started.
-    pub time: f64,
-    /// The robot's name.
-    pub robot: String,
-    /// True x, mm.
-    pub x: f64,
-    /// True y, mm.
-    pub y: f64,
-    /// True heading, degrees counter-clockwise from +x, in (-180, 180].
-    pub heading: f64,
-}
-
-impl TruthRecord {
-    /// The record as one line (with its newline) in `format`.
-    pub fn line(&self, format: TruthFormat) -> String {
-        match format {
-            TruthFormat::Csv => format!(
-                "{:.3},{},{:.1},{:.1},{:.2}\n",
-                self.time, self.robot, self.x, self.y, self.heading
-            ),
-            TruthFormat::JsonLines => format!(
-                "{{\"time\":{:.3},\"robot\":\"{}\",\"x\":{:.1},\"y\":{:.1},\"heading\":{:.2}}}\n",
-                self.time,
-                json_escape(&self.robot),
-                self.x,
-                self.y,
-                self.heading
-            ),
-        }
-    }
-
-    /// Parses one line of a truth log in either format (a JSON line starts with `{`); `None`
-    /// for a header, blank or malformed line.
-    pub fn parse(line: &str) -> Option<TruthRecord> {
-        let line = line.trim();
-        if line.starts_with('{') {
-            let field = |key: &str| -> Option<&str> {
-                let at = line.find(&format!("\"{key}\":"))? + key.len() + 3;
-                let rest = &line[at..];
-                if let Some(s) = rest.strip_prefix('"') {
-                    // A string: up to the first unescaped quote.
-                    let mut end = 0;
-                    let bytes = s.as_bytes();
-                    while end < bytes.len() && bytes[end] != b'"' {
-                        end += if bytes[end] == b'\\' { 2 } else { 1 };
-                    }
-                    s.get(..end)
-                } else {
-                    rest.split([',', '}']).next()
-                }
-            };
-            Some(TruthRecord {
-                time: field("time")?.trim().parse().ok()?,
-                robot: field("robot")?.replace("\\\"", "\"").replace("\\\\", "\\"),
-                x: field("x")?.trim().parse().ok()?,
-                y: field("y")?.trim().parse().ok()?,
-                heading: field("heading")?.trim().parse().ok()?,
-            })
-        } else {
-            let mut parts = line.split(',');
-            let time = parts.next()?.parse().ok()?;
-            let robot = parts.next()?.to_string();
-            let x = parts.next()?.parse().ok()?;
-            let y = parts.next()?.parse().ok()?;
-            let heading = parts.next()?.parse().ok()?;
-            parts.next().is_none().then_some(TruthRecord {
-                time,
-                robot,
-                x,
-                y,
-                heading,
-            })
-        }
-    }
-
-    /// The header line a log file in `format` starts with, if any.
-    pub fn header(format: TruthFormat) -> Option<&'static str> {
-        match format {
-            TruthFormat::Csv => Some("time,robot,x,y,heading\n"),
-            TruthFormat::JsonLines => None,
-        }
-    }
-}
-
-fn json_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[derive(Debug, Clone)]
@@ -185,6 +95,10 @@ pub struct SimWorld {
     /// The fewest robots each thread of a parallel tick moves.
     tick_chunk: usize,
     scratch: Vec<Vec2>,
+    /// The world file's events: when each fires next.
+    schedule: events::Schedule,
+    /// The carries the last tick made.
+    carries: Vec<Carry>,
 }
 
 /// The fewest robots each thread of a parallel tick moves (by default): a tick of a robot
@@ -304,6 +218,8 @@ impl SimWorld {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             tick_chunk: PARALLEL_MIN_ROBOTS,
             scratch: Vec::new(),
+            schedule: events::Schedule::new(&map),
+            carries: Vec::new(),
         };
         if map.robots().is_empty() {
             world.add_robot("robot0", map.start_pose(), None);
@@ -313,6 +229,8 @@ impl SimWorld {
                 world.members[i].robot.set_laser(r.laser);
             }
         }
+        // Events at 0 happen as the world is made.
+        world.fire_events();
         world
     }
 
@@ -552,6 +470,9 @@ impl SimWorld {
         self.stale = true;
         self.refresh();
         self.ticks += 1;
+        // The events due by the end of this tick.
+        self.carries.clear();
+        self.fire_events();
     }
 
     /// Files the robots where they are, if anything moved since they were last filed.
@@ -623,6 +544,11 @@ impl SimWorld {
     /// Robot `i`'s odometry, speeds, compass and stall.
     pub fn position(&self, i: usize) -> PositionReading {
         self.robot(i).position()
+    }
+
+    /// Robot `i`'s odometry at full precision (the `P` device).
+    pub fn odometry(&self, i: usize) -> OdometryReading {
+        self.robot(i).odometry_reading()
     }
 
     /// Robot `i`'s 16 sonar ranges, mm (other robots echo).

@@ -187,6 +187,20 @@ fn run(o: Options) -> Result<(), String> {
             );
             keep.push(Box::new(acts));
         }
+        "urg" | "create" | "rplidar" => keep.push(range_finder(&o, &link)?),
+        other => return Err(format!("unknown device '{other}'\n{USAGE}")),
+    }
+    println!("running; interrupt to stop");
+    park();
+}
+
+/// Starts the laser range finder or base `o.what` names (urg, create, rplidar), with the
+/// fault cycle if asked for; `link` names where its serial port is linked to.
+fn range_finder(
+    o: &Options,
+    link: &dyn Fn(&str) -> Option<PathBuf>,
+) -> Result<Box<dyn std::any::Any>, String> {
+    match o.what.as_str() {
         "urg" if o.tcp => {
             let port = o.port.unwrap_or(10940);
             let e = TcpEmulator::start_on(
@@ -212,7 +226,7 @@ fn run(o: Options) -> Result<(), String> {
                 println!("running with faults; interrupt to stop");
                 park();
             }
-            keep.push(Box::new(e));
+            Ok(Box::new(e))
         }
         "create" => {
             let e = serial(
@@ -233,7 +247,7 @@ fn run(o: Options) -> Result<(), String> {
                 println!("running with faults; interrupt to stop");
                 park();
             }
-            keep.push(Box::new(e));
+            Ok(Box::new(e))
         }
         "urg" => {
             let model = if o.utm {
@@ -258,7 +272,7 @@ fn run(o: Options) -> Result<(), String> {
                 println!("running with faults; interrupt to stop");
                 park();
             }
-            keep.push(Box::new(e));
+            Ok(Box::new(e))
         }
         "rplidar" => {
             let mut device = if o.c1 {
@@ -286,12 +300,10 @@ fn run(o: Options) -> Result<(), String> {
                 println!("running with faults; interrupt to stop");
                 park();
             }
-            keep.push(Box::new(e));
+            Ok(Box::new(e))
         }
-        other => return Err(format!("unknown device '{other}'\n{USAGE}")),
+        other => Err(format!("unknown device '{other}'\n{USAGE}")),
     }
-    println!("running; interrupt to stop");
-    park();
 }
 
 fn park() -> ! {

@@ -15,12 +15,13 @@ use crate::notice::{kind, Notice};
 use crate::placement::Workers;
 use crate::registry::{EStop, Registry, SessionId, ShutdownAll};
 use crate::session::{Close, Session, SessionClosed, SessionOptions};
-use crate::settings::{Settings, SettingsError};
+use crate::settings::{RobotSettings, Settings, SettingsError};
 use actix::prelude::*;
 use futures::channel::oneshot;
 use futures::FutureExt;
 use player_kit::catalog::{Catalog, DriverContext};
-use player_kit::driver::{DeviceSource, DriverError, StatusSink};
+use player_kit::driver::{DeviceSpec, DriverError, StatusSink};
+use player_kit::source::DeviceSource;
 use slog::{info, o, warn, Logger};
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -417,6 +418,114 @@ pub fn listen(addr: &str, backlog: u32) -> std::io::Result<std::net::TcpListener
     Ok(socket.into())
 }
 
+/// Binds each robot's port: (robot, listener, its address, the robot's logger) each.
+fn bind_robots<'a>(
+    settings: &'a Settings,
+    log: &Logger,
+) -> Result<Vec<(&'a RobotSettings, std::net::TcpListener, SocketAddr, Logger)>, StartError> {
+    let mut bound = Vec::new();
+    for robot in &settings.robot {
+        let rlog = log.new(o!("robot" => robot.name.clone()));
+        let addr = format!("{}:{}", robot.bind, robot.port);
+        let listen_error = |source| StartError::Listen {
+            robot: robot.name.clone(),
+            addr: addr.clone(),
+            source,
+        };
+        let std_listener = listen(&addr, settings.server.listen_backlog).map_err(listen_error)?;
+        let local = std_listener.local_addr().map_err(listen_error)?;
+        bound.push((robot, std_listener, local, rlog));
+    }
+    Ok(bound)
+}
+
+/// What each robot's drivers are started with, besides their own settings.
+struct DriverSite<'a> {
+    settings: &'a Settings,
+    catalog: &'a Catalog,
+    /// Relative paths in driver parameters resolve from here.
+    base_dir: &'a PathBuf,
+    /// When the server started.
+    started: Instant,
+    /// The ids of the drivers' device sources (shared with the sessions').
+    ids: &'a SessionIds,
+}
+
+impl DriverSite<'_> {
+    /// Starts `robot`'s drivers and adds them to `registry`, whose context is
+    /// `registry_ctx` (the drivers report to its address); returns the devices served, each
+    /// with its driver's name.
+    fn start_drivers(
+        &self,
+        robot: &RobotSettings,
+        rlog: &Logger,
+        registry: &mut Registry,
+        registry_ctx: &Context<Registry>,
+    ) -> Result<Vec<(DeviceSpec, String)>, StartError> {
+        let mut served: Vec<(DeviceSpec, String)> = Vec::new();
+        let status = StatusSink::new(registry_ctx.address().recipient());
+        for d in &robot.driver {
+            let factory = self
+                .catalog
+                .get(&d.driver)
+                .ok_or_else(|| StartError::NoDriver {
+                    robot: robot.name.clone(),
+                    driver: d.driver.clone(),
+                    available: self.catalog.names().iter().map(|n| n.to_string()).collect(),
+                })?;
+            let (devices, labels) = d
+                .device_codes()
+                .and_then(|codes| Ok((codes, d.labels()?)))
+                .map_err(|e| {
+                    let key = format!("robot '{}'", robot.name);
+                    SettingsError::value(&self.settings.origin, &key, e.to_string())
+                })?;
+            let ctx = DriverContext {
+                driver: d.driver.clone(),
+                robot: robot.name.clone(),
+                devices,
+                labels: labels.clone(),
+                params: d.params.clone(),
+                base_dir: self.base_dir.clone(),
+                logger: rlog.new(o!("driver" => d.driver.clone())),
+                started: self.started,
+                status: status.clone().labelled(labels.clone()),
+                source: DeviceSource::of(
+                    self.ids.next(),
+                    &registry_ctx.address(),
+                    &format!("driver {}", d.driver),
+                ),
+            };
+            let sd = factory(ctx).map_err(|source| StartError::Driver {
+                robot: robot.name.clone(),
+                driver: d.driver.clone(),
+                source,
+            })?;
+            let specs: Vec<_> = sd
+                .devices
+                .iter()
+                .map(|spec| DeviceSpec {
+                    command_timeout: Settings::command_timeout(robot, d, spec.command_timeout),
+                    ..*spec
+                })
+                .collect();
+            registry
+                .add_driver_labelled(&d.driver, sd.handle, &specs, &labels)
+                .map_err(|e| StartError::ServedTwice {
+                    robot: e.robot,
+                    device: e.device,
+                    first: e.first,
+                    second: e.second,
+                })?;
+            served.extend(specs.iter().map(|s| {
+                let code = labels.served(s.code);
+                (DeviceSpec { code, ..*s }, d.driver.clone())
+            }));
+        }
+        Ok(served)
+    }
+}
+
 /// A running server.
 pub struct Server {
     listeners: Vec<(Addr<Listener>, SocketAddr)>,
@@ -448,20 +557,7 @@ impl Server {
         let opts = settings.session_options();
         let mut listeners = Vec::new();
         let mut registries = Vec::new();
-        let mut bound = Vec::new();
-        for robot in &settings.robot {
-            let rlog = log.new(o!("robot" => robot.name.clone()));
-            let addr = format!("{}:{}", robot.bind, robot.port);
-            let listen_error = |source| StartError::Listen {
-                robot: robot.name.clone(),
-                addr: addr.clone(),
-                source,
-            };
-            let std_listener =
-                listen(&addr, settings.server.listen_backlog).map_err(listen_error)?;
-            let local = std_listener.local_addr().map_err(listen_error)?;
-            bound.push((robot, std_listener, local, rlog));
-        }
+        let bound = bind_robots(settings, &log)?;
         // One session thread per core: this (the drivers') arbiter takes sessions too, so
         // a core is not left to a thread that only publishes, and data for the sessions
         // here needs no cross-thread wake.
@@ -485,7 +581,6 @@ impl Server {
         let sockets = SocketOptions::from_settings(settings);
         let mut robots = Vec::new();
         for (index, (robot, std_listener, local, rlog)) in bound.into_iter().enumerate() {
-            let mut served: Vec<(player_kit::driver::DeviceSpec, String)> = Vec::new();
             let mut registry = Registry::new(
                 &robot.name,
                 Duration::from_secs_f64(settings.server.setup_timeout),
@@ -494,51 +589,14 @@ impl Server {
             .with_quiet_after(Duration::from_secs_f64(settings.server.quiet_after));
             // The registry's address exists before the drivers, which report to it.
             let registry_ctx = Context::<Registry>::new();
-            let status = StatusSink::new(registry_ctx.address().recipient());
-            for d in &robot.driver {
-                let factory = catalog.get(&d.driver).ok_or_else(|| StartError::NoDriver {
-                    robot: robot.name.clone(),
-                    driver: d.driver.clone(),
-                    available: catalog.names().iter().map(|n| n.to_string()).collect(),
-                })?;
-                let devices = d.device_codes().map_err(|e| {
-                    let key = format!("robot '{}'", robot.name);
-                    SettingsError::value(&settings.origin, &key, e.to_string())
-                })?;
-                let ctx = DriverContext {
-                    driver: d.driver.clone(),
-                    robot: robot.name.clone(),
-                    devices,
-                    params: d.params.clone(),
-                    base_dir: base_dir.clone(),
-                    logger: rlog.new(o!("driver" => d.driver.clone())),
-                    started,
-                    status: status.clone(),
-                    source: DeviceSource::new(ids.next(), registry_ctx.address().recipient()),
-                };
-                let sd = factory(ctx).map_err(|source| StartError::Driver {
-                    robot: robot.name.clone(),
-                    driver: d.driver.clone(),
-                    source,
-                })?;
-                let specs: Vec<_> = sd
-                    .devices
-                    .iter()
-                    .map(|spec| player_kit::driver::DeviceSpec {
-                        command_timeout: Settings::command_timeout(robot, d, spec.command_timeout),
-                        ..*spec
-                    })
-                    .collect();
-                registry
-                    .add_driver(&d.driver, sd.handle, &specs)
-                    .map_err(|e| StartError::ServedTwice {
-                        robot: e.robot,
-                        device: e.device,
-                        first: e.first,
-                        second: e.second,
-                    })?;
-                served.extend(specs.iter().map(|s| (*s, d.driver.clone())));
-            }
+            let site = DriverSite {
+                settings,
+                catalog,
+                base_dir: &base_dir,
+                started,
+                ids: &ids,
+            };
+            let served = site.start_drivers(robot, &rlog, &mut registry, &registry_ctx)?;
             let mut devices = [false; 256];
             for c in registry.device_codes() {
                 devices[usize::from(c)] = true;

@@ -18,7 +18,7 @@ use actix::prelude::*;
 use bytes::Bytes;
 use player_devices::acts as codec;
 use player_kit::catalog::{Catalog, DeviceFlag, DriverContext, FlagValue, StartedDriver};
-use player_kit::driver::{DeviceSpec, DriverError, DriverHandle, Timestamp};
+use player_kit::driver::{DeviceSpec, DriverError, Timestamp};
 use player_kit::link::{
     self, close_channel, CloseReceiver, CloseSender, Ended, LinkDriver, LinkError, LinkParts,
     LinkState, LinkUp, LogThrottle,
@@ -39,7 +39,7 @@ pub struct ActsParams {
     #[serde(default = "default_port")]
     pub port: u16,
     /// The host ACTS runs on.
-    #[serde(default = "localhost")]
+    #[serde(default = "crate::params::localhost")]
     pub host: String,
     /// The ACTS configuration file (passed to `program` with `-t`).
     #[serde(default)]
@@ -48,21 +48,15 @@ pub struct ActsParams {
     #[serde(default)]
     pub program: Option<String>,
     /// Seconds to keep retrying the first connection.
-    #[serde(default = "five")]
+    #[serde(default = "crate::params::five")]
     pub connect_timeout: f64,
     /// Seconds to wait for a packet before the connection is taken for lost.
-    #[serde(default = "crate::params::one_second")]
+    #[serde(default = "crate::params::one")]
     pub silence: f64,
 }
 
 fn default_port() -> u16 {
     5001
-}
-fn localhost() -> String {
-    "127.0.0.1".into()
-}
-fn five() -> f64 {
-    5.0
 }
 
 #[derive(Message)]
@@ -340,10 +334,9 @@ pub fn register(catalog: &mut Catalog) {
     });
     catalog.register("acts", |ctx: DriverContext| {
         let driver = ActsDriver::new(&ctx)?;
-        let addr = driver.start();
-        Ok(StartedDriver {
-            handle: DriverHandle::of(&addr),
-            devices: vec![DeviceSpec::read_only(device::VISION)],
-        })
+        Ok(StartedDriver::of(
+            &driver.start(),
+            vec![DeviceSpec::read_only(device::VISION)],
+        ))
     });
 }

@@ -1,6 +1,6 @@
 //! The iRobot Create 2 driver (`create`): the base over its Open Interface on a serial line,
-//! serving the position (`p`, as the Pioneer's) and misc (`m`: front bumpers, battery)
-//! devices; docs/hardware/create.md.
+//! serving the position (`p`, as the Pioneer's; `P` at full precision, in the same batch)
+//! and misc (`m`: front bumpers, battery) devices; docs/hardware/create.md.
 //!
 //! A link task on the actor's arbiter owns the port. Setup: START, SAFE (or stay Passive if
 //! a client turned the motors off), and a STREAM of the packets the driver needs (bumps and
@@ -20,8 +20,7 @@ use codec::{Event, Odometry, Parser, Sensors};
 use player_devices::create as codec;
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
 use player_kit::driver::{
-    Command, Config, DeviceSpec, DeviceState, DriverError, DriverHandle, StatusSink, Stop,
-    Timestamp,
+    Command, Config, DeviceSpec, DeviceState, DriverError, StatusSink, Stop, Timestamp,
 };
 use player_kit::link::{
     self, CloseAck, Commanded, Ended, Incoming, LinkDriver, LinkError, LinkHandle, LinkParts,
@@ -90,6 +89,8 @@ struct Motion {
 #[rtype(result = "()")]
 struct Readings {
     position: Position,
+    /// The same odometry at full precision (`P`).
+    odometry: player_proto::odometry::Odometry,
     misc: Misc,
     at: Timestamp,
 }
@@ -115,9 +116,14 @@ impl CreateDriver {
     fn new(ctx: &DriverContext) -> Result<CreateDriver, DriverError> {
         let params: CreateParams = ctx.params()?;
         crate::params::check_seconds("create", 60.0, &[("silence", params.silence)])?;
-        if ctx.devices.is_empty() || ctx.devices.iter().any(|d| !DEVICES.contains(d)) {
+        if ctx.devices.is_empty()
+            || ctx
+                .devices
+                .iter()
+                .any(|d| !DEVICES.contains(d) && *d != device::PRECISE_ODOMETRY)
+        {
             return Err(DriverError::params(
-                "the create driver serves the position 'p' and misc 'm' devices only",
+                "the create driver serves the position 'p', its full-precision 'P' and misc 'm' devices only",
             ));
         }
         let log = ctx.logger.new(slog::o!("port" => params.port.clone()));
@@ -206,16 +212,9 @@ impl LinkDriver for CreateDriver {
                 return;
             }
         };
-        let p = &self.parts;
-        match p.link.handle() {
-            Some(CreateLink(link)) if p.link_up() || !p.up.is_empty() => {
-                info!(p.log, "config"; "request" => format!("{ctl:?}"), "client" => &msg.client);
-                link.handle.send(ctl);
-            }
-            _ => {
-                warn!(p.log, "config ignored: open position or misc first"; "client" => &msg.client, "code" => player_kit::log::code(code));
-            }
-        }
+        let hint = "open position or misc first";
+        self.parts
+            .send_config(&msg, ctl, hint, |CreateLink(link)| &link.handle);
     }
     fn stop(&mut self, msg: Stop, _ctx: &mut Context<Self>) {
         if msg.device != device::POSITION {
@@ -245,6 +244,7 @@ impl Handler<Readings> for CreateDriver {
             .map(|&d| {
                 let data = match d {
                     device::POSITION => msg.position.encode(),
+                    device::PRECISE_ODOMETRY => msg.odometry.encode(),
                     _ => msg.misc.encode(),
                 };
                 (d, Bytes::from(data))
@@ -352,6 +352,15 @@ impl LinkTask {
             compass: 0,
             stall: u8::from(f.bumps() != (false, false)),
         };
+        let odometry = player_proto::odometry::Odometry {
+            time: position.time,
+            x: position.x,
+            y: position.y,
+            heading: player_proto::odometry::Odometry::heading_of(o.heading),
+            speed: o.speed.round() as i32,
+            turn_rate: (o.turn * player_proto::odometry::ARCSEC_PER_RAD).round() as i32,
+            stall: position.stall,
+        };
         let misc = Misc {
             front_bumpers: f.front_bumpers(),
             rear_bumpers: 0,
@@ -359,6 +368,7 @@ impl LinkTask {
         };
         self.readings.do_send(Readings {
             position,
+            odometry,
             misc,
             at: Timestamp::now(),
         });
@@ -563,10 +573,6 @@ pub fn register(catalog: &mut Catalog) {
     catalog.register("create", |ctx: DriverContext| {
         let driver = CreateDriver::new(&ctx)?;
         let devices = driver.specs();
-        let addr = driver.start();
-        Ok(StartedDriver {
-            handle: DriverHandle::of(&addr),
-            devices,
-        })
+        Ok(StartedDriver::of(&driver.start(), devices))
     });
 }

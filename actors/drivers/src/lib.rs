@@ -12,6 +12,8 @@
 //! - [`acts`]: ACTS colour vision over TCP (`v`).
 //! - [`passthrough`]: a device of another Player server served as a local device.
 //! - [`replay`]: a recording (MCAP, as `-record` writes it) served as the robot's devices.
+//! - [`mapfile`]: an occupancy grid map (a file, or the simulated world) as the map device
+//!   `M` (`player_nav`'s loaders, `player_sim`'s rasteriser).
 //! - [`program`]: devices served by a driver program in any language over its standard
 //!   input and output (docs/plugins.md).
 //!
@@ -28,6 +30,7 @@ use player_kit::catalog::Catalog;
 pub mod acts;
 pub mod create;
 pub mod laser;
+pub mod mapfile;
 pub mod p2os;
 mod params;
 pub mod passthrough;
@@ -52,4 +55,5 @@ pub fn register_all(catalog: &mut Catalog) {
     replay::register(catalog);
     passthrough::register(catalog);
     program::register(catalog);
+    mapfile::register(catalog);
 }

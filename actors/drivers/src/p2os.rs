@@ -1,5 +1,6 @@
 //! The P2OS driver: a Pioneer 2 robot base over one serial line, serving the position
-//! (`p`), sonar (`s`), misc (`m`) and gripper (`g`) devices as one actor (docs/reference/p2os.md).
+//! (`p`), sonar (`s`), misc (`m`) and gripper (`g`) devices as one actor (docs/reference/p2os.md), and
+//! `P`, the position at the SIP's own precision, in the same batch as `p`.
 //!
 //! The actor keeps the devices' subscribers and the client's command; a link task on the
 //! same arbiter owns the serial port. The link task opens the port, synchronises (SYNC0,
@@ -19,7 +20,7 @@ use bytes::Bytes;
 use codec::{Identity, Parser, Readings, SeparateMode, Sip, SipState};
 use player_devices::p2os as codec;
 use player_kit::catalog::{Catalog, DeviceFlag, DriverContext, FlagValue, StartedDriver};
-use player_kit::driver::{Command, Config, DeviceSpec, DriverError, DriverHandle, Stop, Timestamp};
+use player_kit::driver::{Command, Config, DeviceSpec, DriverError, Stop, Timestamp};
 use player_kit::link::{
     self, CloseAck, Commanded, Ended, Incoming, LinkDriver, LinkError, LinkHandle, LinkParts,
     LinkUp, LogThrottle, Request, RequestReceiver, RequestSender, WRITE_TIMEOUT,
@@ -51,7 +52,7 @@ pub struct P2osParams {
     #[serde(default)]
     pub motors_on: bool,
     /// Seconds without a SIP after which the robot is taken for lost and reopened.
-    #[serde(default = "crate::params::one_second")]
+    #[serde(default = "crate::params::one")]
     pub silence: f64,
     /// Seconds to wait for each SYNC echo.
     #[serde(default = "crate::params::short_reply")]
@@ -116,9 +117,9 @@ impl P2osDriver {
         crate::params::check_seconds("p2os", 60.0, &[("silence", params.silence)])?;
         crate::params::check_seconds("p2os", 10.0, &[("sync_timeout", params.sync_timeout)])?;
         for &d in &ctx.devices {
-            if !DEVICES.contains(&d) {
+            if !DEVICES.contains(&d) && d != device::PRECISE_ODOMETRY {
                 return Err(DriverError::not_served(format!(
-                    "the p2os driver has no device '{}' (it serves p, s, m, g)",
+                    "the p2os driver has no device '{}' (it serves p, s, m, g and P)",
                     char::from(d)
                 )));
             }
@@ -214,16 +215,9 @@ impl LinkDriver for P2osDriver {
                 return;
             }
         };
-        let p = &self.parts;
-        match p.link.handle() {
-            Some(P2osLink(link)) if p.link_up() || !p.up.is_empty() => {
-                info!(p.log, "config"; "request" => format!("{ctl:?}"), "client" => &msg.client);
-                link.handle.send(ctl);
-            }
-            _ => {
-                warn!(p.log, "config ignored: open position, sonar, misc or gripper first"; "client" => &msg.client, "code" => player_kit::log::code(code));
-            }
-        }
+        let hint = "open position, sonar, misc or gripper first";
+        self.parts
+            .send_config(&msg, ctl, hint, |P2osLink(link)| &link.handle);
     }
     fn stop(&mut self, msg: Stop, _ctx: &mut Context<Self>) {
         if msg.device != device::POSITION {
@@ -249,6 +243,8 @@ impl Handler<SipReadings> for P2osDriver {
         let r = msg.readings;
         let mut position = r.position;
         position.time = self.started.elapsed().as_millis() as u32;
+        let mut odometry = r.odometry;
+        odometry.time = position.time;
         // One SIP, one instant: the four readings go to each session as one batch.
         let readings = self
             .parts
@@ -257,6 +253,7 @@ impl Handler<SipReadings> for P2osDriver {
             .map(|&d| {
                 let data = match d {
                     device::POSITION => position.encode(),
+                    device::PRECISE_ODOMETRY => odometry.encode(),
                     device::SONAR => r.sonar.encode(),
                     device::MISC => r.misc.encode(),
                     _ => r.gripper.encode(),
@@ -607,10 +604,6 @@ pub fn register(catalog: &mut Catalog) {
     catalog.register("p2os", |ctx: DriverContext| {
         let driver = P2osDriver::new(&ctx)?;
         let devices = driver.specs();
-        let addr = driver.start();
-        Ok(StartedDriver {
-            handle: DriverHandle::of(&addr),
-            devices,
-        })
+        Ok(StartedDriver::of(&driver.start(), devices))
     });
 }

@@ -1,12 +1,37 @@
-//! What the hardware drivers' parameters share: the defaults several of them give (for
+//! What the drivers' parameters share: the defaults several of them give (for
 //! `#[serde(default = "crate::params::...")]`) and the range check of their numbers, so
 //! that a bad value is refused with the same words by every driver.
 
 use player_kit::driver::DriverError;
 
-/// One second (the usual `silence` and `reply_timeout`).
-pub(crate) fn one_second() -> f64 {
+/// 1: one second (the usual `silence` and `reply_timeout`), a recording's own speed.
+pub(crate) fn one() -> f64 {
     1.0
+}
+
+/// 3: seconds of silence before a network link is taken for lost.
+pub(crate) fn three() -> f64 {
+    3.0
+}
+
+/// 5: seconds to keep trying a first connection.
+pub(crate) fn five() -> f64 {
+    5.0
+}
+
+/// 10: readings a second (the Pioneer's rates), seconds to wait for a setup or restart.
+pub(crate) fn ten() -> f64 {
+    10.0
+}
+
+/// Yes (a switch on by default).
+pub(crate) fn yes() -> bool {
+    true
+}
+
+/// This machine (the host of a server or bridge reached over TCP).
+pub(crate) fn localhost() -> String {
+    "127.0.0.1".into()
 }
 
 /// 0.3 s: the wait for a reply of a device on a 9600-baud line.

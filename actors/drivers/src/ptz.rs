@@ -16,7 +16,7 @@ use bytes::Bytes;
 use codec::{Parser, Reply};
 use player_devices::visca as codec;
 use player_kit::catalog::{Catalog, DeviceFlag, DriverContext, FlagValue, StartedDriver};
-use player_kit::driver::{Command, DeviceSpec, DriverError, DriverHandle, Timestamp};
+use player_kit::driver::{Command, DeviceSpec, DriverError, Timestamp};
 use player_kit::link::{
     self, close_channel, CloseReceiver, CloseSender, Commanded, Ended, LinkDriver, LinkError,
     LinkParts, LinkUp, LogThrottle, WRITE_TIMEOUT,
@@ -36,18 +36,14 @@ pub struct PtzParams {
     /// The serial port, e.g. `/dev/ttyS2`.
     pub port: String,
     /// Position readings per second.
-    #[serde(default = "ten")]
+    #[serde(default = "crate::params::ten")]
     pub rate: f64,
     /// Seconds to wait for each reply.
     #[serde(default = "crate::params::short_reply")]
     pub reply_timeout: f64,
     /// Seconds without any good reply after which the camera is reopened.
-    #[serde(default = "crate::params::one_second")]
+    #[serde(default = "crate::params::one")]
     pub silence: f64,
-}
-
-fn ten() -> f64 {
-    10.0
 }
 
 #[derive(Message)]
@@ -415,10 +411,9 @@ pub fn register(catalog: &mut Catalog) {
     });
     catalog.register("sonyptz", |ctx: DriverContext| {
         let driver = PtzDriver::new(&ctx)?;
-        let addr = driver.start();
-        Ok(StartedDriver {
-            handle: DriverHandle::of(&addr),
-            devices: vec![DeviceSpec::read_write(device::PTZ, Ptz::SIZE)],
-        })
+        Ok(StartedDriver::of(
+            &driver.start(),
+            vec![DeviceSpec::read_write(device::PTZ, Ptz::SIZE)],
+        ))
     });
 }

@@ -17,7 +17,7 @@ use actix::prelude::*;
 use codec::{Descriptor, ExpressDecoder, Health, Info, Item, Measurement, Parser, Revolutions};
 use player_devices::rplidar as codec;
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
-use player_kit::driver::{DriverError, DriverHandle, Timestamp};
+use player_kit::driver::{DriverError, Timestamp};
 use player_kit::link::{
     self, CloseReceiver, CloseSender, Ended, Link, LinkDriver, LinkError, LinkParts, LinkUp,
     LogThrottle, WRITE_TIMEOUT,
@@ -56,13 +56,13 @@ pub struct RplidarParams {
     pub max_range: f64,
     /// Seconds without a full revolution after which the sensor is taken for lost and
     /// reopened.
-    #[serde(default = "crate::params::one_second")]
+    #[serde(default = "crate::params::one")]
     pub silence: f64,
     /// Seconds to wait for the answer to each request.
-    #[serde(default = "crate::params::one_second")]
+    #[serde(default = "crate::params::one")]
     pub reply_timeout: f64,
     /// Seconds the motor may take to spin up before the first revolution.
-    #[serde(default = "three")]
+    #[serde(default = "crate::params::three")]
     pub spin_up: f64,
 }
 
@@ -71,9 +71,6 @@ fn standard() -> ScanMode {
 }
 fn twelve() -> f64 {
     12.0
-}
-fn three() -> f64 {
-    3.0
 }
 
 impl RplidarParams {
@@ -378,6 +375,50 @@ async fn health(
     Ok(a.map(|a| Health::parse(&[a[0], a[1], a[2]])))
 }
 
+/// Asks the sensor's health: an error is reset once (and is the failure if the reset does
+/// not clear it), a warning is logged.
+async fn check_health(
+    line: &mut SerialStream,
+    parser: &mut Parser,
+    params: &RplidarParams,
+    log: &Logger,
+) -> Result<(), LinkError> {
+    let port = params.port.as_str();
+    let io = |e: std::io::Error| LinkError::io(port, &e, format!("laser on {port}: {e}"));
+    let wait = Duration::from_secs_f64(params.reply_timeout);
+    let Some(mut h) = health(line, parser, wait).await.map_err(io)? else {
+        return Err(LinkError::timeout(
+            port,
+            format!(
+                "laser not connected or not on {port}: no answer to GET_HEALTH (is it an RPLIDAR at {} baud?)",
+                params.baud
+            ),
+        ));
+    };
+    if h.status == Health::ERROR {
+        warn!(log, "RPLIDAR health error; resetting it"; "error_code" => format!("0x{:04X}", h.code));
+        link::write_all(line, &codec::request(codec::RESET, &[]), WRITE_TIMEOUT)
+            .await
+            .map_err(io)?;
+        // The core reboots and prints a banner.
+        drain(line, Duration::from_millis(600)).await.map_err(io)?;
+        h = health(line, parser, wait).await.map_err(io)?.unwrap_or(h);
+        if h.status == Health::ERROR {
+            return Err(LinkError::protocol(
+                port,
+                format!(
+                    "the RPLIDAR on {port} reports a health error (error code 0x{:04X}) that a RESET did not clear",
+                    h.code
+                ),
+            ));
+        }
+    }
+    if h.status == Health::WARNING {
+        warn!(log, "RPLIDAR health warning"; "error_code" => format!("0x{:04X}", h.code));
+    }
+    Ok(())
+}
+
 /// Opens the line and brings the sensor to scanning.
 async fn connect(
     params: &RplidarParams,
@@ -397,41 +438,7 @@ async fn connect(
         .await
         .map_err(io)?;
     link::flush_input(&line);
-    let Some(mut h) = health(&mut line, &mut parser, wait).await.map_err(io)? else {
-        return Err(LinkError::timeout(
-            port,
-            format!(
-                "laser not connected or not on {port}: no answer to GET_HEALTH (is it an RPLIDAR at {} baud?)",
-                params.baud
-            ),
-        ));
-    };
-    if h.status == Health::ERROR {
-        warn!(log, "RPLIDAR health error; resetting it"; "error_code" => format!("0x{:04X}", h.code));
-        link::write_all(&mut line, &codec::request(codec::RESET, &[]), WRITE_TIMEOUT)
-            .await
-            .map_err(io)?;
-        // The core reboots and prints a banner.
-        drain(&mut line, Duration::from_millis(600))
-            .await
-            .map_err(io)?;
-        h = health(&mut line, &mut parser, wait)
-            .await
-            .map_err(io)?
-            .unwrap_or(h);
-        if h.status == Health::ERROR {
-            return Err(LinkError::protocol(
-                port,
-                format!(
-                    "the RPLIDAR on {port} reports a health error (error code 0x{:04X}) that a RESET did not clear",
-                    h.code
-                ),
-            ));
-        }
-    }
-    if h.status == Health::WARNING {
-        warn!(log, "RPLIDAR health warning"; "error_code" => format!("0x{:04X}", h.code));
-    }
+    check_health(&mut line, &mut parser, params, log).await?;
     parser.clear();
     let Some(info) = ask(
         &mut line,
@@ -507,11 +514,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.register("rplidar", |ctx: DriverContext| {
         let driver = RplidarDriver::new(&ctx)?;
         let devices = laser::specs(&driver.parts.devices);
-        let addr = driver.start();
-        Ok(StartedDriver {
-            handle: DriverHandle::of(&addr),
-            devices,
-        })
+        Ok(StartedDriver::of(&driver.start(), devices))
     });
 }
 

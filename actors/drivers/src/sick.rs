@@ -15,7 +15,7 @@ use bytes::Bytes;
 use codec::{Event, Parser, Scan};
 use player_devices::sick as codec;
 use player_kit::catalog::{Catalog, DeviceFlag, DriverContext, FlagValue, StartedDriver};
-use player_kit::driver::{DriverError, DriverHandle, Timestamp};
+use player_kit::driver::{DriverError, Timestamp};
 use player_kit::link::{
     self, CloseReceiver, CloseSender, Ended, Link, LinkDriver, LinkError, LinkParts, LinkUp,
     LogThrottle, WRITE_TIMEOUT,
@@ -35,7 +35,7 @@ pub struct SickParams {
     /// The serial port, e.g. `/dev/ttyS1`.
     pub port: String,
     /// Seconds without a scan after which the scanner is taken for lost and reopened.
-    #[serde(default = "crate::params::one_second")]
+    #[serde(default = "crate::params::one")]
     pub silence: f64,
     /// Seconds to wait for the reply to each configuration telegram.
     #[serde(default = "crate::params::short_reply")]
@@ -390,10 +390,6 @@ pub fn register(catalog: &mut Catalog) {
     catalog.register("sicklms200", |ctx: DriverContext| {
         let driver = SickDriver::new(&ctx)?;
         let devices = crate::laser::specs(&driver.parts.devices);
-        let addr = driver.start();
-        Ok(StartedDriver {
-            handle: DriverHandle::of(&addr),
-            devices,
-        })
+        Ok(StartedDriver::of(&driver.start(), devices))
     });
 }

@@ -17,7 +17,7 @@ use actix::prelude::*;
 use codec::{Block, ClockMap, Parser, RawScan, Sensor};
 use player_devices::urg as codec;
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
-use player_kit::driver::{DriverError, DriverHandle, Timestamp};
+use player_kit::driver::{DriverError, Timestamp};
 use player_kit::link::{
     self, CloseReceiver, CloseSender, Ended, Link, LinkDriver, LinkError, LinkParts, LinkUp,
     LogThrottle, WRITE_TIMEOUT,
@@ -45,10 +45,10 @@ pub struct UrgParams {
     #[serde(default = "crate::params::baud_115200")]
     pub baud: u32,
     /// Seconds without a good scan after which the sensor is taken for lost and reopened.
-    #[serde(default = "crate::params::one_second")]
+    #[serde(default = "crate::params::one")]
     pub silence: f64,
     /// Seconds to wait for the answer to each command.
-    #[serde(default = "crate::params::one_second")]
+    #[serde(default = "crate::params::one")]
     pub reply_timeout: f64,
 }
 
@@ -495,11 +495,7 @@ pub fn register(catalog: &mut Catalog) {
     catalog.register("urg", |ctx: DriverContext| {
         let driver = UrgDriver::new(&ctx)?;
         let devices = laser::specs(&driver.parts.devices);
-        let addr = driver.start();
-        Ok(StartedDriver {
-            handle: DriverHandle::of(&addr),
-            devices,
-        })
+        Ok(StartedDriver::of(&driver.start(), devices))
     });
 }
 

@@ -5,7 +5,13 @@
 //! which starts the driver actor and declares the devices it serves. Adding a driver means
 //! registering one more factory; the registry and the sessions never change.
 
-use crate::driver::{DeviceSource, DeviceSpec, DriverError, DriverHandle, StatusSink};
+use crate::driver::{
+    Command, Config, DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, StatusSink,
+    Stop, Subscribers, Terminate,
+};
+use crate::labels::Labels;
+use crate::source::DeviceSource;
+use actix::{Actor, Addr, Context, Handler};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use slog::Logger;
@@ -21,8 +27,12 @@ pub struct DriverContext {
     pub driver: String,
     /// The robot this instance serves (for log lines).
     pub robot: String,
-    /// The device codes the configuration gives this instance.
+    /// The device codes the configuration gives this instance (its own codes: a device
+    /// served under another code, `"p as O"`, is `p` here).
     pub devices: Vec<u8>,
+    /// The devices served under another code than their own ([`crate::labels`]); make the
+    /// instance's publisher with [`DriverContext::publisher`] so its readings carry them.
+    pub labels: Labels,
     /// The instance's parameters from the configuration file (a table, maybe empty).
     pub params: config::Value,
     /// The directory relative paths in the parameters are resolved against.
@@ -49,6 +59,12 @@ impl DriverContext {
             .map_err(|e| DriverError::params(format!("driver '{}' parameters: {e}", self.driver)))
     }
 
+    /// A publisher for this instance: its readings carry the codes the robot serves its
+    /// devices as. Every driver should make its publisher here.
+    pub fn publisher(&self) -> Publisher {
+        Publisher::labelled(self.labels.clone())
+    }
+
     /// Resolves a path from the parameters against the configuration file's directory.
     pub fn path(&self, p: &str) -> PathBuf {
         let p = PathBuf::from(p);
@@ -66,6 +82,26 @@ pub struct StartedDriver {
     pub handle: DriverHandle,
     /// The devices it serves, with what each allows.
     pub devices: Vec<DeviceSpec>,
+}
+
+impl StartedDriver {
+    /// The driver actor at `addr`, serving `devices`: what a factory returns.
+    pub fn of<A>(addr: &Addr<A>, devices: Vec<DeviceSpec>) -> Self
+    where
+        A: Actor<Context = Context<A>>
+            + Handler<Setup>
+            + Handler<Shutdown>
+            + Handler<Command>
+            + Handler<Config>
+            + Handler<Stop>
+            + Handler<Subscribers>
+            + Handler<Terminate>,
+    {
+        StartedDriver {
+            handle: DriverHandle::of(addr),
+            devices,
+        }
+    }
 }
 
 /// A function that starts one driver instance on the current arbiter.
@@ -115,9 +151,13 @@ pub enum StageError {
 /// simulator.
 pub type StageHandler = fn(&StageRobot, &str, Option<u16>) -> Result<Vec<StageRobot>, StageError>;
 
-/// A device in a driver's `devices` that is not a one-character device code.
+/// A device in a driver's `devices` that is not a one-character device code (or `"c as
+/// C"`, a code served under another), or that is listed twice.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("driver '{driver}': device '{device}' is not a one-character device code")]
+#[error(
+    "driver '{driver}': device '{device}' is not a one-character device code, or \
+     'c as C' (its code c served as C), or is listed twice"
+)]
 pub struct BadDeviceCode {
     /// The driver.
     pub driver: String,
@@ -213,7 +253,8 @@ impl Catalog {
 pub struct DriverSettings {
     /// The driver's name in the catalog.
     pub driver: String,
-    /// The device codes it serves, one character each (for example `["p", "s"]`).
+    /// The device codes it serves, one character each (for example `["p", "s"]`); `"p as
+    /// O"` serves the driver's `p` as `O` ([`crate::labels`]).
     pub devices: Vec<String>,
     /// Seconds its moving devices' commands hold (overrides the robot's; 0: no watchdog).
     #[serde(default)]
@@ -228,17 +269,84 @@ fn empty_table() -> config::Value {
 }
 
 impl DriverSettings {
-    /// The device codes, each checked to be one ASCII character.
+    /// The driver's own device codes, each checked to be one ASCII character (`"p as O"`
+    /// gives `p`).
     pub fn device_codes(&self) -> Result<Vec<u8>, BadDeviceCode> {
-        self.devices
-            .iter()
-            .map(|d| match d.as_bytes() {
-                [c] if c.is_ascii_graphic() => Ok(*c),
-                _ => Err(BadDeviceCode {
-                    driver: self.driver.clone(),
-                    device: d.clone(),
-                }),
-            })
-            .collect()
+        Ok(self.served()?.into_iter().map(|(own, _)| own).collect())
+    }
+
+    /// The codes the robot serves this instance's devices as (`"p as O"` gives `O`).
+    pub fn served_codes(&self) -> Result<Vec<u8>, BadDeviceCode> {
+        Ok(self.served()?.into_iter().map(|(_, s)| s).collect())
+    }
+
+    /// The instance's renames ([`crate::labels`]).
+    pub fn labels(&self) -> Result<Labels, BadDeviceCode> {
+        Ok(Labels::new(self.served()?))
+    }
+
+    /// Each device as `(own code, served code)`: `"p"` is `(p, p)`, `"p as O"` is `(p,
+    /// O)`. A code that is not one ASCII character, or an own or served code listed
+    /// twice, is an error naming the entry.
+    pub fn served(&self) -> Result<Vec<(u8, u8)>, BadDeviceCode> {
+        let bad = |d: &str| BadDeviceCode {
+            driver: self.driver.clone(),
+            device: d.to_string(),
+        };
+        let code = |s: &str| match s.as_bytes() {
+            [c] if c.is_ascii_graphic() => Some(*c),
+            _ => None,
+        };
+        let mut out: Vec<(u8, u8)> = Vec::with_capacity(self.devices.len());
+        for d in &self.devices {
+            let pair = match d.split_once(" as ") {
+                None => code(d).map(|c| (c, c)),
+                Some((own, served)) => code(own.trim()).zip(code(served.trim())),
+            };
+            let (own, served) = pair.ok_or_else(|| bad(d))?;
+            if out.iter().any(|&(o, s)| o == own || s == served) {
+                return Err(bad(d));
+            }
+            out.push((own, served));
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(devices: &[&str]) -> DriverSettings {
+        DriverSettings {
+            driver: "sim".into(),
+            devices: devices.iter().map(|d| d.to_string()).collect(),
+            command_timeout: None,
+            params: empty_table(),
+        }
+    }
+
+    #[test]
+    fn devices_may_be_served_under_another_code() {
+        let s = settings(&["p as O", "s", "l"]);
+        assert_eq!(
+            s.served().unwrap(),
+            vec![(b'p', b'O'), (b's', b's'), (b'l', b'l')]
+        );
+        assert_eq!(s.device_codes().unwrap(), b"psl");
+        assert_eq!(s.served_codes().unwrap(), b"Osl");
+        assert_eq!(s.labels().unwrap().pairs(), &[(b'p', b'O')]);
+        for bad in [
+            &["pp"][..],
+            &["p as"],
+            &["p as OO"],
+            &["p", "p as O"],
+            &["p as O", "O"],
+            &["as O"],
+            &[""],
+        ] {
+            let e = settings(bad).served().unwrap_err();
+            assert!(e.to_string().contains("'c as C'"), "{e}");
+        }
     }
 }

@@ -5,8 +5,15 @@
 //! as [`DeviceData`] to the recipients the registry gives it ([`Subscribers`]), and takes
 //! [`Command`]s (the newest overwrites the previous one) and [`Config`]s. Drivers never know
 //! about clients. [`Publisher`] does the bookkeeping most drivers need.
+//!
+//! Beside this file: [`crate::answer`] (a config's answer), [`crate::source`] (reading,
+//! holding and writing other devices of the robot: [`DeviceSource`]), [`crate::world`]
+//! (maps and world solids a driver may have), [`crate::labels`] (devices served under
+//! another code).
 
+use crate::answer::AnswerTo;
 use crate::fresh::Stamp;
+use crate::labels::Labels;
 use actix::prelude::*;
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -14,6 +21,8 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub use crate::world::{MapOutline, MapRequest, WorldRequest, WorldSolids, MAX_MAP_SEGMENTS};
 
 /// When a reading was taken: seconds and microseconds since the Unix epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
@@ -473,6 +482,9 @@ pub struct Config {
     pub payload: Bytes,
     /// Who sent it, for log lines.
     pub client: String,
+    /// Where the config's answer goes, if the driver answers it ([`crate::answer`]): a
+    /// driver that does not answer configs ignores it.
+    pub answer: AnswerTo,
 }
 
 /// Why the registry stops a device.
@@ -538,27 +550,35 @@ pub struct DeviceStatus {
 }
 
 /// Where a driver reports [`DeviceStatus`] changes: the registry of its robot. A sink
-/// made with [`StatusSink::none`] drops them (for drivers started outside a server).
+/// made with [`StatusSink::none`] drops them (for drivers started outside a server). A
+/// sink [`StatusSink::labelled`] reports each device under the code the robot serves it as.
 #[derive(Clone, Default)]
-pub struct StatusSink(Option<Recipient<DeviceStatus>>);
+pub struct StatusSink(Option<Recipient<DeviceStatus>>, Labels);
 
 impl StatusSink {
     /// A sink reporting to `recipient`.
     pub fn new(recipient: Recipient<DeviceStatus>) -> Self {
-        StatusSink(Some(recipient))
+        StatusSink(Some(recipient), Labels::none())
     }
 
     /// A sink that drops every report.
     pub fn none() -> Self {
-        StatusSink(None)
+        StatusSink(None, Labels::none())
     }
 
-    /// Reports that each of `devices` is now in `state`.
+    /// The same sink, reporting a driver's own codes under the codes `labels` serves them
+    /// as.
+    pub fn labelled(mut self, labels: Labels) -> Self {
+        self.1 = labels;
+        self
+    }
+
+    /// Reports that each of `devices` (the driver's own codes) is now in `state`.
     pub fn report(&self, devices: &[u8], state: DeviceState, reason: &str) {
         if let Some(r) = &self.0 {
             for &device in devices {
                 r.do_send(DeviceStatus {
-                    device,
+                    device: self.1.served(device),
                     state,
                     reason: reason.to_string(),
                 });
@@ -618,81 +638,6 @@ impl slog::Value for SessionId {
     }
 }
 
-/// Driver → registry: read (`on`) or stop reading another device of the same robot, as a
-/// read-only subscriber (a virtual device processing other devices' data). The registry
-/// sets the device up for its first holder and shuts it down after its last, as for a
-/// session; a reader never gets write access. The reply comes when the device is set up
-/// (or names why it cannot be read); stopping always succeeds.
-#[derive(Message, Clone)]
-#[rtype(result = "Result<(), DeviceError>")]
-pub struct ReadDevice {
-    /// The reader's id (the [`DeviceSource`]'s own session id).
-    pub session: SessionId,
-    /// The device code.
-    pub device: u8,
-    /// Where its readings go.
-    pub recipient: DataRecipient,
-    /// Start or stop reading.
-    pub on: bool,
-}
-
-/// A driver's way to read other devices of its robot (virtual devices): the registry,
-/// behind one reader id of its own. [`DeviceSource::none`] refuses every read (a driver
-/// started outside a server).
-#[derive(Clone)]
-pub struct DeviceSource {
-    session: SessionId,
-    registry: Option<Recipient<ReadDevice>>,
-}
-
-impl Default for DeviceSource {
-    fn default() -> Self {
-        DeviceSource {
-            session: SessionId::SERVER,
-            registry: None,
-        }
-    }
-}
-
-impl DeviceSource {
-    /// A source reading through `registry` as reader `session` (unique in the server).
-    pub fn new(session: SessionId, registry: Recipient<ReadDevice>) -> Self {
-        DeviceSource {
-            session,
-            registry: Some(registry),
-        }
-    }
-
-    /// A source with no devices.
-    pub fn none() -> Self {
-        Self::default()
-    }
-
-    /// Starts (`on`) or stops reading `device`; readings go to `recipient`. The future
-    /// resolves when the device is set up, or with why it cannot be read.
-    pub fn read(
-        &self,
-        device: u8,
-        recipient: DataRecipient,
-        on: bool,
-    ) -> impl std::future::Future<Output = Result<(), DeviceError>> + 'static {
-        let send = self.registry.as_ref().map(|r| {
-            r.send(ReadDevice {
-                session: self.session,
-                device,
-                recipient,
-                on,
-            })
-        });
-        async move {
-            match send {
-                None => Err(DeviceError::NoRegistry),
-                Some(f) => f.await.unwrap_or(Err(DeviceError::RegistryStopped)),
-            }
-        }
-    }
-}
-
 /// Registry → driver: a session starts or stops reading `device`. A session that starts
 /// reading is sent the device's current reading at once (by [`Publisher`]), so a client
 /// never waits a whole period, or forever for a device that has gone quiet, for its first
@@ -713,32 +658,6 @@ pub struct Subscribers {
 #[derive(Message, Debug, Clone, Copy)]
 #[rtype(result = "()")]
 pub struct Terminate;
-
-/// What a driver knows of the space around its robot, for viewers: the outlines of a
-/// simulated world, say. Read-only; a driver of real hardware usually has none.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct MapOutline {
-    /// Line segments `[x1, y1, x2, y2]` in metres, in the map frame (x east, y north).
-    pub segments: Vec<[f64; 4]>,
-    /// Where the odometry frame of the robot's position device lies in the map frame:
-    /// `[x m, y m, heading rad]` (its origin and x axis). Changes when odometry is reset
-    /// or drifts, so ask again now and then.
-    pub odometry_origin: [f64; 3],
-}
-
-/// Most segments a [`MapOutline`] may hold; a driver cuts a larger map here.
-pub const MAX_MAP_SEGMENTS: usize = 20_000;
-
-/// Registry → driver: what map, if any, does the driver have of `device`'s surroundings.
-#[derive(Message, Debug, Clone, Copy)]
-#[rtype(result = "Option<MapOutline>")]
-pub struct MapRequest {
-    /// One of the driver's device codes.
-    pub device: u8,
-    /// Whether to include the segments (false: only the odometry origin, for the
-    /// once-a-second transform).
-    pub walls: bool,
-}
 
 /// The default `command_timeout` of a device whose commands keep something moving.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_millis(500);
@@ -809,6 +728,9 @@ pub struct DriverHandle {
     pub terminate: Recipient<Terminate>,
     /// Where [`MapRequest`] goes, for a driver that has a map (see [`DriverHandle::with_map`]).
     pub map: Option<Recipient<MapRequest>>,
+    /// Where [`WorldRequest`] goes, for a driver that has a world's solids (see
+    /// [`DriverHandle::with_world`]).
+    pub world: Option<Recipient<WorldRequest>>,
     /// Where [`Playback`](crate::playback::Playback) goes, for a driver that plays a
     /// recording back (see [`DriverHandle::with_playback`]).
     pub playback: Option<Recipient<crate::playback::Playback>>,
@@ -843,8 +765,15 @@ impl DriverHandle {
             subscribers: addr.clone().recipient(),
             terminate: addr.clone().recipient(),
             map: None,
+            world: None,
             playback: None,
         }
+    }
+
+    /// The same handle, answering [`WorldRequest`]s with `world`.
+    pub fn with_world(mut self, world: Recipient<WorldRequest>) -> Self {
+        self.world = Some(world);
+        self
     }
 
     /// The same handle, answering [`MapRequest`]s with `map`.
@@ -869,9 +798,18 @@ struct Channel {
 }
 
 /// A driver's side of publishing: the readers and newest reading of each device.
+///
+/// The driver names its devices by its own codes throughout; a publisher made with the
+/// instance's [`Labels`] ([`Publisher::labelled`], or
+/// [`DriverContext::publisher`](crate::catalog::DriverContext::publisher)) stamps each
+/// reading with the code the robot serves the device as ([`crate::labels`]).
 #[derive(Default)]
 pub struct Publisher {
+    /// By the driver's own code.
     channels: HashMap<u8, Channel>,
+    labels: Labels,
+    /// Scratch of [`Publisher::publish_batch`]: the own code of each reading of the batch.
+    owns: Vec<u8>,
     /// Scratch of [`Publisher::publish_batch`], kept for its memory: each reader's place in
     /// `readers`.
     at: HashMap<SessionId, usize, foldhash::fast::FixedState>,
@@ -881,9 +819,17 @@ pub struct Publisher {
 }
 
 impl Publisher {
-    /// An empty publisher.
+    /// An empty publisher, its readings under the driver's own codes.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty publisher stamping readings with the codes `labels` serves them as.
+    pub fn labelled(labels: Labels) -> Self {
+        Publisher {
+            labels,
+            ..Self::default()
+        }
     }
 
     /// Applies the registry's change of readers; sends the current reading, if any, to a
@@ -930,20 +876,28 @@ impl Publisher {
     /// meanwhile sees all of them or none (an `l` and an `L` of the same scan, say), never
     /// one new and another old.
     pub fn publish_batch(&mut self, readings: Vec<(u8, Bytes)>, timestamp: Timestamp) {
+        let mut owns = std::mem::take(&mut self.owns);
+        owns.clear();
         let batch: Arc<[DeviceData]> = readings
             .into_iter()
-            .map(|(device, data)| self.record(device, data, timestamp))
+            .map(|(device, data)| {
+                owns.push(device);
+                self.record(device, data, timestamp)
+            })
             .collect();
+        self.owns = owns;
         // Each reader once, with the readings of the batch it reads (bit i: batch[i]).
         let Publisher {
             channels,
             at,
             readers,
+            owns,
+            ..
         } = self;
         at.clear();
         readers.clear();
-        for (i, d) in batch.iter().enumerate() {
-            let Some(ch) = channels.get(&d.device) else {
+        for (i, &own) in owns.iter().enumerate() {
+            let Some(ch) = channels.get(&own) else {
                 continue;
             };
             let bit = 1u64.checked_shl(i as u32).unwrap_or(0);
@@ -952,7 +906,7 @@ impl Publisher {
                     Some(&j) => readers[j].2 |= bit,
                     None => {
                         at.insert(*id, readers.len());
-                        readers.push((d.device, k, bit));
+                        readers.push((own, k, bit));
                     }
                 }
             }
@@ -969,12 +923,14 @@ impl Publisher {
         }
     }
 
-    /// Numbers a new reading of `device` and keeps it as the latest.
+    /// Numbers a new reading of `device` (the driver's own code) and keeps it as the
+    /// latest, stamped with the code the device is served as.
     fn record(&mut self, device: u8, data: Bytes, timestamp: Timestamp) -> DeviceData {
+        let served = self.labels.served(device);
         let ch = self.channels.entry(device).or_default();
         ch.seq += 1;
         let msg = DeviceData {
-            device,
+            device: served,
             data,
             timestamp,
             seq: ch.seq,
@@ -1001,263 +957,4 @@ impl Publisher {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::Mutex;
-
-    #[derive(Default)]
-    struct Seen {
-        singles: Vec<u8>,
-        batches: Vec<Vec<u8>>,
-    }
-
-    struct Collector(Arc<Mutex<Seen>>);
-
-    impl Actor for Collector {
-        type Context = Context<Self>;
-    }
-
-    impl Handler<DeviceData> for Collector {
-        type Result = ();
-        fn handle(&mut self, msg: DeviceData, _: &mut Self::Context) {
-            self.0.lock().unwrap().singles.push(msg.device);
-        }
-    }
-
-    impl Handler<DeviceDataBatch> for Collector {
-        type Result = ();
-        fn handle(&mut self, msg: DeviceDataBatch, _: &mut Self::Context) {
-            let devices = msg.0.iter().map(|d| d.device).collect();
-            self.0.lock().unwrap().batches.push(devices);
-        }
-    }
-
-    /// A publisher of `devices` to one session (id 1) that has an inbox, its readings seen
-    /// by a collector: the inbox, the publisher and what came as messages.
-    fn inbox_reader(devices: [u8; 2]) -> (Arc<Inbox>, Publisher, Arc<Mutex<Seen>>) {
-        let seen = Arc::new(Mutex::new(Seen::default()));
-        let inbox = Inbox::new();
-        let r = DataRecipient::with_inbox(&Collector(seen.clone()).start(), inbox.clone());
-        let mut p = Publisher::new();
-        for device in devices {
-            p.set_subscribers(Subscribers {
-                device,
-                session: SessionId::from(1),
-                recipient: Some(r.clone()),
-            });
-        }
-        (inbox, p, seen)
-    }
-
-    #[actix_rt::test]
-    async fn a_batch_reaches_each_reader_once_and_newcomers_get_the_latest() {
-        let seen_a = Arc::new(Mutex::new(Seen::default()));
-        let seen_b = Arc::new(Mutex::new(Seen::default()));
-        let a = DataRecipient::of(&Collector(seen_a.clone()).start());
-        let b = DataRecipient::of(&Collector(seen_b.clone()).start());
-        let mut p = Publisher::new();
-        // Session 1 reads p and s, session 2 reads only l.
-        for (device, session, r) in [(b'p', 1, &a), (b's', 1, &a), (b'l', 2, &b)] {
-            p.set_subscribers(Subscribers {
-                device,
-                session: SessionId::from(session),
-                recipient: Some(r.clone()),
-            });
-        }
-        let batch = vec![
-            (b'p', Bytes::from_static(&[1])),
-            (b's', Bytes::from_static(&[2])),
-        ];
-        p.publish_batch(batch, Timestamp::now());
-        // Session 2 starts reading s: it is sent s's latest reading at once.
-        p.set_subscribers(Subscribers {
-            device: b's',
-            session: SessionId::from(2),
-            recipient: Some(b.clone()),
-        });
-        // Session 1 stops reading p and s: later batches do not reach it.
-        for device in [b'p', b's'] {
-            p.set_subscribers(Subscribers {
-                device,
-                session: SessionId::from(1),
-                recipient: None,
-            });
-        }
-        p.publish_batch(vec![(b's', Bytes::from_static(&[3]))], Timestamp::now());
-        actix_rt::time::sleep(std::time::Duration::from_millis(50)).await;
-        let a = seen_a.lock().unwrap();
-        assert_eq!(
-            a.batches,
-            vec![vec![b'p', b's']],
-            "one message, both devices"
-        );
-        assert!(a.singles.is_empty());
-        let b = seen_b.lock().unwrap();
-        assert_eq!(b.singles, vec![b's']);
-        assert_eq!(b.batches, vec![vec![b's']]);
-    }
-
-    #[actix_rt::test]
-    async fn an_inbox_keeps_the_newest_reading_per_device_while_its_owner_wants_no_message() {
-        let (inbox, mut p, seen) = inbox_reader([b'p', b's']);
-        // Wanting messages (the default): a batch is a message.
-        p.publish_batch(vec![(b'p', Bytes::from_static(&[1]))], Timestamp::now());
-        let mut got = Vec::new();
-        inbox.take(false, &mut got);
-        assert!(got.is_empty());
-        // Not wanting them: readings wait in the inbox, newest per device, no message.
-        for v in 2..5u8 {
-            p.publish_batch(
-                vec![(b'p', Bytes::from(vec![v])), (b's', Bytes::from(vec![v]))],
-                Timestamp::now(),
-            );
-        }
-        p.publish(b's', Bytes::from_static(&[9]));
-        inbox.take(true, &mut got);
-        got.sort_by_key(|d| d.device);
-        let kept: Vec<(u8, u8)> = got.iter().map(|d| (d.device, d.data[0])).collect();
-        assert_eq!(kept, vec![(b'p', 4), (b's', 9)]);
-        // Wanting messages again: the next reading is sent.
-        p.publish(b'p', Bytes::from_static(&[7]));
-        inbox.take(true, &mut got);
-        assert!(got.is_empty());
-        actix_rt::time::sleep(std::time::Duration::from_millis(50)).await;
-        let seen = seen.lock().unwrap();
-        assert_eq!(seen.batches, vec![vec![b'p']]);
-        assert_eq!(seen.singles, vec![b'p']);
-    }
-
-    #[actix_rt::test]
-    async fn an_inbox_takes_a_reading_numbered_afresh_but_never_an_older_one() {
-        let (inbox, mut p, _seen) = inbox_reader([b'p', b's']);
-        let mut got = Vec::new();
-        inbox.take(false, &mut got);
-        let at = |sec| Timestamp { sec, usec: 0 };
-        p.publish_at(b'p', Bytes::from_static(&[1]), at(10));
-        p.publish_at(b'p', Bytes::from_static(&[2]), at(11));
-        // Numbered afresh (seq 1 again), taken later: it replaces the old numbering's 2.
-        p.renumber(b'p');
-        p.publish_at(b'p', Bytes::from_static(&[3]), at(12));
-        // Numbered afresh again but taken earlier than the shelved one: older, kept out.
-        p.renumber(b'p');
-        p.publish_at(b'p', Bytes::from_static(&[4]), at(5));
-        inbox.take(false, &mut got);
-        let kept: Vec<(u8, u64)> = got.iter().map(|d| (d.data[0], d.seq)).collect();
-        assert_eq!(kept, vec![(3, 1)]);
-    }
-
-    #[actix_rt::test]
-    async fn take_each_hands_over_the_newest_reading_per_device_once_and_sets_the_switch() {
-        let (inbox, mut p, seen) = inbox_reader([b'p', b's']);
-        assert_eq!(inbox.take_each(false, |_| panic!("nothing shelved yet")), 0);
-        for v in 2..5u8 {
-            p.publish_batch(
-                vec![(b'p', Bytes::from(vec![v])), (b's', Bytes::from(vec![v]))],
-                Timestamp::now(),
-            );
-        }
-        p.publish(b'p', Bytes::from_static(&[8]));
-        // Room for the two devices seen, no more.
-        assert_eq!(inbox.lock().readings.capacity(), 2);
-        let mut got = Vec::new();
-        let n = inbox.take_each(false, |d| got.push((d.device, d.data[0])));
-        got.sort();
-        assert_eq!((n, got), (2, vec![(b'p', 8), (b's', 4)]));
-        // Taken once: nothing is left (the room stays for the next readings), and readings
-        // still wait while no message is wanted.
-        assert_eq!(inbox.take_each(false, |_| panic!("taken twice")), 0);
-        assert_eq!(inbox.lock().readings.capacity(), 2);
-        p.publish(b's', Bytes::from_static(&[9]));
-        let mut got = Vec::new();
-        assert_eq!(inbox.take_each(true, |d| got.push(d.data[0])), 1);
-        assert_eq!(got, vec![9]);
-        // Wanting messages: the next reading is a message, not shelved.
-        p.publish(b'p', Bytes::from_static(&[7]));
-        assert_eq!(
-            inbox.take_each(true, |_| panic!("shelved a wanted message")),
-            0
-        );
-        assert_eq!(first_singles(&seen).await, vec![b'p']);
-    }
-
-    /// The single readings the collector has got, once it has got any (waits up to 2 s).
-    async fn first_singles(seen: &Arc<Mutex<Seen>>) -> Vec<u8> {
-        for _ in 0..400 {
-            if !seen.lock().unwrap().singles.is_empty() {
-                break;
-            }
-            actix_rt::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
-        seen.lock().unwrap().singles.clone()
-    }
-
-    #[actix_rt::test]
-    async fn a_take_of_an_empty_shelf_still_sets_the_switch() {
-        let (inbox, mut p, seen) = inbox_reader([b'p', b's']);
-        // Empty twice over (the second take finds nothing shelved and the switch as it
-        // is), then an empty take that turns messages back on: the next reading is sent.
-        assert_eq!(inbox.take_each(false, |_| panic!("empty")), 0);
-        assert_eq!(inbox.take_each(false, |_| panic!("empty")), 0);
-        p.publish(b'p', Bytes::from_static(&[1]));
-        assert_eq!(inbox.take_each(false, |d| assert_eq!(d.data[0], 1)), 1);
-        assert_eq!(inbox.take_each(true, |_| panic!("empty")), 0);
-        p.publish(b's', Bytes::from_static(&[2]));
-        assert_eq!(
-            inbox.take_each(true, |_| panic!("shelved a wanted message")),
-            0
-        );
-        assert_eq!(first_singles(&seen).await, vec![b's']);
-        // And off again with nothing shelved: the next reading waits on the shelf.
-        assert_eq!(inbox.take_each(false, |_| panic!("empty")), 0);
-        p.publish(b'p', Bytes::from_static(&[3]));
-        assert_eq!(inbox.take_each(false, |d| assert_eq!(d.data[0], 3)), 1);
-    }
-
-    #[actix_rt::test]
-    async fn a_round_taken_while_a_batch_is_shelved_sees_all_of_the_batch_or_none() {
-        let (inbox, mut p, _) = inbox_reader([b'l', b'L']);
-        let mut got = Vec::new();
-        inbox.take(false, &mut got);
-        // The owner takes rounds on its own thread while the batches of one scan (`l` and
-        // `L` with the same value) are shelved: every take has both at the same value.
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let owner = {
-            let (inbox, stop) = (inbox.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let mut mixed = 0;
-                let mut takes = 0;
-                let mut got = Vec::new();
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    inbox.take(false, &mut got);
-                    if got.is_empty() {
-                        continue;
-                    }
-                    takes += 1;
-                    let l = got
-                        .iter()
-                        .find(|d| d.device == b'l')
-                        .map(|d| d.data.clone());
-                    let big = got
-                        .iter()
-                        .find(|d| d.device == b'L')
-                        .map(|d| d.data.clone());
-                    if l != big {
-                        mixed += 1;
-                    }
-                }
-                (takes, mixed)
-            })
-        };
-        for v in 0..20_000u32 {
-            let b = Bytes::from(v.to_be_bytes().to_vec());
-            p.publish_batch(vec![(b'l', b.clone()), (b'L', b)], Timestamp::now());
-        }
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let (takes, mixed) = owner.join().unwrap();
-        assert!(takes > 0, "the owner took nothing");
-        assert_eq!(
-            mixed, 0,
-            "{mixed} of {takes} takes had l and L of different scans"
-        );
-    }
-}
+mod tests;

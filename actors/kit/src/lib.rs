@@ -11,6 +11,15 @@
 //!   ([`catalog::DriverContext`]), `-stage` and the manual's device flags.
 //! - [`link`]: links to hardware (serial ports, sockets): supervision, one reconnect loop
 //!   with backoff, and the message handlers every such driver shares.
+//! - [`plain`]: the message handlers every driver without a link shares (the simulator,
+//!   replay, driver programs, passthrough, virtual devices): a [`plain::Driver`] writes
+//!   only its own hooks.
+//! - [`answer`]: a driver's answer to a config, for the client that sent it.
+//! - [`source`]: reading, holding and writing other devices of the robot (virtual
+//!   devices: a localizer, a planner driving the base under the registry's guard).
+//! - [`world`]: what a driver knows of its robot's surroundings (outlines for viewers,
+//!   solids for a map driver).
+//! - [`labels`]: devices served under another code than their driver's own.
 //! - [`fresh`]: the one rule for telling a new reading from one already taken (numbers,
 //!   numbering afresh, readings overtaken), for every consumer of readings.
 //! - [`log`]: bytes from outside, escaped for log lines; the rate limit of log lines.
@@ -20,9 +29,10 @@
 //! - [`program`]: driver programs written in Rust: the framed protocol a program speaks
 //!   with the server over its standard input and output, and a small blocking runtime.
 //!
-//! The actor parts (`driver`, `catalog`, `fresh`, `link`, `playback`, `timer`) are the default
-//! feature `actors`; a driver program depends on the kit with `default-features = false`
-//! and gets `program` and `log` with no dependencies at all.
+//! The actor parts (`driver`, `answer`, `source`, `world`, `labels`, `catalog`, `fresh`,
+//! `link`, `plain`, `playback`, `timer`) are the default feature `actors`; a driver program
+//! depends on the kit with `default-features = false` and gets `program` and `log` with no
+//! dependencies at all.
 //!
 //! The core crate (sessions, registry, listener) depends on this crate; drivers depend on
 //! it and never on the core, so a driver cannot reach into a session and the core names
@@ -30,21 +40,32 @@
 #![deny(missing_docs)]
 
 #[cfg(feature = "actors")]
+pub mod answer;
+#[cfg(feature = "actors")]
 pub mod catalog;
 #[cfg(feature = "actors")]
 pub mod driver;
 #[cfg(feature = "actors")]
 pub mod fresh;
 #[cfg(feature = "actors")]
+pub mod labels;
+#[cfg(feature = "actors")]
 pub mod link;
 pub mod log;
+#[cfg(feature = "actors")]
+pub mod plain;
 #[cfg(feature = "actors")]
 pub mod playback;
 pub mod program;
 #[cfg(feature = "actors")]
+pub mod source;
+#[cfg(feature = "actors")]
 pub mod timer;
+#[cfg(feature = "actors")]
+pub mod world;
 
-/// actix, for the handlers [`link_driver_handlers!`] writes in a driver's crate.
+/// actix, for the handlers [`link_driver_handlers!`] and [`driver_handlers!`] write in a
+/// driver's crate.
 #[cfg(feature = "actors")]
 #[doc(hidden)]
 pub use actix as __actix;

@@ -16,6 +16,11 @@
 //! It must be used from within a tokio runtime with a `LocalSet` (every actix arbiter is
 //! one); the first use on a thread starts that thread's timer task.
 
+// Unsafe code: the per-thread timerfd (timerfd_create, timerfd_settime, clock_gettime:
+// Linux calls with no safe std equivalent), reading a live repeating timer through its
+// weak pointer on the tick path, and the cache prefetch hint.
+#![allow(unsafe_code)]
+
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::future::Future;

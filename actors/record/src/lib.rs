@@ -698,6 +698,8 @@ impl Recorder {
 impl Actor for Recorder {
     type Context = Context<Self>;
 
+    // Unsafe code: prctl(PR_SET_NAME) names the recorder's thread (a Linux call).
+    #[allow(unsafe_code)]
     fn started(&mut self, ctx: &mut Self::Context) {
         // The arbiter's thread is the recorder's alone: name it, so its CPU time can be
         // told apart (`top -H`, /proc/PID/task/*/comm, the record bench).

@@ -67,6 +67,8 @@ impl ServerProcess {
 }
 
 impl Drop for ServerProcess {
+    // Unsafe code: kill(2) to stop the server process (a Linux call).
+    #[allow(unsafe_code)]
     fn drop(&mut self) {
         // SAFETY: kill with a valid pid of our own child.
         unsafe {

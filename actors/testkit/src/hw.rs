@@ -223,6 +223,8 @@ impl PlayerProcess {
     }
 
     /// Sends SIGTERM and waits (at most 15 s) for the process to exit; its exit code.
+    // Unsafe code: kill(2) to stop the emulator process (a Linux call).
+    #[allow(unsafe_code)]
     pub fn terminate(mut self) -> Option<i32> {
         // SAFETY: kill(2) on our own child's pid.
         assert_eq!(

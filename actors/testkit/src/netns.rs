@@ -3,6 +3,9 @@
 //! test checks [`is_root`] first and skips with a message otherwise. Everything made here
 //! is removed on drop.
 
+// Unsafe code: geteuid(2) and setns(2) (Linux calls) to run tests in a network namespace.
+#![allow(unsafe_code)]
+
 use std::os::fd::AsRawFd;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -10,7 +10,10 @@
 //! - `list`: the robot's devices (the device-list extension): code, name, driver, the
 //!   access each allows, state, readers, writers, data size and publish rate.
 //! - `print`: one device's readings decoded, every field, one block per round (like the
-//!   0.7.4a `playerprint`). Notices of the error channel go to standard error.
+//!   0.7.4a `playerprint`). Notices of the error channel go to standard error. The
+//!   navigation devices too: `print map` (and the map's cells counted, downloaded tile by
+//!   tile whenever the map changes), `print localize` (the hypotheses), `print planner`,
+//!   `print odometry` (`O`), `print P` (the precise odometry).
 //! - `joy`: drives the base from the keyboard (like `playerjoy`). The arrow keys (or
 //!   w a s d) move while held: commands go out at 10 Hz while a key is down (its repeats
 //!   keep arriving), and a zero command as soon as no repeat came for 0.3 s (the first
@@ -34,7 +37,8 @@ const USAGE: &str = "usage: player-cli [-h HOST[:PORT]] [-k KEY] COMMAND
 commands:
   list                                  the robot's devices, their drivers, state and rates
   print DEVICE [-n ROUNDS] [-f HZ]      a device's readings decoded (DEVICE: p s l m g z v,
-                                        or a name such as laser); ROUNDS 0 (default) = for ever
+                                        L M H G O P, or a name such as laser, map, localize,
+                                        planner); ROUNDS 0 (default) = for ever
   joy [-s MM_PER_S] [-t DEG_PER_S]      drive with the arrow keys; q, Esc or Ctrl-C quits
   estop on|off                          latch or release the emergency stop";
 
@@ -58,12 +62,23 @@ enum Command {
     Estop { latch: bool },
 }
 
+/// The devices `print` knows by name, beyond the manual's seven.
+const NAMED: [u8; 6] = [
+    device::FULL_SCAN,
+    device::MAP,
+    device::LOCALIZE,
+    device::PLANNER,
+    device::ODOMETRY,
+    device::PRECISE_ODOMETRY,
+];
+
 fn device_code(s: &str) -> Option<u8> {
     if let [c] = s.as_bytes() {
         return Some(*c).filter(|c| c.is_ascii_graphic());
     }
     device::ALL
         .into_iter()
+        .chain(NAMED)
         .find(|&d| device::name(d).eq_ignore_ascii_case(s))
 }
 
@@ -225,6 +240,94 @@ fn device_table(devices: &[DeviceEntry]) -> String {
 
 // ----- print ---------------------------------------------------------------------------
 
+/// The navigation devices' fields (`M`, `H`, `G`, `O`, `P`).
+fn describe_nav(r: &Round, dev: u8, s: &mut String) {
+    let deg = |arcsec: i32| f64::from(arcsec) / 3600.0;
+    match dev {
+        device::MAP => {
+            if let Some(m) = &r.map {
+                s.push_str(&format!(
+                    "  map id {:08x}\n  {} x {} cells of {} mm\n  origin ({}, {}) mm, {:.4}°\n",
+                    m.map_id,
+                    m.width,
+                    m.height,
+                    f64::from(m.resolution) / 1000.0,
+                    m.origin_x,
+                    m.origin_y,
+                    deg(m.origin_heading)
+                ));
+            }
+        }
+        device::LOCALIZE => {
+            if let Some(l) = &r.localize {
+                s.push_str(&format!(
+                    "  pending {} (last at {}.{:06})\n  {} hypotheses\n",
+                    l.pending_count,
+                    l.pending_time_sec,
+                    l.pending_time_usec,
+                    l.hypotheses.len()
+                ));
+                for h in &l.hypotheses {
+                    let sd = |v: i64| (v.max(0) as f64).sqrt();
+                    s.push_str(&format!(
+                        "    ({}, {}) mm {:.3}°  sd {:.0} mm, {:.0} mm, {:.3}°  weight {:.6}\n",
+                        h.mean[0],
+                        h.mean[1],
+                        deg(h.mean[2]),
+                        sd(h.cov[0][0]),
+                        sd(h.cov[1][1]),
+                        sd(h.cov[2][2]) / 3600.0,
+                        f64::from(h.alpha) / 1e6
+                    ));
+                }
+            }
+        }
+        device::PLANNER => {
+            if let Some(p) = &r.planner {
+                s.push_str(&format!(
+                    "  state {}  valid {}  done {}\n  pose ({}, {}) mm {}°\n  goal ({}, {}) mm {}°\n  waypoint {} of {}: ({}, {}) mm {}°\n",
+                    p.state.name(),
+                    u8::from(p.valid),
+                    u8::from(p.done),
+                    p.pose[0],
+                    p.pose[1],
+                    p.pose[2],
+                    p.goal[0],
+                    p.goal[1],
+                    p.goal[2],
+                    p.curr_waypoint,
+                    p.waypoint_count,
+                    p.waypoint[0],
+                    p.waypoint[1],
+                    p.waypoint[2]
+                ));
+            }
+        }
+        device::ODOMETRY => {
+            if let Some(p) = &r.odometry {
+                s.push_str(&format!(
+                    "  time {} ms\n  x {} mm  y {} mm  heading {}°\n  speed {} mm/s  turn rate {}°/s\n  compass {}°  stall {}\n",
+                    p.time, p.x, p.y, p.heading, p.speed, p.turn_rate, p.compass, p.stall
+                ));
+            }
+        }
+        _ => {
+            if let Some(o) = &r.precise {
+                s.push_str(&format!(
+                    "  time {} ms\n  x {} mm  y {} mm  heading {:.4}°\n  speed {} mm/s  turn rate {:.4}°/s  stall {}\n",
+                    o.time,
+                    o.x,
+                    o.y,
+                    deg(o.heading),
+                    o.speed,
+                    deg(o.turn_rate),
+                    o.stall
+                ));
+            }
+        }
+    }
+}
+
 fn print(c: &mut Client, dev: u8, rounds: u64, hz: u16) -> Result<(), Error> {
     c.set_notices(true)?;
     c.set_frequency(hz)?;
@@ -232,9 +335,25 @@ fn print(c: &mut Client, dev: u8, rounds: u64, hz: u16) -> Result<(), Error> {
     c.request_pairs(&[(dev, b'r')])?.check()?;
     let mut n = 0;
     let mut out = std::io::stdout().lock();
+    let mut cells_of = None;
     while rounds == 0 || n < rounds {
         let round = c.read()?;
-        let text = describe(round, dev);
+        let mut text = describe(round, dev);
+        // A map's cells: downloaded whenever the map changes, counted.
+        if let Some(info) = round
+            .map
+            .filter(|m| dev == device::MAP && cells_of != Some(m.map_id))
+        {
+            let cells = c.download_map(&info)?;
+            let count = |v: i8| cells.iter().filter(|&&x| x == v).count();
+            text.push_str(&format!(
+                "  cells: {} free, {} unknown, {} occupied\n",
+                count(-1),
+                count(0),
+                count(1)
+            ));
+            cells_of = Some(info.map_id);
+        }
         for notice in c.take_notices() {
             eprintln!("notice: {notice}");
         }
@@ -328,6 +447,11 @@ fn describe(r: &Round, dev: u8) -> String {
                 }
             }
         }
+        device::MAP
+        | device::LOCALIZE
+        | device::PLANNER
+        | device::ODOMETRY
+        | device::PRECISE_ODOMETRY => describe_nav(r, dev, &mut s),
         other => {
             if let Some(p) = r.other(other) {
                 s.push_str(&format!("  {} bytes:", p.len()));
@@ -642,6 +766,22 @@ mod tests {
                 hz: 10
             }
         );
+        for (name, code) in [
+            ("map", b'M'),
+            ("localize", b'H'),
+            ("planner", b'G'),
+            ("odometry", b'O'),
+            ("P", b'P'),
+        ] {
+            assert_eq!(
+                parse(&args(&format!("print {name}"))).unwrap().command,
+                Command::Print {
+                    device: code,
+                    rounds: 0,
+                    hz: 10
+                }
+            );
+        }
         for bad in [
             "",
             "estop maybe",

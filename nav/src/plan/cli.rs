@@ -169,6 +169,8 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
 /// core, so the report gives both. (Linux's `/proc/thread-self/schedstat` would do without
 /// `libc`, but it is brought up to date only at scheduler ticks: 4 ms steps, as long as a
 /// whole A* plan.)
+// Unsafe code: clock_gettime(CLOCK_THREAD_CPUTIME_ID) (a Linux call).
+#[allow(unsafe_code)]
 pub fn thread_cpu_ns() -> Option<u64> {
     #[cfg(unix)]
     {

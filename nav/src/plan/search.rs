@@ -120,6 +120,9 @@ const STEPS: [(i32, i32); 8] = [
 
 /// Asks the processor to bring `node`'s cache line in (a hint; nothing on other targets).
 #[inline(always)]
+// Unsafe code: the x86-64 cache prefetch hint (`_mm_prefetch`, an unsafe intrinsic on the
+// crate's minimum Rust, 1.82); std has no stable safe prefetch.
+#[allow(unsafe_code)]
 fn prefetch(node: &Node) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch only hints the cache; it reads nothing and cannot fault, and the

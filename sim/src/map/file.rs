@@ -4,8 +4,8 @@
 //!
 //! The sections are read in a fixed order, and checked in a fixed order (the world, its
 //! walls, polygons, boxes, grid, pillars and objects; then pucks, robots and swarms, which
-//! must be clear of those; then the truth log), so the same bad file always gets the same
-//! error.
+//! must be clear of those; then the events, which name the robots; then the truth log), so
+//! the same bad file always gets the same error.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use config::{Config, File, FileFormat, Source, Value};
 use serde::Deserialize;
 
+use super::event::EventSpec;
 use super::swarm::{Pattern, Spots, Swarm, MAX_ROBOTS};
 use super::{
     bitmap, BoxObstacle, ColouredObject, ObjectShape, Pillar, PuckPlacement, RobotPlacement,
@@ -27,9 +28,9 @@ use crate::noise::Noise;
 const DEVICE_CODES: &[u8] = b"psmglzvL";
 
 /// Top-level sections a world file may have.
-const SECTIONS: [&str; 11] = [
+const SECTIONS: [&str; 12] = [
     "world", "robot", "swarm", "wall", "polygon", "box", "pillar", "object", "puck", "grid",
-    "truth",
+    "event", "truth",
 ];
 
 /// The device sets a world file can name with `kind`: a "simple" robot (wheels and sonar,
@@ -180,6 +181,7 @@ struct Sections {
     pucks: Vec<PuckSpec>,
     swarms: Vec<SwarmSpec>,
     grid: Option<GridSpec>,
+    events: Vec<EventSpec>,
     truth: Option<TruthSpec>,
 }
 
@@ -230,6 +232,7 @@ impl Sections {
                 .remove("grid")
                 .map(|v| table(origin, "grid", v))
                 .transpose()?,
+            events: array(origin, "event", root.remove("event"))?,
             truth: root
                 .remove("truth")
                 .map(|v| table(origin, "truth", v))
@@ -274,6 +277,7 @@ impl WorldMap {
         map.rebuild();
         map.add_pucks(origin, &s.pucks)?;
         map.add_robots(origin, &s.robots, &s.swarms)?;
+        map.add_events(origin, &s.events)?;
         if let Some(t) = s.truth {
             map.truth = Some(truth_log(origin, t)?);
         }

@@ -13,7 +13,9 @@
 //!   checks that make a [`WorldMap`] of it, section by section;
 //! - `swarm`: placing robots, one by one or `[[swarm]]`s of them by a grid or random
 //!   pattern, each checked clear of the solids and of the robots placed before;
-//! - `bitmap`: a `[grid]`'s cells from text or a PNG, merged into boxes.
+//! - `bitmap`: a `[grid]`'s cells from text or a PNG, merged into boxes;
+//! - `event`: the `[[event]]`s (robots carried elsewhere at set instants), checked against
+//!   the robots and the solids.
 //!
 //! Lengths are millimetres. In the file headings are degrees; in the Rust API they are radians.
 
@@ -26,9 +28,11 @@ use crate::noise::Noise;
 use crate::solids::SolidIndex;
 
 mod bitmap;
+mod event;
 mod file;
 mod swarm;
 
+pub use event::{Destination, WorldEvent, MAX_DESTINATIONS, MAX_EVENTS};
 pub use file::ROBOT_KINDS;
 pub use swarm::MAX_ROBOTS;
 
@@ -322,6 +326,7 @@ pub struct WorldMap {
     seed: u64,
     noise: Noise,
     truth: Option<TruthLogSpec>,
+    events: Vec<WorldEvent>,
     /// Every solid outline with its owner, boundary first. Rebuilt by every `with_*`.
     solids: Vec<(Shape, Owner)>,
     /// The solids filed by place, built when first asked for (after the last `with_*`).
@@ -444,6 +449,7 @@ impl WorldMap {
             seed: 0,
             noise: Noise::NONE,
             truth: None,
+            events: Vec::new(),
             solids: Vec::new(),
             index: LazyIndex::default(),
         };
@@ -519,6 +525,13 @@ impl WorldMap {
     /// Sets how the robots' sensors and odometry stray from the truth.
     pub fn with_noise(mut self, noise: Noise) -> WorldMap {
         self.noise = noise;
+        self
+    }
+
+    /// Adds an event (after the file's). Unchecked: its robot must be one of the world's
+    /// and its fixed destinations clear, as a world file's are.
+    pub fn with_event(mut self, event: WorldEvent) -> WorldMap {
+        self.events.push(event);
         self
     }
 
@@ -606,6 +619,11 @@ impl WorldMap {
     /// The ground-truth log the file asks for, if any.
     pub fn truth_log(&self) -> Option<&TruthLogSpec> {
         self.truth.as_ref()
+    }
+
+    /// The events (`[[event]]`), in file order.
+    pub fn events(&self) -> &[WorldEvent] {
+        &self.events
     }
 
     /// The walls.

@@ -233,6 +233,23 @@ pub struct PositionReading {
     pub stall: u8,
 }
 
+/// Odometry at full precision, for the `P` device (the `p` device rounds it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OdometryReading {
+    /// mm forward along the odometry origin's heading.
+    pub x: f64,
+    /// mm to the left of the odometry origin's heading.
+    pub y: f64,
+    /// Radians counter-clockwise from the odometry origin's heading, in [0, 2 pi).
+    pub heading: f64,
+    /// Actual translational speed, mm/s, positive forward.
+    pub speed: f64,
+    /// Actual turn rate, degrees/s, positive counter-clockwise.
+    pub turn_rate: f64,
+    /// Whether the robot is pushing against something.
+    pub stall: bool,
+}
+
 /// Bumpers and battery for the `m` device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MiscReading {
@@ -507,6 +524,29 @@ impl SimRobot {
         self.pose = (x, y, normalize_angle(heading_rad));
     }
 
+    /// The robot picked up and put down at a world pose (x, y mm, heading radians), as
+    /// someone carries a real one: its wheels turned nothing meanwhile, so its odometry
+    /// reads what it read before (exact odometry's origin moves with the robot); its wheels
+    /// stand still (the command is kept: a driven robot speeds up again at its
+    /// acceleration); nothing presses its bumpers. No collision check.
+    pub fn carry_to(&mut self, x: f64, y: f64, heading_rad: f64) {
+        let heading = normalize_angle(heading_rad);
+        if self.noisy_odometry.is_none() {
+            // The odometry pose relative to the origin, kept: the new origin is where that
+            // pose, taken from the new true pose backwards, starts.
+            let (px, py, th) = self.pose;
+            let (ox, oy, oth) = self.odom_origin;
+            let d = Vec2::new(px - ox, py - oy).rotated(-oth);
+            let new_oth = heading - (th - oth);
+            let o = Vec2::new(x, y) - d.rotated(new_oth);
+            self.odom_origin = (o.x, o.y, new_oth);
+        }
+        self.pose = (x, y, heading);
+        self.drive = (0.0, 0.0);
+        self.actual = (0.0, 0.0);
+        self.release();
+    }
+
     /// True pose in the world frame: x mm, y mm, heading radians in (-pi, pi].
     pub fn true_pose(&self) -> (f64, f64, f64) {
         self.pose
@@ -522,16 +562,36 @@ impl SimRobot {
         self.battery_v
     }
 
-    /// Odometry, speeds, compass and stall.
-    pub fn position(&self) -> PositionReading {
+    /// Odometry (x mm, y mm, heading radians, not wrapped) as the odometry frame has it.
+    fn odometry_pose(&self) -> (Vec2, f64) {
         let (x, y, th) = self.pose;
-        let (d, odom_th) = match &self.noisy_odometry {
+        match &self.noisy_odometry {
             Some(o) => (Vec2::new(o.pose.0, o.pose.1), o.pose.2),
             None => {
                 let (ox, oy, oth) = self.odom_origin;
                 (Vec2::new(x - ox, y - oy).rotated(-oth), th - oth)
             }
-        };
+        }
+    }
+
+    /// Odometry, speeds and stall at full precision (the same instant's `position`
+    /// rounded is the 0.7.4a reading).
+    pub fn odometry_reading(&self) -> OdometryReading {
+        let (d, th) = self.odometry_pose();
+        OdometryReading {
+            x: d.x,
+            y: d.y,
+            heading: th.rem_euclid(std::f64::consts::TAU),
+            speed: self.actual.0,
+            turn_rate: self.actual.1,
+            stall: self.stalled,
+        }
+    }
+
+    /// Odometry, speeds, compass and stall.
+    pub fn position(&self) -> PositionReading {
+        let th = self.pose.2;
+        let (d, odom_th) = self.odometry_pose();
         let heading = odom_th.to_degrees().round().rem_euclid(360.0);
         let compass = (th.to_degrees() / 2.0).round().rem_euclid(180.0) * 2.0;
         PositionReading {

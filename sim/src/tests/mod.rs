@@ -57,8 +57,10 @@ fn noisy(mut r: SimRobot, seed: u64) -> SimRobot {
 mod camera;
 mod casting;
 mod dump;
+mod events;
 mod file;
 mod laser;
 mod motion;
 mod noise;
+mod raster;
 mod sensors;

@@ -2,7 +2,15 @@
 //! latch, the command watchdog of each device whose commands keep something moving, and
 //! the admission of every command (the sender must hold write access, nothing passes
 //! while the e-stop is latched). The registry acts on its answers (stops devices, sends
-//! notices, arms the timer at [`Guard::next_deadline`]).
+//! notices and holder events, arms the timer at [`Guard::next_deadline`]).
+//!
+//! Pre-emption ([`Guard::admit_as`]): a writer of [`Role::Yielding`] (a driver that
+//! drives the base on its own, a planner) gives way to clients. While it is writing a
+//! device (its last command still holds), a client's own command to that device passes
+//! and pre-empts it (the registry tells it and the client); while a client's last
+//! command still holds, the yielding writer's commands are refused. A command "holds"
+//! for the device's command timeout (the writer's own hold within its bounds), or
+//! [`PREEMPT_WINDOW`] on a device without a watchdog.
 
 use super::SessionId;
 use std::collections::HashMap;
@@ -17,6 +25,30 @@ pub enum Refusal {
     /// The emergency stop is latched (by whom).
     #[error("command ignored: emergency stop latched by {0}")]
     EStop(String),
+    /// A yielding writer's command while a client is commanding the device.
+    #[error("command ignored: a client is commanding the device (navigation pre-empted)")]
+    ClientWriting,
+}
+
+/// Who sends a command, for pre-emption.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A client (any front end's), or a driver that does not yield.
+    Client,
+    /// A driver that gives way to clients (a planner).
+    Yielding,
+}
+
+/// How long a command holds, for pre-emption, on a device without a command watchdog.
+pub const PREEMPT_WINDOW: Duration = player_kit::driver::DEFAULT_COMMAND_TIMEOUT;
+
+/// Who is writing one device, for pre-emption.
+#[derive(Debug, Default)]
+struct Writing {
+    /// Until when the last client's command holds.
+    client_until: Option<Instant>,
+    /// The yielding writer whose command holds, and until when.
+    yielder: Option<(SessionId, Instant)>,
 }
 
 /// A command the guard let through.
@@ -60,6 +92,7 @@ fn bounded_hold(asked: Option<Duration>, timeout: Duration) -> Duration {
 pub struct Guard {
     estop: Option<String>,
     watchdogs: HashMap<u8, Watchdog>,
+    writing: HashMap<u8, Writing>,
 }
 
 impl Guard {
@@ -142,6 +175,59 @@ impl Guard {
             Ok(Admitted::Resumed)
         } else {
             Ok(Admitted::Pass)
+        }
+    }
+
+    /// Decides on a command from `session` in `role` to `device` at `now`, as
+    /// [`Guard::admit`] does, with pre-emption (see the module's documentation): the
+    /// admission, and the yielding writer the command pre-empted, if any. A yielding
+    /// writer's command is refused ([`Refusal::ClientWriting`]) while a client's holds.
+    pub fn admit_as(
+        &mut self,
+        device: u8,
+        session: SessionId,
+        holds_write: bool,
+        now: Instant,
+        hold: Option<Duration>,
+        role: Role,
+    ) -> Result<(Admitted, Option<SessionId>), Refusal> {
+        if session != SessionId::SERVER && !holds_write {
+            return Err(Refusal::NoWriteAccess);
+        }
+        if let Some(by) = &self.estop {
+            return Err(Refusal::EStop(by.clone()));
+        }
+        let window = self
+            .watchdogs
+            .get(&device)
+            .map_or(PREEMPT_WINDOW, |w| bounded_hold(hold, w.timeout));
+        let w = self.writing.entry(device).or_default();
+        let preempted = match role {
+            Role::Yielding => {
+                if w.client_until.is_some_and(|until| now < until) {
+                    return Err(Refusal::ClientWriting);
+                }
+                w.yielder = Some((session, now + window));
+                None
+            }
+            Role::Client => {
+                w.client_until = Some(now + window);
+                match w.yielder.take() {
+                    Some((s, until)) if now < until && s != session => Some(s),
+                    _ => None,
+                }
+            }
+        };
+        let admitted = self.admit(device, session, holds_write, now, hold)?;
+        Ok((admitted, preempted))
+    }
+
+    /// Forgets `session` as a yielding writer of every device (it let go).
+    pub fn forget_writer(&mut self, session: SessionId) {
+        for w in self.writing.values_mut() {
+            if w.yielder.is_some_and(|(s, _)| s == session) {
+                w.yielder = None;
+            }
         }
     }
 
@@ -384,5 +470,150 @@ mod tests {
         // A plain command goes back to the timeout.
         g.admit(b'p', writer, true, t, None).unwrap();
         assert_eq!(g.next_deadline(), Some(t + half));
+    }
+
+    fn planner() -> SessionId {
+        SessionId::from(99)
+    }
+
+    #[test]
+    fn a_clients_command_pre_empts_a_yielding_writer_and_goes_through() {
+        let mut g = guard();
+        let t0 = Instant::now();
+        // The planner drives; a client's own command passes and names the planner.
+        assert_eq!(
+            g.admit_as(WHEELS, planner(), true, t0, None, Role::Yielding),
+            Ok((Admitted::Pass, None))
+        );
+        assert_eq!(
+            g.admit_as(WHEELS, writer(), true, t0 + ms(100), None, Role::Client),
+            Ok((Admitted::Pass, Some(planner())))
+        );
+        // Pre-empted once: the client's next command pre-empts nobody.
+        assert_eq!(
+            g.admit_as(WHEELS, writer(), true, t0 + ms(200), None, Role::Client),
+            Ok((Admitted::Pass, None))
+        );
+        // The watchdog runs for the client's command as for any.
+        assert_eq!(g.next_deadline(), Some(t0 + ms(700)));
+    }
+
+    #[test]
+    fn a_yielding_writer_is_refused_while_a_clients_command_holds() {
+        let mut g = guard();
+        let t0 = Instant::now();
+        g.admit_as(WHEELS, writer(), true, t0, None, Role::Client)
+            .unwrap();
+        assert_eq!(
+            g.admit_as(WHEELS, planner(), true, t0 + ms(499), None, Role::Yielding),
+            Err(Refusal::ClientWriting)
+        );
+        // A refused command arms nothing: the deadline is still the client's.
+        assert_eq!(g.next_deadline(), Some(t0 + ms(500)));
+        // Once the client's command no longer holds, the planner drives again.
+        assert_eq!(
+            g.admit_as(WHEELS, planner(), true, t0 + ms(500), None, Role::Yielding),
+            Ok((Admitted::Pass, None))
+        );
+        // A client's long hold (its own rate) keeps the planner off that long.
+        g.admit_as(
+            WHEELS,
+            writer(),
+            true,
+            t0 + ms(600),
+            Some(ms(1000)),
+            Role::Client,
+        )
+        .unwrap();
+        assert_eq!(
+            g.admit_as(WHEELS, planner(), true, t0 + ms(1599), None, Role::Yielding),
+            Err(Refusal::ClientWriting)
+        );
+        assert!(g
+            .admit_as(WHEELS, planner(), true, t0 + ms(1600), None, Role::Yielding)
+            .is_ok());
+    }
+
+    #[test]
+    fn a_yielding_writer_that_stopped_writing_is_not_pre_empted() {
+        let mut g = guard();
+        let t0 = Instant::now();
+        g.admit_as(WHEELS, planner(), true, t0, None, Role::Yielding)
+            .unwrap();
+        // Its command no longer holds (it fell silent; the watchdog stopped the base).
+        assert_eq!(
+            g.admit_as(WHEELS, writer(), true, t0 + ms(500), None, Role::Client),
+            Ok((Admitted::Pass, None))
+        );
+        // A yielding writer that let go is forgotten at once.
+        g.admit_as(GRIPPER, planner(), true, t0, None, Role::Yielding)
+            .unwrap();
+        g.forget_writer(planner());
+        assert_eq!(
+            g.admit_as(GRIPPER, writer(), true, t0 + ms(1), None, Role::Client),
+            Ok((Admitted::Pass, None))
+        );
+    }
+
+    #[test]
+    fn pre_emption_on_an_unwatched_device_uses_the_window() {
+        let mut g = guard();
+        let t0 = Instant::now();
+        g.admit_as(GRIPPER, writer(), true, t0, None, Role::Client)
+            .unwrap();
+        assert_eq!(
+            g.admit_as(
+                GRIPPER,
+                planner(),
+                true,
+                t0 + PREEMPT_WINDOW - ms(1),
+                None,
+                Role::Yielding
+            ),
+            Err(Refusal::ClientWriting)
+        );
+        assert!(g
+            .admit_as(
+                GRIPPER,
+                planner(),
+                true,
+                t0 + PREEMPT_WINDOW,
+                None,
+                Role::Yielding
+            )
+            .is_ok());
+    }
+
+    #[test]
+    fn write_access_and_the_estop_come_before_pre_emption() {
+        let mut g = guard();
+        let t0 = Instant::now();
+        g.admit_as(WHEELS, planner(), true, t0, None, Role::Yielding)
+            .unwrap();
+        // A client without write access pre-empts nothing.
+        assert_eq!(
+            g.admit_as(WHEELS, writer(), false, t0, None, Role::Client),
+            Err(Refusal::NoWriteAccess)
+        );
+        g.latch("10.0.0.1:5000");
+        let refused = Err(Refusal::EStop("10.0.0.1:5000".into()));
+        assert_eq!(
+            g.admit_as(WHEELS, writer(), true, t0, None, Role::Client),
+            refused
+        );
+        assert_eq!(
+            g.admit_as(WHEELS, planner(), true, t0, None, Role::Yielding),
+            refused
+        );
+        g.release();
+        // The planner's command from before still holds: the client pre-empts it.
+        assert_eq!(
+            g.admit_as(WHEELS, writer(), true, t0 + ms(10), None, Role::Client),
+            Ok((Admitted::Pass, Some(planner())))
+        );
+        assert_eq!(
+            Refusal::ClientWriting.to_string(),
+            "command ignored: a client is commanding the device (navigation pre-empted)"
+        );
     }
 }

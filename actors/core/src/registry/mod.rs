@@ -20,22 +20,32 @@
 //! one. It keeps the state drivers report ([`DeviceStatus`]), answers the device list
 //! ([`ListDevices`]) and sends [`Notice`]s to the sessions that asked for them ([`Watch`]).
 //!
+//! Drivers hold devices of their robot too (a localizer reading the laser, a planner
+//! driving the base: `player_kit::source`): a driver holding a device is one more holder,
+//! its commands pass the same guard, and it is told what happens to its holding
+//! (`HolderEvent`s: the e-stop, a watchdog stop, a client's command pre-empting it).
+//! A device may be served under another code than its driver's own (`"p as O"`): the
+//! table files it under the served code and every message to the driver names its own.
+//!
 //! By job: `table.rs` (the devices, their holders and setup states, the device list),
-//! `guard.rs` (command admission, the e-stop latch, the command watchdogs), `health.rs`
-//! (rates and silence, from the tap's readings); this file holds the messages, the actor
-//! and its handlers, and arms the timers the guard and the health check ask for.
+//! `guard.rs` (command admission, pre-emption, the e-stop latch, the command watchdogs,
+//! pure), `commands.rs` (the actor's side of the guard: commands, holds, the e-stop, the
+//! watchdog's timer, holder events), `drivers.rs` (what drivers ask: reading, holding,
+//! configs to other devices, the world), `health.rs` (rates and silence, from the tap's
+//! readings), `query.rs` (what front ends ask beyond holding devices); this file holds the
+//! messages, the actor, holding and setting up devices, and the health check's timer.
 
 use crate::notice::{kind, Notice};
 use crate::timer::RunEvery;
 use actix::prelude::*;
 use bytes::Bytes;
 use futures::channel::oneshot;
+use player_kit::answer::ConfigAnswer;
 use player_kit::driver::{
-    Command, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, DeviceState,
-    DeviceStatus, DriverHandle, Inbox, MapOutline, MapRequest, ReadDevice, Setup, Shutdown, Stop,
-    StopReason, Subscribers, Terminate,
+    Command, DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, DeviceState, DeviceStatus,
+    DriverHandle, Inbox, MapOutline, Setup, Shutdown, Stop, StopReason, Subscribers, Terminate,
 };
-use player_kit::playback::Playback;
+use player_kit::labels::Labels;
 pub use player_kit::playback::{PlaybackClock, PlaybackRequest};
 use player_proto::ext::DeviceEntry;
 use slog::{info, warn, Logger};
@@ -49,12 +59,14 @@ pub use query::{
 };
 pub use table::ServedTwice;
 
+mod commands;
+mod drivers;
 mod guard;
 mod health;
 mod query;
 mod table;
 
-use guard::{Admitted, Guard};
+use guard::Guard;
 use health::Health;
 use table::{Condition, Holder, State, Table};
 
@@ -183,6 +195,9 @@ pub struct RouteConfig {
     pub payload: Bytes,
     /// The client's address, for log lines.
     pub client: String,
+    /// Where the device's answer goes, if it answers (a TCP session's address: it writes
+    /// the answer as `y` packets; `None` for a front end that takes no answers).
+    pub answer: Option<Recipient<ConfigAnswer>>,
 }
 
 pub use guard::MAX_COMMAND_HOLD;
@@ -278,9 +293,23 @@ impl Registry {
         handle: DriverHandle,
         specs: &[DeviceSpec],
     ) -> Result<(), ServedTwice> {
-        self.table.add(name, handle, specs)?;
+        self.add_driver_labelled(name, handle, specs, &Labels::none())
+    }
+
+    /// Adds a started driver whose devices (`specs`, under its own codes) are served
+    /// under the codes `labels` gives (`"p as O"`; `player_kit::labels`). A served code
+    /// served twice is an error naming it.
+    pub fn add_driver_labelled(
+        &mut self,
+        name: &str,
+        handle: DriverHandle,
+        specs: &[DeviceSpec],
+        labels: &Labels,
+    ) -> Result<(), ServedTwice> {
+        self.table.add(name, handle, specs, labels)?;
         for spec in specs {
-            self.guard.watch(spec.code, spec.command_timeout);
+            self.guard
+                .watch(labels.served(spec.code), spec.command_timeout);
         }
         Ok(())
     }
@@ -300,7 +329,7 @@ impl Registry {
             return;
         }
         d.driver.subscribers.do_send(Subscribers {
-            device: code,
+            device: d.own,
             session,
             recipient,
         });
@@ -333,7 +362,7 @@ impl Registry {
         self.guard.disarm(code);
         if !matches!(d.state, State::Down) {
             d.driver.stop.do_send(Stop {
-                device: code,
+                device: d.own,
                 reason,
                 client,
             });
@@ -361,7 +390,7 @@ impl Registry {
         if d.holders.is_empty() && d.is_up() {
             if d.spec.readable {
                 d.driver.subscribers.do_send(Subscribers {
-                    device: code,
+                    device: d.own,
                     session: SessionId::TAP,
                     recipient: None,
                 });
@@ -373,7 +402,7 @@ impl Registry {
             }
             info!(self.log, "device shut down"; "device" => player_kit::log::device(code), "driver" => &d.driver_name, "client" => &*h.client);
             d.driver.shutdown.do_send(Shutdown {
-                device: code,
+                device: d.own,
                 client: h.client.clone(),
             });
         }
@@ -398,19 +427,19 @@ impl Registry {
                 if d.holders.is_empty() {
                     d.state = State::Down;
                     d.driver.shutdown.do_send(Shutdown {
-                        device: code,
+                        device: d.own,
                         client: d.opened_by.clone(),
                     });
                 } else if d.spec.readable {
                     for (&session, h) in d.holders.iter().filter(|(_, h)| h.read) {
                         d.driver.subscribers.do_send(Subscribers {
-                            device: code,
+                            device: d.own,
                             session,
                             recipient: Some(h.recipient.clone()),
                         });
                     }
                     d.driver.subscribers.do_send(Subscribers {
-                        device: code,
+                        device: d.own,
                         session: SessionId::TAP,
                         recipient: Some(tap),
                     });
@@ -426,71 +455,6 @@ impl Registry {
             let _ = w.send(result.clone());
         }
         self.update_health_check(ctx);
-    }
-
-    // ----- command watchdog: the timer at the guard's next deadline ----------------------
-
-    /// Arms the watchdog check at the guard's earliest deadline.
-    fn schedule_watchdog(&mut self, ctx: &mut Context<Self>) {
-        let Some(at) = self.guard.next_deadline() else {
-            return;
-        };
-        match self.watchdog_check {
-            // A check is due no later: it re-arms for later deadlines when it runs.
-            Some((_, pending)) if pending <= at => return,
-            Some((h, _)) => {
-                ctx.cancel_future(h);
-            }
-            None => {}
-        }
-        let wait = at.saturating_duration_since(Instant::now());
-        let h = ctx.run_later(wait, |act, ctx| {
-            act.watchdog_check = None;
-            act.check_watchdogs(ctx);
-        });
-        self.watchdog_check = Some((h, at));
-    }
-
-    /// Stops every device whose command has not been renewed within its timeout (once:
-    /// the next command re-arms it).
-    fn check_watchdogs(&mut self, ctx: &mut Context<Self>) {
-        for (code, timeout) in self.guard.expire(Instant::now()) {
-            let writer = self
-                .table
-                .devices
-                .get(&code)
-                .map_or_else(|| "".into(), |d| d.writer_client());
-            self.stop_device(code, StopReason::Watchdog, writer.clone());
-            if self.watchdog_explained {
-                warn!(self.log, "command watchdog: no command in time; device stopped"; "device" => player_kit::log::device(code), "command_timeout_s" => timeout.as_secs_f64(), "client" => &*writer);
-            } else {
-                // The first time only: a client written for 0.7.4a may send one command
-                // and expect it to hold (docs/clients-of-2000.md).
-                self.watchdog_explained = true;
-                let driver = self
-                    .table
-                    .devices
-                    .get(&code)
-                    .map_or("", |d| d.driver_name.as_str());
-                let key = format!(
-                    "command_timeout = 0 in [[robot]] '{}' (or in its [[robot.driver]] '{driver}')",
-                    self.table.robot
-                );
-                warn!(self.log, "command watchdog: no command in time; device stopped (a client written for Player 0.7.4a that sends one command expects it to hold: set the key below to restore that for this robot, see docs/clients-of-2000.md)"; "device" => player_kit::log::device(code), "command_timeout_s" => timeout.as_secs_f64(), "restore_0_7_4a" => key, "client" => &*writer);
-            }
-            self.notify_holders(
-                code,
-                Notice::new(
-                    kind::WATCHDOG,
-                    code,
-                    format!(
-                        "no command for {:.2} s (command_timeout): stopped until the next command",
-                        timeout.as_secs_f64()
-                    ),
-                ),
-            );
-        }
-        self.schedule_watchdog(ctx);
     }
 
     // ----- health: the periodic check while a readable device is up ----------------------
@@ -618,6 +582,7 @@ impl Handler<Subscribe> for Registry {
         let had_write = d.writer(msg.session);
         let had_read = d.reader(msg.session);
         let hold = d.hold(msg.session).filter(|_| msg.write);
+        let internal = d.holders.get(&msg.session).and_then(|h| h.internal.clone());
         d.holders.insert(
             msg.session,
             Holder {
@@ -626,6 +591,7 @@ impl Handler<Subscribe> for Registry {
                 recipient: msg.recipient.clone(),
                 hold,
                 client: msg.client.clone(),
+                internal,
             },
         );
         if had_write && !msg.write && spec.command_size.is_some() {
@@ -659,7 +625,7 @@ impl Handler<Subscribe> for Registry {
                     .driver
                     .setup
                     .send(Setup {
-                        device: code,
+                        device: d.own,
                         client: msg.client.clone(),
                     })
                     .timeout(self.setup_timeout);
@@ -705,101 +671,6 @@ impl Handler<Disconnect> for Registry {
     }
 }
 
-impl Handler<CommandHold> for Registry {
-    type Result = ();
-
-    /// Records how long this writer's commands hold; the next command it sends arms the
-    /// watchdog with it.
-    fn handle(&mut self, msg: CommandHold, _ctx: &mut Self::Context) {
-        if let Some(h) = self
-            .table
-            .devices
-            .get_mut(&msg.device)
-            .and_then(|d| d.holders.get_mut(&msg.session))
-            .filter(|h| h.write)
-        {
-            h.hold = msg.hold;
-        }
-    }
-}
-
-impl Handler<Command> for Registry {
-    type Result = ();
-
-    /// The guard on every command: the sender must still hold write access, nothing passes
-    /// while the emergency stop is latched, and a watched device's command re-arms its
-    /// watchdog.
-    fn handle(&mut self, msg: Command, ctx: &mut Self::Context) {
-        let code = msg.device;
-        let Some(d) = self.table.devices.get(&code) else {
-            return;
-        };
-        let holds_write = d.writer(msg.session);
-        let hold = d.hold(msg.session);
-        match self
-            .guard
-            .admit(code, msg.session, holds_write, Instant::now(), hold)
-        {
-            Err(refusal) => {
-                self.notify(
-                    msg.session,
-                    Notice::new(kind::COMMAND, code, refusal.to_string()),
-                );
-                return;
-            }
-            Ok(Admitted::Resumed) => {
-                let client = d.holders.get(&msg.session).map(|h| h.client.clone());
-                info!(self.log, "command watchdog: commands again; device resumed"; "device" => player_kit::log::device(code), "client" => client.as_deref().unwrap_or(""));
-            }
-            Ok(Admitted::Pass) => {}
-        }
-        for t in &self.taps {
-            t.do_send(Tapped {
-                kind: Sent::Command,
-                device: code,
-                payload: msg.payload.clone(),
-                timestamp: player_kit::driver::Timestamp::now(),
-            });
-        }
-        d.driver.command.do_send(msg);
-        if self.guard.watches(code) {
-            self.schedule_watchdog(ctx);
-        }
-    }
-}
-
-impl Handler<ReadDevice> for Registry {
-    type Result = ResponseActFuture<Self, Result<(), DeviceError>>;
-
-    /// A driver reading another device (a virtual device): a read-only holder, set up and
-    /// released like a session's (it never gets write access, so it never stops a device).
-    fn handle(&mut self, msg: ReadDevice, ctx: &mut Self::Context) -> Self::Result {
-        if !msg.on {
-            self.release(msg.session, msg.device, ctx);
-            return Box::pin(fut::ready(Ok(())));
-        }
-        if self
-            .table
-            .devices
-            .get(&msg.device)
-            .is_some_and(|d| !d.spec.readable)
-        {
-            return Box::pin(fut::ready(Err(DeviceError::Unreadable(msg.device))));
-        }
-        let subscribe = Subscribe {
-            session: msg.session,
-            device: msg.device,
-            read: true,
-            write: false,
-            recipient: msg.recipient,
-            client: format!("driver reader {}", msg.session).into(),
-        };
-        Box::pin(
-            <Self as Handler<Subscribe>>::handle(self, subscribe, ctx).map(|r, _, _| r.map(|_| ())),
-        )
-    }
-}
-
 impl Handler<Watch> for Registry {
     type Result = ();
 
@@ -819,45 +690,6 @@ impl Handler<Watch> for Registry {
                 self.watchers.remove(&msg.session);
             }
         }
-    }
-}
-
-impl Handler<EStop> for Registry {
-    type Result = bool;
-
-    fn handle(&mut self, msg: EStop, ctx: &mut Self::Context) -> bool {
-        let notice = if msg.latch {
-            if !self.guard.latch(&msg.client) {
-                return false;
-            }
-            let by: Arc<str> = msg.client.as_str().into();
-            for code in self.table.commandable() {
-                self.stop_device(code, StopReason::EmergencyStop, by.clone());
-            }
-            if let Some((h, _)) = self.watchdog_check.take() {
-                ctx.cancel_future(h);
-            }
-            warn!(self.log, "EMERGENCY STOP latched: every command is ignored until it is released"; "client" => &msg.client);
-            Notice::new(
-                kind::ESTOP,
-                0,
-                format!("emergency stop latched by {}", msg.client),
-            )
-        } else {
-            if !self.guard.release() {
-                return false;
-            }
-            warn!(self.log, "emergency stop released"; "client" => &msg.client);
-            Notice::new(
-                kind::ESTOP_RELEASED,
-                0,
-                format!("emergency stop released by {}", msg.client),
-            )
-        };
-        for w in self.watchers.values() {
-            w.do_send(notice.clone());
-        }
-        true
     }
 }
 
@@ -927,30 +759,6 @@ impl Handler<DeviceDataBatch> for Registry {
     }
 }
 
-impl Handler<RouteConfig> for Registry {
-    type Result = Result<(), DeviceError>;
-
-    fn handle(&mut self, msg: RouteConfig, _ctx: &mut Self::Context) -> Self::Result {
-        let Some(d) = self.table.devices.get(&msg.device) else {
-            return Err(DeviceError::Unknown(msg.device));
-        };
-        for t in &self.taps {
-            t.do_send(Tapped {
-                kind: Sent::Config,
-                device: msg.device,
-                payload: msg.payload.clone(),
-                timestamp: player_kit::driver::Timestamp::now(),
-            });
-        }
-        d.driver.config.do_send(Config {
-            device: msg.device,
-            payload: msg.payload,
-            client: msg.client,
-        });
-        Ok(())
-    }
-}
-
 impl Handler<Tap> for Registry {
     type Result = ();
 
@@ -959,65 +767,17 @@ impl Handler<Tap> for Registry {
     }
 }
 
-impl Handler<GetMap> for Registry {
-    type Result = ResponseFuture<Option<MapOutline>>;
-
-    fn handle(&mut self, msg: GetMap, _ctx: &mut Self::Context) -> Self::Result {
-        let asks: Vec<_> = self
-            .table
-            .devices
-            .iter()
-            .filter_map(|(code, d)| d.driver.map.clone().map(|m| (*code, m)))
-            .collect();
-        Box::pin(async move {
-            for (device, map) in asks {
-                let answer = map
-                    .send(MapRequest {
-                        device,
-                        walls: msg.walls,
-                    })
-                    .timeout(Duration::from_secs(5))
-                    .await;
-                if let Ok(Some(outline)) = answer {
-                    return Some(outline);
-                }
-            }
-            None
-        })
-    }
-}
-
-impl Handler<ControlPlayback> for Registry {
-    type Result = ResponseFuture<Option<Arc<PlaybackClock>>>;
-
-    fn handle(&mut self, msg: ControlPlayback, _ctx: &mut Self::Context) -> Self::Result {
-        let driver = self
-            .table
-            .devices
-            .values()
-            .find_map(|d| d.driver.playback.clone());
-        Box::pin(async move {
-            let driver = driver?;
-            driver
-                .send(Playback(msg.0))
-                .timeout(Duration::from_secs(5))
-                .await
-                .ok()
-        })
-    }
-}
-
 impl Handler<ShutdownAll> for Registry {
     type Result = ResponseFuture<()>;
 
     fn handle(&mut self, _msg: ShutdownAll, _ctx: &mut Self::Context) -> Self::Result {
         let mut shutdowns = Vec::new();
-        for (code, d) in self.table.devices.iter_mut() {
+        for d in self.table.devices.values_mut() {
             d.holders.clear();
             if !matches!(d.state, State::Down) {
                 d.state = State::Down;
                 shutdowns.push(d.driver.shutdown.send(Shutdown {
-                    device: *code,
+                    device: d.own,
                     client: "".into(),
                 }));
             }

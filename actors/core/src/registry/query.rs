@@ -1,11 +1,15 @@
 //! What front ends may ask the registry beyond holding devices: who holds each device (the
 //! web viewer's connection graph), the command watchdog's timeouts, and changing one at
-//! run time (a web client with write access sets `command_timeout`). Every answer is
-//! bounded: at most [`MAX_LISTED_HOLDERS`] holders per device, the rest counted.
+//! run time (a web client with write access sets `command_timeout`), the map outline of
+//! the first driver that has one, the playback of the first driver that plays back. Every
+//! answer is bounded: at most [`MAX_LISTED_HOLDERS`] holders per device, the rest counted.
 
-use super::{Registry, SessionId};
+use super::{ControlPlayback, GetMap, PlaybackClock, Registry, SessionId};
 use actix::prelude::*;
+use player_kit::driver::{MapOutline, MapRequest};
+use player_kit::playback::Playback;
 use slog::info;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Most holders of one device [`ListHolders`] names (the lowest session ids); the others
@@ -145,5 +149,53 @@ impl Handler<SetCommandTimeout> for Registry {
             self.schedule_watchdog(ctx);
         }
         now
+    }
+}
+
+impl Handler<GetMap> for Registry {
+    type Result = ResponseFuture<Option<MapOutline>>;
+
+    fn handle(&mut self, msg: GetMap, _ctx: &mut Self::Context) -> Self::Result {
+        let asks: Vec<_> = self
+            .table
+            .devices
+            .values()
+            .filter_map(|d| d.driver.map.clone().map(|m| (d.own, m)))
+            .collect();
+        Box::pin(async move {
+            for (device, map) in asks {
+                let answer = map
+                    .send(MapRequest {
+                        device,
+                        walls: msg.walls,
+                    })
+                    .timeout(Duration::from_secs(5))
+                    .await;
+                if let Ok(Some(outline)) = answer {
+                    return Some(outline);
+                }
+            }
+            None
+        })
+    }
+}
+
+impl Handler<ControlPlayback> for Registry {
+    type Result = ResponseFuture<Option<Arc<PlaybackClock>>>;
+
+    fn handle(&mut self, msg: ControlPlayback, _ctx: &mut Self::Context) -> Self::Result {
+        let driver = self
+            .table
+            .devices
+            .values()
+            .find_map(|d| d.driver.playback.clone());
+        Box::pin(async move {
+            let driver = driver?;
+            driver
+                .send(Playback(msg.0))
+                .timeout(Duration::from_secs(5))
+                .await
+                .ok()
+        })
     }
 }

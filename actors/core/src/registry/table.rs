@@ -7,6 +7,8 @@ use super::health::Health;
 use super::{DeviceError, SessionId};
 use futures::channel::oneshot;
 use player_kit::driver::{DataRecipient, DeviceSpec, DeviceState, DriverHandle};
+use player_kit::labels::Labels;
+use player_kit::source::HolderEvent;
 use player_proto::access;
 use player_proto::ext::{state as list_state, DeviceEntry};
 use std::collections::HashMap;
@@ -36,8 +38,20 @@ pub(super) struct Holder {
     /// How long this writer's commands hold (`CommandHold`); `None`: `command_timeout`.
     pub hold: Option<std::time::Duration>,
     /// Who holds it, as its front end names it (a TCP client's address, `web ...`,
-    /// `zenoh`, `ros2`, `recorder`), for the connection graph.
+    /// `zenoh`, `ros2`, `recorder`, `driver <name>`), for the connection graph.
     pub client: std::sync::Arc<str>,
+    /// Set for a driver holding the device (`HoldDevice`): whether it yields to clients
+    /// and where its events go.
+    pub internal: Option<Internal>,
+}
+
+/// A driver holding a device of its robot (a virtual device's source or target).
+#[derive(Clone)]
+pub(super) struct Internal {
+    /// It gives way to clients' own commands (a planner).
+    pub yields: bool,
+    /// Where its [`HolderEvent`]s go.
+    pub events: Option<actix::Recipient<HolderEvent>>,
 }
 
 /// The sessions holding one device, by session id: a vector kept sorted, which holds
@@ -140,7 +154,11 @@ pub(super) enum Condition {
 
 /// One device of the robot.
 pub(super) struct Device {
+    /// What it allows, under the code the robot serves it as.
     pub spec: DeviceSpec,
+    /// The driver's own code for it (the served code unless renamed, `"p as O"`): every
+    /// message to the driver names it so.
+    pub own: u8,
     pub driver: DriverHandle,
     pub driver_name: String,
     pub holders: Holders,
@@ -170,6 +188,13 @@ impl Device {
     /// How long `session`'s commands hold, if it asked (`CommandHold`).
     pub fn hold(&self, session: SessionId) -> Option<std::time::Duration> {
         self.holders.get(&session).and_then(|h| h.hold)
+    }
+
+    /// The internal holders of the device and how they hold it.
+    pub fn internal(&self) -> impl Iterator<Item = (SessionId, &Holder, &Internal)> {
+        self.holders
+            .iter()
+            .filter_map(|(s, h)| h.internal.as_ref().map(|i| (*s, h, i)))
     }
 
     /// The client of a session holding write access (the one the watchdog stops), or an
@@ -215,28 +240,35 @@ impl Table {
         }
     }
 
-    /// Adds a driver and the devices it serves (none of them, if one is served already).
+    /// Adds a driver and the devices it serves (none of them, if one is served already),
+    /// `specs` under the driver's own codes, filed under the codes `labels` serves them as.
     pub fn add(
         &mut self,
         name: &str,
         handle: DriverHandle,
         specs: &[DeviceSpec],
+        labels: &Labels,
     ) -> Result<(), ServedTwice> {
         for spec in specs {
-            if let Some(d) = self.devices.get(&spec.code) {
+            if let Some(d) = self.devices.get(&labels.served(spec.code)) {
                 return Err(ServedTwice {
                     robot: self.robot.clone(),
-                    device: spec.code,
+                    device: labels.served(spec.code),
                     first: d.driver_name.clone(),
                     second: name.to_string(),
                 });
             }
         }
         for spec in specs {
+            let served = labels.served(spec.code);
             self.devices.insert(
-                spec.code,
+                served,
                 Device {
-                    spec: *spec,
+                    spec: DeviceSpec {
+                        code: served,
+                        ..*spec
+                    },
+                    own: spec.code,
                     driver: handle.clone(),
                     driver_name: name.to_string(),
                     holders: Holders::default(),

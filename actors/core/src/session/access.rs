@@ -74,45 +74,7 @@ impl Session {
         }
         // Pairs refused before the registry is asked, with why (for the error channel).
         let mut refused: Vec<(u8, String)> = Vec::new();
-        // Work out each device's final access, left to right, as the original does.
-        let mut finals: Vec<(u8, Option<u8>)> = Vec::new(); // (device, access after the request)
-        for &(dev, req) in &pairs {
-            if !self.conn.opts.devices[usize::from(dev)] {
-                // Unknown here: `e`, without taking a slot.
-                refused.push((dev, format!("no device {} on this robot", esc(dev))));
-                continue;
-            }
-            if !matches!(
-                req,
-                access::READ | access::WRITE | access::ALL | access::CLOSE
-            ) {
-                warn!(
-                    self.conn.log,
-                    "unknown access code {} for device {}; ignored",
-                    esc(req),
-                    esc(dev)
-                );
-                refused.push((dev, format!("unknown access code {}", esc(req))));
-            }
-            let req = if !self.rights.may_write() && matches!(req, access::WRITE | access::ALL) {
-                refused.push((dev, self.read_only_reason().into()));
-                if req == access::WRITE {
-                    continue;
-                }
-                access::READ
-            } else {
-                req
-            };
-            let cur = match finals.iter().find(|(d, _)| *d == dev) {
-                Some(&(_, a)) => a,
-                None => self.list.access_of(dev),
-            };
-            let new = next_access(cur, req);
-            match finals.iter_mut().find(|(d, _)| *d == dev) {
-                Some(f) => f.1 = new,
-                None => finals.push((dev, new)),
-            }
-        }
+        let finals = self.final_access(&pairs, &mut refused);
         // Net changes, in order of first appearance: (device, access, whether the registry
         // was asked), and the registry's answers to come, in the same order.
         let mut calls: Vec<(u8, u8, bool)> = Vec::new();
@@ -190,6 +152,55 @@ impl Session {
                     act.after_change(ctx);
                 }),
         )
+    }
+
+    /// Each device's access once the request's `pairs` are applied left to right, as the
+    /// original does: (device, access after the request), in order of first appearance.
+    /// The pairs refused on the way are added to `refused`, with why.
+    fn final_access(
+        &self,
+        pairs: &[(u8, u8)],
+        refused: &mut Vec<(u8, String)>,
+    ) -> Vec<(u8, Option<u8>)> {
+        let mut finals: Vec<(u8, Option<u8>)> = Vec::new(); // (device, access after the request)
+        for &(dev, req) in pairs {
+            if !self.conn.opts.devices[usize::from(dev)] {
+                // Unknown here: `e`, without taking a slot.
+                refused.push((dev, format!("no device {} on this robot", esc(dev))));
+                continue;
+            }
+            if !matches!(
+                req,
+                access::READ | access::WRITE | access::ALL | access::CLOSE
+            ) {
+                warn!(
+                    self.conn.log,
+                    "unknown access code {} for device {}; ignored",
+                    esc(req),
+                    esc(dev)
+                );
+                refused.push((dev, format!("unknown access code {}", esc(req))));
+            }
+            let req = if !self.rights.may_write() && matches!(req, access::WRITE | access::ALL) {
+                refused.push((dev, self.read_only_reason().into()));
+                if req == access::WRITE {
+                    continue;
+                }
+                access::READ
+            } else {
+                req
+            };
+            let cur = match finals.iter().find(|(d, _)| *d == dev) {
+                Some(&(_, a)) => a,
+                None => self.list.access_of(dev),
+            };
+            let new = next_access(cur, req);
+            match finals.iter_mut().find(|(d, _)| *d == dev) {
+                Some(f) => f.1 = new,
+                None => finals.push((dev, new)),
+            }
+        }
+        finals
     }
 
     /// Applies the registry's answer for one device; returns why it was refused, if it

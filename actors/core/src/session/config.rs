@@ -31,6 +31,7 @@ impl Session {
                 device: dev,
                 payload,
                 client: self.conn.client(),
+                answer: Some(ctx.address().recipient()),
             });
             ctx.spawn(fut.into_actor(self).map(move |r, act, ctx| {
                 act.unpark(ctx);

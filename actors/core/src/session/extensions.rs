@@ -1,6 +1,7 @@
 //! The session's side of the opt-in extensions (docs/extensions.md): the error channel
 //! (`x y e`), the emergency stop (`x y E`), the shared key (`x y k`) and the device list
-//! (`x y l`), and the notices written to clients that asked for them.
+//! (`x y l`), the notices written to clients that asked for them, and devices' answers to
+//! the client's configs (written whether or not it asked for notices, as the device list).
 
 use super::rights::{KeyOutcome, Rights};
 use super::Session;
@@ -8,6 +9,7 @@ use crate::logging::escape;
 use crate::notice::{kind, Notice};
 use crate::registry::{EStop, ListDevices, Watch};
 use actix::prelude::*;
+use player_kit::answer::ConfigAnswer;
 use player_proto::ext;
 use slog::{info, warn};
 use std::io::IoSlice;
@@ -109,5 +111,35 @@ impl Handler<Notice> for Session {
     fn handle(&mut self, msg: Notice, ctx: &mut Self::Context) {
         self.unpark(ctx);
         self.notice(msg, ctx);
+    }
+}
+
+impl Handler<ConfigAnswer> for Session {
+    type Result = ();
+
+    /// A device's answer to one of this client's configs: each body a `y` packet of the
+    /// device's kind (`y <u16 size> <device> <body>`), written between rounds. While the client leaves more than
+    /// `max_output` unread, the answer is dropped (logged, and a notice `o` if it asked for
+    /// notices): it may ask again.
+    fn handle(&mut self, msg: ConfigAnswer, ctx: &mut Self::Context) {
+        self.unpark(ctx);
+        if self.writer.backlog() >= self.conn.opts.max_output {
+            warn!(self.conn.log, "config answer dropped: the client leaves its output unread"; "device" => player_kit::log::device(msg.device));
+            let why = "a config's answer was dropped: too much output unread";
+            self.notice(Notice::new(kind::OVERLOAD, msg.device, why), ctx);
+            return;
+        }
+        let mut packets = Vec::with_capacity(msg.bodies.len());
+        for body in msg.bodies.iter() {
+            match ext::answer_packet(msg.device, body) {
+                Ok(p) => packets.push(p),
+                Err(e) => {
+                    warn!(self.conn.log, "config answer dropped"; "device" => player_kit::log::device(msg.device), "error" => %e);
+                    return;
+                }
+            }
+        }
+        let slices: Vec<IoSlice<'_>> = packets.iter().map(|p| IoSlice::new(p)).collect();
+        self.write(&slices, ctx);
     }
 }

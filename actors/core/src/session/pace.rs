@@ -211,6 +211,8 @@ fn floors() -> &'static (PathFloors, Instant) {
 }
 
 /// The network key of `fd`'s peer (one `getpeername`, once per session).
+// Unsafe code: the session's socket borrowed by its raw descriptor, for getpeername(2).
+#[allow(unsafe_code)]
 fn peer_key(fd: RawFd) -> Option<u64> {
     // SAFETY: the caller's socket stays open for the duration of this call.
     let fd = unsafe { BorrowedFd::borrow_raw(fd) };
@@ -219,6 +221,8 @@ fn peer_key(fd: RawFd) -> Option<u64> {
 }
 
 /// The send queue of `fd` from one `TCP_INFO`; `None` if the kernel will not say.
+// Unsafe code: getsockopt(TCP_INFO) (a Linux call).
+#[allow(unsafe_code)]
 fn send_queue(fd: RawFd) -> Option<SendQueue> {
     // SAFETY: tcp_info is plain data; all-zero is a valid value.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };

@@ -401,6 +401,8 @@ fn write_whole(
 /// When it would block, the flush waits through the runtime (`start_flush`): its
 /// readiness may still say writable, in which case the flush's own write finds out and
 /// clears it, then waits.
+// Unsafe code: send(2) with MSG_DONTWAIT on the session's socket (a Linux call).
+#[allow(unsafe_code)]
 fn send_now(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     loop {
         // SAFETY: `fd` is the socket the writer's `TcpStream` owns and keeps open; `buf`

@@ -35,8 +35,9 @@ use bytes::Bytes;
 use player_kit::catalog::{Catalog, DeviceFlag, DriverContext, FlagValue, StartedDriver};
 use player_kit::driver::{
     Command, Config, DeviceSpec, DriverError, DriverHandle, Publisher, Setup, Shutdown, Stop,
-    Subscribers, Terminate, Timestamp,
+    Timestamp,
 };
+use player_kit::plain::{Driver, Reply};
 use player_kit::playback::{
     clamp_speed, Playback, PlaybackClock, PlaybackRequest, PlaybackStatus, Segment,
 };
@@ -47,10 +48,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-fn one() -> f64 {
-    1.0
-}
-
 fn four_gib() -> u64 {
     4 << 30
 }
@@ -60,7 +57,7 @@ fn four_gib() -> u64 {
 #[serde(deny_unknown_fields)]
 struct Params {
     file: String,
-    #[serde(default = "one")]
+    #[serde(default = "crate::params::one")]
     speed: f64,
     #[serde(default, rename = "loop")]
     looping: bool,
@@ -221,7 +218,7 @@ impl ReplayDriver {
                 last_ts: 0,
                 clock,
                 timer: None,
-                publisher: Publisher::new(),
+                publisher: ctx.publisher(),
                 ignored: HashMap::new(),
                 log,
             },
@@ -415,20 +412,26 @@ impl Actor for ReplayDriver {
     type Context = Context<Self>;
 }
 
-impl Handler<Setup> for ReplayDriver {
-    type Result = Result<(), DriverError>;
+impl Driver for ReplayDriver {
+    fn publisher(&mut self) -> &mut Publisher {
+        &mut self.publisher
+    }
 
-    fn handle(&mut self, msg: Setup, ctx: &mut Self::Context) -> Self::Result {
+    fn setup(
+        &mut self,
+        msg: Setup,
+        ctx: &mut Context<Self>,
+    ) -> Reply<Self, Result<(), DriverError>> {
         self.up.insert(msg.device);
         self.resume(ctx);
-        Ok(())
+        Reply::Now(Ok(()))
     }
-}
 
-impl Handler<Shutdown> for ReplayDriver {
-    type Result = ();
+    /// Kept while playback goes on: the recording's latest reading of the device is still
+    /// its reading (forgotten with every device's when the last is shut down).
+    fn forget(&mut self, _device: u8) {}
 
-    fn handle(&mut self, msg: Shutdown, ctx: &mut Self::Context) {
+    fn shutdown(&mut self, msg: Shutdown, ctx: &mut Context<Self>) -> Reply<Self, ()> {
         self.up.remove(&msg.device);
         if self.up.is_empty() {
             // The next setup plays again from the offset, at the configured speed.
@@ -446,8 +449,29 @@ impl Handler<Shutdown> for ReplayDriver {
                 self.publisher.clear(d);
             }
         }
+        Reply::Now(())
+    }
+
+    fn command(&mut self, msg: Command, _ctx: &mut Context<Self>) {
+        self.ignore(msg.device, "command", None);
+    }
+
+    fn config(&mut self, msg: Config, _ctx: &mut Context<Self>) {
+        self.ignore(msg.device, "config", Some(&msg.client));
+    }
+
+    fn stop(&mut self, msg: Stop, _ctx: &mut Context<Self>) {
+        debug!(self.log, "replay: stop (nothing moves)"; "device" => player_kit::log::device(msg.device));
+    }
+
+    fn terminate(&mut self, ctx: &mut Context<Self>) -> Reply<Self, ()> {
+        self.run = None;
+        self.cancel_timer(ctx);
+        Reply::Now(())
     }
 }
+
+player_kit::driver_handlers!(ReplayDriver);
 
 impl Handler<Playback> for ReplayDriver {
     type Result = Arc<PlaybackClock>;
@@ -491,48 +515,6 @@ impl Handler<Playback> for ReplayDriver {
             debug!(self.log, "replay: playback asked"; "status" => ?st.status, "at_s" => (st.current - st.start) as f64 / 1e9, "speed" => st.speed);
         }
         self.clock.clone()
-    }
-}
-
-impl Handler<Command> for ReplayDriver {
-    type Result = ();
-
-    fn handle(&mut self, msg: Command, _ctx: &mut Self::Context) {
-        self.ignore(msg.device, "command", None);
-    }
-}
-
-impl Handler<Config> for ReplayDriver {
-    type Result = ();
-
-    fn handle(&mut self, msg: Config, _ctx: &mut Self::Context) {
-        self.ignore(msg.device, "config", Some(&msg.client));
-    }
-}
-
-impl Handler<Stop> for ReplayDriver {
-    type Result = ();
-
-    fn handle(&mut self, msg: Stop, _ctx: &mut Self::Context) {
-        debug!(self.log, "replay: stop (nothing moves)"; "device" => player_kit::log::device(msg.device));
-    }
-}
-
-impl Handler<Subscribers> for ReplayDriver {
-    type Result = ();
-
-    fn handle(&mut self, msg: Subscribers, _ctx: &mut Self::Context) {
-        self.publisher.set_subscribers(msg);
-    }
-}
-
-impl Handler<Terminate> for ReplayDriver {
-    type Result = ();
-
-    fn handle(&mut self, _msg: Terminate, ctx: &mut Self::Context) {
-        self.run = None;
-        self.cancel_timer(ctx);
-        ctx.stop();
     }
 }
 

@@ -7,13 +7,16 @@
 //! run on the main arbiter): they see and bump into each other. The physics runs at a fixed
 //! 10 ms step in real time, stepped by one timer per world; readings are published at the
 //! rates a real Pioneer produces them (10 Hz by default, configurable). As on the real robot,
-//! position, sonar, misc and gripper are one device group: the first of them to be set up
-//! resets the odometry and zeroes the command, and the robot stops when the last of them is
-//! shut down.
+//! position, sonar, misc and gripper are one device group (with `P`, the position at full
+//! precision, published in the same batch as `p`): the first of them to be set up resets
+//! the odometry and zeroes the command, and the robot stops when the last of them is shut
+//! down. The driver answers a map driver's [`WorldRequest`] with its world's solids.
 //!
 //! [`stage_robots`] turns `-stage WORLD` into one served robot per robot of the world file,
 //! each on its own port with its own registry. If the world file asks for a ground-truth log
-//! (`[truth]`), the world writes it as it runs.
+//! (`[truth]`), the world writes it as it runs. The world file's events (`[[event]]`: robots
+//! carried elsewhere) fire as the world steps; each carry is logged at info and, in the
+//! truth log, written as a line marked `carried`.
 
 use actix::prelude::*;
 use bytes::Bytes;
@@ -22,9 +25,11 @@ use player_kit::catalog::{
 };
 use player_kit::driver::{
     Command, Config, DeviceSpec, DriverError, DriverHandle, MapOutline, MapRequest, Publisher,
-    Setup, Shutdown, Stop, Subscribers, Terminate, Timestamp, MAX_MAP_SEGMENTS,
+    Setup, Shutdown, Stop, Timestamp, WorldRequest, WorldSolids, MAX_MAP_SEGMENTS,
 };
+use player_kit::plain::{Driver, Reply};
 use player_kit::timer::RunEvery;
+use player_kit::world::{Solid, MAX_WORLD_SOLIDS};
 use player_proto::data::{self as wire, GripperCommand, PositionCommand};
 use player_proto::{config as codes, device};
 use player_sim::{Noise, SimWorld, TruthFormat, TruthRecord, WorldMap};
@@ -40,8 +45,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The devices that share the robot's microcontroller.
-const BASE: [u8; 4] = [
+const BASE: [u8; 5] = [
     device::POSITION,
+    device::PRECISE_ODOMETRY,
     device::SONAR,
     device::MISC,
     device::GRIPPER,
@@ -64,22 +70,22 @@ pub struct SimParams {
     #[serde(default)]
     pub robot: Option<String>,
     /// Whether the motors are powered when the base is opened (there is no button to push).
-    #[serde(default = "yes")]
+    #[serde(default = "crate::params::yes")]
     pub motors_on: bool,
     /// Start pose `[x mm, y mm, heading degrees]`, overriding the world's.
     #[serde(default)]
     pub pose: Option<[f64; 3]>,
     /// Rate of position, sonar, misc and gripper readings (the P2OS SIP rate), Hz.
-    #[serde(default = "ten")]
+    #[serde(default = "crate::params::ten")]
     pub base_hz: f64,
     /// Rate of laser scans, Hz.
-    #[serde(default = "ten")]
+    #[serde(default = "crate::params::ten")]
     pub laser_hz: f64,
     /// Rate of PTZ readings, Hz.
-    #[serde(default = "ten")]
+    #[serde(default = "crate::params::ten")]
     pub ptz_hz: f64,
     /// Rate of vision readings, Hz.
-    #[serde(default = "ten")]
+    #[serde(default = "crate::params::ten")]
     pub vision_hz: f64,
     /// Sensor and odometry noise of this robot: `true` as the world file sets it (the
     /// Pioneer's by default), `false` exact readings. Default: the world's.
@@ -93,12 +99,6 @@ pub struct SimParams {
 
 fn default_world() -> String {
     "room".into()
-}
-fn yes() -> bool {
-    true
-}
-fn ten() -> f64 {
-    10.0
 }
 
 /// One world and the clock that steps it, shared by the drivers of its robots.
@@ -133,7 +133,12 @@ impl SharedWorld {
                     ))
                 })?;
                 let mut out = BufWriter::new(file);
-                if let Some(h) = TruthRecord::header(spec.format) {
+                let header = if world.map().events().is_empty() {
+                    TruthRecord::header(spec.format)
+                } else {
+                    TruthRecord::header_with_events(spec.format)
+                };
+                if let Some(h) = header {
                     let _ = out.write_all(h.as_bytes());
                 }
                 info!(log, "writing ground truth"; "file" => %spec.file.display(), "period_s" => spec.period);
@@ -154,6 +159,8 @@ impl SharedWorld {
             claimed: std::collections::HashMap::new(),
             log,
         };
+        // Events at 0 fired as the world was made.
+        shared.report_carries();
         shared.log_truth();
         Ok(shared)
     }
@@ -178,10 +185,37 @@ impl SharedWorld {
         while self.pending >= STEP {
             self.world.tick();
             self.pending -= STEP;
+            self.report_carries();
             self.log_truth();
         }
         // Robots placed by hand since the last tick: file them where they are.
         self.world.refresh_index();
+    }
+
+    /// Logs the carries the last step made, and writes them to the truth log.
+    fn report_carries(&mut self) {
+        for c in self.world.carries() {
+            let (fx, fy, fth) = c.from;
+            let from = format!("({fx:.0}, {fy:.0}, {:.1})", fth.to_degrees());
+            match c.to {
+                Some((x, y, th)) => {
+                    let to = format!("({x:.0}, {y:.0}, {:.1})", th.to_degrees());
+                    info!(self.log, "world event: robot carried"; "event" => c.event, "firing" => c.firing, "robot" => &c.name, "time_s" => c.time, "from" => from, "to" => to);
+                }
+                None => {
+                    warn!(self.log, "world event: no free spot to carry the robot to; it stays"; "event" => c.event, "firing" => c.firing, "robot" => &c.name, "time_s" => c.time, "at" => from);
+                }
+            }
+            let Some(t) = self.truth.as_mut() else {
+                continue;
+            };
+            if let Some(line) = c.truth_line(t.format) {
+                if let Err(e) = t.out.write_all(line.as_bytes()) {
+                    warn!(self.log, "truth log write failed; logging stops"; "file" => %t.path.display(), "error" => %e);
+                    self.truth = None;
+                }
+            }
+        }
     }
 
     fn log_truth(&mut self) {
@@ -250,6 +284,8 @@ pub struct SimDriver {
     /// The publishing timers, running while any device is up.
     timers: Vec<SpawnHandle>,
     publisher: Publisher,
+    /// The world's solids for map drivers, made at the first ask.
+    solids: Option<Arc<WorldSolids>>,
     started: Instant,
     log: Logger,
 }
@@ -270,7 +306,8 @@ impl SimDriver {
             }
         }
         for &d in &ctx.devices {
-            if !device::ALL.contains(&d) && d != device::FULL_SCAN {
+            if !device::ALL.contains(&d) && d != device::FULL_SCAN && d != device::PRECISE_ODOMETRY
+            {
                 return Err(DriverError::not_served(format!(
                     "the simulator has no device '{}'",
                     char::from(d)
@@ -347,7 +384,8 @@ impl SimDriver {
             devices: ctx.devices.clone(),
             up: BTreeSet::new(),
             timers: Vec::new(),
-            publisher: Publisher::new(),
+            publisher: ctx.publisher(),
+            solids: None,
             started: ctx.started,
             log: ctx.logger.clone(),
         })
@@ -381,15 +419,30 @@ impl SimDriver {
         self.world.borrow_mut().advance();
     }
 
-    fn reading(&self, d: u8) -> Bytes {
+    /// A reading of device `d`, its time field (position devices) `time` ms since the
+    /// server started.
+    fn reading(&self, d: u8, time: u32) -> Bytes {
         let shared = self.world.borrow();
         let sim = shared.world();
         let i = self.index;
         let bytes = match d {
+            device::PRECISE_ODOMETRY => {
+                let o = sim.odometry(i);
+                player_proto::odometry::Odometry {
+                    time,
+                    x: o.x.round() as i32,
+                    y: o.y.round() as i32,
+                    heading: player_proto::odometry::Odometry::heading_of(o.heading),
+                    speed: o.speed.round() as i32,
+                    turn_rate: (o.turn_rate * 3600.0).round() as i32,
+                    stall: u8::from(o.stall),
+                }
+                .encode()
+            }
             device::POSITION => {
                 let p = sim.position(i);
                 wire::Position {
-                    time: self.started.elapsed().as_millis() as u32,
+                    time,
                     x: p.x,
                     y: p.y,
                     heading: p.heading,
@@ -471,13 +524,15 @@ impl SimDriver {
                 Bytes::from(scan.encode().unwrap_or_default()),
             )
         });
+        // One time for the batch: `p` and `P` are of one instant.
+        let time = self.started.elapsed().as_millis() as u32;
         let readings: Vec<(u8, Bytes)> = devices
             .iter()
             .filter(|d| self.up.contains(d))
             .map(|&d| match (&mut laser_and_scan, d) {
                 (Some((l, _)), device::LASER) => (d, std::mem::take(l)),
                 (Some((_, s)), device::FULL_SCAN) => (d, std::mem::take(s)),
-                _ => (d, self.reading(d)),
+                _ => (d, self.reading(d, time)),
             })
             .collect();
         if !readings.is_empty() {
@@ -566,24 +621,34 @@ impl Actor for SimDriver {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        if self.stepper && self.world.borrow().truth.is_some() {
+        let keep_moving = {
+            let w = self.world.borrow();
+            w.truth.is_some() || !w.world().map().events().is_empty()
+        };
+        if self.stepper && keep_moving {
             // Physics runs in fixed 10 ms steps, caught up lazily before every reading and
-            // command; this timer only keeps the world and its truth log moving when nobody
-            // reads. Waking every step would cost more than the steps themselves.
+            // command; this timer only keeps the world, its events and its truth log moving
+            // when nobody reads. Waking every step would cost more than the steps themselves.
             ctx.run_every(CATCH_UP, |act, _| act.advance());
         }
     }
 }
 
-impl Handler<Setup> for SimDriver {
-    type Result = Result<(), DriverError>;
+impl Driver for SimDriver {
+    fn publisher(&mut self) -> &mut Publisher {
+        &mut self.publisher
+    }
 
-    fn handle(&mut self, msg: Setup, ctx: &mut Self::Context) -> Self::Result {
+    fn setup(
+        &mut self,
+        msg: Setup,
+        ctx: &mut Context<Self>,
+    ) -> Reply<Self, Result<(), DriverError>> {
         if !self.devices.contains(&msg.device) {
-            return Err(DriverError::not_served(format!(
+            return Reply::Now(Err(DriverError::not_served(format!(
                 "the simulator does not serve '{}' here",
                 char::from(msg.device)
-            )));
+            ))));
         }
         if BASE.contains(&msg.device) && !self.base_open() {
             // Opening the microcontroller: odometry from (0, 0, 0), no command left over.
@@ -600,28 +665,20 @@ impl Handler<Setup> for SimDriver {
         self.update_timers(ctx);
         // A first reading at once, so a client's first round need not wait a period.
         self.publish(&[msg.device]);
-        Ok(())
+        Reply::Now(Ok(()))
     }
-}
 
-impl Handler<Shutdown> for SimDriver {
-    type Result = ();
-
-    fn handle(&mut self, msg: Shutdown, ctx: &mut Self::Context) {
+    fn shutdown(&mut self, msg: Shutdown, ctx: &mut Context<Self>) -> Reply<Self, ()> {
         self.up.remove(&msg.device);
         self.update_timers(ctx);
-        self.publisher.clear(msg.device);
         if BASE.contains(&msg.device) && !self.base_open() {
             self.with_robot(|r| r.stop());
             info!(self.log, "simulated base closed; robot stopped"; "client" => &*msg.client);
         }
+        Reply::Now(())
     }
-}
 
-impl Handler<Command> for SimDriver {
-    type Result = ();
-
-    fn handle(&mut self, msg: Command, _ctx: &mut Self::Context) {
+    fn command(&mut self, msg: Command, _ctx: &mut Context<Self>) {
         match msg.device {
             device::POSITION => {
                 if let Ok(c) = PositionCommand::decode(&msg.payload) {
@@ -641,36 +698,37 @@ impl Handler<Command> for SimDriver {
             _ => {}
         }
     }
-}
 
-impl Handler<Config> for SimDriver {
-    type Result = ();
-
-    fn handle(&mut self, msg: Config, _ctx: &mut Self::Context) {
+    fn config(&mut self, msg: Config, _ctx: &mut Context<Self>) {
         if !msg.payload.is_empty() {
             self.apply_config(&msg);
         }
     }
-}
 
-impl Handler<Stop> for SimDriver {
-    type Result = ();
-
-    fn handle(&mut self, msg: Stop, _ctx: &mut Self::Context) {
+    fn stop(&mut self, msg: Stop, _ctx: &mut Context<Self>) {
         if msg.device == device::POSITION {
             self.with_robot(|r| r.stop());
             info!(self.log, "robot stopped"; "reason" => %msg.reason, "client" => &*msg.client);
         }
     }
-}
 
-impl Handler<Subscribers> for SimDriver {
-    type Result = ();
-
-    fn handle(&mut self, msg: Subscribers, _ctx: &mut Self::Context) {
-        self.publisher.set_subscribers(msg);
+    fn terminate(&mut self, _ctx: &mut Context<Self>) -> Reply<Self, ()> {
+        // Stopped where the world last got to, without advancing it first: at shutdown
+        // every robot of a world is terminated one after another, and advancing a world
+        // of 10 000 robots by the time the previous termination took, each time, made a
+        // shutdown take as long as the world's physics per robot.
+        self.world
+            .borrow_mut()
+            .world_mut()
+            .controls(self.index)
+            .stop();
+        self.up.clear();
+        info!(self.log, "simulator stopped");
+        Reply::Now(())
     }
 }
+
+player_kit::driver_handlers!(SimDriver);
 
 impl Handler<MapRequest> for SimDriver {
     type Result = Option<MapOutline>;
@@ -724,22 +782,39 @@ impl Handler<MapRequest> for SimDriver {
     }
 }
 
-impl Handler<Terminate> for SimDriver {
-    type Result = ();
+impl Handler<WorldRequest> for SimDriver {
+    type Result = Option<Arc<WorldSolids>>;
 
-    fn handle(&mut self, _msg: Terminate, ctx: &mut Self::Context) {
-        // Stopped where the world last got to, without advancing it first: at shutdown
-        // every robot of a world is terminated one after another, and advancing a world
-        // of 10 000 robots by the time the previous termination took, each time, made a
-        // shutdown take as long as the world's physics per robot.
-        self.world
-            .borrow_mut()
-            .world_mut()
-            .controls(self.index)
-            .stop();
-        self.up.clear();
-        info!(self.log, "simulator stopped");
-        ctx.stop();
+    /// The world's static solids in metres (its edges, walls, boxes, pillars, objects) and
+    /// its bounds, for a map driver; made once (the world does not change).
+    fn handle(&mut self, _msg: WorldRequest, _ctx: &mut Self::Context) -> Self::Result {
+        if self.solids.is_none() {
+            let shared = self.world.borrow();
+            let map = shared.world().map();
+            let m = |v: player_sim::geom::Vec2| [v.x / 1000.0, v.y / 1000.0];
+            let solids = map
+                .solids()
+                .iter()
+                .take(MAX_WORLD_SOLIDS)
+                .map(|(shape, _)| match *shape {
+                    player_sim::geom::Shape::Segment(a, b) => Solid::Segment { a: m(a), b: m(b) },
+                    player_sim::geom::Shape::Rect(lo, hi) => Solid::Rect {
+                        min: m(lo),
+                        max: m(hi),
+                    },
+                    player_sim::geom::Shape::Circle(c, r) => Solid::Circle {
+                        center: m(c),
+                        radius: r / 1000.0,
+                    },
+                })
+                .collect();
+            self.solids = Some(Arc::new(WorldSolids {
+                min: [0.0, 0.0],
+                max: [map.width() / 1000.0, map.height() / 1000.0],
+                solids,
+            }));
+        }
+        self.solids.clone()
     }
 }
 
@@ -751,7 +826,9 @@ pub fn register(catalog: &mut Catalog) {
         let devices = driver.specs();
         let addr = driver.start();
         Ok(StartedDriver {
-            handle: DriverHandle::of(&addr).with_map(addr.clone().recipient()),
+            handle: DriverHandle::of(&addr)
+                .with_map(addr.clone().recipient())
+                .with_world(addr.clone().recipient()),
             devices,
         })
     });

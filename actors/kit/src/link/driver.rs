@@ -4,7 +4,8 @@
 //! what is its own (opening and serving its device, its commands and configs).
 
 use super::{
-    Backoff, CloseAck, CloseReceiver, CloseSender, LinkError, LinkHandle, LinkState, LinkSupervisor,
+    Backoff, CloseAck, CloseReceiver, CloseSender, LinkError, LinkHandle, LinkState,
+    LinkSupervisor, Request, RequestSender,
 };
 use crate::catalog::DriverContext;
 use crate::driver::{Command, Config, DriverError, Publisher, Stop};
@@ -193,7 +194,7 @@ impl<H: LinkHandle + 'static> LinkParts<H> {
     pub fn new(link: &'static str, ctx: &DriverContext, log: Logger) -> Self {
         LinkParts {
             link: LinkSupervisor::new(link).report_to(ctx.status.clone(), ctx.devices.clone()),
-            publisher: Publisher::new(),
+            publisher: ctx.publisher(),
             log,
             devices: ctx.devices.clone(),
             up: BTreeSet::new(),
@@ -226,6 +227,31 @@ impl<H: LinkHandle + 'static> LinkParts<H> {
         self.link
             .state()
             .is_some_and(|s| matches!(*s, LinkState::Up))
+    }
+}
+
+impl<H: LinkHandle + 'static> LinkParts<H> {
+    /// Hands `request`, made from the config `msg`, to the running link task through the
+    /// request sender `requests` finds in the link's handle, if the link is up or one of
+    /// its devices is set up; otherwise logs that the config is ignored and what to do
+    /// first (`hint`: "open position or misc first").
+    pub fn send_config<R: Request>(
+        &self,
+        msg: &Config,
+        request: R,
+        hint: &str,
+        requests: impl FnOnce(&H) -> &RequestSender<R>,
+    ) {
+        match self.link.handle() {
+            Some(handle) if self.link_up() || !self.up.is_empty() => {
+                info!(self.log, "config"; "request" => format!("{request:?}"), "client" => &msg.client);
+                requests(handle).send(request);
+            }
+            _ => {
+                let code = msg.payload.first().copied().unwrap_or_default();
+                warn!(self.log, "config ignored: {}", hint; "client" => &msg.client, "code" => crate::log::code(code));
+            }
+        }
     }
 }
 

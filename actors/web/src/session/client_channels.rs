@@ -150,6 +150,7 @@ impl WebSession {
                     device: device::POSITION,
                     payload: Bytes::from(vec![codes::MOTOR_POWER, u8::from(on)]),
                     client: self.client.clone(),
+                    answer: None,
                 });
                 info!(self.log, "motor power asked"; "on" => on);
             }

@@ -75,6 +75,7 @@ impl WebSession {
                     device,
                     payload,
                     client: self.client.clone(),
+                    answer: None,
                 });
                 ctx.spawn(fut.into_actor(self).map(move |r, act, ctx| match r {
                     Ok(Ok(())) => respond(act, ctx, serde_json::json!({"ok": true, "message": ""})),

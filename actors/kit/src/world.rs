@@ -1,0 +1,86 @@
+//! What a driver knows of the world around its robot, for others to use: the outlines a
+//! viewer draws ([`MapOutline`], asked with [`MapRequest`]) and the solids a map driver
+//! rasterises ([`WorldSolids`], asked with [`WorldRequest`]). A simulator has both; a
+//! driver of real hardware usually has neither.
+
+use actix::prelude::*;
+use std::sync::Arc;
+
+/// What a driver knows of the space around its robot, for viewers: the outlines of a
+/// simulated world, say. Read-only; a driver of real hardware usually has none.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MapOutline {
+    /// Line segments `[x1, y1, x2, y2]` in metres, in the map frame (x east, y north).
+    pub segments: Vec<[f64; 4]>,
+    /// Where the odometry frame of the robot's position device lies in the map frame:
+    /// `[x m, y m, heading rad]` (its origin and x axis). Changes when odometry is reset
+    /// or drifts, so ask again now and then.
+    pub odometry_origin: [f64; 3],
+}
+
+/// Most segments a [`MapOutline`] may hold; a driver cuts a larger map here.
+pub const MAX_MAP_SEGMENTS: usize = 20_000;
+
+/// Registry → driver: what map, if any, does the driver have of `device`'s surroundings.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "Option<MapOutline>")]
+pub struct MapRequest {
+    /// One of the driver's device codes.
+    pub device: u8,
+    /// Whether to include the segments (false: only the odometry origin, for the
+    /// once-a-second transform).
+    pub walls: bool,
+}
+
+/// One solid of a world, in metres in the map frame (x east, y north): what occupies the
+/// space, filled (a rectangle or a disc is solid inside, a segment is a wall of no
+/// thickness).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Solid {
+    /// A wall of no thickness from `a` to `b`.
+    Segment {
+        /// One end `[x, y]`.
+        a: [f64; 2],
+        /// The other end.
+        b: [f64; 2],
+    },
+    /// An axis-aligned filled rectangle.
+    Rect {
+        /// Lower-left corner `[x, y]`.
+        min: [f64; 2],
+        /// Upper-right corner.
+        max: [f64; 2],
+    },
+    /// A filled disc.
+    Circle {
+        /// Centre `[x, y]`.
+        center: [f64; 2],
+        /// Radius.
+        radius: f64,
+    },
+}
+
+/// The most solids a [`WorldSolids`] holds (a world file's bitmap merged into boxes stays
+/// far below it); a driver stops there.
+pub const MAX_WORLD_SOLIDS: usize = 1_000_000;
+
+/// A world's static solids and bounds, in metres in the map frame: what a map driver
+/// rasterises into an occupancy grid (`player_sim::raster` does it). Pucks and robots
+/// move, so they are not in it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct WorldSolids {
+    /// The world's lower-left corner `[x, y]`.
+    pub min: [f64; 2],
+    /// Its upper-right corner.
+    pub max: [f64; 2],
+    /// Every static solid (the world's edges among them), at most [`MAX_WORLD_SOLIDS`].
+    pub solids: Vec<Solid>,
+}
+
+/// Driver → registry → driver: the world's solids, from the first driver of the robot
+/// that has a world (its handle built [`crate::driver::DriverHandle::with_world`]); `None`
+/// when no driver has one. A driver asks through its
+/// [`DeviceSource::world`](crate::source::DeviceSource::world).
+#[derive(Message, Debug, Clone, Copy, Default)]
+#[rtype(result = "Option<Arc<WorldSolids>>")]
+pub struct WorldRequest;
