@@ -26,20 +26,27 @@
 //!   and never reads its notices;
 //! - e-stop: robot A's emergency stop latched for a second every 15 s, then released;
 //! - watchers: one 10 Hz client on A (continuous rounds) and one on B in push-new mode,
-//!   counting readings (B's rate falls to 0 while its emulator is down).
+//!   counting readings (B's rate falls to 0 while its emulator is down);
+//! - the front ends on robot A (`soak_fronts`): a web watcher of `/laser`, churning web
+//!   clients and a stalled one; a Zenoh watcher and commander, Zenoh sessions churning; a
+//!   ROS 2 watcher of `odom` and `cmd_vel` publisher (every tenth sample malformed), its
+//!   session reopened every 30 s; the recorder, a new file every minute.
 //!
 //! Each row: elapsed time, the server's resident memory (`/proc/PID/status`), open
 //! descriptors (`/proc/PID/fd`) and how many are sockets, threads, CPU over the interval
-//! (`/proc/PID/stat`), the watchers' rates, the bench's open client connections, churn
-//! connections and flood messages per second, and whether the emulator is up. The verdict
-//! compares the last third of the rows with the middle third: resident memory, descriptors
-//! and threads must not grow (the first third is warm-up); and robot B must come back
-//! (readings in some row of the last half). Exit status 1 when either fails.
+//! (`/proc/PID/stat`), the watchers' rates (TCP A and B, web, Zenoh, ROS 2), the bench's
+//! open client connections, churn connections and flood messages per second, the bytes
+//! recorded per second, and whether the emulator is up. The verdict compares the last
+//! third of the rows with the middle third: resident memory, descriptors and threads must
+//! not grow (the first third is warm-up); robot B must come back (readings in some row of
+//! the last half); and every front end's watcher must be served in every row of the last
+//! half. Exit status 1 when any fails.
 
 // Unsafe code: sysconf(_SC_CLK_TCK) (a Linux call).
 #![allow(unsafe_code)]
 
 mod common;
+mod soak_fronts;
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
@@ -406,15 +413,17 @@ fn sample(pid: u32) -> Sample {
     }
 }
 
-fn config(dir: &Path, port_a: u16, port_b: u16) -> PathBuf {
+fn config(dir: &Path, port_a: u16, port_b: u16, fronts: soak_fronts::Ports) -> PathBuf {
     let link = dir.join("ttyP2OS");
     let toml = format!(
-        "[server]\nstall_timeout = {STALL_TIMEOUT}\nsetup_timeout = 10.0\n\n\
-         [[robot]]\nname = \"sim\"\nport = {port_a}\nbind = \"127.0.0.1\"\n\
+        "[server]\nstall_timeout = {STALL_TIMEOUT}\nsetup_timeout = 10.0\n\n{}\
+         [[robot]]\nname = \"sim\"\nport = {port_a}\nbind = \"127.0.0.1\"\nweb_port = {}\n\
          [[robot.driver]]\ndriver = \"sim\"\ndevices = [\"p\", \"s\", \"m\", \"g\", \"l\", \"z\", \"v\"]\n\n\
-         [[robot]]\nname = \"base\"\nport = {port_b}\nbind = \"127.0.0.1\"\n\
+         [[robot]]\nname = \"base\"\nport = {port_b}\nbind = \"127.0.0.1\"\nweb_port = 0\n\
          [[robot.driver]]\ndriver = \"p2os\"\ndevices = [\"p\", \"s\", \"m\", \"g\"]\n\
          [robot.driver.params]\nport = \"{}\"\nmotors_on = true\nsilence = 1.0\n",
+        soak_fronts::config(fronts, dir),
+        fronts.web,
         link.display()
     );
     let path = dir.join("soak.toml");
@@ -448,6 +457,34 @@ fn start_server(cfg: &Path, port_a: u16, log: Option<&Path>) -> ServerProcess {
     ServerProcess { child, addr }
 }
 
+/// Starts the front-end load (`soak_fronts`) on robot A's web, Zenoh and ROS 2 ports.
+fn spawn_fronts(
+    threads: &mut Vec<JoinHandle<()>>,
+    counters: &Arc<Counters>,
+    fronts: &Arc<soak_fronts::Fronts>,
+    ports: soak_fronts::Ports,
+) {
+    type Load = fn(&AtomicBool, &Arc<soak_fronts::Fronts>, soak_fronts::Ports);
+    let loads: [(&str, Load); 5] = [
+        ("web-watch", |s, f, p| soak_fronts::web_watcher(s, f, p.web)),
+        ("web-churn", |s, f, p| soak_fronts::web_churn(s, f, p.web)),
+        ("web-stalled", |s, f, p| {
+            soak_fronts::web_stalled(s, f, p.web, Duration::from_secs_f64(STALL_TIMEOUT * 2.0))
+        }),
+        ("zenoh", |s, f, p| soak_fronts::zenoh_load(s, f, p.zenoh)),
+        ("ros2", |s, f, p| soak_fronts::ros2_load(s, f, p.ros2)),
+    ];
+    for (name, load) in loads {
+        let (c, f) = (Arc::clone(counters), Arc::clone(fronts));
+        threads.push(
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || load(&c.stop, &f, ports))
+                .expect("spawn a front-end load thread"),
+        );
+    }
+}
+
 fn mean(v: &[f64]) -> f64 {
     if v.is_empty() {
         0.0
@@ -461,8 +498,14 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("player-soak-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     let (port_a, port_b) = (free_port(), free_port());
-    let cfg = config(&dir, port_a, port_b);
+    let ports = soak_fronts::Ports {
+        web: free_port(),
+        zenoh: free_port(),
+        ros2: free_port(),
+    };
+    let cfg = config(&dir, port_a, port_b, ports);
     let counters = Arc::new(Counters::default());
+    let fronts = Arc::new(soak_fronts::Fronts::default());
     let link = dir.join("ttyP2OS");
 
     let mut threads: Vec<JoinHandle<()>> = Vec::new();
@@ -531,6 +574,8 @@ fn main() {
         );
     }
 
+    spawn_fronts(&mut threads, &counters, &fronts, ports);
+
     // SAFETY: sysconf has no preconditions.
     let ticks_per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
     println!(
@@ -541,7 +586,7 @@ fn main() {
         o.emu_down.as_secs_f64()
     );
     println!(
-        "{:>6} {:>7} {:>5} {:>5} {:>4} {:>6} | {:>6} {:>6} | {:>6} {:>7} {:>8} {:>3}",
+        "{:>6} {:>7} {:>5} {:>5} {:>4} {:>6} | {:>6} {:>6} {:>6} {:>6} {:>6} | {:>6} {:>7} {:>8} {:>8} {:>3}",
         "t s",
         "RSS MB",
         "fds",
@@ -550,14 +595,21 @@ fn main() {
         "cpu %",
         "A Hz",
         "B Hz",
+        "web Hz",
+        "zen Hz",
+        "ros Hz",
         "conns",
         "churn/s",
         "flood/s",
+        "rec kB/s",
         "emu"
     );
     let started = Instant::now();
     // Per row: the sample, watcher A's rate, watcher B's rate.
     let mut rows: Vec<(Sample, f64, f64)> = Vec::new();
+    // Per row: the web, Zenoh and ROS 2 watchers' rates.
+    let mut front_rows: Vec<[f64; 3]> = Vec::new();
+    let mut prev_recorded = 0;
     let mut prev = sample(pid);
     let mut prev_t = Instant::now();
     let take = |x: &AtomicU64| x.swap(0, Ordering::Relaxed);
@@ -565,6 +617,9 @@ fn main() {
     take(&counters.watch_b);
     take(&counters.churn);
     take(&counters.flood);
+    for x in [&fronts.web, &fronts.zenoh, &fronts.ros2] {
+        take(x);
+    }
     let mut exited = None;
     while started.elapsed() < o.duration {
         let next = prev_t + o.interval;
@@ -577,8 +632,12 @@ fn main() {
         let cpu = 100.0 * (s.cpu_ticks.saturating_sub(prev.cpu_ticks)) as f64 / ticks_per_s / dt;
         let a_hz = take(&counters.watch_a) as f64 / dt;
         let b_hz = take(&counters.watch_b) as f64 / dt;
+        let front = [&fronts.web, &fronts.zenoh, &fronts.ros2].map(|x| take(x) as f64 / dt);
+        let recorded = soak_fronts::recorded(&fronts, &dir);
+        let rec_kbs = recorded.saturating_sub(prev_recorded) as f64 / 1024.0 / dt;
+        prev_recorded = recorded;
         println!(
-            "{:>6.0} {:>7.1} {:>5} {:>5} {:>4} {:>6.1} | {:>6.1} {:>6.1} | {:>6} {:>7.0} {:>8.0} {:>3}",
+            "{:>6.0} {:>7.1} {:>5} {:>5} {:>4} {:>6.1} | {:>6.1} {:>6.1} {:>6.1} {:>6.1} {:>6.1} | {:>6} {:>7.0} {:>8.0} {:>8.1} {:>3}",
             started.elapsed().as_secs_f64(),
             s.rss_kb as f64 / 1024.0,
             s.fds,
@@ -587,12 +646,17 @@ fn main() {
             cpu,
             a_hz,
             b_hz,
+            front[0],
+            front[1],
+            front[2],
             counters.open.load(Ordering::Relaxed),
             take(&counters.churn) as f64 / dt,
             take(&counters.flood) as f64 / dt,
+            rec_kbs,
             if counters.emu_up.load(Ordering::Relaxed) { "up" } else { "--" },
         );
         rows.push((s, a_hz, b_hz));
+        front_rows.push(front);
         prev = s;
         prev_t = now;
         if s.rss_kb == 0 {
@@ -615,6 +679,14 @@ fn main() {
         counters.stalled_dropped.load(Ordering::Relaxed),
         counters.churn_errors.load(Ordering::Relaxed),
         counters.watch_errors.load(Ordering::Relaxed)
+    );
+    println!(
+        "front ends: {} web connections (churn and stalled), {} Zenoh/ROS 2 sessions opened, {} malformed cmd_vel, {} front-end load errors, {:.1} MB recorded",
+        fronts.web_churn.load(Ordering::Relaxed),
+        fronts.sessions.load(Ordering::Relaxed),
+        fronts.ros2_bad.load(Ordering::Relaxed),
+        fronts.errors.load(Ordering::Relaxed),
+        prev_recorded as f64 / 1e6
     );
     if let Some(why) = exited {
         println!("verdict: FAILED: {why}");
@@ -657,6 +729,25 @@ fn main() {
     if thr.1 > thr.0 + 2.0 {
         growing.push("threads");
     }
+    let half = &front_rows[front_rows.len() / 2..];
+    let mut starved = Vec::new();
+    for (i, name) in ["web", "Zenoh", "ROS 2"].into_iter().enumerate() {
+        let all: Vec<f64> = front_rows.iter().map(|r| r[i]).collect();
+        let lowest = half.iter().map(|r| r[i]).fold(f64::INFINITY, f64::min);
+        println!(
+            "{name} watcher: {:.2} Hz mean, {lowest:.2} Hz lowest row of the last half",
+            mean(&all)
+        );
+        if lowest <= 0.0 {
+            starved.push(name);
+        }
+    }
+    if !starved.is_empty() {
+        println!(
+            "front ends NOT SERVED in some row of the last half: {}",
+            starved.join(", ")
+        );
+    }
     if !b_back {
         println!("robot B: NOT RECOVERING: no readings in any row of the last half, though its emulator keeps coming back");
     }
@@ -665,7 +756,7 @@ fn main() {
     } else {
         println!("verdict: GROWING ({})", growing.join(", "));
     }
-    if !growing.is_empty() || !b_back {
+    if !growing.is_empty() || !b_back || !starved.is_empty() {
         std::process::exit(1);
     }
 }

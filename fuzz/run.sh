@@ -14,7 +14,8 @@ secs="${1:-240}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(client_codec p2os_codec sick_codec visca_codec acts_codec world_parser settings_loader)
+    targets=(client_codec p2os_codec sick_codec visca_codec acts_codec world_parser map_yaml
+             map_image carmen_log replay_reader settings_loader)
 fi
 cargo fuzz build -a --sanitizer none
 if [[ " ${targets[*]} " == *" settings_loader "* ]]; then
@@ -27,6 +28,9 @@ for t in "${targets[@]}"; do
     dir=(--fuzz-dir fuzz)
     case "$t" in
         world_parser) seeds=(config/worlds) opts=(-dict=fuzz/dicts/toml.dict) ;;
+        # Small maps and logs are the interesting ones (the seeds are); bigger inputs only
+        # slow the search.
+        map_image | carmen_log) opts=(-max_len=65536) ;;
         settings_loader)
             seeds=(config) opts=(-dict=fuzz/dicts/toml.dict) dir=(--fuzz-dir fuzz/settings) ;;
     esac

@@ -20,6 +20,8 @@
 //!   an incremental decoder of server messages for clients.
 //! - `codec` (feature `codec`): the server's incremental decoder of client messages, on
 //!   `bytes`' buffers.
+//! - `recording` (feature `recording`): the reader of recordings (MCAP) the replay driver
+//!   plays.
 #![deny(missing_docs)]
 
 /// Largest client message payload the server buffers. Every message of the manual is far
@@ -38,6 +40,8 @@ pub mod ext;
 pub mod message;
 pub mod nav;
 pub mod odometry;
+#[cfg(feature = "recording")]
+pub mod recording;
 pub mod scan;
 
 /// Device codes (manual Table 3a), plus the server's own configurable device `y`.

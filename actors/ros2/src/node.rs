@@ -103,12 +103,20 @@ pub struct Callbacks {
     pub estop: Arc<Slot<Option<bool>>>,
 }
 
-/// Whether a sample carries rmw_zenoh's attachment and a payload of at most [`MAX_CMD`].
-fn well_formed(sample: &zenoh::sample::Sample) -> bool {
-    let att = sample
-        .attachment()
-        .is_some_and(|a| a.len() == rmw::ATTACHMENT_LEN);
-    att && sample.payload().len() <= MAX_CMD
+/// Whether a sample carries rmw_zenoh's attachment and a payload of at most [`MAX_CMD`];
+/// why not.
+fn well_formed(sample: &zenoh::sample::Sample) -> Result<(), String> {
+    let len = sample.payload().len();
+    if len > MAX_CMD {
+        return Err(format!("{len} bytes, more than {MAX_CMD}"));
+    }
+    match sample.attachment() {
+        Some(a) if a.len() == rmw::ATTACHMENT_LEN => Ok(()),
+        _ => Err(format!(
+            "no rmw_zenoh attachment of {} bytes",
+            rmw::ATTACHMENT_LEN
+        )),
+    }
 }
 
 /// One node being declared on a session: what its entities need and what was made.
@@ -248,11 +256,14 @@ impl Declaring<'_> {
         let name = rmw::qualify(self.namespace, "estop");
         let to = self.to.clone();
         self.subscription(&name, types::BOOL, move |sample| {
-            let latch = well_formed(&sample)
-                .then(|| decode_bool(&sample.payload().to_bytes()).ok())
-                .flatten();
-            let Some(latch) = latch else {
-                return to.mailbox.refuse();
+            let latch = match well_formed(&sample) {
+                Ok(()) => decode_bool(&sample.payload().to_bytes())
+                    .map_err(|e| format!("estop: not a Bool: {e}")),
+                Err(why) => Err(format!("estop: {why}")),
+            };
+            let latch = match latch {
+                Ok(l) => l,
+                Err(why) => return to.mailbox.refuse_because(why),
             };
             if to.estop.put(|e| *e = Some(latch)) {
                 to.addr.do_send(EStopReady);
@@ -268,9 +279,10 @@ impl Declaring<'_> {
         for ty in [types::TWIST, types::TWIST_STAMPED] {
             let to = self.to.clone();
             let stamped = ty == types::TWIST_STAMPED;
+            let what = ty.name;
             self.subscription(&name, ty, move |sample| {
-                if !well_formed(&sample) {
-                    return to.mailbox.refuse();
+                if let Err(why) = well_formed(&sample) {
+                    return to.mailbox.refuse_because(format!("cmd_vel: {why}"));
                 }
                 let bytes = sample.payload().to_bytes();
                 let twist = if stamped {
@@ -278,8 +290,13 @@ impl Declaring<'_> {
                 } else {
                     Twist::decode(&bytes)
                 };
-                let Ok(twist) = twist else {
-                    return to.mailbox.refuse();
+                let twist = match twist {
+                    Ok(t) => t,
+                    Err(e) => {
+                        return to
+                            .mailbox
+                            .refuse_because(format!("cmd_vel: not a {what}: {e}"))
+                    }
                 };
                 let c = convert::command_from_twist(&twist, max_speed, max_turn);
                 if to.mailbox.commands.put(|slot| slot.velocity = Some(c)) {
@@ -520,7 +537,10 @@ impl BridgeRobot for RobotNode {
         }
         self.last_command = Some(Instant::now());
         let payload = Bytes::from(c.encode());
-        if self.parts.command(Self::NAME, device::POSITION, payload) {
+        if self
+            .parts
+            .command(Self::NAME, device::POSITION, payload, None)
+        {
             bridge::sync(self, device::POSITION, ctx);
         }
     }
@@ -529,6 +549,7 @@ impl BridgeRobot for RobotNode {
     /// navigation part asks for what it publishes.
     fn tick(&mut self, ctx: &mut Context<Self>) {
         self.nav_tick(ctx);
+        self.parts.log_refused("ros2: samples refused");
         if self.last_command.is_some() && !self.commanding() {
             self.last_command = None;
             info!(

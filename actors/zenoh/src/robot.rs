@@ -43,11 +43,14 @@ pub const MAX_IN_FLIGHT: usize = 32;
 /// Between two setup attempts of a device that failed.
 const RETRY: Duration = Duration::from_secs(5);
 
-/// A command as Zenoh delivered it: its payload and the attachment it came with (the key).
+/// A command as Zenoh delivered it: its payload, the attachment it came with (the key),
+/// and when it was sent as far as its Zenoh timestamp says (a router stamps each sample
+/// it forwards unstamped; a command older than the device's watchdog is not obeyed).
 #[derive(Debug, Clone)]
 pub struct CommandSample {
     payload: Bytes,
     attachment: Option<Vec<u8>>,
+    sent: Option<std::time::SystemTime>,
 }
 
 /// The commands Zenoh's callbacks leave for the actor: the newest per device code.
@@ -174,6 +177,7 @@ pub fn declare(
             let sample = CommandSample {
                 payload: Bytes::from(payload.to_bytes().into_owned()),
                 attachment,
+                sent: s.timestamp().map(|t| t.get_time().to_system_time()),
             };
             if cb.mailbox.commands.put(|c| {
                 c.insert(code, sample);
@@ -312,7 +316,7 @@ impl ZenohRobot {
         let d = self.devs.entry(code).or_default();
         d.last_command = Some(Instant::now());
         d.keyed_with = c.attachment;
-        if self.parts.command(Self::NAME, code, c.payload) {
+        if self.parts.command(Self::NAME, code, c.payload, c.sent) {
             d.commanding = true;
             bridge::sync(self, code, ctx);
         }

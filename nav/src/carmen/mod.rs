@@ -135,19 +135,27 @@ impl Log {
 
 /// Reads a log file, plain or gzipped.
 pub fn read(path: &Path) -> Result<Log, CarmenError> {
-    let io = |e| CarmenError::Io {
+    let f = File::open(path).map_err(|e| CarmenError::Io {
         path: path.to_path_buf(),
         source: e,
-    };
-    let mut f = File::open(path).map_err(io)?;
-    let mut magic = [0u8; 2];
-    let got = f.read(&mut magic).map_err(io)?;
-    drop(f);
-    let f = File::open(path).map_err(io)?;
-    let reader: Box<dyn Read> = if got == 2 && magic == [0x1f, 0x8b] {
-        Box::new(flate2::read::MultiGzDecoder::new(BufReader::new(f)))
+    })?;
+    read_from(f, path)
+}
+
+/// Reads a log, plain or gzipped (told by its first bytes), from `input`; `path` names it.
+pub fn read_from(input: impl Read, path: &Path) -> Result<Log, CarmenError> {
+    let mut input = BufReader::new(input);
+    let gzip = input
+        .fill_buf()
+        .map_err(|e| CarmenError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        })?
+        .starts_with(&[0x1f, 0x8b]);
+    let reader: Box<dyn Read> = if gzip {
+        Box::new(flate2::read::MultiGzDecoder::new(input))
     } else {
-        Box::new(f)
+        Box::new(input)
     };
     parse(BufReader::new(reader.take(MAX_BYTES)), path)
 }

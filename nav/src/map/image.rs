@@ -15,7 +15,7 @@
 //! Sizes are checked against [`super::MAX_CELLS`] before any pixel buffer is allocated.
 
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::Read;
 use std::path::Path;
 
 use super::{check_size, MapError};
@@ -74,28 +74,74 @@ pub fn read(path: &Path) -> Result<Raster, MapError> {
             n => got += n,
         }
     }
-    let magic = &magic[..got];
-    if magic.starts_with(b"\x89PNG\r\n\x1a\n") {
-        read_png(path)
-    } else if magic.starts_with(b"P5") || magic.starts_with(b"P2") {
-        let len = f.metadata().map_err(|e| io(path, e))?.len();
-        // The largest PGM: 2^26 two-byte samples plus a header; ASCII takes more per sample.
-        let limit = if magic[1] == b'5' {
-            (2u64 << 26) + 4096
-        } else {
-            24u64 << 26
-        };
-        if len > limit {
-            return Err(bad(path, format!("{len} bytes is larger than any map PGM")));
+    match kind(&magic[..got]) {
+        Some(k) => {
+            let len = f.metadata().map_err(|e| io(path, e))?.len();
+            let limit = match k {
+                Kind::Png => PNG_LIMIT,
+                Kind::Pgm { ascii } => pgm_limit(ascii),
+            };
+            if len > limit {
+                return Err(bad(
+                    path,
+                    format!("{len} bytes is larger than any map image"),
+                ));
+            }
+            let bytes = std::fs::read(path).map_err(|e| io(path, e))?;
+            decode(&bytes, path)
         }
-        let bytes = std::fs::read(path).map_err(|e| io(path, e))?;
-        parse_pgm(&bytes, path)
-    } else {
-        Err(bad(
-            path,
-            "not a PGM (P5 or P2) or PNG image (other formats: convert to PGM or PNG)",
-        ))
+        None => Err(not_an_image(path)),
     }
+}
+
+/// The largest PNG file read: as much as its decoded pixels may take.
+const PNG_LIMIT: u64 = 1 << 29;
+
+/// Decodes a PGM or PNG image held in memory; `path` names it in errors.
+pub fn decode(bytes: &[u8], path: &Path) -> Result<Raster, MapError> {
+    match kind(bytes) {
+        Some(Kind::Png) => decode_png(bytes, path),
+        Some(Kind::Pgm { ascii }) if bytes.len() as u64 > pgm_limit(ascii) => Err(bad(
+            path,
+            format!("{} bytes is larger than any map PGM", bytes.len()),
+        )),
+        Some(Kind::Pgm { .. }) => parse_pgm(bytes, path),
+        None => Err(not_an_image(path)),
+    }
+}
+
+/// The image kinds read, told by their first bytes.
+enum Kind {
+    Png,
+    Pgm { ascii: bool },
+}
+
+fn kind(magic: &[u8]) -> Option<Kind> {
+    if magic.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some(Kind::Png)
+    } else if magic.starts_with(b"P5") || magic.starts_with(b"P2") {
+        Some(Kind::Pgm {
+            ascii: magic[1] == b'2',
+        })
+    } else {
+        None
+    }
+}
+
+/// The largest PGM: 2^26 two-byte samples plus a header; ASCII takes more per sample.
+fn pgm_limit(ascii: bool) -> u64 {
+    if ascii {
+        24u64 << 26
+    } else {
+        (2u64 << 26) + 4096
+    }
+}
+
+fn not_an_image(path: &Path) -> MapError {
+    bad(
+        path,
+        "not a PGM (P5 or P2) or PNG image (other formats: convert to PGM or PNG)",
+    )
 }
 
 /// Skips whitespace and `#` comments, then reads one decimal number of the PGM header or
@@ -151,7 +197,11 @@ pub fn parse_pgm(b: &[u8], path: &Path) -> Result<Raster, MapError> {
     }
     let n = (w * h) as usize;
     let maxval = maxval as u32;
-    let mut sums = Vec::with_capacity(n);
+    // Room for the samples the bytes can hold, not for what the header claims: an ASCII
+    // sample takes at least a digit and a separator, a binary one a byte or two (checked
+    // below before any is read).
+    let room = (b.len() - i) / 2 + 1;
+    let mut sums = Vec::with_capacity(n.min(if ascii { room } else { 2 * room }));
     if ascii {
         let mut at = i;
         for k in 0..n {
@@ -215,9 +265,39 @@ pub fn parse_pgm(b: &[u8], path: &Path) -> Result<Raster, MapError> {
     })
 }
 
-fn read_png(path: &Path) -> Result<Raster, MapError> {
-    let f = File::open(path).map_err(|e| io(path, e))?;
-    let mut dec = png::Decoder::new_with_limits(BufReader::new(f), png::Limits { bytes: 1 << 29 });
+/// Checks what the `png` crate (0.18) takes on trust before it decodes: a palette (`PLTE`)
+/// of whole RGB entries. A palette whose length is not a multiple of 3 makes its palette
+/// expansion panic (image-rs/image-png#694); the chunks up to the first `IDAT` are walked
+/// and such a file is refused here. A chunk running past the end is left to the decoder
+/// (it reports it).
+fn check_png_chunks(bytes: &[u8], path: &Path) -> Result<(), MapError> {
+    let mut at = 8;
+    while let Some(head) = bytes.get(at..at + 8) {
+        let len = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
+        match &head[4..8] {
+            b"PLTE" if len % 3 != 0 => {
+                return Err(bad(
+                    path,
+                    format!("PNG: a palette (PLTE) of {len} bytes is not whole RGB entries"),
+                ))
+            }
+            b"IDAT" => break,
+            _ => {}
+        }
+        at = at.saturating_add(12).saturating_add(len);
+    }
+    Ok(())
+}
+
+/// Decodes a PNG image; `path` names it in errors.
+fn decode_png(bytes: &[u8], path: &Path) -> Result<Raster, MapError> {
+    check_png_chunks(bytes, path)?;
+    let mut dec = png::Decoder::new_with_limits(
+        std::io::Cursor::new(bytes),
+        png::Limits {
+            bytes: PNG_LIMIT as usize,
+        },
+    );
     dec.set_transformations(png::Transformations::EXPAND);
     let mut reader = dec
         .read_info()
@@ -285,6 +365,42 @@ mod tests {
         w.extend_from_slice(&[0xff, 0xff, 0x01, 0x01]);
         let r = parse_pgm(&w, p).unwrap();
         assert_eq!((r.avg255(0), r.avg255(1)), (255.0, 1.0));
+    }
+
+    /// A PNG chunk with its CRC.
+    fn chunk(kind: &[u8; 4], data: &[u8]) -> Vec<u8> {
+        let mut crc = !0u32;
+        for &byte in kind.iter().chain(data) {
+            crc ^= u32::from(byte);
+            for _ in 0..8 {
+                crc = if crc & 1 == 1 {
+                    (crc >> 1) ^ 0xedb8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        let mut c = (data.len() as u32).to_be_bytes().to_vec();
+        c.extend_from_slice(kind);
+        c.extend_from_slice(data);
+        c.extend_from_slice(&(!crc).to_be_bytes());
+        c
+    }
+
+    #[test]
+    fn a_png_palette_of_broken_entries_is_refused_not_a_panic() {
+        use std::io::Write;
+        // A 2 x 1 palette image whose PLTE chunk is 4 bytes (one entry and a byte): the
+        // png crate's palette expansion panics on it (found by the map_image fuzz target).
+        let mut b = b"\x89PNG\r\n\x1a\n".to_vec();
+        b.extend(chunk(b"IHDR", &[0, 0, 0, 2, 0, 0, 0, 1, 8, 3, 0, 0, 0]));
+        b.extend(chunk(b"PLTE", &[10, 20, 30, 40]));
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(&[0, 0, 1]).unwrap();
+        b.extend(chunk(b"IDAT", &z.finish().unwrap()));
+        b.extend(chunk(b"IEND", &[]));
+        let e = decode(&b, Path::new("t.png")).unwrap_err().to_string();
+        assert!(e.contains("palette (PLTE) of 4 bytes"), "{e}");
     }
 
     #[test]

@@ -103,7 +103,13 @@ pub fn read_yaml(path: &Path) -> Result<MapYaml, MapError> {
         path: path.to_path_buf(),
         source: e,
     })?;
-    let doc = yaml::parse(&text, path)?;
+    yaml_from_str(&text, path)
+}
+
+/// Checks the text of a map_server YAML description read from `path` (which names it in
+/// errors and is the folder the image is resolved against); nothing is read from disk.
+pub fn yaml_from_str(text: &str, path: &Path) -> Result<MapYaml, MapError> {
+    let doc = yaml::parse(text, path)?;
     let image = scalar(&doc, path, "image")?;
     if image.is_empty() {
         return Err(bad(path, "image", "empty file name"));

@@ -27,7 +27,8 @@
 //! timestamps after every one already published, and the driver's
 //! [`PlaybackClock`] maps a timestamp back to recording time (for Foxglove's timeline).
 
-pub mod recording;
+/// The reader of recordings, in the protocol crate (pure, so the fuzz target reaches it).
+pub use player_proto::recording;
 
 use actix::prelude::*;
 use bytes::Bytes;

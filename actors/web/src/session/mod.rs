@@ -63,6 +63,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use subscriptions::Subscriptions;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 /// How often device states, the map transform and the stall check run.
@@ -240,6 +242,12 @@ impl WebSession {
         let stall = self.shared.stall_timeout;
         if self.conn.stalled(stall) {
             warn!(self.log, "web client read nothing for too long; disconnecting"; "seconds" => stall.as_secs_f64());
+            // First in line for the socket, should the client read again within the
+            // writer's grace; else the socket just closes.
+            self.conn.close_with(CloseFrame {
+                code: CloseCode::Policy,
+                reason: format!("read nothing for {} s", stall.as_secs_f64()).into(),
+            });
             ctx.stop();
         }
     }

@@ -28,10 +28,15 @@ use slog::{info, warn, Logger};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 /// How often a robot actor's tick runs ([`BridgeRobot::tick`]).
 pub const TICK: Duration = Duration::from_millis(250);
+
+/// At most one warning per this about the samples a robot actor's callbacks refused
+/// ([`BridgeParts::log_refused`]): a peer sending garbage at any rate costs one line a
+/// second, with how many and why the newest was refused.
+pub const REFUSED_LOG_EVERY: Duration = Duration::from_secs(1);
 
 /// Front end → one of its robot actors: leave the registry (a device it commanded stops),
 /// drop what it publishes on and stop (server shutdown).
@@ -98,12 +103,20 @@ pub struct Mailbox<C> {
     /// The commands not taken yet.
     pub commands: Slot<C>,
     refused: AtomicU64,
+    /// Why the newest refused sample was (empty: not said).
+    why: Mutex<String>,
 }
 
 impl<C> Mailbox<C> {
     /// Counts a refused sample (or query).
     pub fn refuse(&self) {
         self.refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a refused sample and keeps why (the newest reason is logged).
+    pub fn refuse_because(&self, why: String) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+        *self.why.lock().unwrap_or_else(PoisonError::into_inner) = why;
     }
 
     /// How many were refused.
@@ -188,7 +201,8 @@ impl Waiting {
 struct Writer {
     guard: Option<Recipient<Command>>,
     size: Option<usize>,
-    pending: Option<Bytes>,
+    /// The newest command waiting for the grant, and when it was sent (if known).
+    pending: Option<(Bytes, Option<SystemTime>)>,
 }
 
 /// What every robot actor holds, whatever the network: its registry session, the readings
@@ -207,6 +221,11 @@ pub struct BridgeParts<C> {
     /// Limits its warnings about what the network sends.
     pub throttle: Throttle,
     writers: HashMap<u8, Writer>,
+    /// Per device, its command watchdog as the last grant said (kept when write access is
+    /// given back): a command sent longer ago than this is stale.
+    watchdogs: HashMap<u8, Duration>,
+    /// Refused samples already logged, and when the last warning was.
+    refused_logged: (u64, Option<Instant>),
     detached: bool,
 }
 
@@ -221,8 +240,51 @@ impl<C> BridgeParts<C> {
             log,
             throttle: Throttle::new(Duration::from_secs(10), 5),
             writers: HashMap::new(),
+            watchdogs: HashMap::new(),
+            refused_logged: (0, None),
             detached: false,
         }
+    }
+
+    /// Warns (`what`, e.g. "ros2: samples refused") of the samples refused since the last
+    /// warning, with how many and why the newest was; at most once per
+    /// [`REFUSED_LOG_EVERY`]. Call it from the tick.
+    pub fn log_refused(&mut self, what: &str) {
+        let (logged, last) = self.refused_logged;
+        let now = self.mailbox.refused();
+        if now == logged || last.is_some_and(|t| t.elapsed() < REFUSED_LOG_EVERY) {
+            return;
+        }
+        let why = self
+            .mailbox
+            .why
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        warn!(self.log, "{}", what; "count" => now - logged, "newest" => why);
+        self.refused_logged = (now, Some(Instant::now()));
+    }
+
+    /// Whether a command for `code` sent at `sent` is older than the device's watchdog
+    /// (held back by a link that came back before the network gave the session up, or
+    /// queued on the way): then it is ignored, counted, and said (at most 5 per 10 s, how
+    /// old). Commands without a time, and devices with no watchdog or no grant yet, are
+    /// not checked.
+    fn stale(&mut self, name: &str, code: u8, sent: Option<SystemTime>) -> bool {
+        let (Some(&limit), Some(sent)) = (self.watchdogs.get(&code), sent) else {
+            return false;
+        };
+        let age = SystemTime::now().duration_since(sent).unwrap_or_default();
+        if age <= limit {
+            return false;
+        }
+        self.stats.ignored += 1;
+        if let Some(unlogged) = self.throttle.allow("stale") {
+            warn!(self.log, "{} command ignored: older than the device's command_timeout (held back by the network, or this host's clock and the sender's router's differ)", name;
+                "device" => show(code), "age_ms" => age.as_millis() as u64,
+                "command_timeout_ms" => limit.as_millis() as u64, "unlogged" => unlogged);
+        }
+        true
     }
 
     /// Whether it has left its registry for good.
@@ -236,15 +298,25 @@ impl<C> BridgeParts<C> {
         self.writers.get(&code).is_some_and(|w| w.guard.is_some())
     }
 
-    /// A command for `code`: sent through the guard when write access is granted, else kept
-    /// (the newest) until the grant. Returns whether it was kept: the caller then wants
-    /// write access ([`sync`]).
-    pub fn command(&mut self, name: &str, code: u8, payload: Bytes) -> bool {
+    /// A command for `code`, sent at `sent` when the network says: sent through the guard
+    /// when write access is granted, else kept (the newest) until the grant; ignored when
+    /// older than the device's watchdog. Returns whether it was kept: the caller then
+    /// wants write access ([`sync`]).
+    pub fn command(
+        &mut self,
+        name: &str,
+        code: u8,
+        payload: Bytes,
+        sent: Option<SystemTime>,
+    ) -> bool {
+        if self.stale(name, code, sent) {
+            return false;
+        }
         if self.can_command(code) {
             self.forward(name, code, payload);
             return false;
         }
-        self.writers.entry(code).or_default().pending = Some(payload);
+        self.writers.entry(code).or_default().pending = Some((payload, sent));
         true
     }
 
@@ -257,6 +329,9 @@ impl<C> BridgeParts<C> {
     /// Write access to `code` granted: commands now go to `grant`'s guard, the one waiting
     /// first. False when the device takes no commands.
     fn grant(&mut self, name: &str, code: u8, grant: Grant) -> bool {
+        if let Some(t) = grant.spec.command_timeout.filter(|t| !t.is_zero()) {
+            self.watchdogs.insert(code, t);
+        }
         let w = self.writers.entry(code).or_default();
         w.size = grant.spec.command_size;
         w.guard = grant.command;
@@ -264,8 +339,10 @@ impl<C> BridgeParts<C> {
             w.pending = None;
             return false;
         }
-        if let Some(p) = w.pending.take() {
-            self.forward(name, code, p);
+        if let Some((p, sent)) = w.pending.take() {
+            if !self.stale(name, code, sent) {
+                self.forward(name, code, p);
+            }
         }
         true
     }
