@@ -170,11 +170,13 @@ impl Declaring<'_> {
         let name = rmw::qualify(self.namespace, "initialpose");
         let to: Callbacks = self.to.clone();
         self.subscription(&name, types::POSE_WITH_COVARIANCE_STAMPED, move |sample| {
-            let p = well_formed(&sample)
-                .then(|| PoseWithCovarianceStamped::decode(&sample.payload().to_bytes()).ok())
-                .flatten();
-            let Some(p) = p else {
-                return to.mailbox.refuse();
+            if let Err(why) = well_formed(&sample) {
+                return to.mailbox.refuse_because(format!("initialpose: {why}"));
+            }
+            let Ok(p) = PoseWithCovarianceStamped::decode(&sample.payload().to_bytes()) else {
+                return to
+                    .mailbox
+                    .refuse_because("initialpose: not a PoseWithCovarianceStamped".into());
             };
             let pose = (p.pose.xy_yaw(), p.planar_covariance());
             if to.mailbox.commands.put(|c| c.pose = Some(pose)) {
@@ -188,11 +190,13 @@ impl Declaring<'_> {
         let name = rmw::qualify(self.namespace, "goal_pose");
         let to: Callbacks = self.to.clone();
         self.subscription(&name, types::POSE_STAMPED, move |sample| {
-            let p = well_formed(&sample)
-                .then(|| PoseStamped::decode(&sample.payload().to_bytes()).ok())
-                .flatten();
-            let Some(p) = p else {
-                return to.mailbox.refuse();
+            if let Err(why) = well_formed(&sample) {
+                return to.mailbox.refuse_because(format!("goal_pose: {why}"));
+            }
+            let Ok(p) = PoseStamped::decode(&sample.payload().to_bytes()) else {
+                return to
+                    .mailbox
+                    .refuse_because("goal_pose: not a PoseStamped".into());
             };
             if to.mailbox.commands.put(|c| c.goal = Some(p.pose.xy_yaw())) {
                 to.addr.do_send(bridge::CommandsReady);
@@ -371,7 +375,7 @@ impl RobotNode {
             self.nav.goal_write = true;
             if self
                 .parts
-                .command(Self::NAME, device::PLANNER, Bytes::from(payload))
+                .command(Self::NAME, device::PLANNER, Bytes::from(payload), None)
             {
                 bridge::sync(self, device::PLANNER, ctx);
             }
