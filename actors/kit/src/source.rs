@@ -97,13 +97,13 @@ impl DeviceSource {
             + Handler<HoldDevice>
             + Handler<SendConfig>
             + Handler<WorldRequest>
-            + Handler<TellClient>,
+            + Handler<TellClient>
             + Handler<GridRequest>,
         A::Context: actix::dev::ToEnvelope<A, ReadDevice>
             + actix::dev::ToEnvelope<A, HoldDevice>
             + actix::dev::ToEnvelope<A, SendConfig>
             + actix::dev::ToEnvelope<A, WorldRequest>
-            + actix::dev::ToEnvelope<A, TellClient>,
+            + actix::dev::ToEnvelope<A, TellClient>
             + actix::dev::ToEnvelope<A, GridRequest>,
     {
         DeviceSource {
