@@ -198,10 +198,15 @@ fn per_seed<T: Send>(seeds: u64, f: impl Fn(u64) -> T + Sync) -> Vec<T> {
     out.into_iter().map(|p| p.1).collect()
 }
 
-/// Times (s) as a short list: `-` for never.
-fn times(ts: &[Option<f64>]) -> String {
+/// Times (s) as a short list; a run never settled shows the error of its last update
+/// (`-(2.4m/170deg)`).
+fn times(ts: &[(Option<f64>, Option<Sample>)]) -> String {
     ts.iter()
-        .map(|t| t.map_or("-".into(), |t| format!("{t:.0}")))
+        .map(|(t, last)| match (t, last) {
+            (Some(t), _) => format!("{t:.0}"),
+            (None, Some((_, d, a))) => format!("-({d:.1}m/{a:.0}deg)"),
+            (None, None) => "-".into(),
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -244,11 +249,12 @@ fn main() {
 
     // 2. Global localization.
     let global = per_seed(z.seeds, |seed| {
-        settled(&drive(&plain, seed, false, z.global_s), 0.0)
+        let samples = drive(&plain, seed, false, z.global_s);
+        (settled(&samples, 0.0), samples.last().copied())
     });
     let within = global
         .iter()
-        .filter(|t| t.is_some_and(|t| t <= 30.0))
+        .filter(|t| t.0.is_some_and(|t| t <= 30.0))
         .count();
     println!(
         "{:<44} {:>16} {:>16}",
@@ -262,11 +268,14 @@ fn main() {
     let kidnap = maze_with("kidnap", "[[event]]\nat = 60\nmove_to = \"random\"\n");
     let recovered = per_seed(z.seeds, |seed| {
         let samples = drive(&kidnap, seed, true, 60.0 + z.kidnap_after_s);
-        settled(&samples, 60.0).map(|t| t - 60.0)
+        (
+            settled(&samples, 60.0).map(|t| t - 60.0),
+            samples.last().copied(),
+        )
     });
     let within = recovered
         .iter()
-        .filter(|t| t.is_some_and(|t| t <= 45.0))
+        .filter(|t| t.0.is_some_and(|t| t <= 45.0))
         .count();
     println!(
         "{:<44} {:>16} {:>16}",
