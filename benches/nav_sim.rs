@@ -128,8 +128,9 @@ fn odometry(world: &SimWorld, time: u32) -> Pose {
     amcl::wire::odometry(&bytes).expect("P decodes").pose
 }
 
-/// One update's outcome: simulated time (s), position error (m), heading error (deg).
-type Sample = (f64, f64, f64);
+/// One update's outcome: simulated time (s), position error (m), heading error (deg),
+/// poses recovery injected.
+type Sample = (f64, f64, f64, usize);
 
 /// A robot driven in `file`'s world with `seed` for `seconds`, the filter of `s` fed each
 /// round; the error after each filter update.
@@ -154,7 +155,8 @@ fn drive(file: &Path, seed: u64, start_at_truth: bool, seconds: f64) -> Vec<Samp
             let best = filter.best().expect("a hypothesis").mean;
             let (x, y, h) = world.robot(0).true_pose();
             let d = (best.x - x / 1000.0).hypot(best.y - y / 1000.0);
-            out.push((t, d, angle_diff(best.theta, h).abs().to_degrees()));
+            let a = angle_diff(best.theta, h).abs().to_degrees();
+            out.push((t, d, a, filter.stats().injected));
         }
     }
     out
@@ -164,7 +166,7 @@ fn drive(file: &Path, seed: u64, start_at_truth: bool, seconds: f64) -> Vec<Samp
 /// `None` when the last one is not.
 fn settled(samples: &[Sample], from: f64) -> Option<f64> {
     let mut at = None;
-    for &(t, d, a) in samples.iter().filter(|s| s.0 > from) {
+    for &(t, d, a, _) in samples.iter().filter(|s| s.0 > from) {
         if d <= NEAR_M && a <= NEAR_DEG {
             at.get_or_insert(t);
         } else {
@@ -198,13 +200,26 @@ fn per_seed<T: Send>(seeds: u64, f: impl Fn(u64) -> T + Sync) -> Vec<T> {
     out.into_iter().map(|p| p.1).collect()
 }
 
-/// Times (s) as a short list; a run never settled shows the error of its last update
-/// (`-(2.4m/170deg)`).
-fn times(ts: &[(Option<f64>, Option<Sample>)]) -> String {
+/// A run's outcome: when it settled, its last update, the poses recovery injected.
+type Outcome = (Option<f64>, Option<Sample>, usize);
+
+/// The outcome of `samples` settled from `from` s on (times after `from`).
+fn outcome(samples: &[Sample], from: f64) -> Outcome {
+    let injected = samples.iter().filter(|s| s.0 > from).map(|s| s.3).sum();
+    (
+        settled(samples, from).map(|t| t - from),
+        samples.last().copied(),
+        injected,
+    )
+}
+
+/// Times (s) as a short list; a run never settled shows the error of its last update and
+/// the poses recovery injected (`-(2.4m/170deg/0inj)`).
+fn times(ts: &[Outcome]) -> String {
     ts.iter()
-        .map(|(t, last)| match (t, last) {
+        .map(|(t, last, inj)| match (t, last) {
             (Some(t), _) => format!("{t:.0}"),
-            (None, Some((_, d, a))) => format!("-({d:.1}m/{a:.0}deg)"),
+            (None, Some((_, d, a, _))) => format!("-({d:.1}m/{a:.0}deg/{inj}inj)"),
             (None, None) => "-".into(),
         })
         .collect::<Vec<_>>()
@@ -249,8 +264,7 @@ fn main() {
 
     // 2. Global localization.
     let global = per_seed(z.seeds, |seed| {
-        let samples = drive(&plain, seed, false, z.global_s);
-        (settled(&samples, 0.0), samples.last().copied())
+        outcome(&drive(&plain, seed, false, z.global_s), 0.0)
     });
     let within = global
         .iter()
@@ -268,10 +282,7 @@ fn main() {
     let kidnap = maze_with("kidnap", "[[event]]\nat = 60\nmove_to = \"random\"\n");
     let recovered = per_seed(z.seeds, |seed| {
         let samples = drive(&kidnap, seed, true, 60.0 + z.kidnap_after_s);
-        (
-            settled(&samples, 60.0).map(|t| t - 60.0),
-            samples.last().copied(),
-        )
+        outcome(&samples, 60.0)
     });
     let within = recovered
         .iter()
