@@ -30,7 +30,7 @@
 mod params;
 #[cfg(test)]
 mod tests;
-mod wire;
+pub mod wire;
 
 use actix::prelude::*;
 use bytes::Bytes;
