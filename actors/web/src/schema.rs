@@ -126,6 +126,12 @@ pub const CHANNELS: &[Channel] = &[
         schema_name: "foxglove.LaserScan",
         source: Source::Device(device::FULL_SCAN),
     },
+    Channel {
+        id: 15,
+        topic: "/amcl_pose",
+        schema_name: "foxglove.PoseInFrame",
+        source: Source::Device(device::LOCALIZE),
+    },
 ];
 
 /// The Pioneer 2-DX sonar ring (one table, in the protocol crate).
@@ -382,6 +388,13 @@ fn scene_entity(t: Timestamp, frame: &str, id: &str) -> serde_json::Map<String, 
     e
 }
 
+/// The localizer's (`H`) best hypothesis in the map: x, y (m), heading (rad); `None`
+/// when the reading does not decode or holds no hypothesis.
+pub fn amcl_pose(d: &DeviceData) -> Option<[f64; 3]> {
+    let l = player_proto::nav::Localize::decode(&d.data).ok()?;
+    player_core::frontend::nav::best_pose(&l).map(|(mean, _, _)| mean)
+}
+
 /// The message a reading becomes on `channel`, or `None` when the reading does not decode
 /// (a wrong size from a misbehaving driver) or the channel is not a device's.
 pub fn encode(channel: &Channel, d: &DeviceData) -> Option<Vec<u8>> {
@@ -400,6 +413,11 @@ pub fn encode(channel: &Channel, d: &DeviceData) -> Option<Vec<u8>> {
                     "turn_rate_deg_s": p.turn_rate, "compass_deg": p.compass,
                     "stall": p.stall != 0}),
             }
+        }
+        15 => {
+            let [x, y, th] = amcl_pose(d)?;
+            json!({"timestamp": time(t), "frame_id": "map", "pose": {
+                "position": {"x": x, "y": y, "z": 0.0}, "orientation": quat_z(th)}})
         }
         4 => {
             let l = wire::Laser::decode(&d.data).ok()?;

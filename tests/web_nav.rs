@@ -1,0 +1,91 @@
+//! The web endpoint's navigation channels over real TCP, with a real WebSocket client:
+//! `/amcl_pose` (`foxglove.PoseInFrame` in the `map` frame) from the localizer's best
+//! hypothesis, in protobuf and in JSON, with the stand-in localizer of
+//! `common/navstub.rs`.
+
+mod common;
+
+use common::navstub;
+use player::settings::Settings;
+use player_testkit::foxglove_ws::{
+    channel_id, connect_with as connect, message_data, next_frame, next_json, next_op,
+    runtime as rt, subscribe,
+};
+use player_testkit::{free_port, start_server_with, TestServer};
+use std::time::Duration;
+use tokio_tungstenite::tungstenite::Message;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// A robot with a simulated base and the stand-in localizer and planner, served on a web
+/// port.
+fn start() -> (TestServer, u16) {
+    let text = r#"
+[[robot]]
+name = "bot"
+[[robot.driver]]
+driver = "sim"
+devices = ["p", "l"]
+[[robot.driver]]
+driver = "navstub"
+devices = ["H", "G"]
+"#;
+    let mut settings = Settings::from_toml(text, "web nav").unwrap();
+    let port = free_port();
+    settings.web.viewer_mut(0).web_port = Some(port);
+    let mut catalog = player::builtin_catalog();
+    navstub::register(&mut catalog);
+    (start_server_with(settings, catalog), port)
+}
+
+#[test]
+fn amcl_pose_is_the_localizers_best_hypothesis_in_the_map_in_both_encodings() {
+    let (server, port) = start();
+    rt().block_on(async {
+        // The stand-in's hypothesis: (1000 mm, 2000 mm, 3600 arc-seconds = 1 degree).
+        let yaw = 1f64.to_radians();
+        let (qz, qw) = ((yaw / 2.0).sin(), (yaw / 2.0).cos());
+        // Protobuf (the default).
+        let mut ws = connect(port, "foxglove.websocket.v1", "").await.unwrap();
+        let adv = next_op(&mut ws, "advertise").await;
+        let ch = adv["channels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["topic"] == "/amcl_pose")
+            .expect("/amcl_pose advertised")
+            .clone();
+        assert_eq!(ch["schemaName"], "foxglove.PoseInFrame");
+        assert_eq!(ch["encoding"], "protobuf");
+        subscribe(&mut ws, &[(7, ch["id"].as_u64().unwrap())]).await;
+        let payload = next_frame(&mut ws, "/amcl_pose", WAIT, |m| {
+            let Message::Binary(b) = m else { return None };
+            let (sub, _, p) = message_data(&b)?;
+            (sub == 7).then(|| p.to_vec())
+        })
+        .await;
+        use prost::Message as _;
+        let pose = foxglove::messages::PoseInFrame::decode(&payload[..]).unwrap();
+        assert_eq!(pose.frame_id, "map");
+        let p = pose.pose.unwrap();
+        let at = p.position.unwrap();
+        assert_eq!((at.x, at.y, at.z), (1.0, 2.0, 0.0));
+        let q = p.orientation.unwrap();
+        assert!((q.z - qz).abs() < 1e-9 && (q.w - qw).abs() < 1e-9, "{q:?}");
+        ws.close(None).await.unwrap();
+        // JSON: the same values.
+        let mut ws = connect(port, "foxglove.websocket.v1", "?encoding=json")
+            .await
+            .unwrap();
+        let adv = next_op(&mut ws, "advertise").await;
+        subscribe(&mut ws, &[(8, channel_id(&adv, "/amcl_pose"))]).await;
+        let v = next_json(&mut ws, 8, WAIT).await;
+        assert_eq!(v["frame_id"], "map");
+        assert_eq!(v["pose"]["position"]["x"], 1.0);
+        assert_eq!(v["pose"]["position"]["y"], 2.0);
+        let z = v["pose"]["orientation"]["z"].as_f64().unwrap();
+        assert!((z - qz).abs() < 1e-9, "{v}");
+        ws.close(None).await.unwrap();
+    });
+    server.shutdown();
+}
