@@ -1,7 +1,7 @@
 //! The web endpoint's navigation channels over real TCP, with a real WebSocket client:
 //! `/amcl_pose` (`foxglove.PoseInFrame` in the `map` frame) from the localizer's best
-//! hypothesis, in protobuf and in JSON, with the stand-in localizer of
-//! `common/navstub.rs`.
+//! hypothesis and `/particles` (`foxglove.PosesInFrame`) from its `x H g` answers, in
+//! protobuf and in JSON, with the stand-in localizer of `common/navstub.rs`.
 
 mod common;
 
@@ -85,6 +85,67 @@ fn amcl_pose_is_the_localizers_best_hypothesis_in_the_map_in_both_encodings() {
         assert_eq!(v["pose"]["position"]["y"], 2.0);
         let z = v["pose"]["orientation"]["z"].as_f64().unwrap();
         assert!((z - qz).abs() < 1e-9, "{v}");
+        ws.close(None).await.unwrap();
+    });
+    server.shutdown();
+}
+
+/// The stand-in's particle `i`: (i mm, -i mm, 100 i arc-seconds).
+fn particle(i: f64) -> (f64, f64, f64) {
+    (i / 1000.0, -i / 1000.0, (i * 100.0 / 3600.0).to_radians())
+}
+
+#[test]
+fn particles_are_the_localizers_whole_set_in_the_map_in_both_encodings() {
+    let (server, port) = start();
+    rt().block_on(async {
+        let mut ws = connect(port, "foxglove.websocket.v1", "").await.unwrap();
+        let adv = next_op(&mut ws, "advertise").await;
+        let ch = adv["channels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["topic"] == "/particles")
+            .expect("/particles advertised")
+            .clone();
+        assert_eq!(ch["schemaName"], "foxglove.PosesInFrame");
+        assert_eq!(ch["encoding"], "protobuf");
+        subscribe(&mut ws, &[(3, ch["id"].as_u64().unwrap())]).await;
+        let payload = next_frame(&mut ws, "/particles", WAIT, |m| {
+            let Message::Binary(b) = m else { return None };
+            let (sub, _, p) = message_data(&b)?;
+            (sub == 3).then(|| p.to_vec())
+        })
+        .await;
+        use prost::Message as _;
+        let set = foxglove::messages::PosesInFrame::decode(&payload[..]).unwrap();
+        assert_eq!(set.frame_id, "map");
+        // Three answers (100, 100, 50) put together in order.
+        assert_eq!(set.poses.len(), navstub::PARTICLES as usize);
+        for i in [0usize, 99, 100, 249] {
+            let (x, y, th) = particle(i as f64);
+            let p = &set.poses[i];
+            let at = p.position.unwrap();
+            assert!(
+                (at.x - x).abs() < 1e-9 && (at.y - y).abs() < 1e-9,
+                "{i}: {at:?}"
+            );
+            let q = p.orientation.unwrap();
+            assert!((q.z - (th / 2.0).sin()).abs() < 1e-9, "{i}: {q:?}");
+        }
+        ws.close(None).await.unwrap();
+        let mut ws = connect(port, "foxglove.websocket.v1", "?encoding=json")
+            .await
+            .unwrap();
+        let adv = next_op(&mut ws, "advertise").await;
+        subscribe(&mut ws, &[(4, channel_id(&adv, "/particles"))]).await;
+        let v = next_json(&mut ws, 4, WAIT).await;
+        assert_eq!(v["frame_id"], "map");
+        let poses = v["poses"].as_array().unwrap();
+        assert_eq!(poses.len(), navstub::PARTICLES as usize);
+        let (x, y, _) = particle(249.0);
+        assert!((poses[249]["position"]["x"].as_f64().unwrap() - x).abs() < 1e-9);
+        assert!((poses[249]["position"]["y"].as_f64().unwrap() - y).abs() < 1e-9);
         ws.close(None).await.unwrap();
     });
     server.shutdown();

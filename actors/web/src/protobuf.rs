@@ -112,6 +112,26 @@ impl Encoding {
         }
     }
 
+    /// Poses in the `map` frame (x, y in m, heading in rad) as a `foxglove.PosesInFrame`
+    /// (`/particles`).
+    pub fn encode_poses(self, poses: &[[f64; 3]], t: Timestamp) -> Vec<u8> {
+        match self {
+            Encoding::Json => schema::encode_poses(t, poses),
+            Encoding::Protobuf => fg::PosesInFrame {
+                timestamp: time(t),
+                frame_id: "map".into(),
+                poses: poses
+                    .iter()
+                    .map(|&[x, y, th]| fg::Pose {
+                        position: vec3(x, y, 0.0),
+                        orientation: quat_z(th),
+                    })
+                    .collect(),
+            }
+            .encode_to_vec(),
+        }
+    }
+
     /// The `/map` message (see [`schema::encode_map`]).
     pub fn encode_map(self, map: &MapOutline, t: Timestamp) -> Vec<u8> {
         match self {
@@ -153,6 +173,7 @@ pub fn descriptor(schema_name: &str) -> Option<&'static [u8]> {
     match schema_name {
         "foxglove.FrameTransform" => data::<fg::FrameTransform>(),
         "foxglove.PoseInFrame" => data::<fg::PoseInFrame>(),
+        "foxglove.PosesInFrame" => data::<fg::PosesInFrame>(),
         "foxglove.LaserScan" => data::<fg::LaserScan>(),
         "foxglove.SceneUpdate" => data::<fg::SceneUpdate>(),
         "foxglove.ImageAnnotations" => data::<fg::ImageAnnotations>(),

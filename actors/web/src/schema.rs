@@ -24,6 +24,8 @@ pub enum Source {
     MapTransform,
     /// The devices' states and data rates as this session sees them, every second.
     Devices,
+    /// The localizer's particles (`x H g` answers), at most once a second.
+    Particles,
 }
 
 /// One advertised channel.
@@ -131,6 +133,12 @@ pub const CHANNELS: &[Channel] = &[
         topic: "/amcl_pose",
         schema_name: "foxglove.PoseInFrame",
         source: Source::Device(device::LOCALIZE),
+    },
+    Channel {
+        id: 16,
+        topic: "/particles",
+        schema_name: "foxglove.PosesInFrame",
+        source: Source::Particles,
     },
 ];
 
@@ -247,6 +255,11 @@ pub fn schema(name: &str) -> String {
             name,
             json!({"timestamp": time_schema(), "frame_id": {"type": "string"},
                 "pose": pose_schema()}),
+        ),
+        "foxglove.PosesInFrame" => object(
+            name,
+            json!({"timestamp": time_schema(), "frame_id": {"type": "string"},
+                "poses": array_of(pose_schema())}),
         ),
         "foxglove.LaserScan" => object(
             name,
@@ -386,6 +399,18 @@ fn scene_entity(t: Timestamp, frame: &str, id: &str) -> serde_json::Map<String, 
         e.insert(k.into(), json!([]));
     }
     e
+}
+
+/// Poses in the `map` frame (x, y in m, heading in rad) as a `foxglove.PosesInFrame`.
+pub fn encode_poses(t: Timestamp, poses: &[[f64; 3]]) -> Vec<u8> {
+    let poses: Vec<Value> = poses
+        .iter()
+        .map(|&[x, y, th]| {
+            json!({"position": {"x": x, "y": y, "z": 0.0}, "orientation": quat_z(th)})
+        })
+        .collect();
+    let v = json!({"timestamp": time(t), "frame_id": "map", "poses": poses});
+    serde_json::to_vec(&v).unwrap_or_default()
 }
 
 /// The localizer's (`H`) best hypothesis in the map: x, y (m), heading (rad); `None`

@@ -81,6 +81,20 @@ impl Subscriptions {
             })
     }
 
+    /// The robots whose `/particles` are read, in order.
+    pub(super) fn particle_robots(&self, robots: &Robots) -> Vec<usize> {
+        let mut list: Vec<usize> = self
+            .channel_of
+            .values()
+            .filter_map(|c| robots.channel(*c))
+            .filter(|(_, ch)| ch.source == Source::Particles)
+            .map(|(k, _)| k)
+            .collect();
+        list.sort_unstable();
+        list.dedup();
+        list
+    }
+
     /// The robots whose `/devices`, and those whose `/tf_map`, are read, in order.
     pub(super) fn device_lists_and_transforms(&self, robots: &Robots) -> (Vec<usize>, Vec<usize>) {
         let mut devices = Vec::new();
@@ -149,6 +163,8 @@ impl WebSession {
                     self.robot(k, ctx);
                     self.fetch_devices(k, ctx)
                 }
+                // Asked for at the next tick (`nav.rs`).
+                Source::Particles => {}
             }
         }
         for (k, code) in touched {
