@@ -186,6 +186,7 @@ fn web_robot(r: RobotOptions, has_map: bool) -> WebRobot {
             Source::Map | Source::MapTransform => has_map,
             Source::Devices => true,
             Source::Particles => r.devices.contains(&player_proto::device::LOCALIZE),
+            Source::Plan => r.devices.contains(&player_proto::device::PLANNER),
         })
         .copied()
         .collect();

@@ -26,6 +26,8 @@ pub enum Source {
     Devices,
     /// The localizer's particles (`x H g` answers), at most once a second.
     Particles,
+    /// The planner's waypoints (`x G w` answers), once a second.
+    Plan,
 }
 
 /// One advertised channel.
@@ -139,6 +141,12 @@ pub const CHANNELS: &[Channel] = &[
         topic: "/particles",
         schema_name: "foxglove.PosesInFrame",
         source: Source::Particles,
+    },
+    Channel {
+        id: 17,
+        topic: "/plan",
+        schema_name: "foxglove.PosesInFrame",
+        source: Source::Plan,
     },
 ];
 

@@ -24,11 +24,12 @@
 //! `robots.rs` (per robot: its `Holdings`, grants, command pacing, notices), `rights.rs`
 //! (what the client may do, re-checked after a reload). By job: `commands.rs` (a client's
 //! message or service call made into an action: pure, unit-tested per topic), `feeds.rs`
-//! (readings, `/map`, `/tf_map`, `/devices`, `/robots`), `nav.rs` (`/particles`: the
-//! localizer asked for them, its answers tagged per robot), `services.rs` (service calls,
-//! playback control, [`crate::playback`]), `parameters.rs` and `ops.rs` (parameters, the
-//! connection graph, status conditions, the rate cap, the server's clock). This file holds
-//! the actor: it routes the client's messages and the registry's, and runs the tick.
+//! (readings, `/map`, `/tf_map`, `/devices`, `/robots`), `nav.rs` (`/particles`, `/plan`:
+//! the localizer and planner asked for them, answers tagged per robot), `services.rs`
+//! (service calls, playback control, [`crate::playback`]), `parameters.rs` and `ops.rs`
+//! (parameters, the connection graph, status conditions, the rate cap, the server's
+//! clock). This file holds the actor: it routes the client's messages and the registry's,
+//! and runs the tick.
 
 mod client_channels;
 mod commands;
@@ -98,7 +99,8 @@ pub struct WebSession {
     replay: Option<Replay>,
     /// Parameters, connection graph, status conditions, clock (`ops.rs`).
     ops: ops::Ops,
-    /// When each robot's particles were asked for, and where its answers come (`nav.rs`).
+    /// When each robot's particles and plan were asked for, and where its answers come
+    /// (`nav.rs`).
     nav: nav::NavAsks,
     log: Logger,
 }
@@ -243,7 +245,7 @@ impl WebSession {
             self.fetch_map(k, false, ctx);
         }
         self.send_overview(ctx);
-        self.ask_particles(ctx);
+        self.ask_nav(ctx);
         self.ops_tick(ctx);
         let stall = self.shared.stall_timeout;
         if self.conn.stalled(stall) {

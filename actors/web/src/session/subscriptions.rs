@@ -81,16 +81,16 @@ impl Subscriptions {
             })
     }
 
-    /// The robots whose `/particles` are read, in order.
-    pub(super) fn particle_robots(&self, robots: &Robots) -> Vec<usize> {
-        let mut list: Vec<usize> = self
+    /// The robots whose `/particles` or `/plan` are read, with which, in order.
+    pub(super) fn nav_reads(&self, robots: &Robots) -> Vec<(usize, Source)> {
+        let mut list: Vec<(usize, Source)> = self
             .channel_of
             .values()
             .filter_map(|c| robots.channel(*c))
-            .filter(|(_, ch)| ch.source == Source::Particles)
-            .map(|(k, _)| k)
+            .filter(|(_, ch)| matches!(ch.source, Source::Particles | Source::Plan))
+            .map(|(k, ch)| (k, ch.source))
             .collect();
-        list.sort_unstable();
+        list.sort_unstable_by_key(|&(k, s)| (k, s == Source::Plan));
         list.dedup();
         list
     }
@@ -164,7 +164,7 @@ impl WebSession {
                     self.fetch_devices(k, ctx)
                 }
                 // Asked for at the next tick (`nav.rs`).
-                Source::Particles => {}
+                Source::Particles | Source::Plan => {}
             }
         }
         for (k, code) in touched {
