@@ -185,6 +185,8 @@ fn web_robot(r: RobotOptions, has_map: bool) -> WebRobot {
             Source::Device(d) => r.devices.contains(&d),
             Source::Map | Source::MapTransform => has_map,
             Source::Devices => true,
+            Source::Particles => r.devices.contains(&player_proto::device::LOCALIZE),
+            Source::Plan => r.devices.contains(&player_proto::device::PLANNER),
         })
         .copied()
         .collect();

@@ -112,6 +112,26 @@ impl Encoding {
         }
     }
 
+    /// Poses in the `map` frame (x, y in m, heading in rad) as a `foxglove.PosesInFrame`
+    /// (`/particles`).
+    pub fn encode_poses(self, poses: &[[f64; 3]], t: Timestamp) -> Vec<u8> {
+        match self {
+            Encoding::Json => schema::encode_poses(t, poses),
+            Encoding::Protobuf => fg::PosesInFrame {
+                timestamp: time(t),
+                frame_id: "map".into(),
+                poses: poses
+                    .iter()
+                    .map(|&[x, y, th]| fg::Pose {
+                        position: vec3(x, y, 0.0),
+                        orientation: quat_z(th),
+                    })
+                    .collect(),
+            }
+            .encode_to_vec(),
+        }
+    }
+
     /// The `/map` message (see [`schema::encode_map`]).
     pub fn encode_map(self, map: &MapOutline, t: Timestamp) -> Vec<u8> {
         match self {
@@ -153,6 +173,7 @@ pub fn descriptor(schema_name: &str) -> Option<&'static [u8]> {
     match schema_name {
         "foxglove.FrameTransform" => data::<fg::FrameTransform>(),
         "foxglove.PoseInFrame" => data::<fg::PoseInFrame>(),
+        "foxglove.PosesInFrame" => data::<fg::PosesInFrame>(),
         "foxglove.LaserScan" => data::<fg::LaserScan>(),
         "foxglove.SceneUpdate" => data::<fg::SceneUpdate>(),
         "foxglove.ImageAnnotations" => data::<fg::ImageAnnotations>(),
@@ -293,6 +314,18 @@ pub fn encode_in(channel: &Channel, d: &DeviceData, frames: &Frames) -> Option<V
                 }
                 .encode_to_vec()
             }
+        }
+        15 => {
+            let [x, y, th] = schema::amcl_pose(d)?;
+            fg::PoseInFrame {
+                timestamp: time(t),
+                frame_id: "map".into(),
+                pose: Some(fg::Pose {
+                    position: vec3(x, y, 0.0),
+                    orientation: quat_z(th),
+                }),
+            }
+            .encode_to_vec()
         }
         4 => {
             let l = wire::Laser::decode(&d.data).ok()?;
@@ -596,6 +629,45 @@ mod tests {
             Encoding::Protobuf.for_channel(channel("/position")),
             Encoding::Json
         );
+    }
+
+    #[test]
+    fn the_localizers_best_hypothesis_is_a_pose_in_the_map_in_both_encodings() {
+        use player_proto::nav::{Hypothesis, Localize};
+        let l = Localize {
+            hypotheses: vec![Hypothesis {
+                mean: [1000, -2000, 324_000],
+                cov: [[100, 0, 0], [0, 100, 0], [0, 0, 3600]],
+                alpha: 1_000_000,
+            }],
+            ..Localize::default()
+        };
+        let d = reading(b'H', l.encode().unwrap());
+        let bytes = proto("/amcl_pose", &d);
+        walk(
+            &descriptor_set("foxglove.PoseInFrame"),
+            ".foxglove.PoseInFrame",
+            &bytes,
+        );
+        let pose = fg::PoseInFrame::decode(&bytes[..]).unwrap();
+        assert_eq!(pose.frame_id, "map");
+        let p = pose.pose.unwrap();
+        let at = p.position.unwrap();
+        assert_eq!((at.x, at.y, at.z), (1.0, -2.0, 0.0));
+        // 324 000 arc-seconds: 90 degrees.
+        let q = p.orientation.unwrap();
+        assert!(
+            (q.z - std::f64::consts::FRAC_1_SQRT_2).abs() < 1e-9,
+            "{q:?}"
+        );
+        let j = json("/amcl_pose", &d);
+        assert_eq!(j["frame_id"], "map");
+        assert_eq!(j["pose"]["position"]["y"], -2.0);
+        assert_eq!(Value::from(q.w), j["pose"]["orientation"]["w"]);
+        // No hypothesis (or a reading that does not decode): nothing sent.
+        let none = reading(b'H', Localize::default().encode().unwrap());
+        assert!(encode(channel("/amcl_pose"), &none).is_none());
+        assert!(encode(channel("/amcl_pose"), &reading(b'H', vec![1, 2])).is_none());
     }
 
     #[test]

@@ -24,6 +24,10 @@ pub enum Source {
     MapTransform,
     /// The devices' states and data rates as this session sees them, every second.
     Devices,
+    /// The localizer's particles (`x H g` answers), at most once a second.
+    Particles,
+    /// The planner's waypoints (`x G w` answers), once a second.
+    Plan,
 }
 
 /// One advertised channel.
@@ -125,6 +129,24 @@ pub const CHANNELS: &[Channel] = &[
         topic: "/scan",
         schema_name: "foxglove.LaserScan",
         source: Source::Device(device::FULL_SCAN),
+    },
+    Channel {
+        id: 15,
+        topic: "/amcl_pose",
+        schema_name: "foxglove.PoseInFrame",
+        source: Source::Device(device::LOCALIZE),
+    },
+    Channel {
+        id: 16,
+        topic: "/particles",
+        schema_name: "foxglove.PosesInFrame",
+        source: Source::Particles,
+    },
+    Channel {
+        id: 17,
+        topic: "/plan",
+        schema_name: "foxglove.PosesInFrame",
+        source: Source::Plan,
     },
 ];
 
@@ -241,6 +263,11 @@ pub fn schema(name: &str) -> String {
             name,
             json!({"timestamp": time_schema(), "frame_id": {"type": "string"},
                 "pose": pose_schema()}),
+        ),
+        "foxglove.PosesInFrame" => object(
+            name,
+            json!({"timestamp": time_schema(), "frame_id": {"type": "string"},
+                "poses": array_of(pose_schema())}),
         ),
         "foxglove.LaserScan" => object(
             name,
@@ -382,6 +409,25 @@ fn scene_entity(t: Timestamp, frame: &str, id: &str) -> serde_json::Map<String, 
     e
 }
 
+/// Poses in the `map` frame (x, y in m, heading in rad) as a `foxglove.PosesInFrame`.
+pub fn encode_poses(t: Timestamp, poses: &[[f64; 3]]) -> Vec<u8> {
+    let poses: Vec<Value> = poses
+        .iter()
+        .map(|&[x, y, th]| {
+            json!({"position": {"x": x, "y": y, "z": 0.0}, "orientation": quat_z(th)})
+        })
+        .collect();
+    let v = json!({"timestamp": time(t), "frame_id": "map", "poses": poses});
+    serde_json::to_vec(&v).unwrap_or_default()
+}
+
+/// The localizer's (`H`) best hypothesis in the map: x, y (m), heading (rad); `None`
+/// when the reading does not decode or holds no hypothesis.
+pub fn amcl_pose(d: &DeviceData) -> Option<[f64; 3]> {
+    let l = player_proto::nav::Localize::decode(&d.data).ok()?;
+    player_core::frontend::nav::best_pose(&l).map(|(mean, _, _)| mean)
+}
+
 /// The message a reading becomes on `channel`, or `None` when the reading does not decode
 /// (a wrong size from a misbehaving driver) or the channel is not a device's.
 pub fn encode(channel: &Channel, d: &DeviceData) -> Option<Vec<u8>> {
@@ -400,6 +446,11 @@ pub fn encode(channel: &Channel, d: &DeviceData) -> Option<Vec<u8>> {
                     "turn_rate_deg_s": p.turn_rate, "compass_deg": p.compass,
                     "stall": p.stall != 0}),
             }
+        }
+        15 => {
+            let [x, y, th] = amcl_pose(d)?;
+            json!({"timestamp": time(t), "frame_id": "map", "pose": {
+                "position": {"x": x, "y": y, "z": 0.0}, "orientation": quat_z(th)}})
         }
         4 => {
             let l = wire::Laser::decode(&d.data).ok()?;

@@ -24,15 +24,18 @@
 //! `robots.rs` (per robot: its `Holdings`, grants, command pacing, notices), `rights.rs`
 //! (what the client may do, re-checked after a reload). By job: `commands.rs` (a client's
 //! message or service call made into an action: pure, unit-tested per topic), `feeds.rs`
-//! (readings, `/map`, `/tf_map`, `/devices`, `/robots`), `services.rs` (service calls,
-//! playback control, [`crate::playback`]), `parameters.rs` and `ops.rs` (parameters, the
-//! connection graph, status conditions, the rate cap, the server's clock). This file holds
-//! the actor: it routes the client's messages and the registry's, and runs the tick.
+//! (readings, `/map`, `/tf_map`, `/devices`, `/robots`), `nav.rs` (`/particles`, `/plan`:
+//! the localizer and planner asked for them, answers tagged per robot), `services.rs`
+//! (service calls, playback control, [`crate::playback`]), `parameters.rs` and `ops.rs`
+//! (parameters, the connection graph, status conditions, the rate cap, the server's
+//! clock). This file holds the actor: it routes the client's messages and the registry's,
+//! and runs the tick.
 
 mod client_channels;
 mod commands;
 mod connection;
 mod feeds;
+mod nav;
 mod ops;
 mod parameters;
 mod rights;
@@ -96,6 +99,9 @@ pub struct WebSession {
     replay: Option<Replay>,
     /// Parameters, connection graph, status conditions, clock (`ops.rs`).
     ops: ops::Ops,
+    /// When each robot's particles and plan were asked for, and where its answers come
+    /// (`nav.rs`).
+    nav: nav::NavAsks,
     log: Logger,
 }
 
@@ -125,6 +131,7 @@ impl WebSession {
             overview: Overview::default(),
             conn: Connection::new(socket),
             ops: ops::Ops::default(),
+            nav: nav::NavAsks::default(),
             log,
         }
     }
@@ -238,6 +245,7 @@ impl WebSession {
             self.fetch_map(k, false, ctx);
         }
         self.send_overview(ctx);
+        self.ask_nav(ctx);
         self.ops_tick(ctx);
         let stall = self.shared.stall_timeout;
         if self.conn.stalled(stall) {

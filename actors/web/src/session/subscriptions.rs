@@ -81,6 +81,20 @@ impl Subscriptions {
             })
     }
 
+    /// The robots whose `/particles` or `/plan` are read, with which, in order.
+    pub(super) fn nav_reads(&self, robots: &Robots) -> Vec<(usize, Source)> {
+        let mut list: Vec<(usize, Source)> = self
+            .channel_of
+            .values()
+            .filter_map(|c| robots.channel(*c))
+            .filter(|(_, ch)| matches!(ch.source, Source::Particles | Source::Plan))
+            .map(|(k, ch)| (k, ch.source))
+            .collect();
+        list.sort_unstable_by_key(|&(k, s)| (k, s == Source::Plan));
+        list.dedup();
+        list
+    }
+
     /// The robots whose `/devices`, and those whose `/tf_map`, are read, in order.
     pub(super) fn device_lists_and_transforms(&self, robots: &Robots) -> (Vec<usize>, Vec<usize>) {
         let mut devices = Vec::new();
@@ -149,6 +163,8 @@ impl WebSession {
                     self.robot(k, ctx);
                     self.fetch_devices(k, ctx)
                 }
+                // Asked for at the next tick (`nav.rs`).
+                Source::Particles | Source::Plan => {}
             }
         }
         for (k, code) in touched {
