@@ -1,4 +1,5 @@
-//! Three simulated robots to one consumer, three ways, printed as a table.
+//! Three simulated robots to one consumer, three ways and the engine's own limit, printed
+//! as a table.
 //!
 //! One `player` serves the three robots of `config/worlds/arena.toml` (leader, left,
 //! right: ports P, P+1, P+2) with the Zenoh bridge on (loopback). One consumer takes the
@@ -9,23 +10,31 @@
 //!   `player/*/p`, `player/*/s`, `player/*/l`, timestamps from the attachment;
 //! - **passthrough**: a second `player` whose configuration serves the nine devices as one
 //!   device table through the passthrough driver (the layout of `config/fleet.toml`), and
-//!   one TCP connection to it, push-new with timestamps.
+//!   one TCP connection to it, push-new with timestamps;
+//! - **reference (zenoh)**: the engine's own limit (`benches/reference/mod.rs`): a minimal
+//!   publisher of our own, no actix, putting the bytes captured from the bridge's nine keys
+//!   on the same keys at 10 Hz each with the bridge's Zenoh configuration, in a process of
+//!   its own (its own Zenoh network), read by the same consumer as **zenoh**.
 //!
 //! Latency is the driver's timestamp to receipt (wall clock, same machine). CPU: every
 //! phase runs with a TCP client holding every device open in request/reply mode (it asks
 //! for nothing), so the drivers do the same work throughout; the table gives the robot
 //! server's CPU per second above that baseline, and per reading delivered (for
-//! passthrough, the second server's CPU is added). The bridge's cost per reading is the
-//! zenoh row's.
+//! passthrough, the second server's CPU is added; for the reference, its own process's above
+//! its own idle ticking). The bridge's cost per reading is the zenoh row's. Three
+//! interleaved rounds (each route once per round, a baseline each); the table gives the
+//! medians and each route's ratio to the reference.
 //!
-//! `cargo bench --bench fleet` (`-- --quick` for 4-second phases instead of 15).
+//! `cargo bench --bench fleet` (`-- --quick` for 4-second phases instead of 10).
 
 mod common;
+mod reference;
 
 use common::{free_port, percentile, player_binary, process_cpu, wall_us, ServerProcess};
 use player_proto::message;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -115,9 +124,9 @@ fn tcp_reader(mut s: TcpStream, seen: Arc<Mutex<Seen>>, stop: Arc<AtomicBool>) {
     }
 }
 
-struct Row {
-    name: &'static str,
-    readings: usize,
+/// One route's figures in one round.
+#[derive(Clone, Copy)]
+struct Sample {
     rate: f64,
     p50: u64,
     p99: u64,
@@ -125,16 +134,15 @@ struct Row {
     cpu_us_per_reading: f64,
 }
 
-/// Runs a phase: `start` begins consuming into `seen`; after `warm` the counting window
-/// of `secs` starts; `cpu` is sampled around it.
+/// Runs a phase: consumption into `seen` has begun; after a warm-up second the counting
+/// window of `secs` starts; `cpu` is sampled around it and `baseline_ms_per_s` taken off.
 fn measure(
-    name: &'static str,
     secs: f64,
     baseline_ms_per_s: f64,
     cpu: &dyn Fn() -> Duration,
     seen: &Mutex<Seen>,
-) -> Row {
-    std::thread::sleep(Duration::from_secs(2));
+) -> Sample {
+    std::thread::sleep(Duration::from_secs(1));
     let c0 = cpu();
     let t0 = Instant::now();
     seen.lock().unwrap().counting = true;
@@ -149,9 +157,7 @@ fn measure(
     lat.sort_unstable();
     let v: Vec<u64> = lat.iter().map(|&x| x.max(0) as u64).collect();
     let extra = (used - baseline_ms_per_s).max(0.0);
-    Row {
-        name,
-        readings: v.len(),
+    Sample {
         rate: v.len() as f64 / elapsed,
         p50: percentile(&v, 0.5),
         p99: percentile(&v, 0.99),
@@ -160,9 +166,161 @@ fn measure(
     }
 }
 
+/// One Zenoh session (client mode, to `port`) subscribed to `player/*/<code>` for each
+/// device, timestamps from the attachment, for one phase.
+fn zenoh_phase(port: u16, secs: f64, baseline: f64, cpu: &dyn Fn() -> Duration) -> Sample {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let z = player_testkit::zenoh_client(port);
+    let subs: Vec<_> = DEVICES
+        .iter()
+        .map(|&d| {
+            let seen = seen.clone();
+            z.declare_subscriber(format!("player/*/{}", char::from(d)))
+                .callback(move |s| {
+                    if let Some(a) = s.attachment() {
+                        let b = a.to_bytes();
+                        if let Some(t) = player::zenoh::decode_timestamp(&b) {
+                            record(&seen, t.sec, t.usec);
+                        }
+                    }
+                })
+                .wait()
+                .unwrap()
+        })
+        .collect();
+    let row = measure(secs, baseline, cpu, &seen);
+    drop(subs);
+    z.close().wait().unwrap();
+    row
+}
+
+/// Direct TCP: one connection per robot.
+fn tcp_phase(base: u16, secs: f64, baseline: f64, cpu: &dyn Fn() -> Duration) -> Sample {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..3)
+        .map(|i| {
+            let s = open(base + i, &DEVICES, false);
+            let (seen, stop) = (seen.clone(), stop.clone());
+            std::thread::spawn(move || tcp_reader(s, seen, stop))
+        })
+        .collect();
+    let row = measure(secs, baseline, cpu, &seen);
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        let _ = r.join();
+    }
+    row
+}
+
+/// Passthrough: a second server relaying the nine devices as one table, one TCP client of
+/// it; its CPU (idle cost included) is added to the robot server's.
+fn passthrough_phase(
+    base: u16,
+    dir: &std::path::Path,
+    secs: f64,
+    baseline: f64,
+    pid: u32,
+) -> Sample {
+    let fleet_port = free_port();
+    let mut text = format!(
+        "[[robot]]\nname = \"fleet\"\nport = {fleet_port}\nbind = \"127.0.0.1\"\nweb_port = 0\n"
+    );
+    for (i, local) in LOCAL.iter().enumerate() {
+        let codes: Vec<String> = local
+            .iter()
+            .map(|&c| format!("\"{}\"", char::from(c)))
+            .collect();
+        text.push_str(&format!(
+            "\n[[robot.driver]]\ndriver = \"passthrough\"\ndevices = [{}]\n[robot.driver.params]\nhost = \"127.0.0.1\"\nport = {}\nremote = [\"p\", \"s\", \"l\"]\n",
+            codes.join(", "),
+            base + i as u16
+        ));
+    }
+    let fleet_cfg = dir.join("fleet.toml");
+    std::fs::write(&fleet_cfg, text).unwrap();
+    let fleet = ServerProcess::start(
+        &player_binary(),
+        &["--config".to_string(), fleet_cfg.display().to_string()],
+        addr(fleet_port),
+    );
+    let fpid = fleet.child.id();
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let all: Vec<u8> = LOCAL.iter().flatten().copied().collect();
+    let s = open(fleet_port, &all, false);
+    let reader = {
+        let (seen, stop) = (seen.clone(), stop.clone());
+        std::thread::spawn(move || tcp_reader(s, seen, stop))
+    };
+    let both = move || process_cpu(pid) + process_cpu(fpid);
+    let row = measure(secs, baseline, &both, &seen);
+    stop.store(true, Ordering::Relaxed);
+    let _ = reader.join();
+    drop(fleet);
+    row
+}
+
+/// The reference publisher (`benches/reference/mod.rs`) of the nine keys: the bytes
+/// captured from the bridge's, at 10 Hz each, with the bridge's Zenoh configuration.
+fn start_reference(zport: u16, dir: &std::path::Path) -> (Child, u16) {
+    let z = player_testkit::zenoh_client(zport);
+    let mut specs = Vec::new();
+    for robot in ["leader", "left", "right"] {
+        for d in DEVICES {
+            let key = format!("player/{robot}/{}", char::from(d));
+            let sub = z.declare_subscriber(&key).wait().unwrap();
+            let s = sub
+                .recv_timeout(Duration::from_secs(20))
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| panic!("no sample on {key} in 20 s"));
+            let payload = s.payload().to_bytes().into_owned();
+            specs.push((
+                reference::Front::Zenoh,
+                reference::Spec {
+                    key,
+                    payload,
+                    rate_hz: 10.0,
+                    stamp: reference::Stamp::Attachment,
+                    express: true,
+                },
+            ));
+        }
+    }
+    z.close().wait().unwrap();
+    let (port, unused) = (free_port(), free_port());
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args(reference::arguments(dir, &specs, port, unused))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("the reference publisher");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect_timeout(&addr(port), Duration::from_millis(200)).is_err() {
+        assert!(Instant::now() < deadline, "the reference does not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child, port)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Interleaved rounds; the table gives the medians.
+const ROUNDS: usize = 3;
+
+const ROUTES: [&str; 4] = ["direct TCP", "zenoh", "passthrough", "reference (zenoh)"];
+
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
-    let secs: f64 = if quick { 4.0 } else { 15.0 };
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some(reference::FLAG) {
+        return reference::serve(&args[2..]);
+    }
+    let quick = args.iter().any(|a| a == "--quick");
+    let secs: f64 = if quick { 4.0 } else { 10.0 };
     let base = loop {
         let p = free_port();
         if p < 65000 && (1..3).all(|i| std::net::TcpListener::bind(addr(p + i)).is_ok()) {
@@ -202,111 +360,54 @@ fn main() {
     let pid = arena.child.id();
     // Every device held open, so the drivers do the same work in every phase.
     let _holders: Vec<TcpStream> = (0..3).map(|i| open(base + i, &DEVICES, true)).collect();
-    std::thread::sleep(Duration::from_secs(2));
+    let (mut reference, ref_port) = start_reference(zport, &dir);
+    let rpid = reference.id();
     let arena_cpu = move || process_cpu(pid);
-    let c0 = arena_cpu();
-    let t0 = Instant::now();
-    std::thread::sleep(Duration::from_secs_f64(secs.min(5.0)));
-    let baseline = (arena_cpu() - c0).as_secs_f64() * 1000.0 / t0.elapsed().as_secs_f64();
-    let mut rows = Vec::new();
-
-    // Direct TCP: one connection per robot.
-    {
-        let seen = Arc::new(Mutex::new(Seen::default()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let readers: Vec<_> = (0..3)
-            .map(|i| {
-                let s = open(base + i, &DEVICES, false);
-                let (seen, stop) = (seen.clone(), stop.clone());
-                std::thread::spawn(move || tcp_reader(s, seen, stop))
-            })
-            .collect();
-        rows.push(measure("direct TCP", secs, baseline, &arena_cpu, &seen));
-        stop.store(true, Ordering::Relaxed);
-        for r in readers {
-            let _ = r.join();
-        }
+    let reference_cpu = move || process_cpu(rpid);
+    let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); ROUTES.len()];
+    let mut baselines = Vec::new();
+    for _ in 0..ROUNDS {
+        std::thread::sleep(Duration::from_secs(1));
+        let (a0, r0, t0) = (arena_cpu(), reference_cpu(), Instant::now());
+        std::thread::sleep(Duration::from_secs_f64(secs.min(5.0)));
+        let t = t0.elapsed().as_secs_f64();
+        let b = [
+            (arena_cpu() - a0).as_secs_f64() * 1000.0 / t,
+            (reference_cpu() - r0).as_secs_f64() * 1000.0 / t,
+        ];
+        baselines.push(b);
+        samples[0].push(tcp_phase(base, secs, b[0], &arena_cpu));
+        samples[1].push(zenoh_phase(zport, secs, b[0], &arena_cpu));
+        samples[2].push(passthrough_phase(base, &dir, secs, b[0], pid));
+        samples[3].push(zenoh_phase(ref_port, secs, b[1], &reference_cpu));
     }
-
-    // Zenoh: one session, three subscribers.
-    {
-        let seen = Arc::new(Mutex::new(Seen::default()));
-        let z = player_testkit::zenoh_client(zport);
-        let subs: Vec<_> = DEVICES
-            .iter()
-            .map(|&d| {
-                let seen = seen.clone();
-                z.declare_subscriber(format!("player/*/{}", char::from(d)))
-                    .callback(move |s| {
-                        if let Some(a) = s.attachment() {
-                            let b = a.to_bytes();
-                            if let Some(t) = player::zenoh::decode_timestamp(&b) {
-                                record(&seen, t.sec, t.usec);
-                            }
-                        }
-                    })
-                    .wait()
-                    .unwrap()
-            })
-            .collect();
-        rows.push(measure("zenoh", secs, baseline, &arena_cpu, &seen));
-        drop(subs);
-        z.close().wait().unwrap();
-    }
-
-    // Passthrough: a second server relaying the nine devices as one table.
-    {
-        let fleet_port = free_port();
-        let mut text = format!("[[robot]]\nname = \"fleet\"\nport = {fleet_port}\nbind = \"127.0.0.1\"\nweb_port = 0\n");
-        for (i, local) in LOCAL.iter().enumerate() {
-            let codes: Vec<String> = local
-                .iter()
-                .map(|&c| format!("\"{}\"", char::from(c)))
-                .collect();
-            text.push_str(&format!(
-                "\n[[robot.driver]]\ndriver = \"passthrough\"\ndevices = [{}]\n[robot.driver.params]\nhost = \"127.0.0.1\"\nport = {}\nremote = [\"p\", \"s\", \"l\"]\n",
-                codes.join(", "),
-                base + i as u16
-            ));
-        }
-        let fleet_cfg = dir.join("fleet.toml");
-        std::fs::write(&fleet_cfg, text).unwrap();
-        let fleet = ServerProcess::start(
-            &player_binary(),
-            &["--config".to_string(), fleet_cfg.display().to_string()],
-            addr(fleet_port),
-        );
-        let fpid = fleet.child.id();
-        let seen = Arc::new(Mutex::new(Seen::default()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let all: Vec<u8> = LOCAL.iter().flatten().copied().collect();
-        let s = open(fleet_port, &all, false);
-        let reader = {
-            let (seen, stop) = (seen.clone(), stop.clone());
-            std::thread::spawn(move || tcp_reader(s, seen, stop))
-        };
-        let both = move || process_cpu(pid) + process_cpu(fpid);
-        // The second server's own idle cost is part of what passthrough costs.
-        rows.push(measure("passthrough", secs, baseline, &both, &seen));
-        stop.store(true, Ordering::Relaxed);
-        let _ = reader.join();
-        drop(fleet);
-    }
+    drop(reference.stdin.take());
+    let _ = reference.wait();
     drop(arena);
     let _ = std::fs::remove_dir_all(&dir);
 
+    let med = |i: usize, f: fn(&Sample) -> f64| median(samples[i].iter().map(f).collect());
     println!(
-        "\nfleet: 3 simulated robots (arena.toml), p s l each, one consumer; {secs} s per route; \
-         robot server baseline (devices held open, nothing sent) {baseline:.1} ms CPU/s\n"
+        "\nfleet: 3 simulated robots (arena.toml), p s l each, one consumer; {secs} s per route, \
+         medians of {ROUNDS} interleaved rounds; baselines (devices held open, nothing sent): \
+         robot server {:.1} ms CPU/s, reference {:.2} ms CPU/s\n",
+        median(baselines.iter().map(|b| b[0]).collect()),
+        median(baselines.iter().map(|b| b[1]).collect()),
     );
     println!(
-        "| route | readings | per s | p50 us | p99 us | CPU ms/s above baseline | CPU us per reading |"
+        "| route | per s | p50 us | p99 us | CPU ms/s above baseline | CPU us per reading | CPU x reference | p50 x reference |"
     );
-    println!("|---|---|---|---|---|---|---|");
-    for r in &rows {
+    println!("|---|---|---|---|---|---|---|---|");
+    let (ref_cpu, ref_p50) = (med(3, |s| s.cpu_us_per_reading), med(3, |s| s.p50 as f64));
+    for (i, name) in ROUTES.iter().enumerate() {
+        let (cpu, p50) = (med(i, |s| s.cpu_us_per_reading), med(i, |s| s.p50 as f64));
         println!(
-            "| {} | {} | {:.1} | {} | {} | {:.2} | {:.1} |",
-            r.name, r.readings, r.rate, r.p50, r.p99, r.cpu_ms_per_s, r.cpu_us_per_reading
+            "| {name} | {:.1} | {p50:.0} | {:.0} | {:.2} | {cpu:.1} | {:.2} | {:.2} |",
+            med(i, |s| s.rate),
+            med(i, |s| s.p99 as f64),
+            med(i, |s| s.cpu_ms_per_s),
+            cpu / ref_cpu.max(0.1),
+            p50 / ref_p50.max(1.0),
         );
     }
 }
