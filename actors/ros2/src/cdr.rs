@@ -127,6 +127,11 @@ impl Writer {
 
     /// A `float32[]` (unbounded sequence).
     pub fn f32_seq(&mut self, v: &[f32]) -> &mut Self {
+        self.f32_iter(v.iter().copied())
+    }
+
+    /// A `float32[]` (unbounded sequence) from an iterator of known length.
+    pub fn f32_iter(&mut self, v: impl ExactSizeIterator<Item = f32>) -> &mut Self {
         self.u32(v.len() as u32);
         for x in v {
             self.buf.extend_from_slice(&x.to_le_bytes());

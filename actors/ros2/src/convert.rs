@@ -3,8 +3,8 @@
 //! m, rad), frames, and the clamp to the robot's limits. Pure functions.
 
 use crate::msg::{
-    BatteryState, Header, LaserScan, Odometry, Quaternion, Range, Time, TransformStamped, Twist,
-    Vector3,
+    encode_scan, BatteryState, Header, LaserScan, Odometry, Quaternion, Range, ScanHead, Time,
+    TransformStamped, Twist, Vector3,
 };
 use player_proto::data::{Laser, Misc, Position, PositionCommand, Sonar, SONAR_POSES};
 use player_proto::scan::Scan;
@@ -58,19 +58,60 @@ pub fn scan_from_l(
     range_max: f32,
 ) -> Result<LaserScan, ConvertError> {
     let l = Laser::decode(data)?;
-    let half_degree = (PI / 360.0) as f32;
-    Ok(LaserScan {
-        header: header(stamp, frame),
+    Ok(scan_message(
+        &l_head(stamp, frame, range_max),
+        l_ranges(&l).collect(),
+        Vec::new(),
+    ))
+}
+
+/// The payload of [`scan_from_l`]'s message, written straight from the reading (the
+/// publishing path: no message built first).
+pub fn scan_payload_from_l(
+    data: &[u8],
+    stamp: Time,
+    frame: &str,
+    range_max: f32,
+) -> Result<Vec<u8>, ConvertError> {
+    let l = Laser::decode(data)?;
+    let head = l_head(stamp, frame, range_max);
+    Ok(encode_scan(&head, l_ranges(&l), std::iter::empty()))
+}
+
+/// The laser view's angles and limits.
+fn l_head(stamp: Time, frame: &str, range_max: f32) -> ScanHead<'_> {
+    ScanHead {
+        stamp,
+        frame,
         angle_min: -(PI / 2.0) as f32,
         angle_max: (PI / 2.0) as f32,
-        angle_increment: half_degree,
+        angle_increment: (PI / 360.0) as f32,
         time_increment: 0.0,
         scan_time: 0.0,
         range_min: 0.01,
         range_max,
-        ranges: l.ranges.iter().map(|&mm| f32::from(mm) / 1000.0).collect(),
-        intensities: Vec::new(),
-    })
+    }
+}
+
+/// The laser view's ranges in m.
+fn l_ranges(l: &Laser) -> impl ExactSizeIterator<Item = f32> + '_ {
+    l.ranges.iter().map(|&mm| f32::from(mm) / 1000.0)
+}
+
+/// The message of a scan's head and sequences.
+fn scan_message(h: &ScanHead, ranges: Vec<f32>, intensities: Vec<f32>) -> LaserScan {
+    LaserScan {
+        header: header(h.stamp, h.frame),
+        angle_min: h.angle_min,
+        angle_max: h.angle_max,
+        angle_increment: h.angle_increment,
+        time_increment: h.time_increment,
+        scan_time: h.scan_time,
+        range_min: h.range_min,
+        range_max: h.range_max,
+        ranges,
+        intensities,
+    }
 }
 
 /// A `LaserScan` from the full-scan extension `L` (big-endian): `i32` first angle and
@@ -86,23 +127,33 @@ pub fn scan_from_wide_l(
 ) -> Result<LaserScan, ConvertError> {
     // Decoded (and bounded) by the protocol crate, as every other reader of `L` does.
     let scan = Scan::decode(data)?;
+    let head = wide_head(&scan, stamp, frame, range_max);
+    let (ranges, intensities) = wide_values(&scan);
+    Ok(scan_message(&head, ranges.collect(), intensities.collect()))
+}
+
+/// The payload of [`scan_from_wide_l`]'s message, written straight from the reading (the
+/// publishing path: no message built first).
+pub fn scan_payload_from_wide_l(
+    data: &[u8],
+    stamp: Time,
+    frame: &str,
+    range_max: f32,
+) -> Result<Vec<u8>, ConvertError> {
+    let scan = Scan::decode(data)?;
+    let head = wide_head(&scan, stamp, frame, range_max);
+    let (ranges, intensities) = wide_values(&scan);
+    Ok(encode_scan(&head, ranges, intensities))
+}
+
+/// A full scan's angles and limits.
+fn wide_head<'a>(scan: &Scan, stamp: Time, frame: &'a str, range_max: f32) -> ScanHead<'a> {
     let angle_min = f64::from(scan.angle_min) * 1e-6;
     let increment = f64::from(scan.angle_increment) * 1e-6;
     let count = scan.ranges.len();
-    let ranges = scan
-        .ranges
-        .iter()
-        .map(|&mm| match mm {
-            0 => f32::INFINITY,
-            mm => f32::from(mm) / 1000.0,
-        })
-        .collect();
-    let intensities = scan
-        .intensities
-        .map(|i| i.iter().map(|&v| f32::from(v)).collect())
-        .unwrap_or_default();
-    Ok(LaserScan {
-        header: header(stamp, frame),
+    ScanHead {
+        stamp,
+        frame,
         angle_min: angle_min as f32,
         angle_max: (angle_min + increment * count.saturating_sub(1) as f64) as f32,
         angle_increment: increment as f32,
@@ -110,9 +161,22 @@ pub fn scan_from_wide_l(
         scan_time: 0.0,
         range_min: 0.01,
         range_max,
-        ranges,
-        intensities,
-    })
+    }
+}
+
+/// A full scan's ranges in m (no return: +inf) and its intensities (none if not flagged).
+fn wide_values(
+    scan: &Scan,
+) -> (
+    impl ExactSizeIterator<Item = f32> + '_,
+    impl ExactSizeIterator<Item = f32> + '_,
+) {
+    let ranges = scan.ranges.iter().map(|&mm| match mm {
+        0 => f32::INFINITY,
+        mm => f32::from(mm) / 1000.0,
+    });
+    let intensities = scan.intensities.as_deref().unwrap_or_default();
+    (ranges, intensities.iter().map(|&v| f32::from(v)))
 }
 
 /// `nav_msgs/Odometry` and the `odom` -> `base_link` transform from a position reading.
@@ -308,6 +372,26 @@ mod tests {
         assert!((s.angle_max - (s.angle_min + 2.0 * s.angle_increment)).abs() < 1e-6);
         let plain = scan_from_wide_l(&wide(2, 0, &[1, 2], &[]), T, "laser", 30.0).unwrap();
         assert!(plain.intensities.is_empty());
+    }
+
+    #[test]
+    fn scan_payloads_written_straight_are_the_messages_encodings() {
+        let mut l = Laser::default();
+        l.ranges[7] = 4321;
+        let data = l.encode();
+        assert_eq!(
+            scan_payload_from_l(&data, T, "r/laser", 8.0).unwrap(),
+            scan_from_l(&data, T, "r/laser", 8.0).unwrap().encode()
+        );
+        for (flags, intensities) in [(0, &[][..]), (1, &[9, 0, 200][..])] {
+            let data = wide(3, flags, &[500, 0, 1200], intensities);
+            assert_eq!(
+                scan_payload_from_wide_l(&data, T, "laser", 30.0).unwrap(),
+                scan_from_wide_l(&data, T, "laser", 30.0).unwrap().encode()
+            );
+        }
+        assert!(scan_payload_from_l(&[0; 720], T, "laser", 8.0).is_err());
+        assert!(scan_payload_from_wide_l(&wide(3, 0, &[1, 2], &[]), T, "l", 1.0).is_err());
     }
 
     #[test]

@@ -240,20 +240,70 @@ pub struct LaserScan {
 impl LaserScan {
     /// The payload.
     pub fn encode(&self) -> Vec<u8> {
-        let n = 64 + self.header.frame_id.len() + 4 * (self.ranges.len() + self.intensities.len());
-        let mut w = Writer::with_capacity(n);
-        self.header.write(&mut w);
-        w.f32(self.angle_min)
-            .f32(self.angle_max)
-            .f32(self.angle_increment)
-            .f32(self.time_increment)
-            .f32(self.scan_time)
-            .f32(self.range_min)
-            .f32(self.range_max)
-            .f32_seq(&self.ranges)
-            .f32_seq(&self.intensities);
-        w.finish()
+        encode_scan(
+            &ScanHead {
+                stamp: self.header.stamp,
+                frame: &self.header.frame_id,
+                angle_min: self.angle_min,
+                angle_max: self.angle_max,
+                angle_increment: self.angle_increment,
+                time_increment: self.time_increment,
+                scan_time: self.scan_time,
+                range_min: self.range_min,
+                range_max: self.range_max,
+            },
+            self.ranges.iter().copied(),
+            self.intensities.iter().copied(),
+        )
     }
+}
+
+/// Everything of a `sensor_msgs/LaserScan` but its two sequences, borrowed: what
+/// [`encode_scan`] writes before them.
+#[derive(Debug, Clone, Copy)]
+pub struct ScanHead<'a> {
+    /// Stamp of the first ray.
+    pub stamp: Time,
+    /// The laser's frame.
+    pub frame: &'a str,
+    /// Angle of the first ray, rad.
+    pub angle_min: f32,
+    /// Angle of the last ray, rad.
+    pub angle_max: f32,
+    /// Between two rays, rad.
+    pub angle_increment: f32,
+    /// Between two measurements, s.
+    pub time_increment: f32,
+    /// Between two scans, s.
+    pub scan_time: f32,
+    /// Shortest valid range, m.
+    pub range_min: f32,
+    /// Longest valid range, m.
+    pub range_max: f32,
+}
+
+/// A `sensor_msgs/LaserScan` payload written straight from its parts: the ranges and
+/// intensities as they are converted, into one buffer of the exact size (no message, no
+/// sequence of floats, no frame string built first).
+pub fn encode_scan(
+    head: &ScanHead,
+    ranges: impl ExactSizeIterator<Item = f32>,
+    intensities: impl ExactSizeIterator<Item = f32>,
+) -> Vec<u8> {
+    let n = 48 + head.frame.len() + 4 * (ranges.len() + intensities.len());
+    let mut w = Writer::with_capacity(n);
+    head.stamp.write(&mut w);
+    w.string(head.frame)
+        .f32(head.angle_min)
+        .f32(head.angle_max)
+        .f32(head.angle_increment)
+        .f32(head.time_increment)
+        .f32(head.scan_time)
+        .f32(head.range_min)
+        .f32(head.range_max)
+        .f32_iter(ranges)
+        .f32_iter(intensities);
+    w.finish()
 }
 
 /// `nav_msgs/Odometry` (pose in `header.frame_id`, twist in `child_frame_id`).

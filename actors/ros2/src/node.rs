@@ -23,7 +23,7 @@
 //! publisher goes silent or vanishes.
 
 use crate::convert::{self, Frames};
-use crate::msg::{decode_bool, encode_tf, Time, Twist, TwistStamped};
+use crate::msg::{decode_bool, encode_tf, Odometry, Time, TransformStamped, Twist, TwistStamped};
 use crate::rmw::{self, Attachment, EntityKind, Qos, Token};
 use crate::settings::Ros2Settings;
 use crate::topics::{now_ns, Latest, Pub, Topic, DEPTH};
@@ -414,20 +414,33 @@ impl RobotNode {
         self.last_command.is_some_and(|t| t.elapsed() < HOLD)
     }
 
-    /// The payloads of reading `d` for publisher `topic`.
-    fn encode(&self, topic: Topic, d: &DeviceData) -> Result<Vec<Vec<u8>>, convert::ConvertError> {
+    /// The payloads of reading `d` for publisher `topic`, each encoded once, straight from
+    /// the reading where the message allows (`scan`); `odometry` keeps the position's
+    /// conversion for the other of `odom` and `tf`.
+    fn encode(
+        &self,
+        topic: Topic,
+        d: &DeviceData,
+        odometry: &mut Option<(Odometry, TransformStamped)>,
+    ) -> Result<Vec<Vec<u8>>, convert::ConvertError> {
         let stamp = Time::from_sec_usec(d.timestamp.sec, d.timestamp.usec);
         let f = &self.frames;
         let range_max = self.laser_range_max;
+        if matches!(topic, Topic::Odom | Topic::Tf) && odometry.is_none() {
+            *odometry = Some(convert::odometry_from_p(&d.data, stamp, f)?);
+        }
         Ok(match topic {
-            Topic::Scan(b'L') => {
-                vec![convert::scan_from_wide_l(&d.data, stamp, &f.laser, range_max)?.encode()]
-            }
-            Topic::Scan(_) => {
-                vec![convert::scan_from_l(&d.data, stamp, &f.laser, range_max)?.encode()]
-            }
-            Topic::Odom => vec![convert::odometry_from_p(&d.data, stamp, f)?.0.encode()],
-            Topic::Tf => vec![encode_tf(&[convert::odometry_from_p(&d.data, stamp, f)?.1])],
+            Topic::Scan(b'L') => vec![convert::scan_payload_from_wide_l(
+                &d.data, stamp, &f.laser, range_max,
+            )?],
+            Topic::Scan(_) => vec![convert::scan_payload_from_l(
+                &d.data, stamp, &f.laser, range_max,
+            )?],
+            Topic::Odom | Topic::Tf => match (topic, &*odometry) {
+                (Topic::Odom, Some((o, _))) => vec![o.encode()],
+                (_, Some((_, tf))) => vec![encode_tf(std::slice::from_ref(tf))],
+                (_, None) => Vec::new(),
+            },
             Topic::Sonar => convert::ranges_from_s(&d.data, stamp, f)?
                 .iter()
                 .map(|r| r.encode())
@@ -441,12 +454,13 @@ impl RobotNode {
     /// Publishes `d` on every matched publisher made from its device.
     fn publish_reading(&mut self, d: &DeviceData) {
         self.nav_reading(d);
+        let mut odometry = None;
         for i in 0..self.pubs.len() {
             let topic = self.pubs[i].topic;
             if !self.matched[i] || topic.device() != Some(d.device) {
                 continue;
             }
-            let payloads = match self.encode(topic, d) {
+            let payloads = match self.encode(topic, d, &mut odometry) {
                 Ok(p) => p,
                 Err(e) => {
                     warn!(self.parts.log, "ros2: reading not converted"; "topic" => topic.name(), "error" => %e);

@@ -189,10 +189,7 @@ impl Pub {
             timestamp_ns: now_ns(),
             gid: self.gid,
         };
-        self.publisher
-            .put(payload)
-            .attachment(a.encode().to_vec())
-            .wait()
+        self.publisher.put(payload).attachment(a.encode()).wait()
     }
 }
 
