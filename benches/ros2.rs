@@ -3,7 +3,7 @@
 //!
 //! One `player` serves two robots on loopback with both the Zenoh bridge and the ROS 2
 //! front end on: `pioneer`, the simulated Pioneer (`p` and the 361-range laser view `l`, 10
-//! Hz), and `utm`, a UTM-30LX emulated in this process behind the `urg` driver (the
+//! Hz unless `--hz` says), and `utm`, a UTM-30LX emulated in this process behind the `urg` driver (the
 //! 1081-range full scan `L`, 40 Hz). Routes, one subscriber each:
 //!
 //! - ROS 2: `scan` from `l` and from `L` (sensor_msgs/LaserScan), `odom`, `tf`, on
