@@ -11,11 +11,14 @@
 //! received per second; the server's CPU per 1000 TCP rounds and its peak RSS. Then the
 //! costs side by side: the CPU one TCP client adds (over the idle server) per second and per
 //! round, and the CPU one browser client adds (over the TCP-only point) per second and per
-//! message, in JSON and in protobuf. The load generator runs in this process on the same
-//! two cores.
+//! message, in JSON and in protobuf, and the browser client's ratio to the TCP client. The
+//! four points run three times, interleaved, so that each run's ratio is of points under
+//! the same load; the costs printed are the medians of the three runs. The load generator
+//! runs in this process on the same two cores.
 //!
-//! `cargo bench --bench web` (about a minute and a half); quick mode, 2 s per point and
-//! about 25 s in all: `WEB_BENCH_QUICK=1` or `-- --quick`.
+//! `cargo bench --bench web` (about four minutes); quick mode, 2 s per point and about a
+//! minute in all: `WEB_BENCH_QUICK=1` or `-- --quick`. `WEB_BENCH_PLAYER=path` measures
+//! another build of `player` (a baseline to compare with).
 
 mod common;
 
@@ -28,6 +31,9 @@ use tokio_tungstenite::tungstenite::Message;
 const TCP_CLIENTS: usize = 50;
 const WEB_CLIENTS: usize = 50;
 const RATE: u16 = 10;
+/// Runs of the four points, interleaved (idle, TCP, JSON, protobuf, idle, ...): each
+/// figure printed is the median of the runs, each ratio the median of the runs' ratios.
+const RUNS: usize = 3;
 const ROUND: usize = (3 + 722) + (3 + 32) + (3 + 21);
 
 /// A Foxglove WebSocket client: subscribes to the four topics and counts the messages
@@ -106,6 +112,9 @@ enum Load {
 }
 
 fn run(load: Load, measure: Duration) -> Point {
+    // The server under test: the one built with the bench, or another build to compare
+    // with (`WEB_BENCH_PLAYER=path`).
+    let binary = std::env::var("WEB_BENCH_PLAYER").unwrap_or_else(|_| player_binary());
     let gp = free_port();
     // Two distinct ports (the system may hand the same free one out twice).
     let wp = std::iter::repeat_with(free_port)
@@ -117,7 +126,7 @@ fn run(load: Load, measure: Duration) -> Point {
         "-web".to_string(),
         wp.to_string(),
     ];
-    let server = ServerProcess::start(&player_binary(), &args, ([127, 0, 0, 1], gp).into());
+    let server = ServerProcess::start(&binary, &args, ([127, 0, 0, 1], gp).into());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -206,6 +215,36 @@ fn run(load: Load, measure: Duration) -> Point {
     }
 }
 
+/// The median of `v` (the middle one of three).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// What one client costs in one run: `(CPU us per second, us per message)` of a TCP client
+/// (over the idle point, a message being a round) and of a browser client in JSON and in
+/// protobuf (over the TCP-only point).
+fn costs(points: &[Point], secs: f64) -> [(f64, f64); 3] {
+    let cpu_us = |p: &Point| p.cpu.as_secs_f64() * 1e6;
+    let (idle, tcp) = (&points[0], &points[1]);
+    let tcp_us = (cpu_us(tcp) - cpu_us(idle)).max(0.0);
+    let web = |p: &Point| {
+        let us = (cpu_us(p) - cpu_us(tcp)).max(0.0);
+        (
+            us / WEB_CLIENTS as f64 / secs,
+            us / p.web_msgs.max(1) as f64,
+        )
+    };
+    [
+        (
+            tcp_us / TCP_CLIENTS as f64 / secs,
+            tcp_us / tcp.tcp_rounds.max(1) as f64,
+        ),
+        web(&points[2]),
+        web(&points[3]),
+    ]
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick")
         || std::env::var("WEB_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
@@ -214,12 +253,12 @@ fn main() {
     println!(
         "{TCP_CLIENTS} TCP clients (laser + sonar + position) at {RATE} Hz, alone and with \
          {WEB_CLIENTS} Foxglove WebSocket clients (/laser /sonar /position /tf) in JSON or \
-         protobuf; {} s per point",
+         protobuf; {} s per point, {RUNS} runs of the four points interleaved",
         measure.as_secs()
     );
     println!(
-        "{:<16} | {:>6} {:>8} {:>7} {:>7} {:>7} | {:>9} | {:>9} {:>10} {:>7}",
-        "point",
+        "{:<20} | {:>6} {:>8} {:>7} {:>7} {:>7} | {:>9} | {:>9} {:>10} {:>7}",
+        "point (run)",
         "served",
         "mean ms",
         "dev us",
@@ -236,54 +275,58 @@ fn main() {
         ("tcp + web json", Load::TcpAndWeb("json")),
         ("tcp + web proto", Load::TcpAndWeb("protobuf")),
     ];
-    let mut points = Vec::new();
-    for (name, load) in loads {
-        let p = run(load, measure);
-        let cpu_ms = p.cpu.as_secs_f64() * 1000.0;
-        let per_tcp = cpu_ms / (p.tcp_rounds.max(1) as f64 / 1000.0);
-        println!(
-            "{:<16} | {:>6} {:>8.3} {:>7.1} {:>7.1} {:>7.2} | {:>9.0} | {:>9.0} {:>10.1} {:>7.1}",
-            name,
-            p.served,
-            p.mean_ms,
-            p.dev_us,
-            p.jitter_us,
-            p.p99_ms,
-            p.web_msgs as f64 / secs,
-            cpu_ms / secs,
-            if load == Load::Idle { 0.0 } else { per_tcp },
-            p.rss as f64 / (1024.0 * 1024.0)
-        );
-        points.push(p);
+    let mut runs: Vec<Vec<Point>> = Vec::new();
+    for run_no in 1..=RUNS {
+        let mut points = Vec::new();
+        for (name, load) in loads {
+            let p = run(load, measure);
+            let cpu_ms = p.cpu.as_secs_f64() * 1000.0;
+            let per_tcp = cpu_ms / (p.tcp_rounds.max(1) as f64 / 1000.0);
+            println!(
+                "{:<20} | {:>6} {:>8.3} {:>7.1} {:>7.1} {:>7.2} | {:>9.0} | {:>9.0} {:>10.1} {:>7.1}",
+                format!("{name} ({run_no})"),
+                p.served,
+                p.mean_ms,
+                p.dev_us,
+                p.jitter_us,
+                p.p99_ms,
+                p.web_msgs as f64 / secs,
+                cpu_ms / secs,
+                if load == Load::Idle { 0.0 } else { per_tcp },
+                p.rss as f64 / (1024.0 * 1024.0)
+            );
+            points.push(p);
+        }
+        runs.push(points);
     }
-    let cpu_us = |p: &Point| p.cpu.as_secs_f64() * 1e6;
-    let (idle, tcp) = (&points[0], &points[1]);
-    let tcp_us = (cpu_us(tcp) - cpu_us(idle)).max(0.0);
-    let per_tcp_client = tcp_us / TCP_CLIENTS as f64 / secs;
+    let per_run: Vec<[(f64, f64); 3]> = runs.iter().map(|p| costs(p, secs)).collect();
     println!();
     println!(
-        "{:<24} | {:>14} | {:>10} | {:>6}",
-        "one client costs", "CPU us/s each", "us/message", "vs TCP"
+        "{:<24} | {:>14} | {:>10} | {:>6} | {}",
+        "one client costs", "CPU us/s each", "us/message", "vs TCP", "vs TCP in each run"
     );
-    println!(
-        "{:<24} | {:>14.0} | {:>10.1} | {:>6}",
-        "TCP (a round of 3)",
-        per_tcp_client,
-        tcp_us / tcp.tcp_rounds.max(1) as f64,
-        "1.00x"
-    );
-    for (name, p) in [("web JSON", &points[2]), ("web protobuf", &points[3])] {
-        let web_us = (cpu_us(p) - cpu_us(tcp)).max(0.0);
-        let per_client = web_us / WEB_CLIENTS as f64 / secs;
+    let names = ["TCP (a round of 3)", "web JSON", "web protobuf"];
+    for (row, name) in names.iter().enumerate() {
+        let each =
+            |f: &dyn Fn(&[(f64, f64); 3]) -> f64| -> Vec<f64> { per_run.iter().map(f).collect() };
+        let per_s = median(each(&|c| c[row].0));
+        let per_msg = median(each(&|c| c[row].1));
+        // The ratio within each run (its points ran under the same load), then their median.
+        let ratios = each(&|c| c[row].0 / c[0].0.max(1e-9));
+        let label = if row == 0 {
+            name.to_string()
+        } else {
+            let msgs = median(runs.iter().map(|p| p[row + 1].web_msgs as f64).collect());
+            format!("{name} ({:.0} msg/s)", msgs / secs / WEB_CLIENTS as f64)
+        };
+        let list: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
         println!(
-            "{:<24} | {:>14.0} | {:>10.1} | {:>5.2}x",
-            format!(
-                "{name} ({:.0} msg/s)",
-                p.web_msgs as f64 / secs / WEB_CLIENTS as f64
-            ),
-            per_client,
-            web_us / p.web_msgs.max(1) as f64,
-            per_client / per_tcp_client.max(1e-9)
+            "{:<24} | {:>14.0} | {:>10.1} | {:>5.2}x | {}",
+            label,
+            per_s,
+            per_msg,
+            median(ratios.clone()),
+            list.join(" ")
         );
     }
 }
