@@ -10,9 +10,10 @@
 //! not taken (newest wins, counted as dropped). A client that has left something waiting
 //! and taken nothing for the stall timeout is stalled.
 //!
-//! The writer task sends what [`Unsent::next`] gives, one message at a time, and sleeps
-//! when nothing waits until the session wakes it; so a slow browser loses rounds, never
-//! delays the drivers or anyone else, and never queues a backlog.
+//! The writer task takes what [`Unsent::next`] gives until nothing waits and flushes it to
+//! the socket in one write, and sleeps when nothing waits until the session wakes it; so a
+//! slow browser loses rounds, never delays the drivers or anyone else, and never queues a
+//! backlog.
 
 use bytes::Bytes;
 use futures::stream::{SplitSink, SplitStream};
@@ -239,29 +240,40 @@ impl Connection {
     }
 }
 
-/// The writer task: sends what waits, one message at a time, then closes the socket.
+/// The writer task: hands the socket everything that waits, then flushes it in one write
+/// (a tick's frames and the clock before them go out together, not a write each); sleeps
+/// until woken when nothing waits; closes the socket at the end.
 async fn write_out(
     mut sink: SplitSink<Socket, Message>,
     unsent: Rc<RefCell<Unsent>>,
     wake: Rc<Notify>,
     mut advertise: Advertiser,
 ) {
-    loop {
+    'out: loop {
         let next = unsent.borrow_mut().next(&mut advertise);
-        match next {
-            Some(m) => {
-                if sink.send(m).await.is_err() {
-                    break;
-                }
-                unsent.borrow_mut().progress = Instant::now();
+        let Some(mut m) = next else {
+            if unsent.borrow().closed {
+                break;
             }
-            None => {
-                if unsent.borrow().closed {
-                    break;
-                }
-                wake.notified().await;
+            wake.notified().await;
+            continue;
+        };
+        // `feed` buffers the frame in the socket's write buffer (it writes only past
+        // `write_buffer_size`, or when the socket would not take the last flush).
+        loop {
+            if sink.feed(m).await.is_err() {
+                break 'out;
+            }
+            let next = unsent.borrow_mut().next(&mut advertise);
+            match next {
+                Some(n) => m = n,
+                None => break,
             }
         }
+        if sink.flush().await.is_err() {
+            break;
+        }
+        unsent.borrow_mut().progress = Instant::now();
     }
     let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
 }
