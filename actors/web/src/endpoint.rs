@@ -6,7 +6,7 @@
 use crate::foxglove;
 use crate::protobuf::Encoding;
 use crate::schema::{self, Channel, Source};
-use crate::session::{Admission, WebSession};
+use crate::session::{Admission, Socket, WebSession};
 use crate::shared::{AddressSlot, SessionSignal, Shared};
 use crate::tls;
 use crate::world::{Robots, WebRobot};
@@ -30,8 +30,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
-use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
-use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 /// The viewer page.
 pub const INDEX_HTML: &str = include_str!("../page/index.html");
@@ -381,12 +380,8 @@ fn upgrade(
         let config = WebSocketConfig::default()
             .read_buffer_size(READ_BUFFER)
             .max_message_size(Some(MAX_CLIENT_MESSAGE))
-            .max_frame_size(Some(MAX_CLIENT_MESSAGE))
-            .write_buffer_size(64 * 1024)
-            .max_write_buffer_size(4 * 1024 * 1024);
-        let socket =
-            WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(config))
-                .await;
+            .max_frame_size(Some(MAX_CLIENT_MESSAGE));
+        let socket = Socket::open(TokioIo::new(upgraded), config).await;
         let client = format!("web {peer}");
         WebSession::new(id, socket, client, subprotocol, admitted.admission, shared)
             .with_encoding(admitted.encoding)

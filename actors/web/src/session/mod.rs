@@ -41,11 +41,12 @@ mod parameters;
 mod rights;
 mod robots;
 mod services;
+mod socket;
 mod subscriptions;
 
 pub use commands::PUBLISH_TOPICS;
-pub use connection::Socket;
 pub use rights::Admission;
+pub use socket::Socket;
 
 use crate::foxglove::{self, ClientBinary, ClientOp, Level};
 use crate::playback::{self, Replay};
@@ -183,6 +184,20 @@ impl WebSession {
     fn send_frame(&mut self, sub: u32, frame: Bytes) {
         self.push_time(false);
         if self.conn.frame(sub, frame) {
+            self.ops.note_dropped(sub);
+        }
+    }
+
+    /// Puts a reading's `messageData` for subscription `sub` in the outbox like
+    /// [`Self::send_frame`]: its header and the payload every subscriber shares, put
+    /// together only in the writer's buffer.
+    fn send_reading(&mut self, sub: u32, timestamp_ns: u64, payload: Bytes) {
+        self.push_time(false);
+        let head = foxglove::message_data_head(sub, timestamp_ns);
+        if self
+            .conn
+            .frame(sub, connection::Data::Reading(head, payload))
+        {
             self.ops.note_dropped(sub);
         }
     }
