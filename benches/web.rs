@@ -37,8 +37,9 @@ const RUNS: usize = 3;
 const ROUND: usize = (3 + 722) + (3 + 32) + (3 + 21);
 
 /// A Foxglove WebSocket client: subscribes to the four topics and counts the messages
-/// received in the window.
-async fn web_client(url: String, start: Instant, window: (Instant, Instant)) -> u64 {
+/// received in the window and their bytes (`messageData` whole, without the WebSocket's
+/// frame header).
+async fn web_client(url: String, start: Instant, window: (Instant, Instant)) -> (u64, u64) {
     tokio::time::sleep_until(start.into()).await;
     let mut req = url.into_client_request().expect("request");
     req.headers_mut().insert(
@@ -46,9 +47,9 @@ async fn web_client(url: String, start: Instant, window: (Instant, Instant)) -> 
         "foxglove.websocket.v1".parse().expect("header"),
     );
     let Ok((mut ws, _)) = tokio_tungstenite::connect_async(req).await else {
-        return 0;
+        return (0, 0);
     };
-    let mut count = 0u64;
+    let (mut count, mut bytes) = (0u64, 0u64);
     let end = tokio::time::sleep_until(window.1.into());
     tokio::pin!(end);
     loop {
@@ -68,7 +69,7 @@ async fn web_client(url: String, start: Instant, window: (Instant, Instant)) -> 
                             .collect();
                         let msg = serde_json::json!({"op": "subscribe", "subscriptions": subs});
                         if ws.send(Message::Text(msg.to_string().into())).await.is_err() {
-                            return count;
+                            return (count, bytes);
                         }
                     }
                 }
@@ -77,15 +78,16 @@ async fn web_client(url: String, start: Instant, window: (Instant, Instant)) -> 
                     let now = Instant::now();
                     if now >= window.0 && now < window.1 {
                         count += 1;
+                        bytes += b.len() as u64;
                     }
                 }
                 Some(Ok(_)) => {}
-                _ => return count,
+                _ => return (count, bytes),
             },
             _ = &mut end => break,
         }
     }
-    count
+    (count, bytes)
 }
 
 struct Point {
@@ -96,6 +98,7 @@ struct Point {
     served: usize,
     tcp_rounds: u64,
     web_msgs: u64,
+    web_bytes: u64,
     cpu: Duration,
     rss: u64,
 }
@@ -135,7 +138,7 @@ fn run(load: Load, measure: Duration) -> Point {
     let ramp = Duration::from_millis(500);
     let w0 = t0 + ramp + Duration::from_millis(2000);
     let w1 = w0 + measure;
-    let (arrivals, web_msgs, cpu, rss) = rt.block_on(async {
+    let (arrivals, (web_msgs, web_bytes), cpu, rss) = rt.block_on(async {
         let mut tcp = Vec::new();
         let tcp_clients = if load == Load::Idle { 0 } else { TCP_CLIENTS };
         for i in 0..tcp_clients {
@@ -169,9 +172,10 @@ fn run(load: Load, measure: Duration) -> Point {
         for t in tcp {
             arrivals.push(t.await.unwrap_or_default());
         }
-        let mut msgs = 0;
+        let mut msgs = (0, 0);
         for w in webs {
-            msgs += w.await.unwrap_or_default();
+            let (n, b) = w.await.unwrap_or_default();
+            msgs = (msgs.0 + n, msgs.1 + b);
         }
         (arrivals, msgs, c1.saturating_sub(c0), rss)
     });
@@ -210,6 +214,7 @@ fn run(load: Load, measure: Duration) -> Point {
         served,
         tcp_rounds: rounds,
         web_msgs,
+        web_bytes,
         cpu,
         rss,
     }
@@ -302,10 +307,14 @@ fn main() {
     let per_run: Vec<[(f64, f64); 3]> = runs.iter().map(|p| costs(p, secs)).collect();
     println!();
     println!(
-        "{:<24} | {:>14} | {:>10} | {:>6} | {}",
+        "{:<38} | {:>14} | {:>10} | {:>6} | {}",
         "one client costs", "CPU us/s each", "us/message", "vs TCP", "vs TCP in each run"
     );
-    let names = ["TCP (a round of 3)", "web JSON", "web protobuf"];
+    let names = [
+        format!("TCP (a round of 3, {ROUND} B)"),
+        "web JSON".to_string(),
+        "web protobuf".to_string(),
+    ];
     for (row, name) in names.iter().enumerate() {
         let each =
             |f: &dyn Fn(&[(f64, f64); 3]) -> f64| -> Vec<f64> { per_run.iter().map(f).collect() };
@@ -317,11 +326,16 @@ fn main() {
             name.to_string()
         } else {
             let msgs = median(runs.iter().map(|p| p[row + 1].web_msgs as f64).collect());
-            format!("{name} ({:.0} msg/s)", msgs / secs / WEB_CLIENTS as f64)
+            let bytes = median(runs.iter().map(|p| p[row + 1].web_bytes as f64).collect());
+            format!(
+                "{name} ({:.0} msg/s, {:.0} B/msg)",
+                msgs / secs / WEB_CLIENTS as f64,
+                bytes / msgs.max(1.0)
+            )
         };
         let list: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
         println!(
-            "{:<24} | {:>14.0} | {:>10.1} | {:>5.2}x | {}",
+            "{:<38} | {:>14.0} | {:>10.1} | {:>5.2}x | {}",
             label,
             per_s,
             per_msg,
