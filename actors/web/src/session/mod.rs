@@ -17,8 +17,9 @@
 //! readings and notices of robot `k > 0` come through a
 //! [`RobotTap`](player_core::frontend::tap::RobotTap) that tags them with `k`.
 //!
-//! By part, each file owning its part's state: `connection.rs` (the socket's halves, the
-//! outbox with its newest-wins and stall rules, unit-tested, and the writer task),
+//! By part, each file owning its part's state: `socket.rs` (the socket read by
+//! tungstenite and written in our own frames), `connection.rs` (the outbox with its
+//! newest-wins and stall rules, unit-tested, and the writer task),
 //! `subscriptions.rs` (the subscription table, `subscribe`, `unsubscribe`),
 //! `client_channels.rs` (the channels the client advertised, and its messages on them),
 //! `robots.rs` (per robot: its `Holdings`, grants, command pacing, notices), `rights.rs`
