@@ -226,10 +226,13 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// One run's `(CPU us per second, us per message)` of a TCP, a JSON and a protobuf client.
+type Costs = [(f64, f64); 3];
+
 /// What one client costs in one run: `(CPU us per second, us per message)` of a TCP client
 /// (over the idle point, a message being a round) and of a browser client in JSON and in
 /// protobuf (over the TCP-only point).
-fn costs(points: &[Point], secs: f64) -> [(f64, f64); 3] {
+fn costs(points: &[Point], secs: f64) -> Costs {
     let cpu_us = |p: &Point| p.cpu.as_secs_f64() * 1e6;
     let (idle, tcp) = (&points[0], &points[1]);
     let tcp_us = (cpu_us(tcp) - cpu_us(idle)).max(0.0);
@@ -304,11 +307,11 @@ fn main() {
         }
         runs.push(points);
     }
-    let per_run: Vec<[(f64, f64); 3]> = runs.iter().map(|p| costs(p, secs)).collect();
+    let per_run: Vec<Costs> = runs.iter().map(|p| costs(p, secs)).collect();
     println!();
     println!(
-        "{:<38} | {:>14} | {:>10} | {:>6} | {}",
-        "one client costs", "CPU us/s each", "us/message", "vs TCP", "vs TCP in each run"
+        "{:<38} | {:>14} | {:>10} | {:>6} | vs TCP in each run",
+        "one client costs", "CPU us/s each", "us/message", "vs TCP"
     );
     let names = [
         format!("TCP (a round of 3, {ROUND} B)"),
@@ -316,8 +319,7 @@ fn main() {
         "web protobuf".to_string(),
     ];
     for (row, name) in names.iter().enumerate() {
-        let each =
-            |f: &dyn Fn(&[(f64, f64); 3]) -> f64| -> Vec<f64> { per_run.iter().map(f).collect() };
+        let each = |f: &dyn Fn(&Costs) -> f64| -> Vec<f64> { per_run.iter().map(f).collect() };
         let per_s = median(each(&|c| c[row].0));
         let per_msg = median(each(&|c| c[row].1));
         // The ratio within each run (its points ran under the same load), then their median.
