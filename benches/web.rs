@@ -11,11 +11,14 @@
 //! received per second; the server's CPU per 1000 TCP rounds and its peak RSS. Then the
 //! costs side by side: the CPU one TCP client adds (over the idle server) per second and per
 //! round, and the CPU one browser client adds (over the TCP-only point) per second and per
-//! message, in JSON and in protobuf. The load generator runs in this process on the same
-//! two cores.
+//! message, in JSON and in protobuf, and the browser client's ratio to the TCP client. The
+//! four points run three times, interleaved, so that each run's ratio is of points under
+//! the same load; the costs printed are the medians of the three runs. The load generator
+//! runs in this process on the same two cores.
 //!
-//! `cargo bench --bench web` (about a minute and a half); quick mode, 2 s per point and
-//! about 25 s in all: `WEB_BENCH_QUICK=1` or `-- --quick`.
+//! `cargo bench --bench web` (about four minutes); quick mode, 2 s per point and about a
+//! minute in all: `WEB_BENCH_QUICK=1` or `-- --quick`. `WEB_BENCH_PLAYER=path` measures
+//! another build of `player` (a baseline to compare with).
 
 mod common;
 
@@ -28,11 +31,15 @@ use tokio_tungstenite::tungstenite::Message;
 const TCP_CLIENTS: usize = 50;
 const WEB_CLIENTS: usize = 50;
 const RATE: u16 = 10;
+/// Runs of the four points, interleaved (idle, TCP, JSON, protobuf, idle, ...): each
+/// figure printed is the median of the runs, each ratio the median of the runs' ratios.
+const RUNS: usize = 3;
 const ROUND: usize = (3 + 722) + (3 + 32) + (3 + 21);
 
 /// A Foxglove WebSocket client: subscribes to the four topics and counts the messages
-/// received in the window.
-async fn web_client(url: String, start: Instant, window: (Instant, Instant)) -> u64 {
+/// received in the window and their bytes (`messageData` whole, without the WebSocket's
+/// frame header).
+async fn web_client(url: String, start: Instant, window: (Instant, Instant)) -> (u64, u64) {
     tokio::time::sleep_until(start.into()).await;
     let mut req = url.into_client_request().expect("request");
     req.headers_mut().insert(
@@ -40,9 +47,9 @@ async fn web_client(url: String, start: Instant, window: (Instant, Instant)) -> 
         "foxglove.websocket.v1".parse().expect("header"),
     );
     let Ok((mut ws, _)) = tokio_tungstenite::connect_async(req).await else {
-        return 0;
+        return (0, 0);
     };
-    let mut count = 0u64;
+    let (mut count, mut bytes) = (0u64, 0u64);
     let end = tokio::time::sleep_until(window.1.into());
     tokio::pin!(end);
     loop {
@@ -62,7 +69,7 @@ async fn web_client(url: String, start: Instant, window: (Instant, Instant)) -> 
                             .collect();
                         let msg = serde_json::json!({"op": "subscribe", "subscriptions": subs});
                         if ws.send(Message::Text(msg.to_string().into())).await.is_err() {
-                            return count;
+                            return (count, bytes);
                         }
                     }
                 }
@@ -71,15 +78,16 @@ async fn web_client(url: String, start: Instant, window: (Instant, Instant)) -> 
                     let now = Instant::now();
                     if now >= window.0 && now < window.1 {
                         count += 1;
+                        bytes += b.len() as u64;
                     }
                 }
                 Some(Ok(_)) => {}
-                _ => return count,
+                _ => return (count, bytes),
             },
             _ = &mut end => break,
         }
     }
-    count
+    (count, bytes)
 }
 
 struct Point {
@@ -90,6 +98,7 @@ struct Point {
     served: usize,
     tcp_rounds: u64,
     web_msgs: u64,
+    web_bytes: u64,
     cpu: Duration,
     rss: u64,
 }
@@ -106,6 +115,9 @@ enum Load {
 }
 
 fn run(load: Load, measure: Duration) -> Point {
+    // The server under test: the one built with the bench, or another build to compare
+    // with (`WEB_BENCH_PLAYER=path`).
+    let binary = std::env::var("WEB_BENCH_PLAYER").unwrap_or_else(|_| player_binary());
     let gp = free_port();
     // Two distinct ports (the system may hand the same free one out twice).
     let wp = std::iter::repeat_with(free_port)
@@ -117,7 +129,7 @@ fn run(load: Load, measure: Duration) -> Point {
         "-web".to_string(),
         wp.to_string(),
     ];
-    let server = ServerProcess::start(&player_binary(), &args, ([127, 0, 0, 1], gp).into());
+    let server = ServerProcess::start(&binary, &args, ([127, 0, 0, 1], gp).into());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -126,7 +138,7 @@ fn run(load: Load, measure: Duration) -> Point {
     let ramp = Duration::from_millis(500);
     let w0 = t0 + ramp + Duration::from_millis(2000);
     let w1 = w0 + measure;
-    let (arrivals, web_msgs, cpu, rss) = rt.block_on(async {
+    let (arrivals, (web_msgs, web_bytes), cpu, rss) = rt.block_on(async {
         let mut tcp = Vec::new();
         let tcp_clients = if load == Load::Idle { 0 } else { TCP_CLIENTS };
         for i in 0..tcp_clients {
@@ -160,9 +172,10 @@ fn run(load: Load, measure: Duration) -> Point {
         for t in tcp {
             arrivals.push(t.await.unwrap_or_default());
         }
-        let mut msgs = 0;
+        let mut msgs = (0, 0);
         for w in webs {
-            msgs += w.await.unwrap_or_default();
+            let (n, b) = w.await.unwrap_or_default();
+            msgs = (msgs.0 + n, msgs.1 + b);
         }
         (arrivals, msgs, c1.saturating_sub(c0), rss)
     });
@@ -201,9 +214,43 @@ fn run(load: Load, measure: Duration) -> Point {
         served,
         tcp_rounds: rounds,
         web_msgs,
+        web_bytes,
         cpu,
         rss,
     }
+}
+
+/// The median of `v` (the middle one of three).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// One run's `(CPU us per second, us per message)` of a TCP, a JSON and a protobuf client.
+type Costs = [(f64, f64); 3];
+
+/// What one client costs in one run: `(CPU us per second, us per message)` of a TCP client
+/// (over the idle point, a message being a round) and of a browser client in JSON and in
+/// protobuf (over the TCP-only point).
+fn costs(points: &[Point], secs: f64) -> Costs {
+    let cpu_us = |p: &Point| p.cpu.as_secs_f64() * 1e6;
+    let (idle, tcp) = (&points[0], &points[1]);
+    let tcp_us = (cpu_us(tcp) - cpu_us(idle)).max(0.0);
+    let web = |p: &Point| {
+        let us = (cpu_us(p) - cpu_us(tcp)).max(0.0);
+        (
+            us / WEB_CLIENTS as f64 / secs,
+            us / p.web_msgs.max(1) as f64,
+        )
+    };
+    [
+        (
+            tcp_us / TCP_CLIENTS as f64 / secs,
+            tcp_us / tcp.tcp_rounds.max(1) as f64,
+        ),
+        web(&points[2]),
+        web(&points[3]),
+    ]
 }
 
 fn main() {
@@ -214,12 +261,12 @@ fn main() {
     println!(
         "{TCP_CLIENTS} TCP clients (laser + sonar + position) at {RATE} Hz, alone and with \
          {WEB_CLIENTS} Foxglove WebSocket clients (/laser /sonar /position /tf) in JSON or \
-         protobuf; {} s per point",
+         protobuf; {} s per point, {RUNS} runs of the four points interleaved",
         measure.as_secs()
     );
     println!(
-        "{:<16} | {:>6} {:>8} {:>7} {:>7} {:>7} | {:>9} | {:>9} {:>10} {:>7}",
-        "point",
+        "{:<20} | {:>6} {:>8} {:>7} {:>7} {:>7} | {:>9} | {:>9} {:>10} {:>7}",
+        "point (run)",
         "served",
         "mean ms",
         "dev us",
@@ -236,54 +283,66 @@ fn main() {
         ("tcp + web json", Load::TcpAndWeb("json")),
         ("tcp + web proto", Load::TcpAndWeb("protobuf")),
     ];
-    let mut points = Vec::new();
-    for (name, load) in loads {
-        let p = run(load, measure);
-        let cpu_ms = p.cpu.as_secs_f64() * 1000.0;
-        let per_tcp = cpu_ms / (p.tcp_rounds.max(1) as f64 / 1000.0);
-        println!(
-            "{:<16} | {:>6} {:>8.3} {:>7.1} {:>7.1} {:>7.2} | {:>9.0} | {:>9.0} {:>10.1} {:>7.1}",
-            name,
-            p.served,
-            p.mean_ms,
-            p.dev_us,
-            p.jitter_us,
-            p.p99_ms,
-            p.web_msgs as f64 / secs,
-            cpu_ms / secs,
-            if load == Load::Idle { 0.0 } else { per_tcp },
-            p.rss as f64 / (1024.0 * 1024.0)
-        );
-        points.push(p);
+    let mut runs: Vec<Vec<Point>> = Vec::new();
+    for run_no in 1..=RUNS {
+        let mut points = Vec::new();
+        for (name, load) in loads {
+            let p = run(load, measure);
+            let cpu_ms = p.cpu.as_secs_f64() * 1000.0;
+            let per_tcp = cpu_ms / (p.tcp_rounds.max(1) as f64 / 1000.0);
+            println!(
+                "{:<20} | {:>6} {:>8.3} {:>7.1} {:>7.1} {:>7.2} | {:>9.0} | {:>9.0} {:>10.1} {:>7.1}",
+                format!("{name} ({run_no})"),
+                p.served,
+                p.mean_ms,
+                p.dev_us,
+                p.jitter_us,
+                p.p99_ms,
+                p.web_msgs as f64 / secs,
+                cpu_ms / secs,
+                if load == Load::Idle { 0.0 } else { per_tcp },
+                p.rss as f64 / (1024.0 * 1024.0)
+            );
+            points.push(p);
+        }
+        runs.push(points);
     }
-    let cpu_us = |p: &Point| p.cpu.as_secs_f64() * 1e6;
-    let (idle, tcp) = (&points[0], &points[1]);
-    let tcp_us = (cpu_us(tcp) - cpu_us(idle)).max(0.0);
-    let per_tcp_client = tcp_us / TCP_CLIENTS as f64 / secs;
+    let per_run: Vec<Costs> = runs.iter().map(|p| costs(p, secs)).collect();
     println!();
     println!(
-        "{:<24} | {:>14} | {:>10} | {:>6}",
+        "{:<38} | {:>14} | {:>10} | {:>6} | vs TCP in each run",
         "one client costs", "CPU us/s each", "us/message", "vs TCP"
     );
-    println!(
-        "{:<24} | {:>14.0} | {:>10.1} | {:>6}",
-        "TCP (a round of 3)",
-        per_tcp_client,
-        tcp_us / tcp.tcp_rounds.max(1) as f64,
-        "1.00x"
-    );
-    for (name, p) in [("web JSON", &points[2]), ("web protobuf", &points[3])] {
-        let web_us = (cpu_us(p) - cpu_us(tcp)).max(0.0);
-        let per_client = web_us / WEB_CLIENTS as f64 / secs;
-        println!(
-            "{:<24} | {:>14.0} | {:>10.1} | {:>5.2}x",
+    let names = [
+        format!("TCP (a round of 3, {ROUND} B)"),
+        "web JSON".to_string(),
+        "web protobuf".to_string(),
+    ];
+    for (row, name) in names.iter().enumerate() {
+        let each = |f: &dyn Fn(&Costs) -> f64| -> Vec<f64> { per_run.iter().map(f).collect() };
+        let per_s = median(each(&|c| c[row].0));
+        let per_msg = median(each(&|c| c[row].1));
+        // The ratio within each run (its points ran under the same load), then their median.
+        let ratios = each(&|c| c[row].0 / c[0].0.max(1e-9));
+        let label = if row == 0 {
+            name.to_string()
+        } else {
+            let msgs = median(runs.iter().map(|p| p[row + 1].web_msgs as f64).collect());
+            let bytes = median(runs.iter().map(|p| p[row + 1].web_bytes as f64).collect());
             format!(
-                "{name} ({:.0} msg/s)",
-                p.web_msgs as f64 / secs / WEB_CLIENTS as f64
-            ),
-            per_client,
-            web_us / p.web_msgs.max(1) as f64,
-            per_client / per_tcp_client.max(1e-9)
+                "{name} ({:.0} msg/s, {:.0} B/msg)",
+                msgs / secs / WEB_CLIENTS as f64,
+                bytes / msgs.max(1.0)
+            )
+        };
+        let list: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+        println!(
+            "{:<38} | {:>14.0} | {:>10.1} | {:>5.2}x | {}",
+            label,
+            per_s,
+            per_msg,
+            median(ratios.clone()),
+            list.join(" ")
         );
     }
 }

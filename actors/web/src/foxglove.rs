@@ -239,11 +239,19 @@ pub fn parameter_values(params: &[(String, Value)], id: Option<&str>) -> String 
 /// A binary `messageData` frame.
 pub fn message_data(subscription: u32, timestamp_ns: u64, payload: &[u8]) -> Bytes {
     let mut b = BytesMut::with_capacity(13 + payload.len());
-    b.put_u8(OP_MESSAGE_DATA);
-    b.put_u32_le(subscription);
-    b.put_u64_le(timestamp_ns);
+    b.put_slice(&message_data_head(subscription, timestamp_ns));
     b.put_slice(payload);
     b.freeze()
+}
+
+/// The 13 bytes of a `messageData` before its payload (opcode, subscription, time), for
+/// a writer that puts them before a payload shared with other subscribers.
+pub fn message_data_head(subscription: u32, timestamp_ns: u64) -> [u8; 13] {
+    let mut h = [0u8; 13];
+    h[0] = OP_MESSAGE_DATA;
+    h[1..5].copy_from_slice(&subscription.to_le_bytes());
+    h[5..].copy_from_slice(&timestamp_ns.to_le_bytes());
+    h
 }
 
 /// One subscription of a `subscribe`.

@@ -10,31 +10,33 @@
 //! not taken (newest wins, counted as dropped). A client that has left something waiting
 //! and taken nothing for the stall timeout is stalled.
 //!
-//! The writer task sends what [`Unsent::next`] gives, one message at a time, and sleeps
-//! when nothing waits until the session wakes it; so a slow browser loses rounds, never
-//! delays the drivers or anyone else, and never queues a backlog.
+//! The writer task frames what [`Unsent::next`] gives into one buffer until nothing waits
+//! (tungstenite's own replies first: see [`super::socket`]) and hands the socket the
+//! buffer in one write, and sleeps when nothing waits until the session wakes it; so a
+//! slow browser loses rounds, never delays the drivers or anyone else, and never queues a
+//! backlog. A reading's `messageData` waits as its 13-byte header and the payload shared
+//! by every subscriber, and is put together only in that buffer.
 
+use super::socket::{self, ReadSide, Replies, Socket};
 use bytes::Bytes;
-use futures::stream::{SplitSink, SplitStream};
-use futures::{SinkExt, StreamExt};
-use hyper::upgrade::Upgraded;
-use hyper_util::rt::TokioIo;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::Notify;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
-/// The WebSocket of one connection.
-pub type Socket = WebSocketStream<TokioIo<Upgraded>>;
-
 /// Most status and advertise messages waiting for the socket; past this the client is
 /// not reading at all and is disconnected.
 pub(super) const MAX_CONTROL: usize = 256;
+
+/// Largest write buffer a writer keeps between rounds (a bigger one, after a map say, is
+/// given back).
+const KEEP_BUFFER: usize = 256 * 1024;
 
 /// How long the writer may go on sending (a close frame, the last messages) after the
 /// session has ended.
@@ -44,11 +46,47 @@ const WRITER_GRACE: Duration = Duration::from_secs(2);
 /// and says which robot the next chunk starts with (`None`: that was the last).
 pub(super) type Advertiser = Box<dyn FnMut(Option<&[usize]>, usize) -> (String, Option<usize>)>;
 
+/// A data message waiting for the socket.
+pub(super) enum Data {
+    /// A whole binary message.
+    Whole(Bytes),
+    /// A reading's `messageData`: its header (opcode, subscription, time) and the payload
+    /// shared with every other subscriber of the reading.
+    Reading([u8; 13], Bytes),
+}
+
+impl From<Bytes> for Data {
+    fn from(b: Bytes) -> Data {
+        Data::Whole(b)
+    }
+}
+
+/// The next thing for the socket.
+pub(super) enum Out {
+    /// A message (control, an `advertise` chunk, the clock, whole data).
+    Message(Message),
+    /// A reading's `messageData`, header and payload.
+    Reading([u8; 13], Bytes),
+}
+
+impl Out {
+    /// Appends its frame to `out`; true when it was the close frame.
+    fn frame_into(&self, out: &mut Vec<u8>) -> bool {
+        match self {
+            Out::Message(m) => socket::message_into(out, m),
+            Out::Reading(head, payload) => {
+                socket::frame_into(out, socket::OP_BINARY, &[head, payload]);
+                false
+            }
+        }
+    }
+}
+
 /// What the socket is waiting to take.
 pub(super) struct Unsent {
     control: VecDeque<Message>,
     /// The newest frame per subscription, oldest first.
-    data: VecDeque<(u32, Bytes)>,
+    data: VecDeque<(u32, Data)>,
     /// The robot whose channels the next `advertise` chunk starts with, while an endpoint
     /// serving several robots has not advertised them all (see [`crate::world`]).
     adverts: Option<usize>,
@@ -97,7 +135,8 @@ impl Unsent {
     /// Puts `frame` in `sub`'s place: instead of the frame waiting there (returns true;
     /// it counts as dropped), or last. When nothing waited, the stall clock starts at
     /// `now`.
-    fn frame(&mut self, sub: u32, frame: Bytes, now: Instant) -> bool {
+    fn frame(&mut self, sub: u32, frame: impl Into<Data>, now: Instant) -> bool {
+        let frame = frame.into();
         if let Some(slot) = self.data.iter_mut().find(|(s, _)| *s == sub) {
             slot.1 = frame;
             self.dropped += 1;
@@ -112,19 +151,22 @@ impl Unsent {
 
     /// The next message for the socket (see the module's rules), or `None` when nothing
     /// waits; `advertise` makes the next chunk of channels.
-    fn next(&mut self, advertise: &mut Advertiser) -> Option<Message> {
+    fn next(&mut self, advertise: &mut Advertiser) -> Option<Out> {
         if let Some(m) = self.control.pop_front() {
-            return Some(m);
+            return Some(Out::Message(m));
         }
         if let Some(k) = self.adverts {
             let (text, next) = advertise(self.picked.as_deref(), k);
             self.adverts = next;
-            return Some(Message::Text(text.into()));
+            return Some(Out::Message(Message::Text(text.into())));
         }
         if let Some(t) = self.time.take() {
-            return Some(Message::Binary(t));
+            return Some(Out::Message(Message::Binary(t)));
         }
-        self.data.pop_front().map(|(_, b)| Message::Binary(b))
+        self.data.pop_front().map(|(_, d)| match d {
+            Data::Whole(b) => Out::Message(Message::Binary(b)),
+            Data::Reading(head, payload) => Out::Reading(head, payload),
+        })
     }
 
     /// Whether something has waited and nothing was taken for longer than `stall` (zero:
@@ -134,13 +176,12 @@ impl Unsent {
     }
 }
 
-/// The connection: its two halves until the session starts, then what waits for the
-/// socket, the writer task and its wake-up.
+/// The connection: the socket until the session starts, then what waits for the socket,
+/// the writer task and its wake-up.
 pub(super) struct Connection {
     unsent: Rc<RefCell<Unsent>>,
     wake: Rc<Notify>,
-    sink: Option<SplitSink<Socket, Message>>,
-    stream: Option<SplitStream<Socket>>,
+    socket: Option<Socket>,
     /// The writer task, ended at the latest [`WRITER_GRACE`] after the session (a client
     /// that reads nothing would hold it for ever).
     writer: Option<tokio::task::JoinHandle<()>>,
@@ -149,12 +190,10 @@ pub(super) struct Connection {
 impl Connection {
     /// The connection of `socket`, not started.
     pub(super) fn new(socket: Socket) -> Connection {
-        let (sink, stream) = socket.split();
         Connection {
             unsent: Rc::new(RefCell::new(Unsent::new(Instant::now()))),
-            wake: Rc::new(Notify::new()),
-            sink: Some(sink),
-            stream: Some(stream),
+            wake: socket.wake.clone(),
+            socket: Some(socket),
             writer: None,
         }
     }
@@ -167,12 +206,17 @@ impl Connection {
     /// Starts the writer task (on the session's thread), which makes the chunks of an
     /// endpoint's channels with `advertise`; gives back the stream of the client's
     /// messages (once).
-    pub(super) fn start(&mut self, advertise: Advertiser) -> Option<SplitStream<Socket>> {
-        if let Some(sink) = self.sink.take() {
-            let task = write_out(sink, self.unsent.clone(), self.wake.clone(), advertise);
-            self.writer = Some(actix_rt::spawn(task));
-        }
-        self.stream.take()
+    pub(super) fn start(&mut self, advertise: Advertiser) -> Option<WebSocketStream<ReadSide>> {
+        let s = self.socket.take()?;
+        let task = write_out(
+            s.write,
+            s.replies,
+            self.unsent.clone(),
+            self.wake.clone(),
+            advertise,
+        );
+        self.writer = Some(actix_rt::spawn(task));
+        Some(s.stream)
     }
 
     /// Queues a control message; false when the client does not read at all.
@@ -193,7 +237,7 @@ impl Connection {
     }
 
     /// Puts `frame` in subscription `sub`'s place; true when it replaced one.
-    pub(super) fn frame(&self, sub: u32, frame: Bytes) -> bool {
+    pub(super) fn frame(&self, sub: u32, frame: impl Into<Data>) -> bool {
         let replaced = self.unsent.borrow_mut().frame(sub, frame, Instant::now());
         self.wake.notify_one();
         replaced
@@ -239,42 +283,70 @@ impl Connection {
     }
 }
 
-/// The writer task: sends what waits, one message at a time, then closes the socket.
+/// The writer task: frames what waits (tungstenite's replies first) into one buffer and
+/// hands it to the socket in one write (a tick's frames and the clock before them together,
+/// not a write each); sleeps until woken when nothing waits; at the end, the close frame
+/// unless one was sent, and the socket shut.
 async fn write_out(
-    mut sink: SplitSink<Socket, Message>,
+    mut write: socket::WriteSide,
+    replies: Replies,
     unsent: Rc<RefCell<Unsent>>,
     wake: Rc<Notify>,
     mut advertise: Advertiser,
 ) {
+    let mut out: Vec<u8> = Vec::new();
+    let mut closing = false;
     loop {
-        let next = unsent.borrow_mut().next(&mut advertise);
-        match next {
-            Some(m) => {
-                if sink.send(m).await.is_err() {
+        out.clear();
+        out.append(&mut replies.borrow_mut());
+        {
+            let mut unsent = unsent.borrow_mut();
+            while !closing {
+                let Some(next) = unsent.next(&mut advertise) else {
                     break;
-                }
-                unsent.borrow_mut().progress = Instant::now();
-            }
-            None => {
-                if unsent.borrow().closed {
-                    break;
-                }
-                wake.notified().await;
+                };
+                closing = next.frame_into(&mut out);
             }
         }
+        if out.is_empty() {
+            if closing || unsent.borrow().closed {
+                break;
+            }
+            wake.notified().await;
+            continue;
+        }
+        if write.write_all(&out).await.is_err() {
+            return;
+        }
+        unsent.borrow_mut().progress = Instant::now();
+        if out.capacity() > KEEP_BUFFER {
+            out = Vec::new();
+        }
     }
-    let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
+    let end = async {
+        if !closing {
+            out.clear();
+            socket::message_into(&mut out, &Message::Close(None));
+            write.write_all(&out).await?;
+        }
+        write.shutdown().await
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), end).await;
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn text(m: Option<Message>) -> String {
+    fn text(m: Option<Out>) -> String {
         match m {
-            Some(Message::Text(t)) => t.to_string(),
-            Some(Message::Binary(b)) => format!("bin {}", String::from_utf8_lossy(&b)),
-            other => panic!("{other:?}"),
+            Some(Out::Message(Message::Text(t))) => t.to_string(),
+            Some(Out::Message(Message::Binary(b))) => {
+                format!("bin {}", String::from_utf8_lossy(&b))
+            }
+            Some(Out::Message(other)) => panic!("{other:?}"),
+            Some(Out::Reading(head, payload)) => format!("reading {head:?} {payload:?}"),
+            None => panic!("nothing"),
         }
     }
 

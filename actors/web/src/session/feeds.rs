@@ -135,7 +135,7 @@ impl WebSession {
             if !self.ops.rate_allows(sub, now) {
                 continue;
             }
-            self.send_frame(sub, foxglove::message_data(sub, ns, &payload));
+            self.send_reading(sub, ns, payload);
         }
     }
 

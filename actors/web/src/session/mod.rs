@@ -17,8 +17,9 @@
 //! readings and notices of robot `k > 0` come through a
 //! [`RobotTap`](player_core::frontend::tap::RobotTap) that tags them with `k`.
 //!
-//! By part, each file owning its part's state: `connection.rs` (the socket's halves, the
-//! outbox with its newest-wins and stall rules, unit-tested, and the writer task),
+//! By part, each file owning its part's state: `socket.rs` (the socket read by
+//! tungstenite and written in our own frames), `connection.rs` (the outbox with its
+//! newest-wins and stall rules, unit-tested, and the writer task),
 //! `subscriptions.rs` (the subscription table, `subscribe`, `unsubscribe`),
 //! `client_channels.rs` (the channels the client advertised, and its messages on them),
 //! `robots.rs` (per robot: its `Holdings`, grants, command pacing, notices), `rights.rs`
@@ -41,11 +42,12 @@ mod parameters;
 mod rights;
 mod robots;
 mod services;
+mod socket;
 mod subscriptions;
 
 pub use commands::PUBLISH_TOPICS;
-pub use connection::Socket;
 pub use rights::Admission;
+pub use socket::Socket;
 
 use crate::foxglove::{self, ClientBinary, ClientOp, Level};
 use crate::playback::{self, Replay};
@@ -183,6 +185,20 @@ impl WebSession {
     fn send_frame(&mut self, sub: u32, frame: Bytes) {
         self.push_time(false);
         if self.conn.frame(sub, frame) {
+            self.ops.note_dropped(sub);
+        }
+    }
+
+    /// Puts a reading's `messageData` for subscription `sub` in the outbox like
+    /// [`Self::send_frame`]: its header and the payload every subscriber shares, put
+    /// together only in the writer's buffer.
+    fn send_reading(&mut self, sub: u32, timestamp_ns: u64, payload: Bytes) {
+        self.push_time(false);
+        let head = foxglove::message_data_head(sub, timestamp_ns);
+        if self
+            .conn
+            .frame(sub, connection::Data::Reading(head, payload))
+        {
             self.ops.note_dropped(sub);
         }
     }
