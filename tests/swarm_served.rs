@@ -158,7 +158,7 @@ async fn poses(ws: &mut Ws, within: Duration) -> (HashMap<u32, f64>, HashSet<Str
 }
 
 /// Channels per simple robot: `/tf`, `/pose`, `/position`, `/sonar`, `/tf_map`,
-/// `/devices`; plus the world's `/map` and `/robots` once.
+/// `/devices`; plus the world's `/walls` and `/robots` once.
 const SIMPLE_CHANNELS: usize = 6;
 
 #[test]
@@ -174,7 +174,7 @@ fn one_web_port_serves_a_200_robot_world_with_each_robot_under_its_name() {
                 assert!(a.topics.contains_key(&topic), "{topic} advertised");
             }
         }
-        assert!(a.topics.contains_key("/map"), "the world's walls, once");
+        assert!(a.topics.contains_key("/walls"), "the world's walls, once");
         assert!(a.topics.contains_key("/robots"), "the world's overview");
         assert!(
             !a.topics.contains_key("/pose"),
@@ -255,7 +255,7 @@ fn one_web_port_serves_a_200_robot_world_with_each_robot_under_its_name() {
         assert!(names
             .iter()
             .all(|n| *n == "/robot7" || n.starts_with("/robot19")));
-        assert!(f.topics.contains_key("/map") && f.topics.contains_key("/robots"));
+        assert!(f.topics.contains_key("/walls") && f.topics.contains_key("/robots"));
         drop(few);
 
         // Robot 42 commanded on /robot42/cmd_vel: it moves, robots 41 and 43 do not, and

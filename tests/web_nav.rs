@@ -3,7 +3,8 @@
 //! hypothesis, `/particles` (`foxglove.PosesInFrame`) from its `x H g` answers and
 //! `/plan` (`foxglove.PosesInFrame`) from the planner's `x G w` answers after a goal
 //! published on `/goal_pose`, in protobuf and in JSON, with the stand-in localizer and
-//! planner of `common/navstub.rs`.
+//! planner of `common/navstub.rs`; a single goal published right after its channel is
+//! advertised (before write access to `G` is granted) reaches the planner.
 
 mod common;
 
@@ -182,9 +183,9 @@ fn a_goal_published_comes_back_as_the_plan_in_both_encodings() {
         frame.extend_from_slice(&1u32.to_le_bytes());
         frame.extend_from_slice(goal.to_string().as_bytes());
         subscribe(&mut ws, &[(5, ch["id"].as_u64().unwrap())]).await;
-        // The stand-in's plan: the origin, 0.5 m ahead, then the goal. A goal sent before
-        // write access to `G` is granted is refused with a warning (as any command): it is
-        // sent again until the plan shows it.
+        // The stand-in's plan: the origin, 0.5 m ahead, then the goal. The goal is sent
+        // again until the plan shows it, as a panel repeating it would (one goal alone:
+        // `a_single_goal_published_right_after_advertising_reaches_the_planner`).
         let want = 74f64.to_radians();
         let deadline = Instant::now() + WAIT;
         let plan = loop {
@@ -232,6 +233,70 @@ fn a_goal_published_comes_back_as_the_plan_in_both_encodings() {
         assert_eq!(poses.len(), 3);
         assert_eq!(poses[2]["position"]["x"], 1.5);
         assert_eq!(poses[2]["position"]["y"], -2.0);
+        ws.close(None).await.unwrap();
+    });
+    server.shutdown();
+}
+
+#[test]
+fn a_single_goal_published_right_after_advertising_reaches_the_planner() {
+    let (server, port) = start();
+    rt().block_on(async {
+        let mut ws = connect(port, "foxglove.websocket.v1", "").await.unwrap();
+        let adv = next_op(&mut ws, "advertise").await;
+        subscribe(&mut ws, &[(9, channel_id(&adv, "/plan"))]).await;
+        // What the 3D panel's publish tool does: advertise, then one message at once,
+        // before write access to `G` can have been granted. Sent once, never again.
+        let m = serde_json::json!({"op": "advertise", "channels": [{"id": 2,
+            "topic": "/move_base_simple/goal", "encoding": "json",
+            "schemaName": "geometry_msgs/PoseStamped"}]});
+        let goal = serde_json::json!({"header": {"frame_id": "map",
+            "stamp": {"sec": 0, "nsec": 0}}, "pose": {
+            "position": {"x": -0.75, "y": 1.25, "z": 0.0},
+            "orientation": {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0}}});
+        let mut frame = vec![1u8];
+        frame.extend_from_slice(&2u32.to_le_bytes());
+        frame.extend_from_slice(goal.to_string().as_bytes());
+        ws.send(Message::Text(m.to_string().into())).await.unwrap();
+        ws.send(Message::Binary(frame.into())).await.unwrap();
+        // The stand-in plans to the goal it was sent: the plan ends there. No status
+        // says the command was ignored or dropped.
+        let deadline = Instant::now() + WAIT;
+        let mut statuses = Vec::new();
+        loop {
+            assert!(
+                Instant::now() < deadline,
+                "no /plan to the goal within {WAIT:?}; statuses {statuses:?}"
+            );
+            let next = tokio::time::timeout(Duration::from_millis(300), ws.next()).await;
+            match next {
+                Ok(Some(Ok(Message::Binary(b)))) => {
+                    use prost::Message as _;
+                    let Some((9, _, p)) = message_data(&b) else {
+                        continue;
+                    };
+                    let plan = foxglove::messages::PosesInFrame::decode(p).unwrap();
+                    let last = plan.poses.last().and_then(|p| p.position);
+                    if last.map(|at| (at.x, at.y)) == Some((-0.75, 1.25)) {
+                        break;
+                    }
+                }
+                Ok(Some(Ok(Message::Text(t)))) => {
+                    let v: serde_json::Value = serde_json::from_str(t.as_str()).unwrap();
+                    if v["op"] == "status" {
+                        statuses.push(v["message"].to_string());
+                    }
+                }
+                Ok(Some(Ok(_))) | Err(_) => {}
+                Ok(other) => panic!("connection ended: {other:?}"),
+            }
+        }
+        assert!(
+            !statuses
+                .iter()
+                .any(|s| s.contains("ignored") || s.contains("dropped")),
+            "{statuses:?}"
+        );
         ws.close(None).await.unwrap();
     });
     server.shutdown();

@@ -30,7 +30,7 @@ test("the Foxglove client library subscribes to every channel, decodes each, cal
     assert.deepEqual(info.supportedEncodings, ["json"]);
     const channels = await gotChannels;
     const topics = channels.map((c) => c.topic).sort();
-    for (const t of ["/laser", "/pose", "/tf", "/sonar", "/misc", "/map", "/position"]) {
+    for (const t of ["/laser", "/pose", "/tf", "/sonar", "/misc", "/walls", "/position"]) {
       assert.ok(topics.includes(t), `${t} advertised (got ${topics})`);
     }
     const bySub = new Map();
@@ -67,7 +67,7 @@ test("the Foxglove client library subscribes to every channel, decodes each, cal
     assert.equal(sonar.triangles[0].points.length, 48);
     assert.equal(decoded.get("/misc").front_bumpers.length, 5);
     assert.ok(decoded.get("/misc").battery_volts > 10);
-    assert.ok(decoded.get("/map").entities[0].lines[0].points.length >= 8, "walls");
+    assert.ok(decoded.get("/walls").entities[0].lines[0].points.length >= 8, "walls");
     assert.equal(decoded.get("/tf_map").child_frame_id, "odom");
     assert.ok(Array.isArray(decoded.get("/vision/blobs").blobs));
     assert.ok(Array.isArray(decoded.get("/vision").circles));

@@ -52,7 +52,7 @@ function firstOfEach(client, channels, topics) {
   });
 }
 
-const TOPICS = ["/laser", "/tf", "/pose", "/sonar", "/map", "/tf_map", "/vision", "/position", "/misc"];
+const TOPICS = ["/laser", "/tf", "/pose", "/sonar", "/walls", "/tf_map", "/vision", "/position", "/misc"];
 
 test("the foxglove channels are protobuf by default, decoded by protobufjs from the advertised descriptors", async () => {
   const player = await startPlayer();
@@ -78,7 +78,7 @@ test("the foxglove channels are protobuf by default, decoded by protobufjs from 
     assert.equal(sonar.frame_id, "base_link");
     assert.equal(sonar.triangles[0].points.length, 48);
     assert.equal(sonar.metadata[0].key, "ranges_mm");
-    const walls = m.get("/map").entities[0].lines[0];
+    const walls = m.get("/walls").entities[0].lines[0];
     assert.ok(walls.points.length >= 8, "walls");
     assert.equal(walls.type, 2, "LINE_LIST");
     assert.equal(m.get("/tf_map").child_frame_id, "odom");

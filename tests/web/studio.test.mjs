@@ -1,8 +1,10 @@
 // Foxglove Studio 1.48 (the last open-source release, npm's @foxglove/studio-base, installed
 // by run.sh at test time) in Debian's chromium against the real server, with player's preset
 // layout (docs/foxglove-layout.json): every advertised topic is listed with no problem, the
-// 3D panel draws the laser, the sonar cones and the map, and holding the Teleop panel's up
+// 3D panel draws the laser, the sonar cones and the walls, and holding the Teleop panel's up
 // arrow drives the simulated robot (as a Player TCP client sees it) until it is released.
+// With a navigation robot (tests/web/nav.toml) the preset draws the map device's grid
+// (`/map`, `foxglove.Grid`), the particles, and the plan and goal another client published.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -43,7 +45,7 @@ export function collectProblems(page) {
 
 /**
  * Counts pixels of each colour class in `png` (a screenshot) inside `box`, decoding it in the
- * page (a canvas): laser magenta, sonar cones' light blue, the map's dark walls.
+ * page (a canvas): laser magenta, sonar cones' light blue, the dark walls.
  */
 async function countPixels(page, png, box) {
   return page.evaluate(
@@ -70,14 +72,14 @@ async function countPixels(page, png, box) {
   );
 }
 
-test("Foxglove Studio 1.48 lists every topic, draws laser, sonar and map, and Teleop drives and stops the robot", async () => {
+test("Foxglove Studio 1.48 lists every topic, draws laser, sonar and walls, and Teleop drives and stops the robot", async () => {
   const player = await startPlayer();
   const studio = await startStudioServer();
   const browser = await launchChromium();
   let tcp = null;
   try {
     const topics = await advertisedTopics(player.ws);
-    for (const t of ["/laser", "/sonar", "/map", "/vision", "/devices", "/tf", "/tf_map"]) {
+    for (const t of ["/laser", "/sonar", "/walls", "/vision", "/devices", "/tf", "/tf_map"]) {
       assert.ok(topics.includes(t), `${t} advertised (got ${topics})`);
     }
     const page = browser.context.pages()[0] ?? (await browser.context.newPage());
@@ -331,5 +333,141 @@ test("Foxglove Studio 1.48 opens a fresh recording as a remote file and draws it
     await browser.close();
     await studio.close();
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/**
+ * Counts pixels of the navigation layers' colours in `png` inside `box`: the map's grid
+ * (dark grey to black: its occupied cells, with the walls' layer hidden), the plan's orange
+ * line and the particles' blue arrows (the preset's colours; shading may darken them).
+ */
+async function countNavPixels(page, png, box) {
+  return page.evaluate(
+    async ({ b64, box }) => {
+      const img = new Image();
+      img.src = `data:image/png;base64,${b64}`;
+      await img.decode();
+      const c = document.createElement("canvas");
+      c.width = img.width;
+      c.height = img.height;
+      const g = c.getContext("2d");
+      g.drawImage(img, 0, 0);
+      const d = g.getImageData(box.x, box.y, box.width, box.height).data;
+      const n = { grid: 0, plan: 0, particles: 0 };
+      for (let i = 0; i < d.length; i += 4) {
+        const [r, gr, bl] = [d[i], d[i + 1], d[i + 2]];
+        if (r < 60 && gr < 60 && bl < 60 && Math.abs(r - gr) < 12 && Math.abs(gr - bl) < 12) n.grid++;
+        else if (r > 150 && r > gr + 70 && bl < 70) n.plan++;
+        else if (bl > 120 && bl > r + 80 && bl > gr + 30) n.particles++;
+      }
+      return n;
+    },
+    { b64: png.toString("base64"), box },
+  );
+}
+
+test("Foxglove Studio 1.48 with the preset layout draws the map device's grid, particles and a goal's plan, with no problem", async () => {
+  const player = await startPlayer(["--config", "tests/web/nav.toml"]);
+  // The preset with the walls' layer hidden: what is dark is then the grid's cells.
+  const layout = JSON.parse(fs.readFileSync(path.join(repo, "docs", "foxglove-layout.json"), "utf8"));
+  const preset3d = layout.configById["3D!player"].topics;
+  for (const t of ["/map", "/walls", "/particles", "/amcl_pose", "/plan", "/goal"]) {
+    assert.equal(preset3d[t]?.visible, true, `the preset shows ${t}`);
+  }
+  assert.equal(preset3d["/map"].colorField, "shade");
+  preset3d["/walls"].visible = false;
+  const studio = await startStudioServer({ layout });
+  const browser = await launchChromium();
+  let goals = null;
+  try {
+    const topics = await advertisedTopics(player.ws);
+    for (const t of ["/map", "/walls", "/particles", "/amcl_pose", "/plan", "/goal"]) {
+      assert.ok(topics.includes(t), `${t} advertised (got ${topics})`);
+    }
+    const page = browser.context.pages()[0] ?? (await browser.context.newPage());
+    const problems = collectProblems(page);
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    await page.goto(`${studio.url}?ds=foxglove-websocket&ds.url=${encodeURIComponent(player.ws)}`);
+    await page.waitForFunction(() => document.body?.innerText.includes("Data source"), null, {
+      timeout: 60_000,
+      polling: 50,
+    });
+    await page.getByRole("tab", { name: "Topics" }).click({ timeout: 30_000 });
+    await until("every topic listed", 30_000, async () => {
+      const lines = (await page.evaluate(() => document.body.innerText)).split("\n");
+      return topics.every((t) => lines.includes(t));
+    });
+
+    // A goal from another Foxglove client, published once right after advertising (as the
+    // 3D panel's publish tool does): the planner plans to it and the plan is drawn.
+    goals = foxgloveClient(player.ws);
+    await within(20_000, "serverInfo", (done) => goals.on("serverInfo", done));
+    const ch = goals.advertise({ topic: "/goal_pose", encoding: "json", schemaName: "geometry_msgs/PoseStamped" });
+    const goal = {
+      header: { frame_id: "map", stamp: { sec: 0, nsec: 0 } },
+      // The far end of the maze's bottom corridor: 7.5 m ahead, so the plan stays drawn a
+      // while (the robot drives it at most 0.5 m/s).
+      pose: { position: { x: 8.5, y: 1, z: 0 }, orientation: { x: 0, y: 0, z: 0, w: 1 } },
+    };
+    goals.sendMessage(ch, new TextEncoder().encode(JSON.stringify(goal)));
+
+    const canvas = await until("the 3D panel's canvas", 10_000, async () => {
+      const boxes = await page.locator("canvas").evaluateAll((cs) =>
+        cs.map((c) => {
+          const r = c.getBoundingClientRect();
+          return { x: r.x, y: r.y, width: r.width, height: r.height };
+        }),
+      );
+      return boxes.sort((a, b) => b.width * b.height - a.width * a.height)[0];
+    });
+    const box = {
+      x: Math.ceil(canvas.x),
+      y: Math.ceil(canvas.y),
+      width: Math.floor(canvas.width) - 80,
+      height: Math.floor(canvas.height),
+    };
+    const out = path.join(here, "out");
+    fs.mkdirSync(out, { recursive: true });
+    let pixels = null;
+    let shot = null;
+    const by = Date.now() + 40_000;
+    for (;;) {
+      shot = await page.screenshot();
+      pixels = await countNavPixels(page, shot, box);
+      if (pixels.grid > 5000 && pixels.plan > 100 && pixels.particles > 100) break;
+      if (Date.now() > by) {
+        fs.writeFileSync(path.join(out, "foxglove-studio-nav.png"), shot);
+        assert.fail(
+          `3D panel pixels ${JSON.stringify(pixels)} in ${JSON.stringify(box)} (out/foxglove-studio-nav.png); ` +
+            `problems ${JSON.stringify(problems)}`,
+        );
+      }
+      await sleep(250);
+    }
+    fs.writeFileSync(path.join(out, "foxglove-studio-nav.png"), shot);
+    // Studio counts the messages it got per topic (the Topics tab): the grid came, and the
+    // planner's goal.
+    const lines = (await page.evaluate(() => document.body.innerText)).split("\n");
+    for (const [topic, schema] of [
+      ["/map", "foxglove.Grid"],
+      ["/goal", "foxglove.PoseInFrame"],
+    ]) {
+      const at = lines.indexOf(topic);
+      const near = lines.slice(at + 1, at + 4);
+      assert.ok(at >= 0 && near.includes(schema), `the Topics tab's ${topic}: ${near}`);
+      assert.ok(near.some((l) => /^\d+$/.test(l) && Number(l) >= 1), `a ${topic} message counted: ${near}`);
+    }
+    // The server downloaded the map and sent it (its log), and Studio lists no problem.
+    assert.match(player.log(), /web: map served/);
+    assert.deepEqual(problems, [], "no player problem (schema, message, connection)");
+    assert.deepEqual(errors, [], "no script errors");
+    console.log(`nav: pixels ${JSON.stringify(pixels)}`);
+  } finally {
+    goals?.close();
+    await browser.close();
+    await studio.close();
+    const r = await player.stop();
+    assert.equal(r.code, 0, `player exit ${JSON.stringify(r)}\n${player.log()}`);
   }
 });

@@ -34,7 +34,7 @@ test("on a world's one port the page picks a robot, drives only it and draws the
     );
     const topics = await page.evaluate(() => [...viewer.channels.values()].map((c) => c.topic));
     assert.ok(topics.includes("/robot42/pose") && topics.includes("/robots"), topics.join(" "));
-    assert.ok(topics.every((t) => t === "/map" || t === "/robots" || t.startsWith("/robot42/")));
+    assert.ok(topics.every((t) => t === "/walls" || t === "/robots" || t.startsWith("/robot42/")));
     assert.ok(new URL(page.url()).searchParams.get("robot") === "robot42");
     // Every robot on the map, from /robots.
     await page.check("#all");

@@ -103,7 +103,7 @@ function pick(name) {
 
 // A world topic `/<robot>/<rest>` of the picked robot as the page's handlers name it.
 function localTopic(topic) {
-  if (!state.world || topic === "/map" || topic === "/robots") return topic;
+  if (!state.world || topic === "/walls" || topic === "/robots") return topic;
   const head = `/${state.picked}/`;
   return topic.startsWith(head) ? topic.slice(head.length - 1) : null;
 }
@@ -152,6 +152,8 @@ function onText(msg) {
         state.channels.set(c.id, c);
         const topic = localTopic(c.topic);
         if (topic === null || topic === "/robots") continue;
+        // The page draws the walls; the map device's grid (`/map`) is for Foxglove.
+        if (c.schemaName === "foxglove.Grid") continue;
         const id = nextSub++;
         state.subs.set(id, topic);
         subscriptions.push({ id, channelId: c.id });
@@ -218,7 +220,7 @@ const handlers = {
   "/sonar": (m) => {
     state.sonar = m.entities?.[0]?.triangles?.[0]?.points ?? null;
   },
-  "/map": (m) => {
+  "/walls": (m) => {
     const pts = m.entities?.[0]?.lines?.[0]?.points ?? [];
     const walls = [];
     for (let i = 0; i + 1 < pts.length; i += 2) walls.push([pts[i].x, pts[i].y, pts[i + 1].x, pts[i + 1].y]);

@@ -183,8 +183,8 @@ impl WebEndpoint {
     }
 }
 
-/// A robot as the endpoint serves it: the channels of its devices (and of the map where
-/// there is one).
+/// A robot as the endpoint serves it: the channels of its devices (and of the walls where
+/// there are some).
 fn web_robot(r: RobotOptions, has_map: bool) -> WebRobot {
     let channels: Vec<Channel> = schema::CHANNELS
         .iter()
@@ -194,6 +194,7 @@ fn web_robot(r: RobotOptions, has_map: bool) -> WebRobot {
             Source::Devices => true,
             Source::Particles => r.devices.contains(&player_proto::device::LOCALIZE),
             Source::Plan => r.devices.contains(&player_proto::device::PLANNER),
+            Source::Grid => r.devices.contains(&player_proto::device::MAP),
         })
         .copied()
         .collect();

@@ -23,14 +23,15 @@
 //! By part: [`endpoint`] (the listener, HTTP, the upgrade that admits a client), [`shared`]
 //! (what the sessions of an endpoint share), [`session`] (one client, in parts by job),
 //! [`world`] (naming on a shared port); the pure protocol and encoders [`foxglove`],
-//! [`schema`] (JSON), [`protobuf`]; the pure parts of the client's operations [`params`],
-//! [`graph`], [`playback`]; [`settings`] and [`tls`]. This file starts the endpoints of a
-//! server's robots.
+//! [`schema`] (JSON), [`protobuf`], [`grid`] (`/map`); the pure parts of the client's
+//! operations [`params`], [`graph`], [`playback`]; [`settings`] and [`tls`]. This file
+//! starts the endpoints of a server's robots.
 #![deny(missing_docs)]
 
 pub mod endpoint;
 pub mod foxglove;
 pub mod graph;
+pub mod grid;
 pub mod params;
 pub mod playback;
 pub mod protobuf;

@@ -10,10 +10,12 @@
 //! (`player.*`) are JSON either way. A channel keeps its id and topic in both: only the
 //! bytes differ, and they carry the same values.
 
+use crate::grid;
 use crate::schema::{self, Channel};
 use base64::Engine;
 use foxglove::messages as fg;
 use foxglove::Encode;
+use player_core::frontend::nav::GridMap;
 use player_kit::driver::{DeviceData, MapOutline, Timestamp};
 use player_proto::data as wire;
 use player_proto::scan::Scan;
@@ -132,7 +134,15 @@ impl Encoding {
         }
     }
 
-    /// The `/map` message (see [`schema::encode_map`]).
+    /// The `/map` message for the whole map `m`, stamped `t` ([`grid`]).
+    pub fn encode_grid(self, m: &GridMap, t: Timestamp) -> Vec<u8> {
+        match self {
+            Encoding::Json => grid::json(m, t),
+            Encoding::Protobuf => grid::protobuf(m, t),
+        }
+    }
+
+    /// The `/walls` message (see [`schema::encode_map`]).
     pub fn encode_map(self, map: &MapOutline, t: Timestamp) -> Vec<u8> {
         match self {
             Encoding::Json => schema::encode_map(map, t),
@@ -177,6 +187,7 @@ pub fn descriptor(schema_name: &str) -> Option<&'static [u8]> {
         "foxglove.LaserScan" => data::<fg::LaserScan>(),
         "foxglove.SceneUpdate" => data::<fg::SceneUpdate>(),
         "foxglove.ImageAnnotations" => data::<fg::ImageAnnotations>(),
+        "foxglove.Grid" => data::<fg::Grid>(),
         _ => None,
     }
 }
@@ -315,8 +326,8 @@ pub fn encode_in(channel: &Channel, d: &DeviceData, frames: &Frames) -> Option<V
                 .encode_to_vec()
             }
         }
-        15 => {
-            let [x, y, th] = schema::amcl_pose(d)?;
+        15 | 19 => {
+            let [x, y, th] = schema::map_pose(channel, d)?;
             fg::PoseInFrame {
                 timestamp: time(t),
                 frame_id: "map".into(),
@@ -407,7 +418,7 @@ pub fn encode_in(channel: &Channel, d: &DeviceData, frames: &Frames) -> Option<V
     })
 }
 
-/// The `/map` message in protobuf: the walls as one line list in the `map` frame.
+/// The `/walls` message in protobuf: the walls as one line list in the `map` frame.
 pub fn encode_map(map: &MapOutline, t: Timestamp) -> Vec<u8> {
     let mut points = Vec::with_capacity(map.segments.len() * 2);
     for s in &map.segments {
@@ -742,6 +753,24 @@ mod tests {
         .unwrap();
         assert_eq!(tf.translation.unwrap().x, 2.0);
         assert_eq!(tf.child_frame_id, "odom");
+    }
+
+    #[test]
+    fn the_planners_goal_is_the_same_pose_in_protobuf() {
+        let p = player_proto::nav::Planner {
+            goal: [8500, -1000, 90],
+            state: player_proto::nav::PlannerState::Driving,
+            ..Default::default()
+        };
+        let d = reading(b'G', p.encode());
+        let pose = fg::PoseInFrame::decode(&proto("/goal", &d)[..]).unwrap();
+        assert_eq!(pose.frame_id, "map");
+        let p = pose.pose.unwrap();
+        let at = p.position.unwrap();
+        assert_eq!((at.x, at.y), (8.5, -1.0));
+        let j = json("/goal", &d);
+        assert_eq!(j["pose"]["position"]["x"], at.x);
+        assert_eq!(j["pose"]["orientation"]["z"], p.orientation.unwrap().z);
     }
 
     #[test]

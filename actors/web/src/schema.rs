@@ -18,8 +18,11 @@ use serde_json::{json, Value};
 pub enum Source {
     /// Readings of a device.
     Device(u8),
-    /// The driver's map (walls), sent on subscription and when it changes.
+    /// The driver's walls (`/walls`), sent on subscription and when they change.
     Map,
+    /// The map device's cells (`M`, downloaded tile by tile), sent on subscription and
+    /// again when the map's id changes ([`crate::grid`]).
+    Grid,
     /// Where odometry lies in the map, every second.
     MapTransform,
     /// The devices' states and data rates as this session sees them, every second.
@@ -108,7 +111,7 @@ pub const CHANNELS: &[Channel] = &[
     },
     Channel {
         id: 11,
-        topic: "/map",
+        topic: "/walls",
         schema_name: "foxglove.SceneUpdate",
         source: Source::Map,
     },
@@ -147,6 +150,18 @@ pub const CHANNELS: &[Channel] = &[
         topic: "/plan",
         schema_name: "foxglove.PosesInFrame",
         source: Source::Plan,
+    },
+    Channel {
+        id: 18,
+        topic: "/map",
+        schema_name: "foxglove.Grid",
+        source: Source::Grid,
+    },
+    Channel {
+        id: 19,
+        topic: "/goal",
+        schema_name: "foxglove.PoseInFrame",
+        source: Source::Device(device::PLANNER),
     },
 ];
 
@@ -277,6 +292,7 @@ pub fn schema(name: &str) -> String {
                 "intensities": array_of(json!({"type": "number"}))}),
         ),
         "foxglove.SceneUpdate" => scene_update_schema(),
+        "foxglove.Grid" => crate::grid::json_schema(),
         "foxglove.ImageAnnotations" => {
             let circle = json!({"type": "object", "properties": {
                 "timestamp": time_schema(), "position": point2_schema(),
@@ -428,6 +444,31 @@ pub fn amcl_pose(d: &DeviceData) -> Option<[f64; 3]> {
     player_core::frontend::nav::best_pose(&l).map(|(mean, _, _)| mean)
 }
 
+/// The planner's (`G`) goal in the map: x, y (m), heading (rad); `None` when the reading
+/// does not decode or the planner has no goal (idle).
+pub fn planner_goal(d: &DeviceData) -> Option<[f64; 3]> {
+    let p = player_proto::nav::Planner::decode(&d.data).ok()?;
+    if p.state == player_proto::nav::PlannerState::Idle {
+        return None;
+    }
+    let [x, y, a] = p.goal;
+    Some([
+        f64::from(x) / 1000.0,
+        f64::from(y) / 1000.0,
+        f64::from(a).to_radians(),
+    ])
+}
+
+/// The pose in the map a reading carries on a map-frame pose channel: the localizer's best
+/// hypothesis (`/amcl_pose`) or the planner's goal (`/goal`); `None` otherwise.
+pub fn map_pose(channel: &Channel, d: &DeviceData) -> Option<[f64; 3]> {
+    match channel.id {
+        15 => amcl_pose(d),
+        19 => planner_goal(d),
+        _ => None,
+    }
+}
+
 /// The message a reading becomes on `channel`, or `None` when the reading does not decode
 /// (a wrong size from a misbehaving driver) or the channel is not a device's.
 pub fn encode(channel: &Channel, d: &DeviceData) -> Option<Vec<u8>> {
@@ -447,8 +488,8 @@ pub fn encode(channel: &Channel, d: &DeviceData) -> Option<Vec<u8>> {
                     "stall": p.stall != 0}),
             }
         }
-        15 => {
-            let [x, y, th] = amcl_pose(d)?;
+        15 | 19 => {
+            let [x, y, th] = map_pose(channel, d)?;
             json!({"timestamp": time(t), "frame_id": "map", "pose": {
                 "position": {"x": x, "y": y, "z": 0.0}, "orientation": quat_z(th)}})
         }
@@ -584,7 +625,7 @@ pub fn channel_colour(c: usize) -> Value {
     rgba(r, g, b, 1.0)
 }
 
-/// The `/map` message: the walls as one line list in the `map` frame.
+/// The `/walls` message: the walls as one line list in the `map` frame.
 pub fn encode_map(map: &MapOutline, t: Timestamp) -> Vec<u8> {
     let mut points = Vec::with_capacity(map.segments.len() * 2);
     for s in &map.segments {
@@ -829,6 +870,26 @@ pub(crate) mod tests {
             (far - (0.21 + 2.0 * 5f64.to_radians().cos())).abs() < 1e-6,
             "{far}"
         );
+    }
+
+    #[test]
+    fn the_planners_goal_is_a_pose_in_the_map_while_it_has_one() {
+        use player_proto::nav::{Planner, PlannerState};
+        let mut p = Planner {
+            goal: [8500, -1000, 90],
+            state: PlannerState::Driving,
+            ..Default::default()
+        };
+        let d = reading(b'G', p.encode());
+        let v = decode(channel("/goal"), &d);
+        assert_eq!(v["frame_id"], "map");
+        assert_eq!(v["pose"]["position"]["x"], 8.5);
+        assert_eq!(v["pose"]["position"]["y"], -1.0);
+        let z = v["pose"]["orientation"]["z"].as_f64().unwrap();
+        assert!((z - std::f64::consts::FRAC_1_SQRT_2).abs() < 1e-9, "{v}");
+        // Idle: no goal, nothing sent.
+        p.state = PlannerState::Idle;
+        assert!(encode(channel("/goal"), &reading(b'G', p.encode())).is_none());
     }
 
     #[test]

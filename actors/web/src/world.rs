@@ -2,13 +2,14 @@
 //! a whole world.
 //!
 //! The rule: an endpoint serving one robot advertises the topics of [`schema::CHANNELS`] as
-//! they are (`/pose`, `/laser`, ...; channel ids 1 to 14). An endpoint serving several
+//! they are (`/pose`, `/laser`, ...; channel ids 1 to 19). An endpoint serving several
 //! robots (a large `-stage` world, or robots configured with the same `web_port`) puts each
 //! robot's topics under its name, `/<robot>/pose`, `/<robot>/laser`, ..., its frames under
 //! its name too (`<robot>/odom`, `<robot>/base_link`; `map` stays the world's), and
-//! advertises the walls once as `/map`. Robot `k` of the endpoint (configuration order)
-//! has the channel ids `k * 64 + id`, so robot 0's are the single robot's and a
-//! reconnecting client sees the same ids. A client publishes on `/<robot>/cmd_vel` (and
+//! advertises the walls once as `/walls` (a robot's map device is its own,
+//! `/<robot>/map`). Robot `k` of the endpoint (configuration order) has the channel ids
+//! `k * 64 + id`, so robot 0's are the single robot's and a reconnecting client sees the
+//! same ids. A client publishes on `/<robot>/cmd_vel` (and
 //! the other command topics under a robot's name) to command that robot.
 //!
 //! The world's own channel `/robots` (id [`ROBOTS_CHANNEL`]) gives, once a second while a
@@ -19,7 +20,7 @@
 //!
 //! A client may ask for some robots' channels only: `?robots=NAME,NAME,...` on the
 //! WebSocket URL (a name ending in `*` takes every robot whose name begins with the rest;
-//! an empty list takes none, leaving the world's `/map` and `/robots`). Without it every
+//! an empty list takes none, leaving the world's `/walls` and `/robots`). Without it every
 //! robot's channels are advertised.
 //!
 //! Advertising is in chunks of at most [`ADVERTISE_CHUNK`] channels per message, each
@@ -82,8 +83,8 @@ pub struct Robots {
 
 impl Robots {
     /// The robots of an endpoint, in configuration order (at least one). Where several
-    /// robots are served, only the first keeps the map's channel (`/map`, the world's
-    /// walls, advertised once).
+    /// robots are served, only the first keeps the walls' channel (`/walls`, the world's,
+    /// advertised once).
     pub fn new(mut list: Vec<WebRobot>) -> Robots {
         if list.len() > 1 {
             for r in list.iter_mut().skip(1) {

@@ -1,7 +1,7 @@
 //! What a web session sends on the client's subscriptions: each reading to the
 //! subscriptions of its channel (encoded once per reading per thread and encoding, shared
-//! by the sessions there), the map and where each robot's odometry lies in it (`/map`,
-//! `/tf_map`), a robot's device list (`/devices`), and on an endpoint serving several
+//! by the sessions there), the walls and where each robot's odometry lies in the map
+//! (`/walls`, `/tf_map`), a robot's device list (`/devices`), and on an endpoint serving several
 //! robots the world's overview (`/robots`: every robot's name and newest pose in the map,
 //! once a second).
 
@@ -104,6 +104,9 @@ impl WebSession {
         let replayed = self.replay.as_ref().map(|r| r.recorded(d));
         let d = replayed.as_ref().unwrap_or(d);
         rs.devices.entry(d.device).or_default().count += 1;
+        if d.device == device::MAP {
+            self.map_reading(k, d);
+        }
         let robots = &self.shared.robots;
         if d.device == device::POSITION && robots.several() {
             if let Ok(p) = player_proto::data::Position::decode(&d.data) {

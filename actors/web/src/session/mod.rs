@@ -25,8 +25,9 @@
 //! `robots.rs` (per robot: its `Holdings`, grants, command pacing, notices), `rights.rs`
 //! (what the client may do, re-checked after a reload). By job: `commands.rs` (a client's
 //! message or service call made into an action: pure, unit-tested per topic), `feeds.rs`
-//! (readings, `/map`, `/tf_map`, `/devices`, `/robots`), `nav.rs` (`/particles`, `/plan`:
-//! the localizer and planner asked for them, answers tagged per robot), `services.rs`
+//! (readings, `/walls`, `/tf_map`, `/devices`, `/robots`), `nav.rs` (`/particles`, `/plan`:
+//! the localizer and planner asked for them, answers tagged per robot), `map.rs` (`/map`:
+//! the map device's grid, downloaded tile by tile), `services.rs`
 //! (service calls, playback control, [`crate::playback`]), `parameters.rs` and `ops.rs`
 //! (parameters, the connection graph, status conditions, the rate cap, the server's
 //! clock). This file holds the actor: it routes the client's messages and the registry's,
@@ -36,6 +37,7 @@ mod client_channels;
 mod commands;
 mod connection;
 mod feeds;
+mod map;
 mod nav;
 mod ops;
 mod parameters;
@@ -104,6 +106,8 @@ pub struct WebSession {
     /// When each robot's particles and plan were asked for, and where its answers come
     /// (`nav.rs`).
     nav: nav::NavAsks,
+    /// Each robot's map, where its `/map` is read (`map.rs`).
+    maps: map::Maps,
     log: Logger,
 }
 
@@ -134,6 +138,7 @@ impl WebSession {
             conn: Connection::new(socket),
             ops: ops::Ops::default(),
             nav: nav::NavAsks::default(),
+            maps: map::Maps::default(),
             log,
         }
     }
@@ -262,6 +267,7 @@ impl WebSession {
         }
         self.send_overview(ctx);
         self.ask_nav(ctx);
+        self.map_tick(ctx);
         self.ops_tick(ctx);
         let stall = self.shared.stall_timeout;
         if self.conn.stalled(stall) {

@@ -4,7 +4,7 @@
 //! while an earlier question waits ([`Asking`]); the answers are decoded by the front-end
 //! kit ([`fnav::particles`], [`fnav::waypoints`]) and sent as `foxglove.PosesInFrame` in
 //! `map`. Each robot's answers come through a small tap that tags them with the robot, so
-//! the robots of a world keep apart.
+//! the robots of a world keep apart; the map's tiles (`x M t`, `map.rs`) come the same way.
 
 use super::WebSession;
 use crate::foxglove;
@@ -35,6 +35,13 @@ pub(super) struct NavAsks {
     taps: HashMap<usize, Recipient<ConfigAnswer>>,
 }
 
+impl NavAsks {
+    /// The tap robot `k`'s answers come through, once made ([`WebSession::answer_tap`]).
+    pub(super) fn tap(&self, k: usize) -> Option<Recipient<ConfigAnswer>> {
+        self.taps.get(&k).cloned()
+    }
+}
+
 /// Tags robot `robot`'s config answers for the session.
 struct AnswerTap {
     robot: usize,
@@ -60,6 +67,20 @@ impl Handler<ConfigAnswer> for AnswerTap {
 }
 
 impl WebSession {
+    /// The tap robot `k`'s config answers come through to this session, made on first use.
+    pub(super) fn answer_tap(
+        &mut self,
+        k: usize,
+        ctx: &mut Context<Self>,
+    ) -> Recipient<ConfigAnswer> {
+        let me = ctx.address().downgrade();
+        self.nav
+            .taps
+            .entry(k)
+            .or_insert_with(|| AnswerTap { robot: k, to: me }.start().recipient())
+            .clone()
+    }
+
     /// Asks each robot whose `/particles` or `/plan` someone here reads, when due.
     pub(super) fn ask_nav(&mut self, ctx: &mut Context<Self>) {
         let now = Instant::now();
@@ -77,13 +98,7 @@ impl WebSession {
             let Some(registry) = self.registry(k).filter(|_| due) else {
                 continue;
             };
-            let me = ctx.address().downgrade();
-            let tap = self
-                .nav
-                .taps
-                .entry(k)
-                .or_insert_with(|| AnswerTap { robot: k, to: me }.start().recipient())
-                .clone();
+            let tap = self.answer_tap(k, ctx);
             registry.do_send(RouteConfig {
                 device: code,
                 payload: Bytes::from(vec![config]),
@@ -98,9 +113,12 @@ impl Handler<Tagged<ConfigAnswer>> for WebSession {
     type Result = ();
 
     /// Robot `k`'s answer to `x H g` or `x G w`: the poses to the subscriptions of its
-    /// `/particles` or `/plan`.
+    /// `/particles` or `/plan`; to `x M t`: a tile of its map (`map.rs`).
     fn handle(&mut self, msg: Tagged<ConfigAnswer>, _ctx: &mut Self::Context) {
         let (k, code) = (msg.robot, msg.message.device);
+        if code == device::MAP {
+            return self.on_tiles(k, &msg.message);
+        }
         if let Some(a) = self.nav.asking.get_mut(&(k, code)) {
             a.answered();
         }

@@ -4,6 +4,11 @@
 //! request, the grants it commands through and the pace of its commands, the robot's
 //! e-stop, and where the robot's readings and notices reach the session.
 //!
+//! A command that comes while write access to its device is still being asked for (a
+//! Foxglove client publishing a goal right after advertising its channel) waits for the
+//! answer: the newest one per device, sent once the grant comes, dropped with a warning if
+//! access is refused or the answer takes longer than [`HELD_COMMAND_MAX_AGE`].
+//!
 //! The access held to a device follows the client's subscriptions (read) and command
 //! channels (write): [`WebSession::sync_device`] asks the registry through
 //! [`Holdings::want_in`], which hands back only the reply to the newest request.
@@ -53,7 +58,13 @@ pub(super) struct HeldDevice {
     pacing: Pacing,
     /// The hold last told to the registry ([`CommandHold`]).
     hold_sent: Option<Duration>,
+    /// The newest command that came while write access was being asked for, and when.
+    held: Option<(Bytes, Instant)>,
 }
+
+/// How long a command may wait for write access to its device: one that waited longer is
+/// dropped (with a warning) rather than carried out late.
+pub const HELD_COMMAND_MAX_AGE: Duration = Duration::from_secs(5);
 
 /// How many of a writer's latest gaps between commands its hold follows.
 const PACING_WINDOW: usize = 4;
@@ -169,6 +180,7 @@ impl WebSession {
         if !write {
             st.hold_sent = None;
             st.pacing = Pacing::default();
+            st.held = None;
             rs.commands.remove(&code);
         }
         st.setting_up = change == Change::Asked;
@@ -192,6 +204,7 @@ impl WebSession {
         };
         let st = rs.devices.entry(code).or_default();
         st.setting_up = false;
+        let held = st.held.take();
         match granted {
             Ok(grant) => {
                 if let Some(c) = grant.command {
@@ -202,18 +215,55 @@ impl WebSession {
                 }
             }
             // The server is stopping: nothing to tell the client.
-            Err(e @ DeviceError::RegistryStopped) => st.failed = Some(e.to_string()),
+            Err(e @ DeviceError::RegistryStopped) => {
+                st.failed = Some(e.to_string());
+                return;
+            }
             Err(e) => {
                 st.failed = Some(e.to_string());
                 let m = format!("device {}: {e}", shown(code));
                 self.status(Level::Error, &m, ctx);
             }
         }
+        if let Some((payload, at)) = held {
+            self.send_held(k, code, payload, at, ctx);
+        }
+    }
+
+    /// A command that waited for the answer to the request for write access: sent if
+    /// access came and it has not waited too long, else dropped with a warning.
+    fn send_held(
+        &mut self,
+        k: usize,
+        code: u8,
+        payload: Bytes,
+        at: Instant,
+        ctx: &mut Context<Self>,
+    ) {
+        let waited = at.elapsed();
+        let granted = self
+            .robots
+            .get(&k)
+            .is_some_and(|rs| rs.commands.contains_key(&code));
+        let why = if !granted {
+            "write access was not granted"
+        } else if waited > HELD_COMMAND_MAX_AGE {
+            "write access took too long"
+        } else {
+            return self.command(k, code, payload, ctx);
+        };
+        let m = format!(
+            "command dropped: device {}: {why} ({:.1} s after the command)",
+            shown(code),
+            waited.as_secs_f64()
+        );
+        self.status(Level::Warning, &m, ctx);
     }
 
     /// Sends a command to robot `k`'s device `code` through its grant, telling the
-    /// registry first how long it holds when the client's pace changed it; without a
-    /// grant the client is told why it was ignored.
+    /// registry first how long it holds when the client's pace changed it. While write
+    /// access is being asked for, the command waits for the answer (the newest per
+    /// device); without a grant otherwise the client is told why it was ignored.
     pub(super) fn command(&mut self, k: usize, code: u8, payload: Bytes, ctx: &mut Context<Self>) {
         let Some(registry) = self.registry(k) else {
             return;
@@ -221,8 +271,11 @@ impl WebSession {
         let id = self.id;
         let rs = self.robot(k, ctx);
         let Some(grant) = rs.commands.get(&code) else {
-            let why = match rs.devices.get(&code) {
-                Some(s) if s.setting_up => "is still being set up",
+            let why = match rs.devices.get_mut(&code) {
+                Some(s) if s.setting_up => {
+                    s.held = Some((payload, Instant::now()));
+                    return;
+                }
                 Some(s) if s.failed.is_some() => "failed",
                 _ => "is not writable for this client",
             };

@@ -1,7 +1,8 @@
 //! The client's subscriptions to the endpoint's channels ([`Subscriptions`]: which
 //! subscription reads which channel, what each implies), and the session taking
-//! `subscribe` and `unsubscribe`: a device channel holds the device for reading, `/map`
-//! and `/tf_map` fetch the map, `/devices` the device list, and the world's `/robots`
+//! `subscribe` and `unsubscribe`: a device channel holds the device for reading, `/walls`
+//! and `/tf_map` fetch the walls, `/map` holds the map device (`map.rs`), `/devices` the
+//! device list, and the world's `/robots`
 //! holds every robot's position device while it is read ([`crate::world`]).
 
 use super::WebSession;
@@ -17,7 +18,7 @@ use std::collections::{HashMap, HashSet};
 #[derive(Default)]
 pub(super) struct Subscriptions {
     channel_of: HashMap<u32, u32>,
-    /// Map subscriptions already sent the walls.
+    /// `/walls` subscriptions already sent the walls.
     map_sent: HashSet<u32>,
 }
 
@@ -64,10 +65,11 @@ impl Subscriptions {
     }
 
     /// Whether robot `k`'s device `code` is read: a channel of it is subscribed, or (the
-    /// position device) the world's `/robots` is.
+    /// position device) the world's `/robots` is, or (the map device) its `/map` is.
     pub(super) fn reads(&self, robots: &Robots, k: usize, code: u8) -> bool {
         !self.of(robots, k, Source::Device(code)).is_empty()
             || (code == device::POSITION && self.reads_overview(robots))
+            || (code == device::MAP && !self.of(robots, k, Source::Grid).is_empty())
     }
 
     /// Whether robot `k`'s readings are to come as messages: a device channel of it is
@@ -113,7 +115,7 @@ impl Subscriptions {
         (devices, tf)
     }
 
-    /// Whether map subscription `sub` is yet to be sent the walls (it is from now on).
+    /// Whether `/walls` subscription `sub` is yet to be sent the walls (it is from now on).
     pub(super) fn first_walls(&mut self, sub: u32) -> bool {
         self.map_sent.insert(sub)
     }
@@ -121,7 +123,7 @@ impl Subscriptions {
 
 impl WebSession {
     /// `subscribe`: each subscription joins the table, its device held for reading, its
-    /// map, device list or robots' overview sent.
+    /// walls, map, device list or robots' overview sent.
     pub(super) fn subscribe(&mut self, list: Vec<foxglove::Subscription>, ctx: &mut Context<Self>) {
         let mut touched = HashSet::new();
         for s in list {
@@ -159,6 +161,10 @@ impl WebSession {
                     touched.insert((k, code));
                 }
                 Source::Map | Source::MapTransform => self.fetch_map(k, true, ctx),
+                Source::Grid => {
+                    self.watch_map(k, s.id, ctx);
+                    touched.insert((k, device::MAP));
+                }
                 Source::Devices => {
                     self.robot(k, ctx);
                     self.fetch_devices(k, ctx)
@@ -186,10 +192,15 @@ impl WebSession {
             if ch == world::ROBOTS_CHANNEL && !self.subs.reads_overview(&self.shared.robots) {
                 self.watch_all(false, ctx);
             }
-            if let Some((k, Source::Device(code))) =
-                self.shared.robots.channel(ch).map(|(k, c)| (k, c.source))
-            {
-                touched.insert((k, code));
+            match self.shared.robots.channel(ch).map(|(k, c)| (k, c.source)) {
+                Some((k, Source::Device(code))) => {
+                    touched.insert((k, code));
+                }
+                Some((k, Source::Grid)) => {
+                    self.unwatch_map(k);
+                    touched.insert((k, device::MAP));
+                }
+                _ => {}
             }
         }
         for (k, code) in touched {
