@@ -519,8 +519,8 @@ fn every_front_end_of_the_list_is_in_player_1_player_toml_5_and_the_help() {
 #[test]
 fn every_driver_and_its_parameters_are_in_player_toml_5() {
     use player_drivers::{
-        acts, amcl, create, mapfile, p2os, passthrough, program, ptz, rplidar, sick, sim, urg,
-        wavefront,
+        acts, amcl, bench, create, mapfile, p2os, passthrough, program, ptz, rplidar, sick, sim,
+        urg, wavefront,
     };
     let page = read("packaging/man/player.toml.5");
     let all = sections(&page);
@@ -548,6 +548,7 @@ fn every_driver_and_its_parameters_are_in_player_toml_5() {
             param_keys::<wavefront::params::WavefrontParams>(),
         ),
         ("amcl", param_keys::<amcl::AmclParams>()),
+        ("bench", param_keys::<bench::BenchParams>()),
     ];
     let names: BTreeSet<String> = drivers.iter().map(|(n, _)| n.to_string()).collect();
     let registered: BTreeSet<String> = player::builtin_catalog()

@@ -2,6 +2,7 @@
 //! the catalog under its name; the core never names a device model.
 //!
 //! - [`sim`]: the simulated Pioneer 2-DX (every device).
+//! - [`bench`]: canned readings of every device at a fixed rate, for load tests.
 //! - [`p2os`]: a real Pioneer 2 base over a serial line (`p s m g`).
 //! - [`create`]: an iRobot Create 2 base over its Open Interface (`p m`).
 //! - [`sick`]: a real SICK LMS-200 laser over a serial line (`l`).
@@ -35,6 +36,7 @@ use player_kit::catalog::Catalog;
 
 pub mod acts;
 pub mod amcl;
+pub mod bench;
 pub mod create;
 pub mod laser;
 pub mod mapfile;
@@ -53,6 +55,7 @@ pub mod wavefront;
 /// Registers every shipped driver.
 pub fn register_all(catalog: &mut Catalog) {
     sim::register(catalog);
+    bench::register(catalog);
     p2os::register(catalog);
     create::register(catalog);
     sick::register(catalog);

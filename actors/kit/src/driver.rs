@@ -109,9 +109,14 @@ pub struct DataRecipient {
     pub inbox: Option<Arc<Inbox>>,
 }
 
-/// An actor's address that takes both kinds of data message.
-trait DataSink: Send + Sync {
+/// Where a [`DataRecipient`] delivers: an actor's address that takes both kinds of data
+/// message ([`DataRecipient::of`]), or a subscriber of its own making
+/// ([`DataRecipient::sink`]: the recorder queues readings without waking its thread).
+/// Called on the publishing driver's thread, for every reading: it must not block.
+pub trait DataSink: Send + Sync {
+    /// One reading.
     fn single(&self, d: DeviceData);
+    /// Several devices' readings of one instant.
     fn batch(&self, b: DeviceDataBatch);
 }
 
@@ -287,6 +292,11 @@ impl Inbox {
 }
 
 impl DataRecipient {
+    /// A recipient that hands every reading to `to` (on the publisher's thread).
+    pub fn sink(to: Arc<dyn DataSink>) -> Self {
+        DataRecipient { to, inbox: None }
+    }
+
     /// The recipient of an actor that handles both.
     pub fn of<A>(addr: &Addr<A>) -> Self
     where

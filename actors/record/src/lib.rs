@@ -22,9 +22,14 @@
 //!   (raw bytes as received), as the registry passes them on to the drivers (its
 //!   [`player_core::registry::Tap`]).
 //!
+//! The readings reach the recorder through a queue ([`queue`]): the drivers leave them
+//! there on their own threads, stamped with the log time, and the recorder's thread wakes
+//! only at its tick (every `chunk_seconds`) to write what came, not once per publish.
+//!
 //! Chunks are small (`chunk_bytes`, and closed at least every `chunk_seconds`), built in
 //! memory and written with one `write` each, so a server killed with SIGKILL leaves a file
-//! readable up to its last complete chunk. Files rotate by size or age: the first is the
+//! readable up to its last complete chunk (at most about `chunk_seconds` of readings are
+//! lost with it, queued or in the open chunk). Files rotate by size or age: the first is the
 //! named path, then `<stem>.1.<ext>`, `<stem>.2.<ext>`, ...
 //!
 //! A front end of the server ([`player_core::frontend`]): the `[record]` section
@@ -33,6 +38,7 @@
 #![deny(missing_docs)]
 
 pub mod layout;
+pub mod queue;
 
 use actix::prelude::*;
 use futures::future::LocalBoxFuture;
@@ -47,12 +53,12 @@ pub use player_core::registry::{Sent, Tapped};
 use player_core::settings::{
     check_seconds, FlagSpec, FrontEndSyntax, RobotSettings, Settings, SettingsError,
 };
-use player_kit::driver::{
-    DataRecipient, DeviceData, DeviceDataBatch, DeviceError, DeviceSpec, Timestamp,
-};
+use player_kit::driver::{DataRecipient, DeviceData, DeviceError, DeviceSpec, Timestamp};
+use player_kit::timer::RunEvery;
 use player_proto::device;
 use player_web::protobuf::Encoding;
 use player_web::schema::{self as foxglove, Source};
+use queue::{nanos, Queue, Queued};
 use serde::Deserialize;
 use slog::{error, info, warn, Logger};
 use std::any::Any;
@@ -328,6 +334,8 @@ pub struct RecordStats {
     pub sent: u64,
     /// Bytes written to all files.
     pub bytes: u64,
+    /// Readings not recorded because the recorder fell too far behind (its queue full).
+    pub dropped: u64,
 }
 
 /// A file that counts what is written to it and answers "where am I" without a system
@@ -507,11 +515,6 @@ fn declare(
     writer.add_channel(schema, topic, encoding, meta)
 }
 
-/// Nanoseconds since the Unix epoch.
-fn nanos(t: Timestamp) -> u64 {
-    u64::from(t.sec) * 1_000_000_000 + u64::from(t.usec) * 1000
-}
-
 /// Server → recorder: stop recording; unsubscribe, finish the file (summary and footer),
 /// and reply with the totals.
 #[derive(Message)]
@@ -534,12 +537,25 @@ pub struct Recorder {
     finishing: bool,
     /// The latest log time written (nanoseconds since the epoch).
     last_log_time: u64,
+    /// Where the subscriptions leave the readings.
+    queue: Arc<Queue>,
+    /// The readings taken from the queue, being written (kept empty in between, for its
+    /// room).
+    drained: Vec<Queued>,
     log: Logger,
 }
 
 impl Recorder {
-    /// Writes one message on channel `key`; rotates the file first when it is due.
-    fn write(&mut self, key: (usize, u8, Stream), t: Timestamp, seq: u32, data: &[u8]) {
+    /// Writes one message on channel `key`, come at `log_time` (nanoseconds since the
+    /// epoch); rotates the file first when it is due.
+    fn write(
+        &mut self,
+        key: (usize, u8, Stream),
+        t: Timestamp,
+        seq: u32,
+        data: &[u8],
+        log_time: u64,
+    ) {
         self.rotate_if_due();
         let Some(out) = self.out.as_mut() else {
             return;
@@ -547,10 +563,10 @@ impl Recorder {
         let Some(&channel_id) = out.channels.get(&key) else {
             return;
         };
-        // One clock for every channel's log time: the recorder's, when the message comes
+        // One clock for every channel's log time: the recorder's, when the message came
         // (never going back); the driver's own timestamp, when it has one, is the publish
         // time.
-        let now = nanos(Timestamp::now()).max(self.last_log_time);
+        let now = log_time.max(self.last_log_time);
         self.last_log_time = now;
         let published = match nanos(t) {
             0 => now,
@@ -568,7 +584,24 @@ impl Recorder {
         }
     }
 
-    fn reading(&mut self, robot: usize, d: &DeviceData) {
+    /// Writes everything queued, in the order it came.
+    fn drain(&mut self) {
+        let mut drained = std::mem::take(&mut self.drained);
+        let dropped = self.queue.take(&mut drained);
+        if dropped > 0 {
+            self.stats.dropped += dropped;
+            warn!(self.log, "recording fell behind: readings not recorded"; "readings" => dropped);
+        }
+        for q in &drained {
+            for d in q.readings.as_slice() {
+                self.reading(q.robot, d, q.log_time);
+            }
+        }
+        drained.clear();
+        self.drained = drained;
+    }
+
+    fn reading(&mut self, robot: usize, d: &DeviceData, log_time: u64) {
         // The same reading again (sent to a newly subscribed reader) or an older one is
         // not written; a driver that numbers afresh is (the kit's one rule).
         let gate = self.last_seq.entry((robot, d.device)).or_default();
@@ -583,6 +616,7 @@ impl Recorder {
             d.timestamp,
             d.seq as u32,
             &d.data,
+            log_time,
         );
         self.stats.readings += 1;
         if self.settings.foxglove {
@@ -593,6 +627,7 @@ impl Recorder {
                         d.timestamp,
                         d.seq as u32,
                         &bytes,
+                        log_time,
                     );
                 }
             }
@@ -653,14 +688,15 @@ impl Recorder {
         if self.finishing {
             return;
         }
-        let (Some(tap), Some(holdings)) = (self.taps.get(ri), self.holdings.get_mut(ri)) else {
+        let Some(holdings) = self.holdings.get_mut(ri) else {
             return;
         };
+        let queue = &self.queue;
         holdings.want_in(
             ctx,
             code,
             Access::new(true, false),
-            || DataRecipient::of(tap),
+            || DataRecipient::sink(queue.sink(ri)),
             move |act: &mut Self| act.holdings.get_mut(ri),
             move |act, granted, ctx| act.granted(ri, code, granted, ctx),
         );
@@ -713,8 +749,11 @@ impl Actor for Recorder {
                 0,
             );
         }
+        // On the thread's precise timer: one wake-up a period (tokio's interval wakes twice
+        // beyond 64 ms).
         let every = Duration::from_secs_f64(self.settings.chunk_seconds);
-        ctx.run_interval(every, |act, _| {
+        ctx.run_every(every, |act, _| {
+            act.drain();
             act.rotate_if_due();
             if let Some(out) = act.out.as_mut() {
                 if out.pending > 0 {
@@ -755,21 +794,16 @@ impl Handler<Begin> for Recorder {
     }
 }
 
-impl Handler<Tagged<DeviceData>> for Recorder {
+/// Queue → recorder: much is queued; drain before the tick.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Drain;
+
+impl Handler<Drain> for Recorder {
     type Result = ();
 
-    fn handle(&mut self, msg: Tagged<DeviceData>, _ctx: &mut Self::Context) {
-        self.reading(msg.robot, &msg.message);
-    }
-}
-
-impl Handler<Tagged<DeviceDataBatch>> for Recorder {
-    type Result = ();
-
-    fn handle(&mut self, msg: Tagged<DeviceDataBatch>, _ctx: &mut Self::Context) {
-        for d in msg.message.0.iter() {
-            self.reading(msg.robot, d);
-        }
+    fn handle(&mut self, _msg: Drain, _ctx: &mut Self::Context) {
+        self.drain();
     }
 }
 
@@ -777,6 +811,8 @@ impl Handler<Tagged<Tapped>> for Recorder {
     type Result = ();
 
     fn handle(&mut self, msg: Tagged<Tapped>, _ctx: &mut Self::Context) {
+        // The readings that came before it first, so the file keeps the order.
+        self.drain();
         let t = msg.message;
         self.stats.sent += 1;
         let seq = self.stats.sent as u32;
@@ -785,6 +821,7 @@ impl Handler<Tagged<Tapped>> for Recorder {
             t.timestamp,
             seq,
             &t.payload,
+            nanos(Timestamp::now()),
         );
     }
 }
@@ -797,8 +834,10 @@ impl Handler<Finish> for Recorder {
         for h in &mut self.holdings {
             h.leave();
         }
+        self.drain();
+        self.queue.close();
         self.close();
-        info!(self.log, "recording finished"; "files" => self.stats.files.len(), "readings" => self.stats.readings, "commands_and_configs" => self.stats.sent, "bytes" => self.stats.bytes);
+        info!(self.log, "recording finished"; "files" => self.stats.files.len(), "readings" => self.stats.readings, "commands_and_configs" => self.stats.sent, "bytes" => self.stats.bytes, "dropped" => self.stats.dropped);
         ctx.stop();
         MessageResult(std::mem::take(&mut self.stats))
     }
@@ -844,10 +883,23 @@ impl RecorderHandle {
             refused: HashMap::new(),
             finishing: false,
             last_log_time: 0,
+            queue: Queue::new(|| {}),
+            drained: Vec::new(),
             log,
         };
         let arbiter = Arbiter::new();
-        let addr = Recorder::start_in_arbiter(&arbiter.handle(), move |_| recorder);
+        let addr = Recorder::start_in_arbiter(&arbiter.handle(), move |ctx| {
+            // Weak: the queue lives as long as the subscriptions, not the recorder.
+            let me = ctx.address().downgrade();
+            Recorder {
+                queue: Queue::new(move || {
+                    if let Some(me) = me.upgrade() {
+                        me.do_send(Drain);
+                    }
+                }),
+                ..recorder
+            }
+        });
         let taps: Vec<Addr<RobotTap<Recorder>>> = (0..robots)
             .map(|robot| {
                 let recorder = addr.clone();

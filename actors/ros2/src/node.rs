@@ -574,6 +574,15 @@ impl BridgeRobot for RobotNode {
         }
     }
 
+    /// Nobody listens to a topic, no `cmd_vel` within the hold, no goal held, the map (if
+    /// any) fetched, no refused samples lately.
+    fn quiet(&self) -> bool {
+        !self.matched.iter().any(|&m| m)
+            && self.last_command.is_none()
+            && self.nav_quiet()
+            && self.parts.no_refusals_lately()
+    }
+
     fn no_commands(&mut self, _code: u8) {
         warn!(
             self.parts.log,

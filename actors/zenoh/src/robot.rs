@@ -420,6 +420,18 @@ impl BridgeRobot for ZenohRobot {
         }
     }
 
+    /// Nobody listens to a device or commands it, nothing is held and nothing failed.
+    fn quiet(&self) -> bool {
+        let idle = Access::default();
+        self.devs
+            .values()
+            .all(|d| !d.matching && !d.commanding && d.failed_at.is_none())
+            && self
+                .codes
+                .iter()
+                .all(|&c| self.parts.holdings.held(c).unwrap_or_default() == idle)
+    }
+
     fn no_commands(&mut self, code: u8) {
         self.warn_throttled(
             "no commands",

@@ -17,8 +17,9 @@
 pub mod robot;
 
 pub use robot::{
-    attach, detach, estop, flush, stopped, sync, take_reading, Attach, BridgeParts, BridgeRobot,
-    CommandsReady, Detach, Flush, Mailbox, Matching, Slot, Stats, Waiting, TICK,
+    attach, detach, estop, flush, stopped, sync, take_reading, tick_as_needed, Attach, BridgeParts,
+    BridgeRobot, CommandsReady, Detach, Flush, Mailbox, Matching, Slot, Stats, Waiting, QUIET_TICK,
+    TICK,
 };
 
 use actix::prelude::*;

@@ -181,6 +181,11 @@ impl MapDownload {
     pub fn done(&self) -> bool {
         self.done
     }
+
+    /// Whether tiles of the current map are still to come (asked or not yet).
+    pub fn downloading(&self) -> bool {
+        self.next < self.tiles.len()
+    }
 }
 
 /// A pose in the map: x, y (m), heading (rad).

@@ -9,7 +9,8 @@
 //!   and [`CLIENT_TOTAL`] in all, per [`CLIENT_WINDOW`]; the rest are folded: counted, and
 //!   the next line of that client that gets through carries the count as `folded`. A client that has lines folded and then
 //!   falls silent gets a line of its own saying how many ("log lines folded"), one window
-//!   after its last line, from a background thread. At most [`MAX_CLIENTS`] are tracked;
+//!   after its last line, from a background thread (which sleeps without a timer while no
+//!   client is tracked: an idle server does not wake for it). At most [`MAX_CLIENTS`] are tracked;
 //!   past that, new ones share one allowance ("other clients").
 //! - **Per place** (the backstop): whoever causes them, at most [`PLACE_BURST`] records per
 //!   [`PLACE_WINDOW`] from one place; the next one let through carries the count of the
@@ -24,7 +25,7 @@ use player_kit::log::Throttle;
 use slog::{BorrowedKV, Drain, Level, OwnedKVList, Record, RecordLocation, RecordStatic, SingleKV};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 /// Lines one client may log from one place in the code per [`CLIENT_WINDOW`].
@@ -98,6 +99,30 @@ struct Shared<D> {
     inner: D,
     config: LimitsConfig,
     state: Mutex<State>,
+    /// Wakes the flusher thread (if any) when a first client is tracked, and when these
+    /// limits go.
+    park: Arc<Park>,
+}
+
+/// Where the flusher thread sleeps while no client is tracked.
+#[derive(Default)]
+struct Park {
+    /// A client came (or the limits went) since the thread last looked.
+    woken: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Park {
+    fn wake(&self) {
+        *self.woken.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.cv.notify_one();
+    }
+}
+
+impl<D> Drop for Shared<D> {
+    fn drop(&mut self) {
+        self.park.wake();
+    }
 }
 
 /// The per-client and per-place limits in front of `D` (see the module's documentation).
@@ -121,21 +146,44 @@ impl<D: Drain<Ok = (), Err = slog::Never> + Send + Sync + 'static> Limits<D> {
                 clients: HashMap::new(),
                 places: Throttle::new(config.place_window, config.place_burst),
             }),
+            park: Arc::default(),
         }))
     }
 
-    /// [`Limits::new`] with a thread that calls [`Limits::flush`] every second for as long
-    /// as a clone of these limits lives.
+    /// [`Limits::new`] with a thread that calls [`Limits::flush`] every second while some
+    /// client is tracked, and sleeps without a timer while none is, for as long as a clone
+    /// of these limits lives.
     pub fn with_flusher(inner: D, config: LimitsConfig) -> Self {
         let limits = Limits::new(inner, config);
         let weak: Weak<Shared<D>> = Arc::downgrade(&limits.0);
+        let park = limits.0.park.clone();
         let _ = std::thread::Builder::new()
             .name("log-limits".into())
             .spawn(move || loop {
-                std::thread::sleep(Duration::from_secs(1));
-                match weak.upgrade() {
-                    Some(shared) => Limits(shared).flush(Instant::now()),
+                // Cleared before looking, so a client tracked after the look wakes the wait.
+                *park.woken.lock().unwrap_or_else(|e| e.into_inner()) = false;
+                let tracking = match weak.upgrade() {
+                    Some(shared) => !shared
+                        .state
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .clients
+                        .is_empty(),
                     None => return,
+                };
+                if tracking {
+                    std::thread::sleep(Duration::from_secs(1));
+                    match weak.upgrade() {
+                        Some(shared) => Limits(shared).flush(Instant::now()),
+                        None => return,
+                    }
+                } else {
+                    let woken = park.woken.lock().unwrap_or_else(|e| e.into_inner());
+                    drop(
+                        park.cv
+                            .wait_while(woken, |w| !*w)
+                            .unwrap_or_else(|e| e.into_inner()),
+                    );
                 }
             });
         limits
@@ -203,6 +251,10 @@ impl<D: Drain<Ok = (), Err = slog::Never> + Send + Sync + 'static> Limits<D> {
                 }
             }
             let config = self.0.config;
+            if st.clients.is_empty() {
+                // The first client tracked: the flusher thread has work again.
+                self.0.park.wake();
+            }
             let c = st.clients.entry(name.clone()).or_insert_with(|| Client {
                 throttle: Throttle::new(config.client_window, config.client_burst),
                 total: Throttle::new(config.client_window, config.client_total),

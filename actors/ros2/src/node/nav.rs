@@ -313,6 +313,17 @@ impl RobotNode {
 
     /// Every tick: the node's own address for answers, `M` held for the latched map, the
     /// next tile, particles and the plan when due, write access to `G` as wanted.
+    /// Whether the navigation topics need no tick: the first tick has run, the map (if
+    /// the node publishes it) is asked for and not being fetched, and no goal is held.
+    pub(super) fn nav_quiet(&self) -> bool {
+        let n = &self.nav;
+        n.me.is_some()
+            && (n.map_wanted || !self.topics.contains(&Topic::Map))
+            && !n.map.downloading()
+            && !n.goal_write
+            && n.goal_at.is_none()
+    }
+
     pub(super) fn nav_tick(&mut self, ctx: &mut Context<Self>) {
         if self.nav.me.is_none() {
             self.nav.me = Some(ctx.address().recipient());

@@ -33,10 +33,20 @@ use std::time::{Duration, Instant, SystemTime};
 /// How often a robot actor's tick runs ([`BridgeRobot::tick`]).
 pub const TICK: Duration = Duration::from_millis(250);
 
+/// How often it runs while the actor is quiet ([`BridgeRobot::quiet`]: nobody on the
+/// network listens or commands): an idle server's bridges wake their threads once in this
+/// long each, not eight times a second (tokio's interval woke twice a tick). On the
+/// precise timer's grid, so every quiet actor of a thread wakes it once. What a quiet tick
+/// still looks after (samples refused while quiet) waits at most this long.
+pub const QUIET_TICK: Duration = Duration::from_secs(4);
+
 /// At most one warning per this about the samples a robot actor's callbacks refused
 /// ([`BridgeParts::log_refused`]): a peer sending garbage at any rate costs one line a
 /// second, with how many and why the newest was refused.
 pub const REFUSED_LOG_EVERY: Duration = Duration::from_secs(1);
+
+/// How long after its last warning about refused samples an actor may be quiet again.
+const REFUSALS_QUIET: Duration = Duration::from_secs(10);
 
 /// Front end → one of its robot actors: leave the registry (a device it commanded stops),
 /// drop what it publishes on and stop (server shutdown).
@@ -227,6 +237,8 @@ pub struct BridgeParts<C> {
     /// Refused samples already logged, and when the last warning was.
     refused_logged: (u64, Option<Instant>),
     detached: bool,
+    /// The tick running, and whether at the quiet period ([`tick_as_needed`]).
+    ticking: Option<(SpawnHandle, bool)>,
 }
 
 impl<C> BridgeParts<C> {
@@ -243,6 +255,7 @@ impl<C> BridgeParts<C> {
             watchdogs: HashMap::new(),
             refused_logged: (0, None),
             detached: false,
+            ticking: None,
         }
     }
 
@@ -263,6 +276,15 @@ impl<C> BridgeParts<C> {
             .clone();
         warn!(self.log, "{}", what; "count" => now - logged, "newest" => why);
         self.refused_logged = (now, Some(Instant::now()));
+    }
+
+    /// Whether no sample was refused lately: every refusal is logged and the newest warning
+    /// is older than the throttle's window (10 s). An actor with refusals to report is not
+    /// quiet ([`BridgeRobot::quiet`]), so they are reported at [`TICK`]; a refusal that
+    /// comes while it is quiet is seen at its next quiet tick.
+    pub fn no_refusals_lately(&self) -> bool {
+        let (logged, last) = self.refused_logged;
+        self.mailbox.refused() == logged && last.is_none_or(|t| t.elapsed() >= REFUSALS_QUIET)
     }
 
     /// Whether a command for `code` sent at `sent` is older than the device's watchdog
@@ -415,8 +437,15 @@ pub trait BridgeRobot: Actor<Context = Context<Self>> + Sized {
     /// The commands its callbacks left ([`Mailbox::commands`], taken).
     fn commands(&mut self, commands: Self::Commands, ctx: &mut Context<Self>);
 
-    /// Every [`TICK`]: what holds expire, what failed to retry.
+    /// Every [`TICK`] ([`QUIET_TICK`] while quiet): what holds expire, what failed to
+    /// retry.
     fn tick(&mut self, ctx: &mut Context<Self>);
+
+    /// Whether nothing its tick looks after can come due soon: nobody listens, nothing is
+    /// commanded (so the tick may run every [`QUIET_TICK`]). Default: never quiet.
+    fn quiet(&self) -> bool {
+        false
+    }
 
     /// Write access to `code` was granted, but the device takes no commands.
     fn no_commands(&mut self, code: u8);
@@ -424,6 +453,28 @@ pub trait BridgeRobot: Actor<Context = Context<Self>> + Sized {
     /// The registry answered the newest request for `code`: granted, or why not (a
     /// refusal is logged already).
     fn answered(&mut self, _code: u8, _granted: Result<(), &DeviceError>) {}
+}
+
+/// Runs the actor's tick at the period it needs now: [`TICK`], or [`QUIET_TICK`] while it
+/// is quiet. Called as the actor starts, after each tick and after each message that may
+/// end the quiet (a subscriber matched, commands came), on the thread's precise timer (one
+/// wake-up a period; tokio's interval wakes twice beyond 64 ms).
+pub fn tick_as_needed<R: BridgeRobot>(r: &mut R, ctx: &mut Context<R>) {
+    use player_kit::timer::RunEvery;
+    let quiet = r.quiet();
+    match r.parts().ticking {
+        Some((_, q)) if q == quiet => return,
+        Some((h, _)) => {
+            ctx.cancel_future(h);
+        }
+        None => {}
+    }
+    let period = if quiet { QUIET_TICK } else { TICK };
+    let h = ctx.run_every(period, |act: &mut R, ctx| {
+        act.tick(ctx);
+        tick_as_needed(act, ctx);
+    });
+    r.parts().ticking = Some((h, quiet));
 }
 
 /// Brings the registry's view of the actor's access to `code` in line with what it wants
@@ -559,11 +610,7 @@ macro_rules! bridge_robot_handlers {
             type Context = $crate::__actix::Context<Self>;
 
             fn started(&mut self, ctx: &mut Self::Context) {
-                $crate::__actix::AsyncContext::run_interval(
-                    ctx,
-                    $crate::frontend::bridge::TICK,
-                    |act, ctx| $crate::frontend::bridge::BridgeRobot::tick(act, ctx),
-                );
+                $crate::frontend::bridge::tick_as_needed(self, ctx);
             }
 
             fn stopped(&mut self, _ctx: &mut Self::Context) {
@@ -613,6 +660,7 @@ macro_rules! bridge_robot_handlers {
                 if let Some(code) = changed {
                     $crate::frontend::bridge::sync(self, code, ctx);
                 }
+                $crate::frontend::bridge::tick_as_needed(self, ctx);
             }
         }
         impl $crate::__actix::Handler<$crate::frontend::bridge::CommandsReady> for $t {
@@ -627,6 +675,7 @@ macro_rules! bridge_robot_handlers {
                     .commands
                     .take();
                 $crate::frontend::bridge::BridgeRobot::commands(self, commands, ctx);
+                $crate::frontend::bridge::tick_as_needed(self, ctx);
             }
         }
         impl $crate::__actix::Handler<$crate::frontend::bridge::Flush> for $t {

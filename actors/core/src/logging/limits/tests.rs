@@ -172,6 +172,45 @@ fn a_client_that_falls_silent_with_lines_folded_gets_a_line_saying_how_many() {
 }
 
 #[test]
+fn the_flusher_thread_sleeps_while_no_client_is_tracked_and_reports_folds_once_one_is() {
+    let lines = Lines::default();
+    let config = LimitsConfig {
+        client_burst: 1,
+        client_total: 1000,
+        client_window: Duration::from_millis(300),
+        place_burst: 1000,
+        place_window: Duration::from_secs(1),
+    };
+    let l = Limits::with_flusher(lines.clone(), config);
+    // Nobody tracked: the thread is parked on its condition variable (no timer); a client
+    // with lines folded wakes it, and a second later it reports them.
+    std::thread::sleep(Duration::from_millis(200));
+    let c = || Some("10.0.0.7:5".to_string());
+    assert!(l.admit(c(), HERE, Instant::now()).is_some());
+    assert_eq!(l.admit(c(), HERE, Instant::now()), None);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while lines.all().is_empty() {
+        assert!(Instant::now() < deadline, "the fold was never reported");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(lines.all(), ["log lines folded client=10.0.0.7 folded=1"]);
+    // Forgotten once idle: the thread parks again, and wakes for the next client.
+    while !l.state().clients.is_empty() {
+        assert!(Instant::now() < deadline, "the client was never forgotten");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(l.admit(c(), HERE, Instant::now()).is_some());
+    assert_eq!(l.admit(c(), HERE, Instant::now()), None);
+    while lines.all().len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the second fold was never reported"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
 fn records_through_a_logger_carry_the_counts_and_are_attributed_by_client_or_opener() {
     let (l, lines) = limits(2, 1000);
     let log = Logger::root(l.clone(), o!());
