@@ -6,7 +6,13 @@
 //! controllers, a goal in a wall refused with state 5 and a notice, the e-stop (wheels
 //! stopped within 0.2 s of simulated time, state 6, goals refused until the release), a
 //! client's own `c p` pre-empting (state 7 and the notice), cancel stopping the base, and
-//! goals needing write access to `G`.
+//! goals needing write access to `G`. And the maze tour with `amcl` in the loop
+//! (`common/tour.rs`, the pose from `H`, the truth from the world's log): two seeded goals
+//! at most 4 m apart per controller, each reached within the tolerance, without a collision and within twice
+//! the shortest path's time (`cargo bench --bench nav_tour` runs the 20).
+
+#[path = "common/tour.rs"]
+mod tour;
 
 use player::settings::Settings;
 use player_proto::ext::kind;
@@ -371,4 +377,39 @@ fn cancel_stops_the_base() {
     let stopped = n.until_p(TIMEOUT, "stopped", |p| p.speed == 0);
     let later = n.until_p(TIMEOUT, "a second later", |p| p.time >= stopped.time + 1000);
     assert_eq!((later.x, later.speed), (stopped.x, 0));
+}
+
+/// `n` seeded goals with `controller` (top speed `max_speed` m/s, top turn rate `max_turn`
+/// deg/s) and `amcl` in the loop,
+/// as the bench tours: each reached, no collision, within 2x the shortest time.
+fn tour_with_amcl(controller: &str, max_speed: f64, max_turn: f64, n: usize) {
+    // Goals at most 4 m apart: the tour's in a minute or so (VFH+ drives at 200 mm/s).
+    let goals = tour::goals(&tour::maze_map(), n, 7, 4.0);
+    let mut t = tour::Tour::start("test", controller);
+    for g in goals {
+        let o = t.go(g, |len| 3.0 * len / max_speed + 20.0);
+        eprintln!("{controller}: {o:?}");
+        let ideal = o.shortest_time(max_speed, max_turn.to_radians());
+        assert!(
+            o.reached() && o.collisions == 0 && o.seconds <= 2.0 * ideal,
+            "{controller}: goal ({:.2}, {:.2}): state {}, {:.1} s against {ideal:.1} s, off {:?}, {} collisions, notices {:?}",
+            o.goal.x,
+            o.goal.y,
+            o.state,
+            o.seconds,
+            o.error,
+            o.collisions,
+            o.notices
+        );
+    }
+}
+
+#[test]
+fn the_maze_tour_with_amcl_in_the_loop_pure_pursuit() {
+    tour_with_amcl("pure_pursuit", 0.5, 100.0, 2);
+}
+
+#[test]
+fn the_maze_tour_with_amcl_in_the_loop_vfh() {
+    tour_with_amcl("vfh", 0.2, 40.0, 2);
 }

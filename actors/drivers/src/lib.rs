@@ -15,6 +15,7 @@
 //! - [`replay`]: a recording (MCAP, as `-record` writes it) served as the robot's devices.
 //! - [`mapfile`]: an occupancy grid map (a file, or the simulated world) as the map device
 //!   `M` (`player_nav`'s loaders, `player_sim`'s rasteriser).
+//! - [`odom`]: the base's odometry readings (`P` or `p`) decoded, for `amcl` and `wavefront`.
 //! - [`amcl`]: where the robot is on a map (`player_nav`'s particle filter over the
 //!   base's odometry, a laser and the map device), served as the localize device `H` and
 //!   optionally a map-frame `p`.
@@ -40,6 +41,7 @@ pub mod bench;
 pub mod create;
 pub mod laser;
 pub mod mapfile;
+pub mod odom;
 pub mod p2os;
 mod params;
 pub mod passthrough;

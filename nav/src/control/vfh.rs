@@ -10,7 +10,10 @@
 //!    lies at or beyond the laser's range in its direction (Player's rule: the hit and its
 //!    shadow), and adds its magnitude `((R - d) [mm])^4 / 1e8` (R the window's radius,
 //!    Player's 3000 mm) to every sector within the enlargement angle
-//!    `asin((robot_radius + safety_dist) / d)` of its direction;
+//!    `asin((robot_radius + safety_dist) / d)` of its direction; on the final approach
+//!    (the target is the goal) cells farther than the goal plus that enlargement are left
+//!    out (ours: nothing beyond the goal can be hit on the way to it, and a goal in a dead
+//!    end was otherwise walled off by the end wall behind it);
 //! 2. the **binary histogram**: a sector is blocked above `obs_cutoff`, free below
 //!    `free_space_cutoff`, as before in between (hysteresis; Player's defaults make the
 //!    two equal);
@@ -55,7 +58,8 @@ pub struct VfhParams {
     pub max_turn: f64,
     /// Speed increase per second at most, m/s^2 (Player 2.0's `max_acceleration`: 0.2).
     pub max_acceleration: f64,
-    /// A sector is free below this (Player: 2,000,000).
+    /// A sector is free below this (Player: 2,000,000; ours 4,000,000, scaled for 1.2 m
+    /// corridors: docs/navigation.md, "The local controllers").
     pub free_space_cutoff: f64,
     /// A sector is blocked above this (Player: the same as `free_space_cutoff`).
     pub obs_cutoff: f64,
@@ -86,8 +90,8 @@ impl Default for VfhParams {
             max_speed: 0.2,
             max_turn: 40f64.to_radians(),
             max_acceleration: 0.2,
-            free_space_cutoff: 2_000_000.0,
-            obs_cutoff: 2_000_000.0,
+            free_space_cutoff: 4_000_000.0,
+            obs_cutoff: 4_000_000.0,
             weight_desired_dir: 5.0,
             weight_current_dir: 3.0,
             waypoint_tolerance: 0.5,
@@ -246,7 +250,16 @@ impl Vfh {
                 blocked,
             };
         }
-        let Some(dir) = self.choose(scan, speed.max(0.0), bearing) else {
+        // On the final approach the window ends just beyond the goal: what lies farther
+        // than the goal plus the enlargement cannot be reached on the way there, and a goal
+        // in a dead end would otherwise be walled off by the end wall behind it.
+        let dist_goal = (goal.x - pose.x).hypot(goal.y - pose.y);
+        let window = if self.current + 1 >= self.waypoints.len() {
+            dist_goal + self.p.robot_radius + self.p.safety_dist
+        } else {
+            f64::INFINITY
+        };
+        let Some(dir) = self.choose(scan, speed.max(0.0), bearing, window) else {
             // Hemmed in: stop and turn in place, towards the target's side.
             let side = if bearing >= 0.0 { 1.0 } else { -1.0 };
             return Output {
@@ -256,7 +269,6 @@ impl Vfh {
             };
         };
         let turn = (dir / 75f64.to_radians() * max_turn).clamp(-max_turn, max_turn);
-        let dist_goal = (goal.x - pose.x).hypot(goal.y - pose.y);
         let mut v = self.p.max_speed * (1.0 - dir.abs() / FRAC_PI_2).max(0.0);
         v = v.min((self.p.approach_gain * dist_goal).max(0.05));
         v = v.min(speed.max(0.0) + self.p.max_acceleration * dt.max(0.0));
@@ -268,14 +280,15 @@ impl Vfh {
     }
 
     /// Steps 1-4 of the module documentation: the direction to take (radians from the
-    /// heading), or `None` when every direction is blocked.
-    fn choose(&mut self, scan: &Scan, speed: f64, target: f64) -> Option<f64> {
+    /// heading), or `None` when every direction is blocked. Cells farther than `window`
+    /// are left out.
+    fn choose(&mut self, scan: &Scan, speed: f64, target: f64, window: f64) -> Option<f64> {
         let n = self.sectors;
         // 1. Primary histogram.
         let mut hist = vec![0.0f64; n];
         let mut occupied = vec![false; self.cells.len()];
         for (k, c) in self.cells.iter().enumerate() {
-            if c.dist + self.p.cell_size / 2.0 > scan.range_towards(c.dir) {
+            if c.dist <= window && c.dist + self.p.cell_size / 2.0 > scan.range_towards(c.dir) {
                 occupied[k] = true;
                 for &s in &c.sectors {
                     hist[s as usize] += c.magnitude;

@@ -10,57 +10,10 @@ use player_nav::scan::Scan;
 use player_proto::data::{Laser, Position};
 use player_proto::nav::{Hypothesis, Localize, Particle, Particles, SetPose};
 use player_proto::nav::{MAX_HYPOTHESES, MAX_PARTICLES_PER_ANSWER};
-use player_proto::odometry::{Odometry, ARCSEC_PER_RAD};
+use player_proto::odometry::ARCSEC_PER_RAD;
 use player_proto::scan::Scan as FullScan;
 
-/// One odometry reading in the filter's units, with what the map-frame `p` copies.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Odom {
-    /// The pose in the odometry frame.
-    pub pose: Pose,
-    /// The reading's time field, ms since the server started.
-    pub time: u32,
-    /// Speed, mm/s.
-    pub speed: i32,
-    /// Turn rate, degrees/s.
-    pub turn_rate: f64,
-    /// The compass, degrees (a `p`-layout reading only).
-    pub compass: Option<u16>,
-    /// Stall.
-    pub stall: u8,
-}
-
-/// Decodes odometry: 25 bytes of `P`, or 21 bytes of `p`'s layout; `None` otherwise.
-pub fn odometry(b: &[u8]) -> Option<Odom> {
-    if b.len() == Odometry::SIZE {
-        let o = Odometry::decode(b).ok()?;
-        return Some(Odom {
-            pose: Pose::new(
-                f64::from(o.x) / 1000.0,
-                f64::from(o.y) / 1000.0,
-                normalize(o.heading_rad()),
-            ),
-            time: o.time,
-            speed: o.speed,
-            turn_rate: f64::from(o.turn_rate) / 3600.0,
-            compass: None,
-            stall: o.stall,
-        });
-    }
-    let p = Position::decode(b).ok()?;
-    Some(Odom {
-        pose: Pose::new(
-            f64::from(p.x) / 1000.0,
-            f64::from(p.y) / 1000.0,
-            normalize(f64::from(p.heading).to_radians()),
-        ),
-        time: p.time,
-        speed: i32::from(p.speed),
-        turn_rate: f64::from(p.turn_rate),
-        compass: Some(p.compass),
-        stall: p.stall,
-    })
-}
+pub use crate::odom::{odometry, Odom};
 
 /// The pose `t` of the way from `a` to `b` (0 at `a`, 1 at `b`): position and heading
 /// each linearly.

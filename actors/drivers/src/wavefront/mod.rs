@@ -19,9 +19,9 @@
 //!   writer of `G` leaving: the goal cancelled; a goal off the map or in an obstacle:
 //!   state 5 and a notice (kind `c`) to the client that sent it, saying why.
 //!
-//! The map comes from the map device's tiles, asked for through the registry with the
-//! driver itself as the answers' recipient ([`inputs::MapLoad`]), again whenever the map's
-//! id changes.
+//! The map is the map device's occupancy grid, handed over inside the server by the map
+//! driver ([`DeviceSource::grid`], as `amcl` gets it), fetched again whenever the map's id
+//! in `M` changes.
 
 pub mod inputs;
 pub mod navigator;
@@ -29,10 +29,8 @@ pub mod params;
 
 use actix::prelude::*;
 use bytes::Bytes;
-use inputs::MapLoad;
 use navigator::{Inputs, Navigator, Order};
 use params::{Checked, WavefrontParams};
-use player_kit::answer::{AnswerTo, ConfigAnswer};
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
 use player_kit::driver::{
     Command, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, DriverError,
@@ -44,7 +42,7 @@ use player_nav::control::Scan;
 use player_nav::pose::Pose;
 use player_proto::data::PositionCommand;
 use player_proto::device;
-use player_proto::nav::{code, Goal, MapInfo, Tile, Waypoints};
+use player_proto::nav::{code, Goal, MapInfo, Waypoints};
 use slog::{debug, info, warn, Logger};
 
 /// The `wavefront` driver's actor.
@@ -57,7 +55,8 @@ pub struct WavefrontDriver {
     /// Where the readings come (kept to stop reading).
     recipient: Option<DataRecipient>,
     up: bool,
-    load: Option<MapLoad>,
+    /// The id of the map whose grid is being fetched.
+    fetching: Option<u32>,
     scan: Option<Scan>,
     pose: Option<Pose>,
     speed: f64,
@@ -85,7 +84,7 @@ impl WavefrontDriver {
             writer: None,
             recipient: None,
             up: false,
-            load: None,
+            fetching: None,
             scan: None,
             pose: None,
             speed: 0.0,
@@ -183,39 +182,32 @@ impl WavefrontDriver {
         self.publish();
     }
 
-    /// The map device's reading: a map not yet loaded is asked for, tile by tile.
+    /// The map device's reading: a map other than the navigator's is fetched as the map
+    /// driver's grid and given to the navigator (its costmap built).
     fn map_info(&mut self, info: MapInfo, ctx: &mut Context<Self>) {
-        if self.nav.map_id() == Some(info.map_id)
-            || self
-                .load
-                .as_ref()
-                .is_some_and(|l| l.info().map_id == info.map_id)
-        {
+        if self.nav.map_id() == Some(info.map_id) || self.fetching == Some(info.map_id) {
             return;
         }
-        let load = match MapLoad::new(info) {
-            Ok(l) => l,
-            Err(e) => {
-                warn!(self.log, "map not loaded"; "error" => e);
+        self.fetching = Some(info.map_id);
+        let grid = self.source.grid(self.p.devices.map);
+        ctx.spawn(grid.into_actor(self).map(|g, act, _| {
+            act.fetching = None;
+            let Some(g) = g else {
+                warn!(act.log, "map not loaded: the map device gives no occupancy grid";
+                    "device" => char::from(act.p.devices.map).to_string());
+                return;
+            };
+            if act.nav.map_id() == Some(g.map_id) {
                 return;
             }
-        };
-        info!(self.log, "loading the map"; "map_id" => info.map_id, "width" => info.width,
-            "height" => info.height, "tiles" => load.tiles().len());
-        let to = ctx.address().recipient::<ConfigAnswer>();
-        for rect in load.tiles() {
-            let f = self.source.config(
-                self.p.devices.map,
-                Bytes::from(rect.encode()),
-                AnswerTo::new(self.p.devices.map, to.clone()),
-            );
-            ctx.spawn(f.into_actor(self).map(|r, act, _| {
-                if let Err(e) = r {
-                    warn!(act.log, "tile not asked for"; "error" => %e);
-                }
-            }));
-        }
-        self.load = Some(load);
+            let built = inputs::map_of(&g).and_then(|m| act.nav.set_map(&m, g.map_id));
+            match built {
+                Ok(()) => info!(act.log, "map loaded"; "map_id" => g.map_id,
+                    "width" => g.width, "height" => g.height),
+                Err(e) => warn!(act.log, "map not usable"; "error" => e),
+            }
+            act.tell_failure();
+        }));
     }
 
     /// Starts reading and holding what the driver needs.
@@ -406,34 +398,6 @@ impl Handler<HolderEvent> for WavefrontDriver {
             }
         }
         self.publish();
-    }
-}
-
-impl Handler<ConfigAnswer> for WavefrontDriver {
-    type Result = ();
-
-    /// A tile of the map being loaded.
-    fn handle(&mut self, msg: ConfigAnswer, _ctx: &mut Self::Context) {
-        for body in msg.bodies.iter() {
-            let Ok(tile) = Tile::decode(body) else {
-                warn!(self.log, "map tile not decoded"; "bytes" => body.len());
-                continue;
-            };
-            let done = self.load.as_mut().is_some_and(|l| l.put(&tile));
-            if !done {
-                continue;
-            }
-            let Some(load) = self.load.take() else {
-                continue;
-            };
-            let id = load.info().map_id;
-            let built = load.map().and_then(|m| self.nav.set_map(&m, id));
-            match built {
-                Ok(()) => info!(self.log, "map loaded"; "map_id" => id),
-                Err(e) => warn!(self.log, "map not usable"; "error" => e),
-            }
-            self.tell_failure();
-        }
     }
 }
 

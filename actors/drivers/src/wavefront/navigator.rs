@@ -17,8 +17,8 @@
 //! a robot turning to the goal's heading keeps its route). A replan first marks what the
 //! laser sees in free space (more than two cells from every obstacle of the map) on a
 //! copy of the map: a route round an obstacle the map does not have. No route on the map
-//! itself is [`PlannerState::NoPath`]; no route only because of what the laser sees is
-//! [`PlannerState::Blocked`], retried every `replan_period`.
+//! itself is [`PlannerState::NoPath`]; no route, or the goal covered, only because of what
+//! the laser sees is [`PlannerState::Blocked`], retried every `replan_period`.
 //!
 //! **States.** Idle (no goal, or disabled), planning (a goal, no map or pose yet), driving,
 //! reached, blocked, no path, e-stopped (until the latch is released; then idle and the
@@ -407,7 +407,9 @@ impl Navigator {
                 }
                 true
             }
-            Err(PlanError::NoPath) if with_overlay => {
+            // The goal was traversable on the map when it came (`check_goal`): blocked only
+            // by what the laser sees now (a localizer's error moves the walls it sees).
+            Err(PlanError::NoPath | PlanError::Blocked("goal")) if with_overlay => {
                 self.drop_route();
                 self.state = PlannerState::Blocked;
                 false

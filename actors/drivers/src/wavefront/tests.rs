@@ -267,3 +267,26 @@ fn the_planner_data_follows_the_layout() {
     assert_eq!(l.nav.data().encode().len(), 43);
     let _ = ControllerKind::Vfh;
 }
+
+#[test]
+fn a_goal_covered_only_by_what_the_laser_sees_is_blocked_not_no_path() {
+    let mut l = Loop::new("pure_pursuit");
+    // The bottom corridor is free from x 0.4 to 9.6 m; the laser sees something at the
+    // goal, 2 m ahead (as a localizer's error can put a wall there).
+    let goal = Pose::new(3.0, 1.0, 0.0);
+    l.nav.set_goal(goal);
+    let bearings: Vec<f64> = (-90..=90).map(|d| f64::from(d).to_radians()).collect();
+    let ranges: Vec<f64> = bearings
+        .iter()
+        .map(|&b| if b == 0.0 { 2.0 } else { 8.0 })
+        .collect();
+    let scan = player_nav::control::Scan::with_mount(bearings, ranges, 8.0, Pose::default());
+    l.nav.step(Inputs {
+        pose: Pose::new(1.0, 1.0, 0.0),
+        speed: 0.0,
+        scan: Some(&scan),
+        time: 0.0,
+    });
+    assert_eq!(l.nav.state(), PlannerState::Blocked);
+    assert_eq!(l.nav.take_error(), None);
+}
