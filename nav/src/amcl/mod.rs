@@ -264,6 +264,8 @@ impl Filter {
             ));
         }
         self.restart();
+        // A pose given is believed at first: the search waits its turn.
+        self.since_search = 0;
     }
 
     /// Restarts with `max_particles` poses uniform over free space (global localization).
@@ -286,6 +288,7 @@ impl Filter {
         self.fresh = vec![false; n];
         self.w_slow = 0.0;
         self.w_fast = 0.0;
+        // Global localization searches on its first update.
         self.since_search = u32::MAX;
         self.force = true;
         self.resample_pending = false;
