@@ -22,6 +22,12 @@
 //!    hypothesis stays within 0.5 m and 15 deg (goal: within 45 s in >= 18 of 20).
 //! 4. 200 carries, one every 3 s, with the filter updating throughout: no panic (goal), and
 //!    how often the filter was localized in the last second before the next carry.
+//!
+//! Diagnosis: `-- --trace global|kidnap SEED` prints one run's every update (the error,
+//! the per-beam fit at the truth and at the best hypothesis, the recovery averages, the
+//! poses injected, what the scan-matched search found); `-- --set KEY=VALUE` (repeatable)
+//! runs with a filter parameter other than the driver's default (the keys of
+//! `player_nav::amcl::Params::set`).
 
 use player_drivers::amcl::{self, AmclParams, InitialPose};
 use player_nav::amcl::{Filter, MapModel};
@@ -103,13 +109,20 @@ fn settings(seed: u64, start: Option<(f64, f64, f64)>) -> amcl::Settings {
         Some((x, y, h)) => InitialPose::Pose([x, y, h.to_degrees(), 100.0, 100.0, 5.0]),
         None => InitialPose::Word("global".into()),
     });
-    AmclParams {
+    let mut s = AmclParams {
         seed: Some(seed),
         initial_pose,
         ..AmclParams::default()
     }
     .check()
-    .expect("the driver's defaults check")
+    .expect("the driver's defaults check");
+    // `--set key=value` (repeatable): a filter parameter other than the driver's default.
+    let args: Vec<String> = std::env::args().collect();
+    for w in args.windows(2).filter(|w| w[0] == "--set") {
+        let (k, v) = w[1].split_once('=').expect("--set key=value");
+        s.filter.set(k, v).unwrap_or_else(|e| panic!("{e}"));
+    }
+    s
 }
 
 /// The robot's odometry as the `sim` driver serves `P`, decoded by the driver.
@@ -160,6 +173,64 @@ fn drive(file: &Path, seed: u64, start_at_truth: bool, seconds: f64) -> Vec<Samp
         }
     }
     out
+}
+
+/// The per-beam geometric mean likelihood of `scan` seen from `pose` (the filter's model).
+fn fit_at(filter: &Filter, scan: &player_nav::scan::Scan, pose: &Pose) -> f64 {
+    use player_nav::amcl::sensor;
+    let map = filter.model().map();
+    let field = player_nav::likelihood::LikelihoodField::from_distance(
+        filter.model().occupied().clone(),
+        filter.params().field,
+    );
+    let table = field.log_table(scan.max_range);
+    let beams = sensor::select(scan, filter.params().max_beams, map.resolution());
+    let g = sensor::sensor_in_grid(map, pose, &scan.offset);
+    let l = sensor::field_log_likelihood(map, &field, &table, &beams, g);
+    (l / beams.n_valid.max(1) as f64).exp()
+}
+
+/// `--trace global|kidnap SEED`: every update of one run, with the fit at the truth and
+/// at the best hypothesis.
+fn trace(kind: &str, seed: u64) {
+    let events = if kind == "kidnap" {
+        "[[event]]\nat = 60\nmove_to = \"random\"\n"
+    } else {
+        ""
+    };
+    let file = maze_with("trace", events);
+    let mut world = world_of(&file, seed);
+    let model = Arc::new(model_of(&world));
+    let (x, y, h) = world.robot(0).true_pose();
+    let s = settings(seed, (kind == "kidnap").then_some((x, y, h)));
+    let mut filter = Filter::new(model, s.filter.clone(), s.seed, s.init);
+    let mut avoider = player_client::avoid::LaserAvoider::default();
+    let seconds = if kind == "kidnap" { 150.0 } else { 60.0 };
+    for _ in 0..(seconds / ROUND_S).round() as usize {
+        let (speed, turn) = avoider.step(&world.laser(0));
+        world.controls(0).set_velocity(speed, turn);
+        world.run(ROUND_S);
+        let t = world.time();
+        let odom = odometry(&world, (t * 1000.0).round() as u32);
+        let bytes = world.scan(0).encode().expect("L encodes");
+        let scan = amcl::wire::full_scan(&bytes, s.laser_max, s.laser_pose).expect("L decodes");
+        if filter.update(odom, &scan) {
+            let best = filter.best().expect("a hypothesis").clone();
+            let (x, y, h) = world.robot(0).true_pose();
+            let truth = Pose::new(x / 1000.0, y / 1000.0, h);
+            let d = best.mean.distance(&truth);
+            let a = angle_diff(best.mean.theta, h).abs().to_degrees();
+            let st = filter.stats();
+            let (ws, wf) = filter.fit_averages();
+            println!(
+                "t {t:6.1} err {d:5.2} m {a:5.1} deg | best ({:5.2},{:5.2},{:4.0}) w {:.2} nh {} | fit truth {:.3} best {:.3} | w_avg {:.3} slow {:.3} fast {:.3} | n {} inj {} beta {:.3} ess {:.0} exp {}",
+                best.mean.x, best.mean.y, best.mean.theta.to_degrees(), best.weight,
+                filter.hypotheses().len(),
+                fit_at(&filter, &scan, &truth), fit_at(&filter, &scan, &best.mean),
+                st.w_avg, ws, wf, st.particles, st.injected, st.beta, st.ess, st.expansions
+            );
+        }
+    }
 }
 
 /// The first update's time from which every later one (from `from` s on) is localized;
@@ -227,6 +298,13 @@ fn times(ts: &[Outcome]) -> String {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--trace") {
+        let kind = args.get(i + 1).map_or("global", |s| s.as_str());
+        let seed = args.get(i + 2).and_then(|s| s.parse().ok()).unwrap_or(1);
+        trace(kind, seed);
+        return;
+    }
     let quick = std::env::args().any(|a| a == "--quick");
     let z = if quick {
         Sizes {

@@ -495,3 +495,64 @@ devices = ["H"]
     }
     assert!(moved, "the replayed robot drove, and H followed it");
 }
+
+/// Reads the map-frame `p` (the held command sent again on each reading) until `f`
+/// accepts a reading.
+fn until_p(
+    c: &mut Client,
+    what: &str,
+    f: impl Fn(&player_proto::data::Position) -> bool,
+) -> player_proto::data::Position {
+    let end = Instant::now() + TIMEOUT;
+    loop {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        let p = c.next_position();
+        if f(&p) {
+            return p;
+        }
+    }
+}
+
+#[test]
+fn the_estop_stops_a_base_driven_through_the_map_frame_p_until_released() {
+    let mut r = Rig::start(
+        "estop",
+        "initial_pose = [1000, 1000, 0, 100, 100, 5]\nparticles = [500, 2000]\nseed = 3",
+    );
+    r.c.config(b'y', b'e', &[1]);
+    let mut bystander = Client::connect(r.server.addr());
+    // Driving east along the corridor through amcl's `p` (the base is `O`).
+    r.c.drive(300, 0);
+    let moving = until_p(&mut r.c, "moving", |p| p.speed > 200);
+    // Latched by another client right after the reading `moving`: every reading from
+    // 0.2 s of simulated time after it shows the wheels still.
+    bystander.config(b'y', b'E', &[1]);
+    let first = until_p(&mut r.c, "0.2 s later", |p| p.time >= moving.time + 200);
+    assert_eq!(
+        (first.speed, first.turn_rate),
+        (0, 0),
+        "{moving:?} -> {first:?}"
+    );
+    // The client keeps commanding through `p` (its held command, every reading): refused,
+    // and it is told why.
+    let (dev, text) = r.c.wait_notice(b'c', Duration::from_secs(3));
+    assert_eq!(dev, b'p');
+    assert!(text.contains("emergency stop"), "{text}");
+    let still = until_p(&mut r.c, "a reading", |_| true);
+    for _ in 0..10 {
+        let p = until_p(&mut r.c, "still", |_| true);
+        assert_eq!((p.speed, p.turn_rate), (0, 0), "{p:?}");
+        let moved = f64::from(p.x - still.x).hypot(f64::from(p.y - still.y));
+        // The map-frame pose may shift as the filter settles, never by a drive.
+        assert!(
+            moved < 30.0,
+            "moved {moved:.0} mm while latched: {still:?} -> {p:?}"
+        );
+    }
+    // Released: the same commands through `p` drive the base again.
+    bystander.config(b'y', b'E', &[0]);
+    r.c.wait_notice(b'e', Duration::from_secs(3));
+    let again = until_p(&mut r.c, "moving again", |p| p.speed > 200);
+    assert!(again.time > first.time);
+    r.server.shutdown();
+}

@@ -21,6 +21,10 @@
 //! 4. **Recovery** (augmented MCL, Thrun et al. table 8.3): short- and long-term averages
 //!    of that fit (`alpha_fast`, `alpha_slow`); once the short one falls below
 //!    `recovery_ratio` of the long one, the next resampling injects random poses.
+//!    Then the scan-matched search ([`search`]): every few updates the map is searched for
+//!    the poses the scan fits best; one that fits clearly better than every particle
+//!    replaces the lightest particles (a wrong pose held from the start, or a carried
+//!    robot, is found in seconds rather than minutes or never).
 //! 5. **Hypotheses**: the weighted particles are clustered ([`cluster`]), heaviest first.
 //! 6. **Resampling** is asked for the next update only when the effective sample size
 //!    `1 / sum w^2` falls below `resample_ess` times the count (selective resampling,
@@ -35,6 +39,7 @@
 pub mod cluster;
 pub mod motion;
 mod params;
+pub mod search;
 pub mod sensor;
 #[cfg(test)]
 mod tests;
@@ -44,7 +49,7 @@ use std::sync::{Arc, OnceLock};
 use crate::distance::DistanceField;
 use crate::likelihood::LikelihoodField;
 use crate::map::Map;
-use crate::pose::{angle_diff, Pose};
+use crate::pose::{angle_diff, normalize, Pose};
 use crate::rng::Rng;
 use cluster::{hypotheses, kld_bound, BinCounter, Hypothesis};
 use motion::Piece;
@@ -143,6 +148,9 @@ pub struct UpdateStats {
     pub beta: f64,
     /// How many times the motion step was redone with more noise (expansion resetting).
     pub expansions: u32,
+    /// When the map was searched: how much better (nats per beam) the best pose found
+    /// fits than the best particle (0 when not searched).
+    pub search: f64,
 }
 
 /// The particle filter.
@@ -151,7 +159,15 @@ pub struct Filter {
     model: Arc<MapModel>,
     params: Params,
     field: LikelihoodField,
+    /// The smoothed field the search scores its candidates on, and its table.
+    coarse: LikelihoodField,
+    coarse_table: Vec<f32>,
     rng: Rng,
+    /// The last weighing's log prior weights and log-likelihoods, per particle.
+    prior: Vec<f64>,
+    loglik: Vec<f64>,
+    /// Updates since the last search.
+    since_search: u32,
     poses: Vec<Pose>,
     weights: Vec<f64>,
     /// Which particles recovery has just drawn at random (left out of the recovery
@@ -174,11 +190,23 @@ impl Filter {
     /// A filter on `model`'s map, started as `init`, all randomness from `seed`.
     pub fn new(model: Arc<MapModel>, params: Params, seed: u64, init: Init) -> Filter {
         let field = LikelihoodField::from_distance(model.occupied().clone(), params.field);
+        let coarse = LikelihoodField::from_distance(
+            model.occupied().clone(),
+            crate::likelihood::FieldParams {
+                sigma_hit: params.search.coarse_sigma,
+                ..params.field
+            },
+        );
         let mut f = Filter {
             model,
             params,
             field,
+            coarse,
+            coarse_table: Vec::new(),
             rng: Rng::new(seed),
+            prior: Vec::new(),
+            loglik: Vec::new(),
+            since_search: 0,
             poses: Vec::new(),
             weights: Vec::new(),
             fresh: Vec::new(),
@@ -236,6 +264,8 @@ impl Filter {
             ));
         }
         self.restart();
+        // A pose given is believed at first: the search waits its turn.
+        self.since_search = 0;
     }
 
     /// Restarts with `max_particles` poses uniform over free space (global localization).
@@ -258,6 +288,8 @@ impl Filter {
         self.fresh = vec![false; n];
         self.w_slow = 0.0;
         self.w_fast = 0.0;
+        // Global localization searches on its first update.
+        self.since_search = u32::MAX;
         self.force = true;
         self.resample_pending = false;
         self.hyps = hypotheses(&self.poses, &self.weights, &self.params.cluster_bins);
@@ -301,6 +333,11 @@ impl Filter {
     /// What the last update did.
     pub fn stats(&self) -> UpdateStats {
         self.stats
+    }
+
+    /// The recovery statistic's long- and short-term averages (`w_slow`, `w_fast`).
+    pub fn fit_averages(&self) -> (f64, f64) {
+        (self.w_slow, self.w_fast)
     }
 
     /// How many updates the filter has made.
@@ -383,6 +420,7 @@ impl Filter {
             }
         }
         self.learn_fit(self.stats.w_avg);
+        self.rescue(scan, &scorer);
         self.stats.ess = 1.0 / self.weights.iter().map(|w| w * w).sum::<f64>();
         self.finish(odom);
         true
@@ -504,6 +542,7 @@ impl Filter {
         }
         if self.params.model == Model::LikelihoodField && self.table.0 != scan.max_range {
             self.table = (scan.max_range, self.field.log_table(scan.max_range));
+            self.coarse_table = self.coarse.log_table(scan.max_range);
         }
         Some(Scorer { beams, used })
     }
@@ -532,22 +571,7 @@ impl Filter {
             });
         }
         let prior: Vec<f64> = self.weights.iter().map(|w| w.ln()).collect();
-        let target = self.params.min_ess * self.poses.len() as f64;
-        let mut beta = 1.0;
-        if posterior(&prior, &loglik, 1.0, &mut self.weights) < target {
-            // The largest power whose effective sample size reaches the target.
-            let (mut lo, mut hi) = (0.0, 1.0);
-            for _ in 0..30 {
-                let mid = 0.5 * (lo + hi);
-                if posterior(&prior, &loglik, mid, &mut self.weights) >= target {
-                    lo = mid;
-                } else {
-                    hi = mid;
-                }
-            }
-            beta = lo;
-            posterior(&prior, &loglik, beta, &mut self.weights);
-        }
+        let beta = temper(&prior, &loglik, self.params.min_ess, &mut self.weights);
         let (mut sw, mut swl) = (0.0, 0.0);
         for ((w, l), &fresh) in self.weights.iter().zip(&loglik).zip(&self.fresh) {
             if !fresh {
@@ -555,8 +579,125 @@ impl Filter {
                 swl += w * (l / scorer.used as f64).exp();
             }
         }
+        self.prior = prior;
+        self.loglik = loglik;
         (if sw > 0.0 { swl / sw } else { 0.0 }, beta)
     }
+
+    /// Scan-matched recovery ([`search`]): every `search.every` updates, or every update
+    /// while the fit is below its long-term average, the map is searched for the poses
+    /// the scan fits best; one that fits clearly better than every particle (by
+    /// `search.margin` nats per beam) replaces the lightest `search.share` of the
+    /// particles with a small cloud around it, weighed with the same scan, and the
+    /// recovery averages start afresh (as Nav2 does after injecting).
+    fn rescue(&mut self, scan: &Scan, scorer: &Scorer) {
+        let sp = self.params.search;
+        if !self.params.recovery
+            || sp.candidates == 0
+            || self.params.model != Model::LikelihoodField
+            || self.loglik.len() != self.poses.len()
+            || self.poses.is_empty()
+        {
+            return;
+        }
+        self.since_search = self.since_search.saturating_add(1);
+        let dropping = self.w_fast < self.w_slow;
+        if !(dropping || self.since_search >= sp.every.max(1)) {
+            return;
+        }
+        self.since_search = 0;
+        let used = scorer.used.max(1) as f64;
+        let here = self
+            .loglik
+            .iter()
+            .copied()
+            .fold(f64::NEG_INFINITY, f64::max)
+            / used;
+        let coarse_beams = search::subsample(&scorer.beams, sp.coarse_beams);
+        let nc = coarse_beams.n_valid.max(1) as f64;
+        let (model, field, table, coarse, ctable) = (
+            &self.model,
+            &self.field,
+            &self.table.1,
+            &self.coarse,
+            &self.coarse_table,
+        );
+        let map = model.map();
+        let offset = scan.offset;
+        let fine = |q: &Pose| {
+            sensor::field_log_likelihood(
+                map,
+                field,
+                table,
+                &scorer.beams,
+                sensor::sensor_in_grid(map, q, &offset),
+            ) / used
+        };
+        let rough = |q: &Pose| {
+            sensor::field_log_likelihood(
+                map,
+                coarse,
+                ctable,
+                &coarse_beams,
+                sensor::sensor_in_grid(map, q, &offset),
+            ) / nc
+        };
+        let found = search::search(&mut self.rng, &sp, |r| model.random_pose(r), rough, fine);
+        let Some(&(pose, score)) = found.first() else {
+            return;
+        };
+        self.stats.search = score - here;
+        if score < here + sp.margin {
+            return;
+        }
+        // The lightest particles make way (ties in index order: deterministic).
+        let n = self.poses.len();
+        let k = ((sp.share * n as f64).ceil() as usize).clamp(1, n);
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by(|&a, &b| self.weights[a].total_cmp(&self.weights[b]));
+        let mean_prior = -(n as f64).ln();
+        for &i in &order[..k] {
+            let q = Pose::new(
+                pose.x + self.rng.normal(sp.step_d * 0.25),
+                pose.y + self.rng.normal(sp.step_d * 0.25),
+                normalize(pose.theta + self.rng.normal(sp.step_a * 0.25)),
+            );
+            self.poses[i] = q;
+            self.prior[i] = mean_prior;
+            self.loglik[i] = fine(&q) * used;
+            self.fresh[i] = true;
+        }
+        self.stats.beta = temper(
+            &self.prior,
+            &self.loglik,
+            self.params.min_ess,
+            &mut self.weights,
+        );
+        self.stats.injected += k;
+        self.w_slow = 0.0;
+        self.w_fast = 0.0;
+    }
+}
+
+/// Normalised weights `prior + beta * loglik` into `out` with the largest `beta` in
+/// (0, 1] whose effective sample size is at least `min_ess` of the count; returns `beta`.
+fn temper(prior: &[f64], loglik: &[f64], min_ess: f64, out: &mut [f64]) -> f64 {
+    let target = min_ess * prior.len() as f64;
+    if posterior(prior, loglik, 1.0, out) >= target {
+        return 1.0;
+    }
+    // The largest power whose effective sample size reaches the target.
+    let (mut lo, mut hi) = (0.0, 1.0);
+    for _ in 0..30 {
+        let mid = 0.5 * (lo + hi);
+        if posterior(prior, loglik, mid, out) >= target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    posterior(prior, loglik, lo, out);
+    lo
 }
 
 /// The beams of one scan, ready for weighing.

@@ -4,6 +4,7 @@
 
 use super::cluster::Bins;
 use super::motion::MotionNoise;
+use super::search::SearchParams;
 use super::sensor::BeamParams;
 use crate::likelihood::FieldParams;
 
@@ -94,6 +95,9 @@ pub struct Params {
     /// centimetres of sideways creep reads as a large turn) is caught in the same update
     /// instead of losing the robot.
     pub expand_factor: f64,
+    /// Scan-matched recovery ([`super::search`]; with `recovery` on, the likelihood
+    /// field only).
+    pub search: SearchParams,
 }
 
 impl Default for Params {
@@ -127,6 +131,7 @@ impl Default for Params {
             expand_ratio: 0.8,
             expand_steps: 2,
             expand_factor: 4.0,
+            search: SearchParams::default(),
         }
     }
 }
@@ -206,6 +211,15 @@ impl Params {
             "min_ess" => self.min_ess = num()?,
             "expand_ratio" => self.expand_ratio = num()?,
             "expand_factor" => self.expand_factor = num()?,
+            "search_candidates" => self.search.candidates = num()? as usize,
+            "search_coarse_beams" => self.search.coarse_beams = count()?,
+            "search_coarse_sigma" => self.search.coarse_sigma = num()?,
+            "search_keep" => self.search.keep = count()?,
+            "search_rounds" => self.search.rounds = num()? as u32,
+            "search_tries" => self.search.tries = num()? as u32,
+            "search_margin" => self.search.margin = num()?,
+            "search_every" => self.search.every = count()? as u32,
+            "search_share" => self.search.share = num()?,
             "expand_steps" => {
                 self.expand_steps = match value.parse::<u32>() {
                     Ok(n) if n <= 8 => n,

@@ -271,3 +271,29 @@ fn the_beam_model_tracks_too() {
     let e = drive(&w, &mut f, &truth[..80], 4);
     assert!(rms(&e) < 0.08, "rms {}", rms(&e));
 }
+
+#[test]
+fn the_search_rescues_a_filter_sure_of_a_wrong_pose() {
+    // Started sure of a pose halfway round the tour: augmented MCL learns the
+    // wrong pose's fit as its average and never injects; the scan-matched search finds
+    // the truth within a few updates.
+    let w = world();
+    let truth = synthetic::tour(0.3);
+    let wrong = truth[truth.len() / 2];
+    let start = Init::Pose(wrong, diagonal(0.05, 0.05, 0.02));
+    // Without expansion resetting, which on this floor walks a wrong pose back to the
+    // truth a few centimetres per update: the search alone.
+    let mut p = quick_params();
+    p.expand_steps = 0;
+    let mut f = Filter::new(w.model.clone(), p.clone(), 5, start);
+    let e = drive(&w, &mut f, &truth[..60], 3);
+    let found = e.iter().position(|x| x.0 < 0.2);
+    let found = found.unwrap_or_else(|| panic!("never found: {e:?}"));
+    assert!(found < 20, "found at update {found}: {e:?}");
+    assert!(e[found..].iter().all(|x| x.0 < 0.5), "{e:?}");
+    // Without the search, still lost at the end.
+    p.search.candidates = 0;
+    let mut g = Filter::new(w.model.clone(), p, 5, start);
+    let lost = drive(&w, &mut g, &truth[..60], 3);
+    assert!(lost.last().unwrap().0 > 1.0, "{lost:?}");
+}

@@ -50,6 +50,11 @@ pub struct AmclParams {
     /// Translation noise from rotation (alpha4; default 0.2).
     #[serde(default)]
     pub alpha4: Option<f64>,
+    /// Standard deviation of the likelihood field's hit, mm (default 100: half Nav2's
+    /// 0.2 m; a laser within a few centimetres on a map drawn from the world's own solids
+    /// places the robot closer with it, measured in benches/nav_sim.rs).
+    #[serde(default)]
+    pub sigma_hit_mm: Option<f64>,
     /// The base's odometry it reads: `"P"` (full precision, the default), or a device with
     /// `p`'s layout (`"O"`, `"p"`: whole degrees).
     #[serde(default)]
@@ -180,6 +185,12 @@ impl AmclParams {
                 f.motion.alpha[k] = finite(key, v, 0.0, 100.0)?;
             }
         }
+        f.field.sigma_hit = finite(
+            "sigma_hit_mm",
+            self.sigma_hit_mm.unwrap_or(100.0),
+            1.0,
+            10_000.0,
+        )? / 1000.0;
         let init = match &self.initial_pose {
             None => Init::Global,
             Some(InitialPose::Word(w)) if w == "global" => Init::Global,
