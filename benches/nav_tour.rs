@@ -16,8 +16,9 @@
 //! 2x), collisions. Per controller: the goal's figures (>= 19 of 20 reached, 0 collisions,
 //! each within 2x). A goal is given up after 3x its shortest time plus 20 s.
 
-#[path = "../tests/common/tour.rs"]
-mod tour;
+mod common;
+
+use common::tour;
 
 use std::time::Instant;
 use tour::{Outcome, Tour};

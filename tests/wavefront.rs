@@ -11,8 +11,9 @@
 //! at most 4 m apart per controller, each reached within the tolerance, without a collision and within twice
 //! the shortest path's time (`cargo bench --bench nav_tour` runs the 20).
 
-#[path = "common/tour.rs"]
-mod tour;
+mod common;
+
+use common::tour;
 
 use player::settings::Settings;
 use player_proto::ext::kind;

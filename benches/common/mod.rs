@@ -5,6 +5,11 @@
 #![allow(dead_code, unused_imports)]
 
 pub use player_testkit::bench::*;
+
+/// The maze tour with the localizer in the loop (`tests/common/tour.rs`, shared with
+/// `tests/wavefront.rs`).
+#[path = "../../tests/common/tour.rs"]
+pub mod tour;
 pub use player_testkit::free_port;
 
 /// Path of the `player` binary cargo built for this bench.

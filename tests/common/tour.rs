@@ -12,7 +12,10 @@
 //! turning in place it needs (onto its first leg, and from its last leg to the goal's
 //! heading) at the top turn rate.
 //!
-//! Included with `#[path]` (not a test target of its own).
+//! A module of `tests/common` (`common::tour` in a test); benches reach it through
+//! `benches/common`.
+
+#![allow(dead_code)]
 
 use player::settings::Settings;
 use player_nav::map::Map;
