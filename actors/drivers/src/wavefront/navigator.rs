@@ -15,8 +15,9 @@
 //! the path blocked (at most once a second), when the robot strays more than [`STRAY`]
 //! from it, and every `replan_period` (not within twice the goal tolerance of the goal:
 //! a robot turning to the goal's heading keeps its route). A replan first marks what the
-//! laser sees in free space (more than two cells from every obstacle of the map) on a
-//! copy of the map: a route round an obstacle the map does not have. No route on the map
+//! laser sees in free space (farther from every obstacle of the map than two cells plus
+//! [`MARK_SLACK`] of the point's range: a wall seen through the localizer's small heading
+//! error is not an obstacle) on a copy of the map: a route round an obstacle the map does not have. No route on the map
 //! itself is [`PlannerState::NoPath`]; no route, or the goal covered, only because of what
 //! the laser sees is [`PlannerState::Blocked`], retried every `replan_period`.
 //!
@@ -40,6 +41,13 @@ const BLOCKED_REPLAN: f64 = 1.0;
 
 /// How far round the robot the laser's points are marked on the map for a replan, metres.
 const OVERLAY_REACH: f64 = 4.0;
+
+/// The heading error of the pose a replan allows for, radians (2 degrees): a wall `r`
+/// metres away seen from a pose off by this much lands about `r * MARK_SLACK` from where
+/// the map has it, so only points farther than that (plus two cells) from the map's
+/// obstacles are marked. With amcl's few centimetres and degrees of error, a fixed two
+/// cells marked the far walls' points, and their inflation covered goals near walls.
+const MARK_SLACK: f64 = 0.035;
 
 /// Which local controller drives the route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -533,7 +541,8 @@ fn overlay_map(c: &Costmap, pose: Pose, scan: &Scan) -> Option<Map> {
     let (s, co) = pose.theta.sin_cos();
     let mut map: Option<Map> = None;
     for &(x, y) in &scan.points {
-        if x.hypot(y) > OVERLAY_REACH {
+        let range = x.hypot(y);
+        if range > OVERLAY_REACH {
             continue;
         }
         let (wx, wy) = (pose.x + co * x - s * y, pose.y + s * x + co * y);
@@ -541,7 +550,7 @@ fn overlay_map(c: &Costmap, pose: Pose, scan: &Scan) -> Option<Map> {
             continue;
         };
         let clear = c.clearance(i64::from(col), i64::from(row)).unwrap_or(0.0);
-        if clear <= 2.0 * res + 1e-9 {
+        if clear <= 2.0 * res + range * MARK_SLACK + 1e-9 {
             continue;
         }
         map.get_or_insert_with(|| c.map().clone())
