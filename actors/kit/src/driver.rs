@@ -47,6 +47,11 @@ impl Timestamp {
         }
     }
 
+    /// Nanoseconds since the Unix epoch (MCAP's and Foxglove's timestamps).
+    pub fn nanos(self) -> u64 {
+        u64::from(self.sec) * 1_000_000_000 + u64::from(self.usec) * 1000
+    }
+
     /// The 8 bytes a timestamped data packet carries (the `x y t` extension's layout:
     /// seconds, then microseconds, both big-endian u32).
     pub fn encode(self) -> [u8; player_proto::message::TIMESTAMP_SIZE] {

@@ -58,7 +58,7 @@ use player_kit::timer::RunEvery;
 use player_proto::device;
 use player_web::protobuf::Encoding;
 use player_web::schema::{self as foxglove, Source};
-use queue::{nanos, Queue, Queued};
+use queue::{Queue, Queued};
 use serde::Deserialize;
 use slog::{error, info, warn, Logger};
 use std::any::Any;
@@ -568,7 +568,7 @@ impl Recorder {
         // time.
         let now = log_time.max(self.last_log_time);
         self.last_log_time = now;
-        let published = match nanos(t) {
+        let published = match t.nanos() {
             0 => now,
             t => t,
         };
@@ -821,7 +821,7 @@ impl Handler<Tagged<Tapped>> for Recorder {
             t.timestamp,
             seq,
             &t.payload,
-            nanos(Timestamp::now()),
+            Timestamp::now().nanos(),
         );
     }
 }

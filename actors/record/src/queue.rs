@@ -95,7 +95,7 @@ impl Queue {
                 .iter()
                 .map(|d| d.data.len())
                 .sum::<usize>();
-        let log_time = nanos(Timestamp::now());
+        let log_time = Timestamp::now().nanos();
         let wake = {
             let mut s = self.lock();
             if s.closed {
@@ -146,11 +146,6 @@ impl Queue {
             robot,
         })
     }
-}
-
-/// Nanoseconds since the Unix epoch.
-pub fn nanos(t: Timestamp) -> u64 {
-    u64::from(t.sec) * 1_000_000_000 + u64::from(t.usec) * 1000
 }
 
 /// One robot's subscriptions' end: queues what the drivers publish.

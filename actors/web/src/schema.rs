@@ -379,11 +379,6 @@ pub fn time(t: Timestamp) -> Value {
     json!({"sec": t.sec, "nsec": u64::from(t.usec) * 1000})
 }
 
-/// Nanoseconds since the epoch of a driver timestamp (the messageData timestamp).
-pub fn nanos(t: Timestamp) -> u64 {
-    u64::from(t.sec) * 1_000_000_000 + u64::from(t.usec) * 1000
-}
-
 fn quat_z(theta: f64) -> Value {
     json!({"x": 0.0, "y": 0.0, "z": (theta / 2.0).sin(), "w": (theta / 2.0).cos()})
 }

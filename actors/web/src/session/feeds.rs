@@ -130,7 +130,7 @@ impl WebSession {
                 continue;
             }
             if let Some(payload) = encoded(&self.shared, k, channel, self.encoding, d) {
-                frames.push((sub, schema::nanos(d.timestamp), payload));
+                frames.push((sub, d.timestamp.nanos(), payload));
             }
         }
         let now = Instant::now();
@@ -200,10 +200,7 @@ impl WebSession {
         let message = serde_json::json!({"timestamp": schema::time(ts), "robots": list});
         let payload = serde_json::to_vec(&message).unwrap_or_default();
         for sub in subs {
-            self.send_frame(
-                sub,
-                foxglove::message_data(sub, schema::nanos(ts), &payload),
-            );
+            self.send_frame(sub, foxglove::message_data(sub, ts.nanos(), &payload));
         }
     }
 
@@ -238,10 +235,7 @@ impl WebSession {
                     }
                     _ => continue,
                 };
-                act.send_frame(
-                    sub,
-                    foxglove::message_data(sub, schema::nanos(now), &payload),
-                );
+                act.send_frame(sub, foxglove::message_data(sub, now.nanos(), &payload));
             }
         }));
     }
@@ -301,10 +295,7 @@ impl WebSession {
             "devices": devices}))
         .unwrap_or_default();
         for sub in subs {
-            self.send_frame(
-                sub,
-                foxglove::message_data(sub, schema::nanos(ts), &payload),
-            );
+            self.send_frame(sub, foxglove::message_data(sub, ts.nanos(), &payload));
         }
     }
 }

@@ -10,7 +10,7 @@
 
 use super::WebSession;
 use crate::foxglove::{self, Level};
-use crate::schema::{self, Source};
+use crate::schema::Source;
 use actix::prelude::*;
 use bytes::Bytes;
 use player_core::frontend::nav::MapDownload;
@@ -47,10 +47,7 @@ impl WebSession {
         self.answer_tap(k, ctx);
         let rm = self.maps.robots.entry(k).or_default();
         if let Some((ts, payload)) = rm.message.clone() {
-            self.send_frame(
-                sub,
-                foxglove::message_data(sub, schema::nanos(ts), &payload),
-            );
+            self.send_frame(sub, foxglove::message_data(sub, ts.nanos(), &payload));
         }
     }
 
@@ -144,10 +141,7 @@ impl WebSession {
                 "bytes" => payload.len());
             rm.message = Some((ts, payload.clone()));
             for sub in self.subs.of(&self.shared.robots, k, Source::Grid) {
-                self.send_frame(
-                    sub,
-                    foxglove::message_data(sub, schema::nanos(ts), &payload),
-                );
+                self.send_frame(sub, foxglove::message_data(sub, ts.nanos(), &payload));
             }
         }
         self.ask_tile(k);

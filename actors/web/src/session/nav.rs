@@ -8,7 +8,7 @@
 
 use super::WebSession;
 use crate::foxglove;
-use crate::schema::{self, Source};
+use crate::schema::Source;
 use actix::prelude::*;
 use bytes::Bytes;
 use player_core::frontend::nav::{self as fnav, Asking, Pose2};
@@ -143,10 +143,7 @@ impl Handler<Tagged<ConfigAnswer>> for WebSession {
         let ts = Timestamp::now();
         let payload = self.encoding.encode_poses(&poses, ts);
         for sub in subs {
-            self.send_frame(
-                sub,
-                foxglove::message_data(sub, schema::nanos(ts), &payload),
-            );
+            self.send_frame(sub, foxglove::message_data(sub, ts.nanos(), &payload));
         }
     }
 }

@@ -138,7 +138,7 @@ pub(super) fn drop_verdict(
 impl WebSession {
     /// The server's clock, in ns since the epoch.
     fn server_time_ns(&self) -> u64 {
-        crate::schema::nanos(Timestamp::now())
+        Timestamp::now().nanos()
     }
 
     /// Puts the server's clock in the outbox's slot: always when `force`, else when it
