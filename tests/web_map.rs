@@ -6,7 +6,7 @@
 
 use player::settings::Settings;
 use player_testkit::foxglove_ws::{
-    channel_id, connect_with as connect, message_data, next_frame, next_json, next_op,
+    channel, channel_id, connect_with as connect, message_data, next_frame, next_json, next_op,
     runtime as rt, subscribe,
 };
 use player_testkit::{free_port, start_server_with, TestServer};
@@ -151,13 +151,7 @@ fn the_map_device_is_a_grid_cell_for_cell_in_both_encodings() {
             .await
             .unwrap();
         let adv = next_op(&mut ws, "advertise").await;
-        let ch = adv["channels"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["topic"] == "/map")
-            .unwrap()
-            .clone();
+        let ch = channel(&adv, "/map");
         assert_eq!(ch["encoding"], "json");
         let schema: serde_json::Value =
             serde_json::from_str(ch["schema"].as_str().unwrap()).unwrap();

@@ -12,7 +12,7 @@ use common::navstub;
 use futures::{SinkExt, StreamExt};
 use player::settings::Settings;
 use player_testkit::foxglove_ws::{
-    channel_id, connect_with as connect, message_data, next_frame, next_json, next_op,
+    channel, channel_id, connect_with as connect, message_data, next_frame, next_json, next_op,
     runtime as rt, subscribe,
 };
 use player_testkit::{free_port, start_server_with, TestServer};
@@ -52,13 +52,7 @@ fn amcl_pose_is_the_localizers_best_hypothesis_in_the_map_in_both_encodings() {
         // Protobuf (the default).
         let mut ws = connect(port, "foxglove.websocket.v1", "").await.unwrap();
         let adv = next_op(&mut ws, "advertise").await;
-        let ch = adv["channels"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["topic"] == "/amcl_pose")
-            .expect("/amcl_pose advertised")
-            .clone();
+        let ch = channel(&adv, "/amcl_pose");
         assert_eq!(ch["schemaName"], "foxglove.PoseInFrame");
         assert_eq!(ch["encoding"], "protobuf");
         subscribe(&mut ws, &[(7, ch["id"].as_u64().unwrap())]).await;
@@ -105,13 +99,7 @@ fn particles_are_the_localizers_whole_set_in_the_map_in_both_encodings() {
     rt().block_on(async {
         let mut ws = connect(port, "foxglove.websocket.v1", "").await.unwrap();
         let adv = next_op(&mut ws, "advertise").await;
-        let ch = adv["channels"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["topic"] == "/particles")
-            .expect("/particles advertised")
-            .clone();
+        let ch = channel(&adv, "/particles");
         assert_eq!(ch["schemaName"], "foxglove.PosesInFrame");
         assert_eq!(ch["encoding"], "protobuf");
         subscribe(&mut ws, &[(3, ch["id"].as_u64().unwrap())]).await;
@@ -161,13 +149,7 @@ fn a_goal_published_comes_back_as_the_plan_in_both_encodings() {
     rt().block_on(async {
         let mut ws = connect(port, "foxglove.websocket.v1", "").await.unwrap();
         let adv = next_op(&mut ws, "advertise").await;
-        let ch = adv["channels"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["topic"] == "/plan")
-            .expect("/plan advertised")
-            .clone();
+        let ch = channel(&adv, "/plan");
         assert_eq!(ch["schemaName"], "foxglove.PosesInFrame");
         // The 3D panel's goal: (1.5 m, -2 m), yaw 2 atan2(0.6, 0.8) = 73.7 degrees (74 on
         // the wire).

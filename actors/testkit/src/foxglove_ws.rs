@@ -117,16 +117,21 @@ pub async fn next_op<S: AsyncRead + AsyncWrite + Unpin>(
     next_text(ws, &format!("'{op}'"), WAIT, |v| v["op"] == op).await
 }
 
-/// The id of the channel an `advertise` message gives `topic`; panics if not advertised.
-pub fn channel_id(advertise: &serde_json::Value, topic: &str) -> u64 {
+/// The channel an `advertise` message gives `topic` (its id, schema, encoding...); panics
+/// if not advertised.
+pub fn channel(advertise: &serde_json::Value, topic: &str) -> serde_json::Value {
     advertise["channels"]
         .as_array()
         .unwrap()
         .iter()
         .find(|c| c["topic"] == topic)
-        .unwrap_or_else(|| panic!("{topic} advertised"))["id"]
-        .as_u64()
-        .unwrap()
+        .unwrap_or_else(|| panic!("{topic} advertised"))
+        .clone()
+}
+
+/// The id of the channel an `advertise` message gives `topic`; panics if not advertised.
+pub fn channel_id(advertise: &serde_json::Value, topic: &str) -> u64 {
+    channel(advertise, topic)["id"].as_u64().unwrap()
 }
 
 /// Sends `v` as a text message.
