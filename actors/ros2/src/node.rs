@@ -5,8 +5,11 @@
 //!
 //! A device is read only while some Zenoh subscriber matches one of its topics (the
 //! publishers' matching listeners: an rmw_zenoh subscription is a Zenoh subscriber on the
-//! topic's key). Readings wait at most one per device (newest wins) and are published with
-//! congestion control "drop": a slow ROS network loses readings, never delays a TCP client.
+//! topic's key). The readings of sensors and odometry are converted and published on the
+//! thread that has them (the registry's: [`Readings`], no hand-off to the node's actor);
+//! those the navigation part follows come to the actor, waiting at most one per device
+//! (newest wins). Both publish with congestion control "drop" that never waits for a free
+//! batch: a slow ROS network loses readings, never delays a TCP client.
 //!
 //! `tf_static` is transient local as rmw_zenoh makes it: besides the put, a queryable and a
 //! liveliness token at `<key>/@adv/pub/<zid>/<eid>/_` (zenoh-ext's advanced publisher
@@ -30,14 +33,17 @@ use crate::topics::{now_ns, Latest, Pub, Topic, DEPTH};
 use crate::types;
 use actix::prelude::*;
 use bytes::Bytes;
-use player_core::frontend::bridge::{self, BridgeParts, BridgeRobot, Mailbox, Matching, Slot};
+use player_core::frontend::bridge::{
+    self, BridgeParts, BridgeRobot, Direct, Mailbox, Matching, PublishNow, Slot,
+};
 use player_core::frontend::nav::Pose2;
 use player_core::frontend::{Access, Holdings};
-use player_kit::driver::DeviceData;
+use player_kit::driver::{DataRecipient, DeviceData};
 use player_proto::data::PositionCommand;
 use player_proto::device;
 use slog::{info, warn, Logger};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use zenoh::Wait;
@@ -380,9 +386,14 @@ pub struct RobotNode {
     frames: Frames,
     laser_range_max: f32,
     write: bool,
-    pubs: Vec<Pub>,
+    pubs: Arc<Vec<Pub>>,
     /// Per publisher: matched by some subscriber.
     matched: Vec<bool>,
+    /// The same, for [`Readings`] on the registry's thread.
+    shared_matched: Arc<Vec<AtomicBool>>,
+    /// Publishes the readings of the devices whose topics are conversions of the reading
+    /// alone ([`Readings`]) on the registry's thread.
+    direct: Arc<Direct<Readings>>,
     topics: Vec<Topic>,
     /// When the newest `cmd_vel` came (write access is held until [`HOLD`] after it).
     last_command: Option<Instant>,
@@ -396,12 +407,14 @@ impl RobotNode {
     /// A node (not started).
     pub fn new(o: NodeOptions) -> Self {
         RobotNode {
+            direct: Direct::new("ros2", o.log.clone()),
+            shared_matched: Arc::new(o.topics.iter().map(|_| AtomicBool::new(false)).collect()),
             parts: BridgeParts::new(o.holdings, o.mailbox, o.log),
             estop: o.estop,
             frames: o.frames,
             laser_range_max: o.laser_range_max,
             write: o.write,
-            pubs: Vec::new(),
+            pubs: Arc::new(Vec::new()),
             matched: vec![false; o.topics.len()],
             topics: o.topics,
             last_command: None,
@@ -414,41 +427,18 @@ impl RobotNode {
         self.last_command.is_some_and(|t| t.elapsed() < HOLD)
     }
 
-    /// The payloads of reading `d` for publisher `topic`, each encoded once, straight from
-    /// the reading where the message allows (`scan`); `odometry` keeps the position's
-    /// conversion for the other of `odom` and `tf`.
+    /// The payloads of reading `d` for publisher `topic` ([`encode_reading`]; the
+    /// navigation topics from the navigation part's state).
     fn encode(
         &self,
         topic: Topic,
         d: &DeviceData,
         odometry: &mut Option<(Odometry, TransformStamped)>,
     ) -> Result<Vec<Vec<u8>>, convert::ConvertError> {
-        let stamp = Time::from_sec_usec(d.timestamp.sec, d.timestamp.usec);
-        let f = &self.frames;
-        let range_max = self.laser_range_max;
-        if matches!(topic, Topic::Odom | Topic::Tf) && odometry.is_none() {
-            *odometry = Some(convert::odometry_from_p(&d.data, stamp, f)?);
+        match topic {
+            Topic::AmclPose | Topic::TfMap => self.nav.encode(topic, d, &self.frames),
+            _ => encode_reading(topic, d, &self.frames, self.laser_range_max, odometry),
         }
-        Ok(match topic {
-            Topic::Scan(b'L') => vec![convert::scan_payload_from_wide_l(
-                &d.data, stamp, &f.laser, range_max,
-            )?],
-            Topic::Scan(_) => vec![convert::scan_payload_from_l(
-                &d.data, stamp, &f.laser, range_max,
-            )?],
-            Topic::Odom | Topic::Tf => match (topic, &*odometry) {
-                (Topic::Odom, Some((o, _))) => vec![o.encode()],
-                (_, Some((_, tf))) => vec![encode_tf(std::slice::from_ref(tf))],
-                (_, None) => Vec::new(),
-            },
-            Topic::Sonar => convert::ranges_from_s(&d.data, stamp, f)?
-                .iter()
-                .map(|r| r.encode())
-                .collect(),
-            Topic::Battery => vec![convert::battery_from_m(&d.data, stamp, f)?.encode()],
-            Topic::AmclPose | Topic::TfMap => self.nav.encode(topic, d, f)?,
-            Topic::TfStatic | Topic::Map | Topic::Particles | Topic::Plan => Vec::new(),
-        })
     }
 
     /// Publishes `d` on every matched publisher made from its device.
@@ -476,6 +466,93 @@ impl RobotNode {
                 }
             }
         }
+    }
+}
+
+/// The payloads of reading `d` for publisher `topic`, each encoded once, straight from
+/// the reading where the message allows (`scan`); `odometry` keeps the position's
+/// conversion for the other of `odom` and `tf`. None for the topics that are not
+/// conversions of one reading (the navigation part's).
+fn encode_reading(
+    topic: Topic,
+    d: &DeviceData,
+    f: &Frames,
+    range_max: f32,
+    odometry: &mut Option<(Odometry, TransformStamped)>,
+) -> Result<Vec<Vec<u8>>, convert::ConvertError> {
+    let stamp = Time::from_sec_usec(d.timestamp.sec, d.timestamp.usec);
+    if matches!(topic, Topic::Odom | Topic::Tf) && odometry.is_none() {
+        *odometry = Some(convert::odometry_from_p(&d.data, stamp, f)?);
+    }
+    Ok(match topic {
+        Topic::Scan(b'L') => vec![convert::scan_payload_from_wide_l(
+            &d.data, stamp, &f.laser, range_max,
+        )?],
+        Topic::Scan(_) => vec![convert::scan_payload_from_l(
+            &d.data, stamp, &f.laser, range_max,
+        )?],
+        Topic::Odom | Topic::Tf => match (topic, &*odometry) {
+            (Topic::Odom, Some((o, _))) => vec![o.encode()],
+            (_, Some((_, tf))) => vec![encode_tf(std::slice::from_ref(tf))],
+            (_, None) => Vec::new(),
+        },
+        Topic::Sonar => convert::ranges_from_s(&d.data, stamp, f)?
+            .iter()
+            .map(|r| r.encode())
+            .collect(),
+        Topic::Battery => vec![convert::battery_from_m(&d.data, stamp, f)?.encode()],
+        Topic::AmclPose
+        | Topic::TfMap
+        | Topic::TfStatic
+        | Topic::Map
+        | Topic::Particles
+        | Topic::Plan => Vec::new(),
+    })
+}
+
+/// Whether `topic`'s messages are conversions of one reading of its device (nothing the
+/// node keeps between readings): these are published on the registry's thread.
+fn of_one_reading(topic: Topic) -> bool {
+    matches!(
+        topic,
+        Topic::Scan(_) | Topic::Odom | Topic::Tf | Topic::Sonar | Topic::Battery
+    )
+}
+
+/// A node's publishers with what converting a reading takes, publishing on the thread
+/// that has the reading (the registry's: [`Direct`], no hand-off to the node's actor)
+/// every matched topic made from the reading's device. Only devices whose every topic is
+/// [`of_one_reading`] come here ([`RobotNode`]'s `direct`).
+pub struct Readings {
+    pubs: Arc<Vec<Pub>>,
+    matched: Arc<Vec<AtomicBool>>,
+    frames: Frames,
+    laser_range_max: f32,
+}
+
+impl PublishNow for Readings {
+    fn publish_now(&self, d: &DeviceData) -> Result<u64, String> {
+        let mut odometry = None;
+        let mut published = 0;
+        for (p, m) in self.pubs.iter().zip(self.matched.iter()) {
+            if !m.load(Ordering::Relaxed) || p.topic.device() != Some(d.device) {
+                continue;
+            }
+            let payloads = encode_reading(
+                p.topic,
+                d,
+                &self.frames,
+                self.laser_range_max,
+                &mut odometry,
+            )
+            .map_err(|e| format!("{}: reading not converted: {e}", p.topic.name()))?;
+            for payload in payloads {
+                p.put(payload)
+                    .map_err(|e| format!("{}: {e}", p.topic.name()))?;
+                published += 1;
+            }
+        }
+        Ok(published)
     }
 }
 
@@ -507,7 +584,13 @@ impl BridgeRobot for RobotNode {
     }
 
     fn attach(&mut self, publishers: Vec<Pub>) {
-        self.pubs = publishers;
+        self.pubs = Arc::new(publishers);
+        self.direct.attach(Readings {
+            pubs: self.pubs.clone(),
+            matched: self.shared_matched.clone(),
+            frames: self.frames.clone(),
+            laser_range_max: self.laser_range_max,
+        });
     }
 
     fn attached(&self) -> bool {
@@ -515,7 +598,23 @@ impl BridgeRobot for RobotNode {
     }
 
     fn detach(&mut self) {
-        self.pubs.clear();
+        self.direct.detach();
+        self.pubs = Arc::new(Vec::new());
+        self.parts.stats.published += self.direct.published();
+    }
+
+    /// A device whose every topic is a conversion of one reading ([`of_one_reading`]),
+    /// and whose readings the navigation part does not follow, is published on the
+    /// registry's thread ([`Readings`]); the rest come to the node.
+    fn direct(&self, code: u8) -> Option<DataRecipient> {
+        let own = self.topics.iter().filter(|t| t.device() == Some(code));
+        let nav_follows = code == device::POSITION
+            && self
+                .topics
+                .iter()
+                .any(|t| matches!(t, Topic::TfMap | Topic::AmclPose));
+        let direct = own.clone().all(|&t| of_one_reading(t)) && own.count() > 0 && !nav_follows;
+        direct.then(|| DataRecipient::sink(self.direct.clone()))
     }
 
     fn publish(&mut self, readings: HashMap<u8, DeviceData>) {
@@ -530,6 +629,9 @@ impl BridgeRobot for RobotNode {
             return None;
         }
         *m = matching;
+        if let Some(shared) = self.shared_matched.get(publisher) {
+            shared.store(matching, Ordering::Relaxed);
+        }
         self.topics[publisher].device()
     }
 

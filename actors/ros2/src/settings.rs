@@ -302,14 +302,18 @@ impl Ros2Settings {
         // Serve ROS whether or not rmw_zenohd is up yet: connect in the background.
         set(&mut c, "connect/timeout_ms", "0")?;
         set(&mut c, "connect/exit_on_failure", "false")?;
-        // Readings are dropped, never waited for, when the network is congested; but a
-        // burst (16 sonar ranges at once) must not lose samples to a busy CPU: wait up to
-        // 10 ms for a free batch (Zenoh's default is 1 ms) on the front end's own thread.
+        // Readings are put on the registry's thread (node::Readings): a put must never wait
+        // for a free batch there, or the TCP clients and the drivers would wait with it. A
+        // congested link drops at once; a queue of 16 batches (Zenoh's most; lazily
+        // allocated) takes a burst (16 sonar ranges at once) while the transmit thread is
+        // busy. Fragmented messages (the map, put by the node's own thread) keep Zenoh's
+        // 50 ms for their fragments' batches.
         set(
             &mut c,
             "transport/link/tx/queue/congestion_control/drop/wait_before_drop",
-            "10000",
+            "0",
         )?;
+        set(&mut c, "transport/link/tx/queue/size/data", "16")?;
         let scout = if self.scouting { "true" } else { "false" };
         set(&mut c, "scouting/multicast/enabled", scout)?;
         Ok(c)

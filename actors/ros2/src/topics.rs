@@ -5,6 +5,7 @@
 use crate::rmw::{self, Attachment, Qos};
 use crate::types::{self, RosType};
 use player_proto::device;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 use zenoh::pubsub::Publisher;
@@ -153,7 +154,9 @@ pub struct Pub {
     pub topic: Topic,
     publisher: Publisher<'static>,
     gid: [u8; rmw::GID_LEN],
-    seq: i64,
+    /// The last sequence number sent (the node's thread and the registry's both publish:
+    /// [`crate::node::Readings`]).
+    seq: AtomicI64,
     latest: Option<Latest>,
 }
 
@@ -164,7 +167,7 @@ impl Pub {
             topic,
             publisher,
             gid,
-            seq: 0,
+            seq: AtomicI64::new(0),
             latest: None,
         }
     }
@@ -177,15 +180,14 @@ impl Pub {
 
     /// Publishes `payload` with the attachment rmw_zenoh expects (sequence number, time,
     /// GID).
-    pub fn put(&mut self, payload: Vec<u8>) -> zenoh::Result<()> {
+    pub fn put(&self, payload: Vec<u8>) -> zenoh::Result<()> {
         if let Some(l) = &self.latest {
             l.lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .clone_from(&payload);
         }
-        self.seq += 1;
         let a = Attachment {
-            seq: self.seq,
+            seq: self.seq.fetch_add(1, Ordering::Relaxed) + 1,
             timestamp_ns: now_ns(),
             gid: self.gid,
         };

@@ -18,8 +18,9 @@
 //!
 //! A device is read from the registry only while some Zenoh subscriber matches its key
 //! (the publisher's matching listener), so an unwatched robot costs nothing. Readings are
-//! published as they arrive, newest first when the bridge falls behind (at most one
-//! reading per device waits), with congestion control "drop": a slow Zenoh network loses
+//! published as they arrive, on the thread that has them (the registry's: no hand-off to
+//! the bridge's actor, [`player_core::frontend::bridge::Direct`]), with congestion control
+//! "drop" that never waits for a free batch: a slow Zenoh network loses
 //! readings, never delays a TCP client or the drivers.
 //!
 //! Commands go through the registry's guard like every front end's (write access,
@@ -333,6 +334,21 @@ impl ZenohSettings {
         // background, retrying, never fail the start for it.
         set(&mut c, "connect/timeout_ms", "0")?;
         set(&mut c, "connect/exit_on_failure", "false")?;
+        // Readings are put on the registry's thread (robot::Publishers): a put must never
+        // wait for a free batch there, or the TCP clients and the drivers would wait with
+        // it. A congested link drops at once; a queue of 16 batches (Zenoh's most; lazily
+        // allocated) absorbs a burst of readings while the transmit thread is busy.
+        set(
+            &mut c,
+            "transport/link/tx/queue/congestion_control/drop/wait_before_drop",
+            "0",
+        )?;
+        set(
+            &mut c,
+            "transport/link/tx/queue/congestion_control/drop/max_wait_before_drop_fragments",
+            "0",
+        )?;
+        set(&mut c, "transport/link/tx/queue/size/data", "16")?;
         let scout = if self.scouting { "true" } else { "false" };
         set(&mut c, "scouting/multicast/enabled", scout)?;
         Ok(c)

@@ -6,17 +6,20 @@
 //! Zenoh calls its callbacks on its own threads. They never block and never queue without
 //! bound: commands go to a newest-wins slot per device (the robot's [`Mailbox`]) with at
 //! most one wake-up message waiting; e-stop requests and device-list queries are dropped
-//! past [`MAX_IN_FLIGHT`] waiting ones; readings wait at most one per device in the actor.
+//! past [`MAX_IN_FLIGHT`] waiting ones. Readings never reach the actor: [`Publishers`] puts
+//! them on the registry's thread.
 
 use super::{alive_key, data_key, devices_json, devices_key, encode_timestamp, estop_key};
 use actix::prelude::*;
 use bytes::Bytes;
 use player_core::access::Policy;
-use player_core::frontend::bridge::{self, BridgeParts, BridgeRobot, Mailbox, Matching};
+use player_core::frontend::bridge::{
+    self, BridgeParts, BridgeRobot, Direct, Mailbox, Matching, PublishNow,
+};
 use player_core::frontend::{Access, Holdings};
 use player_core::logging::code as show;
 use player_core::registry::{EStopState, ListDevices, Registry, SessionId};
-use player_kit::driver::{DeviceData, DeviceError};
+use player_kit::driver::{DataRecipient, DataSink, DeviceData, DeviceError};
 use player_proto::device;
 use slog::{info, warn, Logger};
 use std::collections::HashMap;
@@ -268,8 +271,29 @@ pub struct ZenohRobot {
     write: bool,
     policy: Arc<Policy>,
     in_flight: Arc<InFlight>,
-    publishers: HashMap<u8, Publisher<'static>>,
+    /// Publishes the readings on the registry's thread, with the publishers once attached.
+    direct: Arc<Direct<Publishers>>,
+    attached: bool,
     devs: HashMap<u8, Dev>,
+}
+
+/// The robot's publishers, by device code: each reading on its device's key, the driver's
+/// timestamp as the attachment, published on the thread that has the reading
+/// ([`Direct`]); the session's congestion control drops rather than waits
+/// ([`super::ZenohSettings::zenoh_config`]).
+pub struct Publishers(pub HashMap<u8, Publisher<'static>>);
+
+impl PublishNow for Publishers {
+    fn publish_now(&self, d: &DeviceData) -> Result<u64, String> {
+        let Some(p) = self.0.get(&d.device) else {
+            return Ok(0);
+        };
+        p.put(d.data.clone())
+            .attachment(encode_timestamp(d.timestamp))
+            .wait()
+            .map(|()| 1)
+            .map_err(|e| e.to_string())
+    }
 }
 
 player_core::bridge_robot_handlers!(ZenohRobot);
@@ -279,13 +303,14 @@ impl ZenohRobot {
     pub fn new(o: RobotOptions) -> Self {
         let holdings = Holdings::new(o.registry, o.session, "zenoh");
         ZenohRobot {
-            parts: BridgeParts::new(holdings, o.mailbox, o.log),
+            parts: BridgeParts::new(holdings, o.mailbox, o.log.clone()),
             robot: o.robot,
             codes: o.devices,
             write: o.write,
             policy: o.policy,
             in_flight: o.in_flight,
-            publishers: HashMap::new(),
+            direct: Direct::new("zenoh", o.log.clone()),
+            attached: false,
             devs: HashMap::new(),
         }
     }
@@ -349,36 +374,31 @@ impl BridgeRobot for ZenohRobot {
     }
 
     fn attach(&mut self, publishers: Self::Publishers) {
-        self.publishers = publishers;
+        self.direct.attach(Publishers(publishers));
+        self.attached = true;
     }
 
     fn attached(&self) -> bool {
-        !self.publishers.is_empty()
+        self.attached
     }
 
     fn detach(&mut self) {
-        self.publishers.clear();
+        self.direct.detach();
+        self.attached = false;
+        self.parts.stats.published = self.direct.published();
     }
 
-    /// Each reading on its device's key, the driver's timestamp as the attachment.
+    /// Readings come to [`Direct`] on the registry's thread, not to the actor; one that
+    /// came here all the same goes the same way.
     fn publish(&mut self, readings: HashMap<u8, DeviceData>) {
-        for (code, d) in readings {
-            let Some(p) = self.publishers.get(&code) else {
-                continue;
-            };
-            let r = p
-                .put(d.data)
-                .attachment(encode_timestamp(d.timestamp))
-                .wait();
-            match r {
-                Ok(()) => self.parts.stats.published += 1,
-                Err(e) => {
-                    if let Some(unlogged) = self.parts.throttle.allow("put") {
-                        warn!(self.parts.log, "zenoh publish failed"; "device" => show(code), "error" => %e, "unlogged" => unlogged);
-                    }
-                }
-            }
+        for d in readings.into_values() {
+            self.direct.single(d);
         }
+    }
+
+    /// Every device's readings go to [`Direct`].
+    fn direct(&self, _code: u8) -> Option<DataRecipient> {
+        Some(DataRecipient::sink(self.direct.clone()))
     }
 
     fn matching(&mut self, publisher: usize, matching: bool) -> Option<u8> {

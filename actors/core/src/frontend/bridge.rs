@@ -14,8 +14,10 @@
 //! The robot actor itself is [`BridgeRobot`] and the shared handlers ([`robot`]). The
 //! library's own types stay in the front-end crates; this module knows none of them.
 
+pub mod direct;
 pub mod robot;
 
+pub use direct::{Direct, PublishNow};
 pub use robot::{
     attach, detach, estop, flush, stopped, sync, take_reading, tick_as_needed, Attach, BridgeParts,
     BridgeRobot, CommandsReady, Detach, Flush, Mailbox, Matching, Slot, Stats, Waiting, QUIET_TICK,

@@ -453,6 +453,13 @@ pub trait BridgeRobot: Actor<Context = Context<Self>> + Sized {
     /// The registry answered the newest request for `code`: granted, or why not (a
     /// refusal is logged already).
     fn answered(&mut self, _code: u8, _granted: Result<(), &DeviceError>) {}
+
+    /// Where the registry is to send `code`'s readings: `None` (the default) for the actor
+    /// itself, which publishes them at its [`Flush`]; or a subscriber that publishes them
+    /// on the registry's thread ([`Direct`](super::direct::Direct)).
+    fn direct(&self, _code: u8) -> Option<DataRecipient> {
+        None
+    }
 }
 
 /// Runs the actor's tick at the period it needs now: [`TICK`], or [`QUIET_TICK`] while it
@@ -488,6 +495,7 @@ where
         return;
     }
     let want = r.want(code);
+    let direct = r.direct(code);
     let parts = r.parts();
     if !want.write {
         parts.release(code);
@@ -500,7 +508,7 @@ where
         ctx,
         code,
         want,
-        || DataRecipient::of(&me),
+        || direct.unwrap_or_else(|| DataRecipient::of(&me)),
         |r: &mut R| Some(&mut r.parts().holdings),
         move |r, granted, _| answered(r, code, want.write, granted),
     );
