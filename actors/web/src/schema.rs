@@ -490,21 +490,16 @@ pub fn encode(channel: &Channel, d: &DeviceData) -> Option<Vec<u8>> {
         }
         4 => {
             let l = wire::Laser::decode(&d.data).ok()?;
-            let ranges: Vec<f64> = l.ranges.iter().map(|&r| f64::from(r) / 1000.0).collect();
-            json!({"timestamp": time(t), "frame_id": "base_link", "pose": identity_pose(),
-                "start_angle": -std::f64::consts::FRAC_PI_2,
-                "end_angle": std::f64::consts::FRAC_PI_2, "ranges": ranges, "intensities": []})
+            let (start, end) = (-std::f64::consts::FRAC_PI_2, std::f64::consts::FRAC_PI_2);
+            return Some(scan_json(t, start, end, &l.ranges, &[]));
         }
         14 => {
             // The full scan `L` as the sensor measured it, in the laser's frame (the `l`
             // view's): 0 m is no return, as on `/laser`.
             let s = Scan::decode(&d.data).ok()?;
-            let ranges: Vec<f64> = s.ranges.iter().map(|&r| f64::from(r) / 1000.0).collect();
-            let (start, end) = (s.angle(0), s.angle(ranges.len().saturating_sub(1)));
-            let intensities: Vec<u8> = s.intensities.unwrap_or_default();
-            json!({"timestamp": time(t), "frame_id": "base_link", "pose": identity_pose(),
-                "start_angle": start, "end_angle": end, "ranges": ranges,
-                "intensities": intensities})
+            let (start, end) = (s.angle(0), s.angle(s.ranges.len().saturating_sub(1)));
+            let intensities = s.intensities.as_deref().unwrap_or_default();
+            return Some(scan_json(t, start, end, &s.ranges, intensities));
         }
         5 => {
             let s = wire::Sonar::decode(&d.data).ok()?;
@@ -583,6 +578,73 @@ pub fn encode(channel: &Channel, d: &DeviceData) -> Option<Vec<u8>> {
         _ => return None,
     };
     serde_json::to_vec(&v).ok()
+}
+
+/// A `foxglove.LaserScan` in JSON written straight from the ranges (mm): byte for byte what
+/// `serde_json` makes of the same message as a `Value` (keys in order, each range in its
+/// shortest form: `1.234`, `0.05`, `2.0`), without a `Value` per range (the scan was most
+/// of a JSON browser message's encoding cost).
+fn scan_json(t: Timestamp, start: f64, end: f64, ranges_mm: &[u16], intensities: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(320 + 7 * ranges_mm.len() + 4 * intensities.len());
+    let number = |out: &mut Vec<u8>, v: f64| {
+        let _ = serde_json::to_writer(&mut *out, &v);
+    };
+    out.extend_from_slice(b"{\"end_angle\":");
+    number(&mut out, end);
+    out.extend_from_slice(b",\"frame_id\":\"base_link\",\"intensities\":[");
+    for (i, &v) in intensities.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        push_int(&mut out, u32::from(v));
+    }
+    out.extend_from_slice(b"],\"pose\":");
+    let _ = serde_json::to_writer(&mut out, &identity_pose());
+    out.extend_from_slice(b",\"ranges\":[");
+    for (i, &r) in ranges_mm.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        push_metres(&mut out, r);
+    }
+    out.extend_from_slice(b"],\"start_angle\":");
+    number(&mut out, start);
+    out.extend_from_slice(b",\"timestamp\":");
+    let _ = serde_json::to_writer(&mut out, &time(t));
+    out.push(b'}');
+    out
+}
+
+/// `n` in decimal.
+fn push_int(out: &mut Vec<u8>, n: u32) {
+    let mut digits = [0u8; 10];
+    let mut k = digits.len();
+    let mut n = n;
+    loop {
+        k -= 1;
+        digits[k] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[k..]);
+}
+
+/// `mm` millimetres in metres, as the shortest decimal that reads back as `mm / 1000.0`
+/// (what `serde_json` writes for that double): the exact decimal, trailing zeros dropped,
+/// at least one digit after the point.
+fn push_metres(out: &mut Vec<u8>, mm: u16) {
+    push_int(out, u32::from(mm / 1000));
+    out.push(b'.');
+    let frac = mm % 1000;
+    let digits = [
+        b'0' + (frac / 100) as u8,
+        b'0' + (frac / 10 % 10) as u8,
+        b'0' + (frac % 10) as u8,
+    ];
+    let keep = digits.iter().rposition(|&c| c != b'0').map_or(1, |i| i + 1);
+    out.extend_from_slice(&digits[..keep]);
 }
 
 /// The sonar cones as triangles: per sonar (in [`SONAR_POSES`] order) its position and the
@@ -678,6 +740,32 @@ pub fn prefix_frames(json: &[u8], prefix: &str) -> Vec<u8> {
 pub(crate) mod tests {
     use super::*;
     use bytes::Bytes;
+
+    #[test]
+    fn a_scan_in_json_is_what_serde_json_makes_of_it() {
+        let t = Timestamp {
+            sec: 1_700_000_000,
+            usec: 123_456,
+        };
+        let ranges: Vec<u16> = (0..=u16::MAX)
+            .step_by(7)
+            .chain([0, 1, 10, 50, 100, 999, 1000, 1001, 1200, 65_535])
+            .collect();
+        let intensities: Vec<u8> = (0..=255).collect();
+        for (start, end, ints) in [
+            (-std::f64::consts::FRAC_PI_2, std::f64::consts::FRAC_PI_2, &[][..]),
+            (-2.356194490192345, 2.356194490192345, &intensities[..]),
+        ] {
+            let metres: Vec<f64> = ranges.iter().map(|&r| f64::from(r) / 1000.0).collect();
+            let by_value = json!({"timestamp": time(t), "frame_id": "base_link",
+                "pose": identity_pose(), "start_angle": start, "end_angle": end,
+                "ranges": metres, "intensities": ints});
+            assert_eq!(
+                String::from_utf8(scan_json(t, start, end, &ranges, ints)).unwrap(),
+                serde_json::to_string(&by_value).unwrap()
+            );
+        }
+    }
 
     /// A reading of `device` with `data`, stamped 1 700 000 000.25 s (seq 1).
     pub(crate) fn reading(device: u8, data: Vec<u8>) -> DeviceData {
