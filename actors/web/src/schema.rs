@@ -503,22 +503,7 @@ pub fn encode(channel: &Channel, d: &DeviceData) -> Option<Vec<u8>> {
         }
         5 => {
             let s = wire::Sonar::decode(&d.data).ok()?;
-            let points: Vec<Value> = sonar_cones(&s.ranges)
-                .into_iter()
-                .map(|[x, y]| json!({"x": x, "y": y, "z": 0.0}))
-                .collect();
-            let ranges: Vec<String> = s.ranges.iter().map(u16::to_string).collect();
-            let mut e = scene_entity(t, "base_link", "sonar");
-            e.insert(
-                "metadata".into(),
-                json!([{"key": "ranges_mm", "value": ranges.join(",")}]),
-            );
-            e.insert(
-                "triangles".into(),
-                json!([{"pose": identity_pose(), "points": points,
-                    "color": rgba(0.16, 0.47, 1.0, 0.25), "colors": [], "indices": []}]),
-            );
-            json!({"deletions": [], "entities": [Value::Object(e)]})
+            return Some(sonar_json(t, &s.ranges));
         }
         6 => {
             let m = wire::Misc::decode(&d.data).ok()?;
@@ -612,6 +597,48 @@ fn scan_json(t: Timestamp, start: f64, end: f64, ranges_mm: &[u16], intensities:
     out.extend_from_slice(b",\"timestamp\":");
     let _ = serde_json::to_writer(&mut out, &time(t));
     out.push(b'}');
+    out
+}
+
+/// The sonar's `foxglove.SceneUpdate` in JSON: one entity, its cones as triangles
+/// ([`sonar_cones`]) and the ranges (mm) in its metadata. Written straight into the
+/// buffer, byte for byte what `serde_json` makes of the same message as a `Value` (keys in
+/// order), without a map per point.
+fn sonar_json(t: Timestamp, ranges: &[u16]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1200 + 60 * ranges.len());
+    let write = |out: &mut Vec<u8>, v: &Value| {
+        let _ = serde_json::to_writer(&mut *out, v);
+    };
+    out.extend_from_slice(
+        b"{\"deletions\":[],\"entities\":[{\"arrows\":[],\"cubes\":[],\"cylinders\":[],\
+        \"frame_id\":\"base_link\",\"frame_locked\":true,\"id\":\"sonar\",\
+        \"lifetime\":{\"nsec\":0,\"sec\":0},\"lines\":[],\
+        \"metadata\":[{\"key\":\"ranges_mm\",\"value\":\"",
+    );
+    for (i, &r) in ranges.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        push_int(&mut out, u32::from(r));
+    }
+    out.extend_from_slice(b"\"}],\"models\":[],\"spheres\":[],\"texts\":[],\"timestamp\":");
+    write(&mut out, &time(t));
+    out.extend_from_slice(b",\"triangles\":[{\"color\":");
+    write(&mut out, &rgba(0.16, 0.47, 1.0, 0.25));
+    out.extend_from_slice(b",\"colors\":[],\"indices\":[],\"points\":[");
+    for (i, [x, y]) in sonar_cones(ranges).into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"x\":");
+        let _ = serde_json::to_writer(&mut out, &x);
+        out.extend_from_slice(b",\"y\":");
+        let _ = serde_json::to_writer(&mut out, &y);
+        out.extend_from_slice(b",\"z\":0.0}");
+    }
+    out.extend_from_slice(b"],\"pose\":");
+    write(&mut out, &identity_pose());
+    out.extend_from_slice(b"}]}]}");
     out
 }
 
@@ -742,6 +769,40 @@ pub(crate) mod tests {
     use bytes::Bytes;
 
     #[test]
+    fn the_sonar_in_json_is_what_serde_json_makes_of_it() {
+        let t = Timestamp {
+            sec: 1_700_000_000,
+            usec: 999_999,
+        };
+        for ranges in [
+            vec![0u16; 16],
+            (0..16).map(|i| 137 * i + 3).collect(),
+            vec![5000; 16],
+        ] {
+            let points: Vec<Value> = sonar_cones(&ranges)
+                .into_iter()
+                .map(|[x, y]| json!({"x": x, "y": y, "z": 0.0}))
+                .collect();
+            let text: Vec<String> = ranges.iter().map(u16::to_string).collect();
+            let mut e = scene_entity(t, "base_link", "sonar");
+            e.insert(
+                "metadata".into(),
+                json!([{"key": "ranges_mm", "value": text.join(",")}]),
+            );
+            e.insert(
+                "triangles".into(),
+                json!([{"pose": identity_pose(), "points": points,
+                    "color": rgba(0.16, 0.47, 1.0, 0.25), "colors": [], "indices": []}]),
+            );
+            let by_value = json!({"deletions": [], "entities": [Value::Object(e)]});
+            assert_eq!(
+                String::from_utf8(sonar_json(t, &ranges)).unwrap(),
+                serde_json::to_string(&by_value).unwrap()
+            );
+        }
+    }
+
+    #[test]
     fn a_scan_in_json_is_what_serde_json_makes_of_it() {
         let t = Timestamp {
             sec: 1_700_000_000,
@@ -753,7 +814,11 @@ pub(crate) mod tests {
             .collect();
         let intensities: Vec<u8> = (0..=255).collect();
         for (start, end, ints) in [
-            (-std::f64::consts::FRAC_PI_2, std::f64::consts::FRAC_PI_2, &[][..]),
+            (
+                -std::f64::consts::FRAC_PI_2,
+                std::f64::consts::FRAC_PI_2,
+                &[][..],
+            ),
             (-2.356194490192345, 2.356194490192345, &intensities[..]),
         ] {
             let metres: Vec<f64> = ranges.iter().map(|&r| f64::from(r) / 1000.0).collect();
