@@ -387,10 +387,9 @@ pub struct RobotNode {
     laser_range_max: f32,
     write: bool,
     pubs: Arc<Vec<Pub>>,
-    /// Per publisher: matched by some subscriber.
-    matched: Vec<bool>,
-    /// The same, for [`Readings`] on the registry's thread.
-    shared_matched: Arc<Vec<AtomicBool>>,
+    /// Per publisher: matched by some subscriber (set by the node, read by [`Readings`] on
+    /// the registry's thread too).
+    matched: Arc<[AtomicBool]>,
     /// Publishes the readings of the devices whose topics are conversions of the reading
     /// alone ([`Readings`]) on the registry's thread.
     direct: Arc<Direct<Readings>>,
@@ -408,19 +407,23 @@ impl RobotNode {
     pub fn new(o: NodeOptions) -> Self {
         RobotNode {
             direct: Direct::new("ros2", o.log.clone()),
-            shared_matched: Arc::new(o.topics.iter().map(|_| AtomicBool::new(false)).collect()),
             parts: BridgeParts::new(o.holdings, o.mailbox, o.log),
             estop: o.estop,
             frames: o.frames,
             laser_range_max: o.laser_range_max,
             write: o.write,
             pubs: Arc::new(Vec::new()),
-            matched: vec![false; o.topics.len()],
+            matched: o.topics.iter().map(|_| AtomicBool::new(false)).collect(),
             topics: o.topics,
             last_command: None,
             warned_no_write: false,
             nav: NavPart::default(),
         }
+    }
+
+    /// Whether some subscriber matches publisher `i`.
+    fn is_matched(&self, i: usize) -> bool {
+        self.matched[i].load(Ordering::Relaxed)
     }
 
     fn commanding(&self) -> bool {
@@ -447,7 +450,7 @@ impl RobotNode {
         let mut odometry = None;
         for i in 0..self.pubs.len() {
             let topic = self.pubs[i].topic;
-            if !self.matched[i] || topic.device() != Some(d.device) {
+            if !self.is_matched(i) || topic.device() != Some(d.device) {
                 continue;
             }
             let payloads = match self.encode(topic, d, &mut odometry) {
@@ -525,7 +528,7 @@ fn of_one_reading(topic: Topic) -> bool {
 /// [`of_one_reading`] come here ([`RobotNode`]'s `direct`).
 pub struct Readings {
     pubs: Arc<Vec<Pub>>,
-    matched: Arc<Vec<AtomicBool>>,
+    matched: Arc<[AtomicBool]>,
     frames: Frames,
     laser_range_max: f32,
 }
@@ -572,8 +575,8 @@ impl BridgeRobot for RobotNode {
         let read = self
             .topics
             .iter()
-            .zip(&self.matched)
-            .any(|(t, &m)| m && t.device() == Some(code));
+            .zip(self.matched.iter())
+            .any(|(t, m)| m.load(Ordering::Relaxed) && t.device() == Some(code));
         let read = read || (code == device::MAP && self.topics.contains(&Topic::Map));
         let write = match code {
             device::POSITION => self.commanding(),
@@ -587,7 +590,7 @@ impl BridgeRobot for RobotNode {
         self.pubs = Arc::new(publishers);
         self.direct.attach(Readings {
             pubs: self.pubs.clone(),
-            matched: self.shared_matched.clone(),
+            matched: self.matched.clone(),
             frames: self.frames.clone(),
             laser_range_max: self.laser_range_max,
         });
@@ -624,13 +627,9 @@ impl BridgeRobot for RobotNode {
     }
 
     fn matching(&mut self, publisher: usize, matching: bool) -> Option<u8> {
-        let m = self.matched.get_mut(publisher)?;
-        if *m == matching {
+        let m = self.matched.get(publisher)?;
+        if m.swap(matching, Ordering::Relaxed) == matching {
             return None;
-        }
-        *m = matching;
-        if let Some(shared) = self.shared_matched.get(publisher) {
-            shared.store(matching, Ordering::Relaxed);
         }
         self.topics[publisher].device()
     }
@@ -679,7 +678,7 @@ impl BridgeRobot for RobotNode {
     /// Nobody listens to a topic, no `cmd_vel` within the hold, no goal held, the map (if
     /// any) fetched, no refused samples lately.
     fn quiet(&self) -> bool {
-        !self.matched.iter().any(|&m| m)
+        !self.matched.iter().any(|m| m.load(Ordering::Relaxed))
             && self.last_command.is_none()
             && self.nav_quiet()
             && self.parts.no_refusals_lately()

@@ -29,6 +29,7 @@ use player_proto::data::Position;
 use player_proto::device;
 use player_proto::nav::{code, Localize, MapInfo, Planner, PlannerState};
 use slog::{info, warn};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// The shortest time between two `x H g` (particles) the node asks.
@@ -210,14 +211,14 @@ impl RobotNode {
     fn listened(&self, topic: Topic) -> bool {
         self.topics
             .iter()
-            .zip(&self.matched)
-            .any(|(t, &m)| m && *t == topic)
+            .zip(self.matched.iter())
+            .any(|(t, m)| m.load(Ordering::Relaxed) && *t == topic)
     }
 
     /// Puts `payload` on the publishers of `topic` (matched ones, or all with `always`).
     fn put_on(&mut self, topic: Topic, payload: &[u8], always: bool) {
         for i in 0..self.pubs.len() {
-            if self.pubs[i].topic != topic || !(always || self.matched[i]) {
+            if self.pubs[i].topic != topic || !(always || self.is_matched(i)) {
                 continue;
             }
             match self.pubs[i].put(payload.to_vec()) {
