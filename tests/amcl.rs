@@ -9,6 +9,8 @@
 //! `H` and the particles are decoded here from Player 1.6.5's layout as issue 31 gives it,
 //! not with `player_proto::nav`.
 
+mod common;
+
 use player::settings::Settings;
 use player_proto::ext;
 use player_sim::TruthRecord;
@@ -75,20 +77,7 @@ fn decode_h(b: &[u8]) -> Localize {
 
 /// The maze world with a truth log, written for one test.
 fn world(name: &str) -> (PathBuf, PathBuf) {
-    let dir =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("amcl-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let maze = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/worlds/maze.toml");
-    let truth = dir.join("truth.csv");
-    let mut text = std::fs::read_to_string(maze).unwrap();
-    text.push_str(&format!(
-        "\n[truth]\nfile = \"{}\"\nformat = \"csv\"\nperiod = 0.1\n",
-        truth.display()
-    ));
-    let file = dir.join("maze.toml");
-    std::fs::write(&file, text).unwrap();
-    (file, truth)
+    common::tour::maze_with_truth(&format!("amcl-{name}"))
 }
 
 /// The robot: the simulator's base as `O` beside `P` and the laser, the maze's map, and

@@ -40,6 +40,23 @@ fn maze_file() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("config/worlds/maze.toml")
 }
 
+/// The maze world with a `[truth]` log (CSV, every 0.1 s), written into a fresh directory
+/// `name`-<pid> under the tests' temporary directory: the world's file and the log's.
+pub fn maze_with_truth(name: &str) -> (PathBuf, PathBuf) {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let truth = dir.join("truth.csv");
+    let mut text = std::fs::read_to_string(maze_file()).unwrap();
+    text.push_str(&format!(
+        "\n[truth]\nfile = \"{}\"\nformat = \"csv\"\nperiod = 0.1\n",
+        truth.display()
+    ));
+    let world = dir.join("maze.toml");
+    std::fs::write(&world, text).unwrap();
+    (world, truth)
+}
+
 /// The maze rasterised at 0.05 m, as `mapfile` serves it with `map = "world"`.
 pub fn maze_map() -> Map {
     let wm = WorldMap::from_file(&maze_file()).expect("the maze world");
@@ -271,18 +288,7 @@ impl Tour {
     /// Starts the server with `controller` (the truth log in a directory named by `name`)
     /// and waits for the localizer's first hypothesis.
     pub fn start(name: &str, controller: &str) -> Tour {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("tour-{name}-{controller}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let truth = dir.join("truth.csv");
-        let mut text = std::fs::read_to_string(maze_file()).unwrap();
-        text.push_str(&format!(
-            "\n[truth]\nfile = \"{}\"\nformat = \"csv\"\nperiod = 0.1\n",
-            truth.display()
-        ));
-        let world = dir.join("maze.toml");
-        std::fs::write(&world, text).unwrap();
+        let (world, truth) = maze_with_truth(&format!("tour-{name}-{controller}"));
         let server = start_server_with(settings(&world, controller), player::builtin_catalog());
         let mut c = Client::connect(server.addr());
         c.config(b'y', b'e', &[1]);
