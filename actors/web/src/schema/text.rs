@@ -5,7 +5,6 @@
 
 use super::{identity_pose, rgba, sonar_cones, time};
 use player_kit::driver::Timestamp;
-use serde_json::Value;
 
 /// A `foxglove.LaserScan` in JSON written straight from the ranges (mm): byte for byte what
 /// `serde_json` makes of the same message as a `Value` (keys in order, each range in its
@@ -19,11 +18,8 @@ pub(super) fn scan_json(
     intensities: &[u8],
 ) -> Vec<u8> {
     let mut out = Vec::with_capacity(320 + 7 * ranges_mm.len() + 4 * intensities.len());
-    let number = |out: &mut Vec<u8>, v: f64| {
-        let _ = serde_json::to_writer(&mut *out, &v);
-    };
     out.extend_from_slice(b"{\"end_angle\":");
-    number(&mut out, end);
+    push_json(&mut out, &end);
     out.extend_from_slice(b",\"frame_id\":\"base_link\",\"intensities\":[");
     for (i, &v) in intensities.iter().enumerate() {
         if i > 0 {
@@ -32,7 +28,7 @@ pub(super) fn scan_json(
         push_int(&mut out, u32::from(v));
     }
     out.extend_from_slice(b"],\"pose\":");
-    let _ = serde_json::to_writer(&mut out, &identity_pose());
+    push_json(&mut out, &identity_pose());
     out.extend_from_slice(b",\"ranges\":[");
     for (i, &r) in ranges_mm.iter().enumerate() {
         if i > 0 {
@@ -41,9 +37,9 @@ pub(super) fn scan_json(
         push_metres(&mut out, r);
     }
     out.extend_from_slice(b"],\"start_angle\":");
-    number(&mut out, start);
+    push_json(&mut out, &start);
     out.extend_from_slice(b",\"timestamp\":");
-    let _ = serde_json::to_writer(&mut out, &time(t));
+    push_json(&mut out, &time(t));
     out.push(b'}');
     out
 }
@@ -54,9 +50,6 @@ pub(super) fn scan_json(
 /// order), without a map per point.
 pub(super) fn sonar_json(t: Timestamp, ranges: &[u16]) -> Vec<u8> {
     let mut out = Vec::with_capacity(1200 + 60 * ranges.len());
-    let write = |out: &mut Vec<u8>, v: &Value| {
-        let _ = serde_json::to_writer(&mut *out, v);
-    };
     out.extend_from_slice(
         b"{\"deletions\":[],\"entities\":[{\"arrows\":[],\"cubes\":[],\"cylinders\":[],\
         \"frame_id\":\"base_link\",\"frame_locked\":true,\"id\":\"sonar\",\
@@ -70,24 +63,29 @@ pub(super) fn sonar_json(t: Timestamp, ranges: &[u16]) -> Vec<u8> {
         push_int(&mut out, u32::from(r));
     }
     out.extend_from_slice(b"\"}],\"models\":[],\"spheres\":[],\"texts\":[],\"timestamp\":");
-    write(&mut out, &time(t));
+    push_json(&mut out, &time(t));
     out.extend_from_slice(b",\"triangles\":[{\"color\":");
-    write(&mut out, &rgba(0.16, 0.47, 1.0, 0.25));
+    push_json(&mut out, &rgba(0.16, 0.47, 1.0, 0.25));
     out.extend_from_slice(b",\"colors\":[],\"indices\":[],\"points\":[");
     for (i, [x, y]) in sonar_cones(ranges).into_iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
         out.extend_from_slice(b"{\"x\":");
-        let _ = serde_json::to_writer(&mut out, &x);
+        push_json(&mut out, &x);
         out.extend_from_slice(b",\"y\":");
-        let _ = serde_json::to_writer(&mut out, &y);
+        push_json(&mut out, &y);
         out.extend_from_slice(b",\"z\":0.0}");
     }
     out.extend_from_slice(b"],\"pose\":");
-    write(&mut out, &identity_pose());
+    push_json(&mut out, &identity_pose());
     out.extend_from_slice(b"}]}]}");
     out
+}
+
+/// `v` as `serde_json` writes it (into a vector, which cannot fail).
+fn push_json(out: &mut Vec<u8>, v: &impl serde::Serialize) {
+    let _ = serde_json::to_writer(out, v);
 }
 
 /// `n` in decimal.
@@ -126,7 +124,7 @@ fn push_metres(out: &mut Vec<u8>, mm: u16) {
 mod tests {
     use super::super::scene_entity;
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     #[test]
     fn the_sonar_in_json_is_what_serde_json_makes_of_it() {
