@@ -143,10 +143,10 @@ impl Handler<HoldDevice> for Registry {
             .get_mut(&device)
             .and_then(|d| d.holders.get_mut(&session))
         {
-            h.internal = Some(Internal {
+            h.internal = Some(Box::new(Internal {
                 yields: hold.yields,
                 events: hold.events,
-            });
+            }));
         }
         Box::pin(granted.map(move |r, _, _| {
             r.map(|grant| Held {

@@ -41,8 +41,9 @@ pub(super) struct Holder {
     /// `zenoh`, `ros2`, `recorder`, `driver <name>`), for the connection graph.
     pub client: std::sync::Arc<str>,
     /// Set for a driver holding the device (`HoldDevice`): whether it yields to clients
-    /// and where its events go.
-    pub internal: Option<Internal>,
+    /// and where its events go. Boxed: few holders are drivers, and a client's entry is
+    /// kept for each device of each client (16 bytes less each).
+    pub internal: Option<Box<Internal>>,
 }
 
 /// A driver holding a device of its robot (a virtual device's source or target).
@@ -194,7 +195,7 @@ impl Device {
     pub fn internal(&self) -> impl Iterator<Item = (SessionId, &Holder, &Internal)> {
         self.holders
             .iter()
-            .filter_map(|(s, h)| h.internal.as_ref().map(|i| (*s, h, i)))
+            .filter_map(|(s, h)| h.internal.as_deref().map(|i| (*s, h, i)))
     }
 
     /// The client of a session holding write access (the one the watchdog stops), or an
