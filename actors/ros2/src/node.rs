@@ -426,6 +426,11 @@ impl RobotNode {
         self.matched[i].load(Ordering::Relaxed)
     }
 
+    /// Whether some subscriber matches a publisher whose topic `wanted` accepts.
+    fn any_matched(&self, wanted: impl Fn(Topic) -> bool) -> bool {
+        (0..self.topics.len()).any(|i| self.is_matched(i) && wanted(self.topics[i]))
+    }
+
     fn commanding(&self) -> bool {
         self.last_command.is_some_and(|t| t.elapsed() < HOLD)
     }
@@ -572,11 +577,7 @@ impl BridgeRobot for RobotNode {
     /// Read while a subscriber matches one of the device's topics; write to the base while
     /// `cmd_vel` comes.
     fn want(&self, code: u8) -> Access {
-        let read = self
-            .topics
-            .iter()
-            .zip(self.matched.iter())
-            .any(|(t, m)| m.load(Ordering::Relaxed) && t.device() == Some(code));
+        let read = self.any_matched(|t| t.device() == Some(code));
         let read = read || (code == device::MAP && self.topics.contains(&Topic::Map));
         let write = match code {
             device::POSITION => self.commanding(),
@@ -678,7 +679,7 @@ impl BridgeRobot for RobotNode {
     /// Nobody listens to a topic, no `cmd_vel` within the hold, no goal held, the map (if
     /// any) fetched, no refused samples lately.
     fn quiet(&self) -> bool {
-        !self.matched.iter().any(|m| m.load(Ordering::Relaxed))
+        !self.any_matched(|_| true)
             && self.last_command.is_none()
             && self.nav_quiet()
             && self.parts.no_refusals_lately()

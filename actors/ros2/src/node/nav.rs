@@ -29,7 +29,6 @@ use player_proto::data::Position;
 use player_proto::device;
 use player_proto::nav::{code, Localize, MapInfo, Planner, PlannerState};
 use slog::{info, warn};
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// The shortest time between two `x H g` (particles) the node asks.
@@ -209,10 +208,7 @@ impl Declaring<'_> {
 impl RobotNode {
     /// Whether some subscriber matches a publisher of `topic`.
     fn listened(&self, topic: Topic) -> bool {
-        self.topics
-            .iter()
-            .zip(self.matched.iter())
-            .any(|(t, m)| m.load(Ordering::Relaxed) && *t == topic)
+        self.any_matched(|t| t == topic)
     }
 
     /// Puts `payload` on the publishers of `topic` (matched ones, or all with `always`).
