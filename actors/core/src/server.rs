@@ -17,6 +17,7 @@ use crate::registry::{EStop, Registry, SessionId, ShutdownAll};
 use crate::session::{Close, Session, SessionClosed, SessionOptions};
 use crate::settings::{RobotSettings, Settings, SettingsError};
 use actix::prelude::*;
+use actix::WeakAddr;
 use futures::channel::oneshot;
 use futures::FutureExt;
 use player_kit::catalog::{Catalog, DriverContext};
@@ -174,7 +175,10 @@ pub struct Listener {
     accepting: Option<SpawnHandle>,
     registry: Addr<Registry>,
     workers: Workers,
-    sessions: HashMap<SessionId, (Option<Addr<Session>>, IpAddr)>,
+    /// Each session's address once it has started (weak: the listener only tells it to
+    /// close at shutdown, and a strong address costs two allocations a client) and its
+    /// client's address.
+    sessions: HashMap<SessionId, (Option<WeakAddr<Session>>, IpAddr)>,
     per_address: HashMap<IpAddr, usize>,
     ids: SessionIds,
     max_clients: usize,
@@ -318,7 +322,7 @@ impl StreamHandler<std::io::Result<(TcpStream, SocketAddr)>> for Listener {
         *self.per_address.entry(ip).or_default() += 1;
         let registry = self.registry.clone();
         let me = ctx.address();
-        let closed = me.clone().recipient::<SessionClosed>();
+        let closed = me.clone().recipient::<SessionClosed>().downgrade();
         let opts = self.opts.clone();
         let log = self.log.clone();
         let (worker, load) = self.workers.pick();
@@ -349,7 +353,7 @@ impl Handler<Registered> for Listener {
             if self.stopping.is_some() {
                 msg.addr.do_send(Close);
             }
-            slot.0 = Some(msg.addr);
+            slot.0 = Some(msg.addr.downgrade());
         }
     }
 }
@@ -388,7 +392,11 @@ impl Handler<StopListening> for Listener {
             let _ = tx.send(());
         } else {
             self.stopping = Some(tx);
-            for addr in self.sessions.values().filter_map(|(a, _)| a.as_ref()) {
+            for addr in self
+                .sessions
+                .values()
+                .filter_map(|(a, _)| a.as_ref()?.upgrade())
+            {
                 addr.do_send(Close);
             }
         }

@@ -328,6 +328,16 @@ impl DataRecipient {
             ..DataRecipient::of(addr)
         }
     }
+
+    /// A subscriber that picks readings up from `inbox` while it wants no messages, and
+    /// otherwise is sent them through `to`, which its owner may share (a session's one
+    /// address for its reader and all its subscriptions, instead of a copy each).
+    pub fn shared_with_inbox(to: Arc<dyn DataSink>, inbox: Arc<Inbox>) -> Self {
+        DataRecipient {
+            to,
+            inbox: Some(inbox),
+        }
+    }
 }
 
 /// What kind of failure a [`DriverError`] is: what a caller can act on.

@@ -36,7 +36,11 @@ impl Handler<RecheckAll> for Listener {
 
     fn handle(&mut self, _msg: RecheckAll, _ctx: &mut Self::Context) -> usize {
         let mut n = 0;
-        for addr in self.sessions.values().filter_map(|(a, _)| a.as_ref()) {
+        for addr in self
+            .sessions
+            .values()
+            .filter_map(|(a, _)| a.as_ref()?.upgrade())
+        {
             addr.do_send(Recheck);
             n += 1;
         }

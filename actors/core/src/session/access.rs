@@ -9,7 +9,7 @@ use crate::notice::{kind, Notice};
 use crate::registry::{Subscribe, Unsubscribe};
 use actix::prelude::*;
 use bytes::Bytes;
-use player_kit::driver::{Command, DataRecipient, DeviceData};
+use player_kit::driver::{Command, DeviceData};
 use player_kit::fresh::{self, Stamp};
 use player_proto::message;
 use player_proto::{access, device};
@@ -72,6 +72,12 @@ impl Session {
                 esc(b)
             );
         }
+        let Some(registry) = self.conn.registry() else {
+            // The server has let its registry go: it is shutting down.
+            self.conn.closing_reason = Some("server shutting down".into());
+            ctx.stop();
+            return Box::pin(fut::ready(()));
+        };
         // Pairs refused before the registry is asked, with why (for the error channel).
         let mut refused: Vec<(u8, String)> = Vec::new();
         let finals = self.final_access(&pairs, &mut refused);
@@ -79,7 +85,7 @@ impl Session {
         // was asked), and the registry's answers to come, in the same order.
         let mut calls: Vec<(u8, u8, bool)> = Vec::new();
         let mut asked = Vec::new();
-        let recipient = DataRecipient::with_inbox(&ctx.address(), self.list.inbox());
+        let recipient = self.data_recipient(ctx);
         // One name for the registry's holders of every device asked for here.
         let client: std::sync::Arc<str> = self.conn.client().into();
         for &(dev, new) in &finals {
@@ -97,18 +103,16 @@ impl Session {
                 continue;
             }
             let call = match new {
-                access::READ | access::WRITE | access::ALL => {
-                    Some(self.conn.registry.send(Subscribe {
-                        session: self.conn.id,
-                        device: dev,
-                        read: matches!(new, access::READ | access::ALL),
-                        write: matches!(new, access::WRITE | access::ALL),
-                        recipient: recipient.clone(),
-                        client: client.clone(),
-                    }))
-                }
+                access::READ | access::WRITE | access::ALL => Some(registry.send(Subscribe {
+                    session: self.conn.id,
+                    device: dev,
+                    read: matches!(new, access::READ | access::ALL),
+                    write: matches!(new, access::WRITE | access::ALL),
+                    recipient: recipient.clone(),
+                    client: client.clone(),
+                })),
                 access::CLOSE => {
-                    self.conn.registry.do_send(Unsubscribe {
+                    registry.do_send(Unsubscribe {
                         session: self.conn.id,
                         device: dev,
                     });

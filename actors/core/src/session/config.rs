@@ -27,7 +27,12 @@ impl Session {
             return;
         }
         if dev != device::SERVER {
-            let fut = self.conn.registry.send(RouteConfig {
+            let Some(registry) = self.conn.registry() else {
+                let why = "config ignored: registry unavailable (the server is stopping)";
+                self.config_ignored(dev, why.into(), ctx);
+                return;
+            };
+            let fut = registry.send(RouteConfig {
                 device: dev,
                 payload,
                 client: self.conn.client(),
@@ -73,13 +78,17 @@ impl Session {
                     f
                 };
                 debug!(self.conn.log, "frequency set"; "hz" => f);
-                let due = self.schedule.set_frequency(f, Instant::now());
+                let due = self.timers.schedule().set_frequency(f, Instant::now());
                 self.account_load();
                 self.apply(due, ctx);
             }
             ServerConfig::DataMode(mode) => {
                 let now = Instant::now();
-                let Some(due) = self.schedule.set_mode(mode, now, self.list.any_new()) else {
+                let Some(due) = self
+                    .timers
+                    .schedule()
+                    .set_mode(mode, now, self.list.any_new())
+                else {
                     return;
                 };
                 debug!(self.conn.log, "data mode set"; "mode" => mode.code());
@@ -88,7 +97,7 @@ impl Session {
                 self.apply(due, ctx);
             }
             ServerConfig::RequestData => {
-                if self.schedule.request_round() {
+                if self.timers.schedule().request_round() {
                     self.serve_requests(ctx);
                 } else {
                     self.config_ignored(
@@ -99,7 +108,7 @@ impl Session {
                 }
             }
             ServerConfig::Timestamps(on) => {
-                self.writer.set_timestamps(on);
+                self.timers.writer().set_timestamps(on);
                 debug!(self.conn.log, "timestamps"; "on" => on);
             }
             ServerConfig::Errors(on) => self.set_notices(on, ctx),

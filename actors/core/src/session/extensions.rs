@@ -19,20 +19,24 @@ impl Session {
     pub(super) fn set_notices(&mut self, on: bool, ctx: &mut Context<Self>) {
         self.conn.notices = on;
         let recipient = on.then(|| ctx.address().recipient());
-        self.conn.registry.do_send(Watch {
-            session: self.conn.id,
-            recipient,
-        });
+        if let Some(r) = self.conn.registry() {
+            r.do_send(Watch {
+                session: self.conn.id,
+                recipient,
+            });
+        }
     }
 
     /// `x y E`: latch the emergency stop (anyone), or release it (a client that may
     /// command).
     pub(super) fn on_estop(&mut self, latch: bool, ctx: &mut Context<Self>) {
         if latch || self.rights.may_write() {
-            self.conn.registry.do_send(EStop {
-                latch,
-                client: self.conn.client(),
-            });
+            if let Some(r) = self.conn.registry() {
+                r.do_send(EStop {
+                    latch,
+                    client: self.conn.client(),
+                });
+            }
             return;
         }
         let why = format!(
@@ -48,7 +52,10 @@ impl Session {
 
     /// `x y l`: the device list.
     pub(super) fn send_device_list(&mut self, ctx: &mut Context<Self>) {
-        let list = self.conn.registry.send(ListDevices);
+        let Some(registry) = self.conn.registry() else {
+            return;
+        };
+        let list = registry.send(ListDevices);
         ctx.spawn(list.into_actor(self).map(|r, act, ctx| {
             act.unpark(ctx);
             if let Ok(entries) = r {
@@ -95,7 +102,7 @@ impl Session {
         if !self.conn.notices {
             return;
         }
-        if self.writer.backlog() >= self.conn.opts.max_output {
+        if self.timers.writer().backlog() >= self.conn.opts.max_output {
             self.conn.notices_dropped += 1;
             warn!(self.conn.log, "notice dropped: the client leaves its output unread"; "dropped" => self.conn.notices_dropped);
             return;
@@ -123,7 +130,7 @@ impl Handler<ConfigAnswer> for Session {
     /// notices): it may ask again.
     fn handle(&mut self, msg: ConfigAnswer, ctx: &mut Self::Context) {
         self.unpark(ctx);
-        if self.writer.backlog() >= self.conn.opts.max_output {
+        if self.timers.writer().backlog() >= self.conn.opts.max_output {
             warn!(self.conn.log, "config answer dropped: the client leaves its output unread"; "device" => player_kit::log::device(msg.device));
             let why = "a config's answer was dropped: too much output unread";
             self.notice(Notice::new(kind::OVERLOAD, msg.device, why), ctx);

@@ -243,20 +243,20 @@ impl Session {
     pub(super) fn take(&mut self, msg: DeviceData, pending_only: bool) -> bool {
         self.list
             .take(msg, pending_only)
-            .is_some_and(|first| self.schedule.reading_matters(first))
+            .is_some_and(|first| self.timers.schedule().reading_matters(first))
     }
 
     /// Whether this session needs a message per reading now: unless it sends rounds on
     /// deadlines, has every first reading and no round waits for data, a reading must wake
     /// it. Otherwise its next tick picks the newest readings up from the inbox.
     pub(super) fn wants_messages(&self) -> bool {
-        wants_messages(&self.list, &self.schedule)
+        wants_messages(&self.list, &self.timers.schedule())
     }
 
     /// Takes the readings left in the inbox (as if they had come as messages) and tells it
     /// whether readings should come as messages from now on, until both agree.
     pub(super) fn sync_inbox(&mut self, ctx: &mut Context<Self>) {
-        while self.list.drain_inbox(&self.schedule) {
+        while self.list.drain_inbox(&self.timers.schedule()) {
             self.after_change(ctx);
         }
     }

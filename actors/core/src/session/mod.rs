@@ -51,7 +51,8 @@ use crate::notice::{kind, Notice};
 use crate::registry::{Disconnect, Registry, SessionId};
 use crate::timer::{TickHandle, Ticks};
 use actix::prelude::*;
-use player_kit::driver::{DeviceData, DeviceDataBatch};
+use actix::{WeakAddr, WeakRecipient};
+use player_kit::driver::{DataRecipient, DeviceData, DeviceDataBatch};
 use player_proto::device;
 use slog::{info, warn, Logger};
 use std::net::SocketAddr;
@@ -128,11 +129,18 @@ struct Conn {
     /// The client's address (its name in the log and to the registry).
     peer: SocketAddr,
     log: Logger,
-    registry: Addr<Registry>,
-    listener: Option<Recipient<SessionClosed>>,
+    /// Weak: a strong address costs two allocations a client, and the registry outlives
+    /// its listener's sessions (the listener holds it strongly).
+    registry: WeakAddr<Registry>,
+    /// Told when the session ends (weak: it is used once, and a strong recipient costs
+    /// three allocations a client).
+    listener: Option<WeakRecipient<SessionClosed>>,
     /// Shared by every session of a listener.
     opts: Arc<SessionOptions>,
     reader: Option<actix_rt::task::JoinHandle<()>>,
+    /// The session's own address, made once at start and shared by its reader task and
+    /// every subscription (an address copy is two allocations).
+    me: Option<Arc<Addr<Session>>>,
     closing_reason: Option<String>,
     /// It asked for notices (`x y e 1`).
     notices: bool,
@@ -144,6 +152,12 @@ struct Conn {
 }
 
 impl Conn {
+    /// The registry, for one message: `None` only once the server has let it go, after
+    /// its sessions were told to close.
+    fn registry(&self) -> Option<Addr<Registry>> {
+        self.registry.upgrade()
+    }
+
     /// The client's address as text (how the registry and the drivers name it).
     fn client(&self) -> String {
         self.peer.to_string()
@@ -153,7 +167,8 @@ impl Conn {
 /// The session's timers: the repeating tick of continuous mode and the push-new wake.
 struct Timers {
     /// The session's repeating timer (its stream is added to the context at start), with
-    /// the shelf its parts go on while its thread's tick writes its rounds (`park.rs`).
+    /// its shelf (`park.rs`): the session's writer and schedule, and the device list its
+    /// thread's tick borrows to write its rounds.
     ticks: TickHandle<park::Shelf>,
     tick_stream: Option<Ticks>,
     /// Set while push new waits out its period.
@@ -164,10 +179,22 @@ struct Timers {
 pub struct Session {
     conn: Conn,
     list: list::DeviceList,
-    schedule: schedule::Schedule,
     timers: Timers,
-    writer: writer::Writer,
     rights: rights::Rights,
+}
+
+impl Timers {
+    /// The session's writer. It lives in the timer's shelf, not in the session: its
+    /// thread's tick writes through the same one while the session is parked, so the
+    /// session's own task is not a copy's size larger (`park.rs`).
+    fn writer(&self) -> std::cell::RefMut<'_, writer::Writer> {
+        self.ticks.payload().writer()
+    }
+
+    /// The session's schedule: in the timer's shelf for the same reason as the writer.
+    fn schedule(&self) -> std::cell::RefMut<'_, schedule::Schedule> {
+        self.ticks.payload().schedule()
+    }
 }
 
 impl Session {
@@ -177,12 +204,16 @@ impl Session {
         stream: TcpStream,
         peer: SocketAddr,
         registry: Addr<Registry>,
-        listener: Option<Recipient<SessionClosed>>,
+        listener: Option<WeakRecipient<SessionClosed>>,
         opts: impl Into<Arc<SessionOptions>>,
         log: &Logger,
     ) -> Self {
         let opts = opts.into();
-        let (ticks, tick_stream) = crate::timer::ticks_with(park::Shelf::default());
+        let shelf = park::Shelf::new(
+            writer::Writer::new(stream),
+            schedule::Schedule::new(Instant::now()),
+        );
+        let (ticks, tick_stream) = crate::timer::ticks_with(shelf);
         // The address itself, shown as `ip:port` (no text of it kept per session).
         let log = log.new(slog::o!("client" => peer, "session" => id));
         let rights = rights::Rights::admit(&opts.policy, peer.ip());
@@ -191,23 +222,22 @@ impl Session {
                 id,
                 peer,
                 log,
-                registry,
+                registry: registry.downgrade(),
                 listener,
                 opts,
                 reader: None,
+                me: None,
                 closing_reason: None,
                 notices: false,
                 notices_dropped: 0,
                 load: None,
             },
             list: list::DeviceList::new(),
-            schedule: schedule::Schedule::new(Instant::now()),
             timers: Timers {
                 ticks,
                 tick_stream: Some(tick_stream),
                 push: None,
             },
-            writer: writer::Writer::new(stream),
             rights,
         }
     }
@@ -222,10 +252,24 @@ impl Session {
     /// Updates this session's share of its thread's load: its rate while it sends on a
     /// schedule, nothing in the request modes.
     fn account_load(&mut self) {
-        let rate = self.schedule.rate();
+        let rate = self.timers.schedule().rate();
         if let Some(share) = &mut self.conn.load {
             share.set(rate);
         }
+    }
+
+    /// The session's one shared address (made at the first use: at start, for the reader).
+    fn me(&mut self, ctx: &mut Context<Self>) -> Arc<Addr<Session>> {
+        self.conn
+            .me
+            .get_or_insert_with(|| Arc::new(ctx.address()))
+            .clone()
+    }
+
+    /// Where the drivers deliver this session's readings: its inbox, or messages to its
+    /// one shared address.
+    fn data_recipient(&mut self, ctx: &mut Context<Self>) -> DataRecipient {
+        DataRecipient::shared_with_inbox(self.me(ctx), self.list.inbox())
     }
 
     /// Clears both timers (the data mode changed; the schedule has forgotten them).
@@ -243,7 +287,7 @@ impl Session {
             .map(|_, act, ctx| {
                 act.unpark(ctx);
                 act.timers.push = None;
-                act.schedule.woke();
+                act.timers.schedule().woke();
                 act.push_new(ctx);
             });
         self.timers.push = Some(ctx.spawn(wake));
@@ -255,16 +299,16 @@ impl Actor for Session {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         info!(self.conn.log, "client connected");
-        let addr = ctx.address();
+        let me = self.me(ctx);
         self.conn.reader = Some(actix_rt::spawn(reader::read_loop(
-            self.writer.stream(),
-            addr,
+            self.timers.writer().stream(),
+            me,
             self.conn.opts.partial_timeout,
         )));
         if let Some(s) = self.timers.tick_stream.take() {
             ctx.add_stream(s);
         }
-        let first = self.schedule.start(Instant::now());
+        let first = self.timers.schedule().start(Instant::now());
         self.timers.ticks.set(first);
         if self.rights.must_present_key() {
             let wait = if self.conn.opts.partial_timeout.is_zero() {
@@ -284,14 +328,17 @@ impl Actor for Session {
 
     fn stopped(&mut self, _ctx: &mut Self::Context) {
         self.unpark_at_end();
+        let skipped = self.timers.writer().skipped();
         let c = &mut self.conn;
         if let Some(r) = c.reader.take() {
             r.abort();
         }
-        c.registry.do_send(Disconnect { session: c.id });
+        if let Some(r) = c.registry() {
+            r.do_send(Disconnect { session: c.id });
+        }
         let reason = c.closing_reason.take().unwrap_or_else(|| "closed".into());
-        info!(c.log, "client disconnected"; "reason" => reason, "peer" => %c.peer, "rounds_skipped" => self.writer.skipped());
-        if let Some(l) = c.listener.take() {
+        info!(c.log, "client disconnected"; "reason" => reason, "peer" => %c.peer, "rounds_skipped" => skipped);
+        if let Some(l) = c.listener.take().and_then(|l| l.upgrade()) {
             l.do_send(SessionClosed { id: c.id });
         }
     }
@@ -420,5 +467,32 @@ impl Handler<Close> for Session {
         self.unpark(ctx);
         self.conn.closing_reason = Some("server shutting down".into());
         ctx.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The size of the future an `async fn` of three arguments returns.
+    fn future_size<A, B, C, F>(_: fn(A, B, C) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// tokio allocates a task as one cell aligned to 128 bytes: a 32-byte header, the
+    /// scheduler and id (16), the future, a 48-byte trailer. A client's two tasks stay in
+    /// 768 and 256 bytes while the futures stay within 672 and 160 bytes
+    /// (docs/performance.md, "Heap per client, third pass"): a field added to the session
+    /// or a value kept across the reader's await that crosses a step costs 128 bytes a
+    /// client.
+    #[test]
+    fn a_clients_tasks_stay_within_their_cells() {
+        let session = std::mem::size_of::<actix::dev::ContextFut<Session, Context<Session>>>();
+        assert!(
+            session <= 672,
+            "the session's actor future is {session} bytes"
+        );
+        let reader = future_size(reader::read_loop);
+        assert!(reader <= 160, "the reader task's future is {reader} bytes");
     }
 }

@@ -6,8 +6,10 @@
 //! write one round of every read device (or skip it: `pace.rs`), set the next deadline.
 //! Waking the session's task for that (a waker per session, the actor's context polled,
 //! its mailbox and streams looked at) costs a thread more than the round itself. So such
-//! a session *parks*: it moves its device list, schedule and writer into a cell its
-//! repeating timer can reach, and the thread's timer task, at each wake-up, runs the tick
+//! a session *parks*: it moves its device list into a cell its repeating timer can reach
+//! (its writer and schedule are there already: the shelf is their one home, so that the
+//! session's task does not hold second ones while the tick works with the first), and
+//! the thread's timer task, at each wake-up, runs the tick
 //! of every due parked session itself, one after the other
 //! ([`crate::timer::TickHandle::run_on_thread`]), with the same code as the session's own
 //! tick.
@@ -27,7 +29,7 @@ use super::writer::{Sent, Writer};
 use super::Session;
 use crate::timer::{Fired, OnThread};
 use actix::prelude::*;
-use std::cell::RefCell;
+use std::cell::{RefCell, RefMut};
 use std::io;
 use std::time::{Duration, Instant};
 
@@ -35,8 +37,6 @@ use std::time::{Duration, Instant};
 /// session to do.
 pub(super) struct Parked {
     list: DeviceList,
-    schedule: Schedule,
-    writer: Writer,
     stall_limit: Duration,
     /// The tick asked for the session; until it has taken its parts back, the next
     /// deadline is left to it.
@@ -53,20 +53,47 @@ pub(super) struct Parked {
     quiet: bool,
 }
 
-/// Where a session's parts are while it is parked (`None`: with the session): the payload
-/// of the session's repeating timer, so the thread's timer task finds a due session's
-/// timer state and its parts in one allocation, one after the other in memory.
-#[derive(Default)]
-pub(super) struct Shelf(RefCell<Option<Parked>>);
+/// The payload of the session's repeating timer, so the thread's timer task finds a due
+/// session's timer state and its parts in one allocation, one after the other in memory:
+/// the session's writer and schedule, always, and the device list it lends while parked
+/// (`None`: with the session). The session and the tick never use the writer or the
+/// schedule at once: they run on one thread, and the tick runs only while the session
+/// is parked, which every entry into the session ends first.
+pub(super) struct Shelf {
+    writer: RefCell<Writer>,
+    schedule: RefCell<Schedule>,
+    parked: RefCell<Option<Parked>>,
+}
+
+impl Shelf {
+    /// A shelf holding the session's writer and schedule, nothing lent.
+    pub(super) fn new(writer: Writer, schedule: Schedule) -> Self {
+        Shelf {
+            writer: RefCell::new(writer),
+            schedule: RefCell::new(schedule),
+            parked: RefCell::new(None),
+        }
+    }
+
+    /// The session's writer.
+    pub(super) fn writer(&self) -> RefMut<'_, Writer> {
+        self.writer.borrow_mut()
+    }
+
+    /// The session's schedule.
+    pub(super) fn schedule(&self) -> RefMut<'_, Schedule> {
+        self.schedule.borrow_mut()
+    }
+}
 
 impl OnThread for Shelf {
     fn tick(&self) -> Fired {
-        tick(&self.0)
+        tick(self)
     }
 
     /// The device slots the round is laid out from, and the inbox.
     fn prefetch(&self) {
-        if let Ok(parked) = self.0.try_borrow() {
+        if let Ok(parked) = self.parked.try_borrow() {
             if let Some(p) = parked.as_ref() {
                 p.list.prefetch();
             }
@@ -75,8 +102,8 @@ impl OnThread for Shelf {
 }
 
 /// One deadline of a parked session: what [`Session::on_tick`] does, without the actor.
-fn tick(shelf: &RefCell<Option<Parked>>) -> Fired {
-    let mut parked = shelf.borrow_mut();
+fn tick(shelf: &Shelf) -> Fired {
+    let mut parked = shelf.parked.borrow_mut();
     let Some(p) = parked.as_mut() else {
         // Not parked (the session took its parts back): its stream takes the deadlines.
         return Fired::TO_OWNER;
@@ -86,7 +113,8 @@ fn tick(shelf: &RefCell<Option<Parked>>) -> Fired {
         return Fired::TO_OWNER;
     }
     let now = Instant::now();
-    let next = match p.schedule.on_tick(now, p.list.any_reads()) {
+    let mut schedule = shelf.schedule();
+    let next = match schedule.on_tick(now, p.list.any_reads()) {
         Due::Tick(at) => at,
         _ => {
             // Ticking stops (nothing read, or out of continuous mode): the session's.
@@ -95,15 +123,13 @@ fn tick(shelf: &RefCell<Option<Parked>>) -> Fired {
         }
     };
     // The readings left in the inbox since the last round.
-    p.changed |= p.list.drain_inbox(&p.schedule);
-    match p.schedule.tick_round(p.list.ready()) {
+    p.changed |= p.list.drain_inbox(&schedule);
+    let mut writer = shelf.writer();
+    match schedule.tick_round(p.list.ready()) {
         Due::Round { only_new } => {
-            match p
-                .writer
-                .send_round(&mut p.list.slots, only_new, now, p.stall_limit)
-            {
+            match writer.send_round(&mut p.list.slots, only_new, now, p.stall_limit) {
                 Sent::Written(Err(e)) => p.failed = Some(e),
-                Sent::Written(Ok(())) => p.schedule.sent(now),
+                Sent::Written(Ok(())) => schedule.sent(now),
                 Sent::Stalled(stalled) => p.stalled = Some(stalled),
                 Sent::Empty | Sent::Skipped => {}
             }
@@ -114,8 +140,8 @@ fn tick(shelf: &RefCell<Option<Parked>>) -> Fired {
         || p.quiet
         || p.failed.is_some()
         || p.stalled.is_some()
-        || !p.writer.idle()
-        || wants_messages(&p.list, &p.schedule) != p.list.inbox_messages();
+        || !writer.idle()
+        || wants_messages(&p.list, &schedule) != p.list.inbox_messages();
     p.handed_back = wake;
     Fired {
         next: Some(next),
@@ -132,13 +158,13 @@ impl Session {
             && self.list.any_reads()
             && !self.wants_messages()
             && !self.list.inbox_messages()
-            && self.writer.idle()
+            && self.timers.writer().idle()
     }
 
-    /// Lends the session's device list, schedule and writer to its thread's tick when it
-    /// is steady (at the end of its own tick).
+    /// Lends the session's device list and schedule to its thread's tick when it is
+    /// steady (at the end of its own tick); the tick writes through the writer they share.
     pub(super) fn park(&mut self) {
-        let shelf = &self.timers.ticks.payload().0;
+        let shelf = &self.timers.ticks.payload().parked;
         if shelf.borrow().is_some() || !self.steady() || !crate::timer::init_thread() {
             return;
         }
@@ -146,11 +172,6 @@ impl Session {
             list: {
                 let lent = self.list.lent();
                 std::mem::replace(&mut self.list, lent)
-            },
-            schedule: std::mem::replace(&mut self.schedule, Schedule::new(Instant::now())),
-            writer: {
-                let detached = self.writer.detached();
-                std::mem::replace(&mut self.writer, detached)
             },
             stall_limit: self.conn.opts.stall_timeout,
             handed_back: false,
@@ -167,11 +188,9 @@ impl Session {
     /// Takes the session's parts back from its thread's tick, if it lent them; returns
     /// what the tick left to do.
     fn take_back(&mut self) -> Option<Parked> {
-        let mut p = self.timers.ticks.payload().0.borrow_mut().take()?;
+        let mut p = self.timers.ticks.payload().parked.borrow_mut().take()?;
         self.timers.ticks.run_on_thread(false);
         std::mem::swap(&mut self.list, &mut p.list);
-        std::mem::swap(&mut self.schedule, &mut p.schedule);
-        std::mem::swap(&mut self.writer, &mut p.writer);
         Some(p)
     }
 
@@ -184,7 +203,7 @@ impl Session {
         };
         if let Some(e) = p.failed {
             self.fail(e, ctx);
-        } else if !self.writer.drained() {
+        } else if !self.timers.writer().drained() {
             self.start_flush(ctx);
         }
         if let Some(stalled) = p.stalled {

@@ -24,14 +24,26 @@ use tokio::net::TcpStream;
 const READ_ROOM: usize = 256;
 
 /// Reads until the connection ends or the session goes away.
-pub(super) async fn read_loop(stream: Rc<TcpStream>, addr: Addr<Session>, partial: Duration) {
+pub(super) async fn read_loop(
+    stream: Rc<TcpStream>,
+    addr: std::sync::Arc<Addr<Session>>,
+    partial: Duration,
+) {
     let mut buf = BytesMut::new();
     let mut decoder = ClientDecoder::new();
     // When the message now arriving was started, while one is.
     let mut started: Option<tokio::time::Instant> = None;
     loop {
-        while let Some(msg) = decoder.decode(&mut buf) {
-            if Box::pin(addr.send(Incoming(msg))).await.is_err() {
+        // Each message is handed over before the next is decoded. `let`, not `while let`:
+        // a `while let` keeps its scrutinee's temporary (the decoded message's room) in the
+        // task's state across the send's await, 40 bytes that took tokio's task cell (in
+        // steps of 128 bytes) from 256 bytes to 384 for every client.
+        loop {
+            let Some(msg) = decoder.decode(&mut buf) else {
+                break;
+            };
+            let sent = Box::pin(addr.send(Incoming(msg)));
+            if sent.await.is_err() {
                 return;
             }
         }

@@ -9,7 +9,6 @@ use super::Session;
 use crate::notice::{kind, Notice};
 use crate::registry::{Subscribe, Unsubscribe};
 use actix::prelude::*;
-use player_kit::driver::DataRecipient;
 use player_proto::access;
 use slog::{info, warn};
 
@@ -62,12 +61,15 @@ impl Session {
     /// Drops write access on every device the client commands: `a` becomes `r` (it keeps
     /// reading), `w` becomes `c`. Returns the devices, as text for the log.
     fn withdraw_write(&mut self, ctx: &mut Context<Self>) -> String {
-        let recipient = DataRecipient::with_inbox(&ctx.address(), self.list.inbox());
         let mut devices = String::new();
+        let Some(registry) = self.conn.registry() else {
+            return devices;
+        };
+        let recipient = self.data_recipient(ctx);
         for slot in self.list.slots.iter_mut().filter(|s| s.writes()) {
             devices.push(char::from(slot.code));
             if slot.access == access::ALL {
-                self.conn.registry.do_send(Subscribe {
+                registry.do_send(Subscribe {
                     session: self.conn.id,
                     device: slot.code,
                     read: true,
@@ -78,7 +80,7 @@ impl Session {
                 slot.access = access::READ;
                 slot.command = None;
             } else {
-                self.conn.registry.do_send(Unsubscribe {
+                registry.do_send(Unsubscribe {
                     session: self.conn.id,
                     device: slot.code,
                 });

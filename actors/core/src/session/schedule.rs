@@ -287,7 +287,7 @@ impl Session {
             Due::Round { only_new } => {
                 let now = Instant::now();
                 if self.send_round(only_new, ctx) {
-                    self.schedule.sent(now);
+                    self.timers.schedule().sent(now);
                 }
             }
             Due::Requested => self.serve_requests(ctx),
@@ -299,24 +299,29 @@ impl Session {
     /// After a change of devices or data: send what became sendable.
     pub(super) fn after_change(&mut self, ctx: &mut Context<Self>) {
         let now = Instant::now();
-        let due = self.schedule.restart(now, self.list.any_reads());
+        let due = self.timers.schedule().restart(now, self.list.any_reads());
         self.apply(due, ctx);
         let due = self
-            .schedule
+            .timers
+            .schedule()
             .on_change(now, self.list.ready(), self.list.any_new());
         self.apply(due, ctx);
     }
 
     /// A tick of the session's timer: a continuous round may be due.
     pub(super) fn on_tick(&mut self, ctx: &mut Context<Self>) {
-        let due = self.schedule.on_tick(Instant::now(), self.list.any_reads());
+        let due = self
+            .timers
+            .schedule()
+            .on_tick(Instant::now(), self.list.any_reads());
         if due == Due::Nothing {
             return;
         }
         self.apply(due, ctx);
         // The readings left in the inbox since the last round.
         self.sync_inbox(ctx);
-        match self.schedule.tick_round(self.list.ready()) {
+        let due = self.timers.schedule().tick_round(self.list.ready());
+        match due {
             Due::Nothing => self.check_quiet(),
             due => self.apply(due, ctx),
         }
@@ -325,20 +330,27 @@ impl Session {
 
     /// Push new: a round of what is new, or a wake when the period is up.
     pub(super) fn push_new(&mut self, ctx: &mut Context<Self>) {
-        let due = self.schedule.push(Instant::now(), self.list.any_new());
+        let due = self
+            .timers
+            .schedule()
+            .push(Instant::now(), self.list.any_new());
         self.apply(due, ctx);
     }
 
     /// Writes the requested rounds the client can take now.
     pub(super) fn serve_requests(&mut self, ctx: &mut Context<Self>) {
-        while let Some(only_new) = self.schedule.next_requested(
-            self.list.ready(),
-            self.list.any_new(),
-            self.writer.drained(),
-        ) {
+        loop {
+            let drained = self.timers.writer().drained();
+            let Some(only_new) = self.timers.schedule().next_requested(
+                self.list.ready(),
+                self.list.any_new(),
+                drained,
+            ) else {
+                break;
+            };
             self.write_round(only_new, ctx);
         }
-        if self.schedule.requests_wait(self.list.ready()) {
+        if self.timers.schedule().requests_wait(self.list.ready()) {
             self.check_quiet();
         }
     }
@@ -346,7 +358,8 @@ impl Session {
     /// Names the devices a first round waits for, once per wait, after `quiet_after`.
     pub(super) fn check_quiet(&mut self) {
         if let Some(waited) = self
-            .schedule
+            .timers
+            .schedule()
             .quiet(Instant::now(), self.conn.opts.quiet_after)
         {
             let quiet = self.list.quiet_devices();

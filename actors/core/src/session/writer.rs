@@ -35,14 +35,9 @@ pub(super) struct Writer {
 
 impl Writer {
     pub(super) fn new(stream: TcpStream) -> Self {
-        Writer::on(stream.as_raw_fd(), Rc::new(stream))
-    }
-
-    /// A writer with nothing written yet on this socket.
-    fn on(fd: RawFd, stream: Rc<TcpStream>) -> Self {
         Writer {
-            fd,
-            stream,
+            fd: stream.as_raw_fd(),
+            stream: Rc::new(stream),
             out: BytesMut::new(),
             flushing: false,
             pace: pace::Pacer::default(),
@@ -151,12 +146,6 @@ pub(super) enum Sent {
 }
 
 impl Writer {
-    /// A writer on the same socket with nothing written, unsent or paced: what the session
-    /// holds while its own writer serves rounds from its thread's tick (`park.rs`).
-    pub(super) fn detached(&self) -> Writer {
-        Writer::on(self.fd, self.stream.clone())
-    }
-
     /// Whether nothing is being flushed and nothing waits for the buffer to drain.
     pub(super) fn idle(&self) -> bool {
         self.out.is_empty() && !self.flushing && self.drained.is_none()
@@ -213,7 +202,7 @@ impl Session {
     /// `stall_timeout`. Returns whether it was written.
     pub(super) fn send_round(&mut self, only_new: bool, ctx: &mut Context<Self>) -> bool {
         let now = Instant::now();
-        let sent = self.writer.send_round(
+        let sent = self.timers.writer().send_round(
             &mut self.list.slots,
             only_new,
             now,
@@ -231,7 +220,7 @@ impl Session {
             }
             Sent::Empty | Sent::Skipped => false,
             Sent::Stalled(stalled) => {
-                warn!(self.conn.log, "client has read nothing for too long; disconnecting"; "seconds" => stalled.as_secs(), "rounds_skipped" => self.writer.skipped);
+                warn!(self.conn.log, "client has read nothing for too long; disconnecting"; "seconds" => stalled.as_secs(), "rounds_skipped" => self.timers.writer().skipped);
                 self.conn.closing_reason = Some("stalled".into());
                 ctx.stop();
                 false
@@ -243,7 +232,8 @@ impl Session {
     /// it); returns whether there was anything to send.
     pub(super) fn write_round(&mut self, only_new: bool, ctx: &mut Context<Self>) -> bool {
         let sent = self
-            .writer
+            .timers
+            .writer()
             .write_round(&mut self.list.slots, only_new, Instant::now())
             .map_or(Sent::Empty, Sent::Written);
         self.after_round(sent, ctx)
@@ -254,32 +244,38 @@ impl Session {
     /// Writes whole messages: at once if the kernel takes them, otherwise the rest is kept
     /// and flushed when the socket is writable (nothing else is sent before it).
     pub(super) fn write(&mut self, iov: &[IoSlice], ctx: &mut Context<Self>) {
-        let w = &mut self.writer;
-        w.pace.wrote(iov.iter().map(|s| s.len()).sum::<usize>());
-        let r = write_whole(&w.stream, w.fd, &mut w.out, iov);
+        let r = {
+            let mut w = self.timers.writer();
+            let w = &mut *w;
+            w.pace.wrote(iov.iter().map(|s| s.len()).sum::<usize>());
+            write_whole(&w.stream, w.fd, &mut w.out, iov)
+        };
         self.after_write(r, ctx);
     }
 
     pub(super) fn after_write(&mut self, r: io::Result<()>, ctx: &mut Context<Self>) {
         match r {
-            Ok(()) if self.writer.out.is_empty() => {}
+            Ok(()) if self.timers.writer().out.is_empty() => {}
             Ok(()) => self.start_flush(ctx),
             Err(e) => self.fail(e, ctx),
         }
     }
 
     pub(super) fn start_flush(&mut self, ctx: &mut Context<Self>) {
-        if self.writer.flushing {
-            return;
-        }
-        self.writer.flushing = true;
-        let stream = self.writer.stream.clone();
+        let stream = {
+            let mut w = self.timers.writer();
+            if w.flushing {
+                return;
+            }
+            w.flushing = true;
+            w.stream.clone()
+        };
         ctx.spawn(
             async move { stream.writable().await }
                 .into_actor(self)
                 .map(|r, act, ctx| {
                     act.unpark(ctx);
-                    act.writer.flushing = false;
+                    act.timers.writer().flushing = false;
                     match r {
                         Ok(()) => act.flush(ctx),
                         Err(e) => act.fail(e, ctx),
@@ -289,28 +285,38 @@ impl Session {
     }
 
     pub(super) fn flush(&mut self, ctx: &mut Context<Self>) {
-        let w = &mut self.writer;
-        while !w.out.is_empty() {
-            match w.stream.try_write(&w.out) {
-                Ok(n) => {
-                    let _ = w.out.split_to(n);
+        let drained = {
+            let mut w = self.timers.writer();
+            let w = &mut *w;
+            loop {
+                if w.out.is_empty() {
+                    // Drained: release the buffer of a burst and answer what waited for it.
+                    w.out = BytesMut::new();
+                    break Ok(w.drained.take());
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.start_flush(ctx);
-                    return;
-                }
-                Err(e) => {
-                    self.fail(e, ctx);
-                    return;
+                match w.stream.try_write(&w.out) {
+                    Ok(n) => {
+                        let _ = w.out.split_to(n);
+                    }
+                    Err(e) => break Err(e),
                 }
             }
+        };
+        match drained {
+            Ok(Some(tx)) => {
+                let _ = tx.send(());
+            }
+            Ok(None) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                self.start_flush(ctx);
+                return;
+            }
+            Err(e) => {
+                self.fail(e, ctx);
+                return;
+            }
         }
-        // Drained: release the buffer of a burst and answer what waited for it.
-        w.out = BytesMut::new();
-        if let Some(tx) = w.drained.take() {
-            let _ = tx.send(());
-        }
-        if self.schedule.serves_requests() {
+        if self.timers.schedule().serves_requests() {
             self.serve_requests(ctx);
         }
     }
@@ -331,12 +337,13 @@ impl Session {
         &mut self,
         _ctx: &mut Context<Self>,
     ) -> ResponseActFuture<Self, ()> {
-        if self.writer.out.len() < self.conn.opts.max_output {
+        let unread = self.timers.writer().out.len();
+        if unread < self.conn.opts.max_output {
             return Box::pin(fut::ready(()));
         }
-        warn!(self.conn.log, "client leaves its replies unread; its input waits"; "unread_bytes" => self.writer.out.len());
+        warn!(self.conn.log, "client leaves its replies unread; its input waits"; "unread_bytes" => unread);
         let (tx, rx) = futures::channel::oneshot::channel();
-        self.writer.drained = Some(tx);
+        self.timers.writer().drained = Some(tx);
         let limit = self.conn.opts.stall_timeout;
         Box::pin(
             async move {
@@ -350,7 +357,7 @@ impl Session {
             .map(|drained, act, ctx| {
                 act.unpark(ctx);
                 if !drained {
-                    warn!(act.conn.log, "client has read none of its replies for too long; disconnecting"; "unread_bytes" => act.writer.out.len());
+                    warn!(act.conn.log, "client has read none of its replies for too long; disconnecting"; "unread_bytes" => act.timers.writer().out.len());
                     act.conn.closing_reason = Some("stalled (replies unread)".into());
                     ctx.stop();
                 }
