@@ -80,3 +80,57 @@ fn a_slow_reader_gets_fresh_rounds_and_is_not_dropped() {
     );
     watcher.assert_rate(t0, Instant::now(), 10.0, "next to a slow reader");
 }
+
+/// A client that falls behind now and then (a few rounds) and then reads everything: the
+/// acknowledgements it sent while behind carried a window shrunk by the rounds it had not
+/// read yet, and a Linux receiver announces a reopened window on a read only when it at
+/// least doubles. So the window the server last heard of says "rounds unread" after they
+/// were read, and with no round sent nothing refreshes it (a keepalive probe after 2 s;
+/// never with keepalive off, as here). Before the pacing rule sent a round to hear the
+/// window (`pace.rs`, `probe_due`), this client got nothing for seconds, or ever, while it
+/// read; the stress bench's clients at 2000 x 50 Hz lost 2 s at a time.
+#[test]
+fn a_client_that_fell_behind_and_caught_up_gets_rounds_again() {
+    let mut settings = default_settings();
+    settings.server.keepalive_idle = 0.0;
+    let server = start_server_with(settings, player::builtin_catalog());
+    let mut c = Client::connect(server.addr());
+    c.frequency(50);
+    assert_eq!(
+        c.request(&[(b'l', b'r'), (b's', b'r'), (b'p', b'r')]),
+        b"lrsrpr"
+    );
+    let t0 = Instant::now();
+    let mut longest = Duration::ZERO;
+    let mut messages = 0;
+    for behind_ms in [80, 200, 60, 120, 80, 200, 60, 120] {
+        // Busy elsewhere for a few rounds (a sleep on purpose: the client's pause).
+        std::thread::sleep(Duration::from_millis(behind_ms));
+        // Then it reads everything that waits, and keeps reading for 400 ms.
+        let reading = Instant::now();
+        let mut last = reading;
+        while reading.elapsed() < Duration::from_millis(400) {
+            let got = c.read_message_within(Duration::from_millis(1500));
+            let now = Instant::now();
+            assert!(
+                got.is_some(),
+                "no round for 1.5 s after {messages} messages, though the client reads"
+            );
+            longest = longest.max(now - last);
+            last = now;
+            messages += 1;
+        }
+    }
+    eprintln!(
+        "{messages} messages in {:?}; longest wait while reading {longest:?}",
+        t0.elapsed()
+    );
+    // The wait for the round that hears the window doubles from 50 ms to at most 1 s
+    // while the client is behind; without it the client waited forever here.
+    assert!(
+        longest < Duration::from_millis(1300),
+        "a reading client waited {longest:?} for a round"
+    );
+    // 50 rounds a second of three messages for 3.2 s of reading: most of them.
+    assert!(messages >= 240, "{messages} messages");
+}

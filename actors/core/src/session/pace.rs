@@ -38,9 +38,22 @@
 //! unsent or put the client past the unread limit: on loopback and fast links that is one
 //! look every two or three rounds.
 //!
+//! The window a client last advertised can be stale. A Linux receiver announces a window
+//! that reopened on a read only when it at least doubles, so a client that fell a few
+//! rounds behind, acknowledged them with a smaller window and then read them all still
+//! looks, to us, as if they waited unread; with no round sent, it sends nothing that would
+//! say otherwise (until a keepalive probe, seconds later, or never with keepalive off).
+//! So while the unread rule alone holds rounds back and nothing is in flight, one round
+//! goes anyway after [`PROBE_FIRST`], its acknowledgement carrying the client's current
+//! window. The wait doubles with each such round, up to [`PROBE_MAX`], and is back to the
+//! first step only once a window shows the client keeping up (a round or less unread): a
+//! client that really does not read, or reads slower than it is sent, gets at most one
+//! round a second more than the unread rule alone would give it.
+//!
 //! A client is stalled when rounds are skipped and for `stall_timeout` it has neither
 //! acknowledged anything new nor opened its window: a client that reads slowly does one
-//! or the other, and is kept.
+//! or the other, and is kept. (The acknowledgement of a round sent only to hear the
+//! window is not progress: a client that does not read is still stalled.)
 
 use std::net::IpAddr;
 use std::os::fd::{BorrowedFd, RawFd};
@@ -51,6 +64,15 @@ use std::time::{Duration, Instant};
 /// Queueing delay on the path (smoothed round trip minus the lowest seen) up to which a
 /// session may put a round in flight behind unacknowledged ones.
 pub const QUEUE_BUDGET: Duration = Duration::from_millis(50);
+
+/// How long after the last round, while only the unread rule holds rounds back and nothing
+/// is in flight, one round goes anyway to hear the client's current window.
+pub const PROBE_FIRST: Duration = Duration::from_millis(50);
+
+/// The longest wait between such rounds (it doubles from [`PROBE_FIRST`] until the client
+/// is seen keeping up): below the 2 s keepalive that would otherwise be the only thing to
+/// refresh a stale window.
+pub const PROBE_MAX: Duration = Duration::from_secs(1);
 
 /// What the kernel says about a connection's sending side.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -69,6 +91,28 @@ pub struct SendQueue {
     pub acked: u64,
     /// The client's advertised receive window (its free buffer space, as last told).
     pub window: u32,
+}
+
+/// Whether a round the unread rule holds back goes anyway to hear the client's window
+/// (module documentation): the client's last window says more than `unread_limit` bytes
+/// wait unread, nothing is in flight or unsent (so no acknowledgement is coming), and the
+/// last round was at least `wait` ago. Pure.
+pub fn probe_due(
+    q: &SendQueue,
+    since_last_round: Option<Duration>,
+    unread: u32,
+    unread_limit: u32,
+    wait: Duration,
+) -> bool {
+    unread > unread_limit
+        && q.outstanding == 0
+        && q.unsent == 0
+        && since_last_round.is_some_and(|d| d >= wait)
+}
+
+/// The wait before the next such round after one was sent.
+pub fn next_probe_wait(wait: Duration) -> Duration {
+    (wait * 2).clamp(PROBE_FIRST, PROBE_MAX)
 }
 
 /// Whether a round may be written now, given the send queue, how long ago the last round
@@ -287,6 +331,12 @@ pub struct Pacer {
     /// The network key of the peer (`None` until first looked up; then `Some(None)` for
     /// loopback and the like).
     peer: Option<Option<u64>>,
+    /// The wait before a round sent only to hear the client's window (zero: the first,
+    /// [`PROBE_FIRST`]); doubles with each, back to the first once the client keeps up.
+    probe_wait: Duration,
+    /// The last round was sent only to hear the window: its acknowledgement alone is not
+    /// progress.
+    probed: bool,
 }
 
 impl Pacer {
@@ -321,19 +371,36 @@ impl Pacer {
             table.report(key, now_s, q.min_rtt);
             q = with_floor(q, table.get(key, now_s));
         }
-        // Reading: it acknowledged more, or its window opened (it read what it had).
-        let progress = q.acked > self.acked || q.window > self.window;
+        // Reading: it acknowledged more (not only a round sent to hear its window), or its
+        // window opened (it read what it had).
+        let progress = (q.acked > self.acked && !self.probed) || q.window > self.window;
         self.acked = self.acked.max(q.acked);
         self.window = q.window;
         self.max_window = self.max_window.max(q.window);
         let unread = self.max_window - q.window;
         let since = self.last_round.map(|t| now.saturating_duration_since(t));
-        let send = !own_unsent && may_write(&q, since, unread, unread_limit(self.last_round_len));
+        let limit = unread_limit(self.last_round_len);
+        let send = !own_unsent && may_write(&q, since, unread, limit);
+        let wait = self.probe_wait.max(PROBE_FIRST);
+        let probe = !own_unsent && !send && probe_due(&q, since, unread, limit, wait);
+        if unread <= self.last_round_len {
+            // Keeping up (at most the round on its way to being read): probing starts over.
+            self.probe_wait = Duration::ZERO;
+        }
+        if send {
+            self.probed = false;
+        } else if probe {
+            self.probe_wait = next_probe_wait(wait);
+            self.probed = true;
+        }
         let calm = q.unsent == 0 && q.srtt.saturating_sub(q.min_rtt) <= QUEUE_BUDGET;
         if send && calm {
             self.calm_unread = Some(unread);
         }
-        Look { send, progress }
+        Look {
+            send: send || probe,
+            progress,
+        }
     }
 
     /// A round of `len` bytes was written at `now`.
@@ -375,6 +442,33 @@ mod tests {
             acked: 0,
             window: 65535,
         }
+    }
+
+    #[test]
+    fn a_round_goes_to_hear_a_window_that_may_be_stale() {
+        let quiet = queue(0, 0, 1, 1);
+        // Rounds unread by the client's last window, nothing in flight: after the wait.
+        assert!(!probe_due(&quiet, Some(ms(49)), 2400, 2352, PROBE_FIRST));
+        assert!(probe_due(&quiet, Some(ms(50)), 2400, 2352, PROBE_FIRST));
+        // Within the limit the unread rule holds nothing back: no reason to probe.
+        assert!(!probe_due(&quiet, Some(ms(500)), 2352, 2352, PROBE_FIRST));
+        // Something in flight or unsent: its acknowledgement will tell.
+        for busy in [queue(784, 0, 1, 1), queue(784, 784, 1, 1)] {
+            assert!(!probe_due(&busy, Some(ms(500)), 2400, 2352, PROBE_FIRST));
+        }
+        // No round yet: nothing can be unread.
+        assert!(!probe_due(&quiet, None, 2400, 2352, PROBE_FIRST));
+    }
+
+    #[test]
+    fn the_wait_between_such_rounds_doubles_up_to_a_second() {
+        let mut w = PROBE_FIRST;
+        let mut waits = vec![w];
+        for _ in 0..6 {
+            w = next_probe_wait(w);
+            waits.push(w);
+        }
+        assert_eq!(waits, [50, 100, 200, 400, 800, 1000, 1000].map(ms).to_vec());
     }
 
     #[test]
