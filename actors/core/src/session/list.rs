@@ -229,11 +229,20 @@ fn take_reading(
     Some(first)
 }
 
-/// Keeps `msg` as its device's early reading, replacing an earlier one.
+/// Keeps `msg` as its device's early reading, replacing an older one (never a newer: the
+/// rule of [`fresh`]). Readings reach a session by two ways that can cross, the mailbox
+/// (a device's current reading, sent as it is subscribed) and the inbox (the next ones,
+/// shelved while the session wants no messages): the tick can take a newer reading from
+/// the inbox before the mailbox hands over the older one, and a round built then would
+/// pair the older reading of one device with the newer of another from the same batch.
 fn keep_early(pending: &mut Option<Box<Pending>>, msg: DeviceData) {
     let early = &mut pending.get_or_insert_with(Default::default).early;
     match early.iter_mut().find(|d| d.device == msg.device) {
-        Some(d) => *d = msg,
+        Some(d) => {
+            if fresh::judge(Some(d.stamp()), msg.stamp()).is_new() {
+                *d = msg;
+            }
+        }
         None => early.push(msg),
     }
 }
@@ -374,5 +383,18 @@ mod tests {
         assert!(!l.awaiting_grants());
         assert_eq!(l.take_early(b'l').map(|d| d.seq), Some(3));
         assert!(l.pending.is_none());
+    }
+
+    #[test]
+    fn an_early_reading_is_never_replaced_by_an_older_one() {
+        // The inbox's reading 4 taken before the mailbox's reading 3 of the same device
+        // (its current reading, sent as it was subscribed): 4 stays the first.
+        let mut l = DeviceList::new();
+        l.requesting(b'O');
+        assert_eq!(l.take(reading(b'O', 4), true), None);
+        assert_eq!(l.take(reading(b'O', 3), false), None);
+        assert_eq!(l.take(reading(b'O', 5), true), None);
+        l.answered();
+        assert_eq!(l.take_early(b'O').map(|d| d.seq), Some(5));
     }
 }
