@@ -1,10 +1,11 @@
 //! A Foxglove WebSocket client that stops reading (issue 34), against a real server over
 //! real TCP: what waits for it stays bounded, another web client keeps its rate meanwhile,
 //! and after the stall timeout it is closed, the reason in the log and in the close frame
-//! it gets should it read again. (tests/web.rs has the TCP client beside a stalled web
-//! client; tests/web_tls.rs the TLS faults.)
+//! it gets should it read again. Pings answered whole between the server's own frames, and
+//! a device whose setup fails told to the client while the others stream. (tests/web.rs
+//! has the TCP client beside a stalled web client; tests/web_tls.rs the TLS faults.)
 
-use futures::StreamExt;
+use futures::{SinkExt, StreamExt};
 use player_testkit::foxglove_ws::{
     channel_id, connect, handshake, message_data, next_op, runtime, subscribe, Ws,
 };
@@ -148,4 +149,108 @@ fn a_foxglove_client_that_stops_reading_is_closed_after_the_stall_timeout_with_t
     drop(rt);
     server.shutdown();
     reader.join().unwrap();
+}
+
+#[test]
+fn pings_are_answered_in_order_between_the_readings_and_no_frame_is_torn() {
+    let mut s = default_settings();
+    let port = free_port();
+    s.web.viewer_mut(0).web_port = Some(port);
+    let server = start_server_with(s, player::builtin_catalog());
+    runtime().block_on(async {
+        let mut ws = connect(port, "").await;
+        let adv = next_op(&mut ws, "advertise").await;
+        subscribe(&mut ws, &[(1, channel_id(&adv, "/laser"))]).await;
+        // Pings of every size a control frame may have (0 to 125 bytes) while the laser
+        // streams: the server's frames and tungstenite's pongs share one socket, and a
+        // pong must come whole, between messages, never inside one.
+        let sizes = [0usize, 1, 7, 64, 125, 3, 100, 63, 124, 9];
+        let (mut pongs, mut scans) = (Vec::new(), 0u32);
+        for (i, &n) in sizes.iter().enumerate() {
+            let payload: Vec<u8> = (0..n).map(|k| (i * 31 + k) as u8).collect();
+            ws.send(Message::Ping(payload.into())).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(30)).await;
+        }
+        let deadline = Instant::now() + TIMEOUT;
+        while (pongs.len() < sizes.len() || scans < 20) && Instant::now() < deadline {
+            let next = tokio::time::timeout(Duration::from_secs(5), ws.next()).await;
+            match next.expect("frames keep coming") {
+                Some(Ok(Message::Pong(p))) => pongs.push(p.to_vec()),
+                // The server's clock (`time`: op 2 and 8 bytes of nanoseconds).
+                Some(Ok(Message::Binary(b))) if b.len() == 9 && b[0] == 2 => {}
+                Some(Ok(Message::Binary(b))) => {
+                    let (sub, _, data) = message_data(&b).expect("a whole messageData frame");
+                    assert_eq!(sub, 1);
+                    // A Foxglove LaserScan of the simulated laser: 361 ranges as doubles.
+                    assert!(data.len() > 361 * 8, "{} bytes", data.len());
+                    scans += 1;
+                }
+                Some(Ok(_)) => {}
+                other => panic!("the connection ended: {other:?}"),
+            }
+        }
+        let want: Vec<Vec<u8>> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| (0..n).map(|k| (i * 31 + k) as u8).collect())
+            .collect();
+        assert_eq!(pongs, want, "each ping's own payload, in order");
+        assert!(scans >= 20, "{scans} scans");
+    });
+    server.shutdown();
+}
+
+#[test]
+fn a_device_that_cannot_be_set_up_is_an_error_status_and_the_others_stream() {
+    let missing = "/dev/ttyNOLASER-web-test";
+    let text = player_testkit::hw::robot_toml(&[
+        ("sim", "ps", ""),
+        ("sicklms200", "l", &format!("port = \"{missing}\"")),
+    ]);
+    let mut s = player::settings::Settings::from_toml(&text, "web refused")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let port = free_port();
+    s.web.viewer_mut(0).web_port = Some(port);
+    let server = start_server_with(s, player::builtin_catalog());
+    runtime().block_on(async {
+        let mut ws = connect(port, "").await;
+        let adv = next_op(&mut ws, "advertise").await;
+        subscribe(
+            &mut ws,
+            &[
+                (1, channel_id(&adv, "/laser")),
+                (2, channel_id(&adv, "/tf")),
+            ],
+        )
+        .await;
+        // The laser's setup fails (no such port): the client is told, at error level,
+        // naming the port.
+        let status = next_op(&mut ws, "status").await;
+        assert_eq!(status["level"], 2, "{status}");
+        let text = status["message"].as_str().unwrap();
+        eprintln!("the client was told: {text}");
+        assert!(text.contains(missing), "{text}");
+        assert!(
+            text.starts_with("laser: ") && !text.starts_with("laser: laser"),
+            "{text}"
+        );
+        // The base streams on: ten transforms from the simulated robot.
+        let mut tf = 0;
+        let deadline = Instant::now() + TIMEOUT;
+        while tf < 10 && Instant::now() < deadline {
+            let next = tokio::time::timeout(Duration::from_secs(5), ws.next()).await;
+            match next.expect("frames keep coming") {
+                Some(Ok(Message::Binary(b))) if b.len() == 9 && b[0] == 2 => {}
+                Some(Ok(Message::Binary(b))) => {
+                    let (sub, _, _) = message_data(&b).expect("a messageData frame");
+                    assert_eq!(sub, 2, "nothing on the refused laser");
+                    tf += 1;
+                }
+                Some(Ok(_)) => {}
+                other => panic!("the connection ended: {other:?}"),
+            }
+        }
+        assert_eq!(tf, 10);
+    });
+    server.shutdown();
 }

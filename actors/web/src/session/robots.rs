@@ -316,7 +316,12 @@ impl WebSession {
             }
         }
         if n.device != 0 {
-            text.push_str(&format!("{}: ", player_kit::log::device(n.device)));
+            // Named once: a link's own reports already begin with its name (`laser: cannot
+            // open serial port ...`), which for most drivers is the device's.
+            let name = format!("{}: ", player_kit::log::device(n.device));
+            if !n.text.starts_with(&name) {
+                text.push_str(&name);
+            }
         }
         text.push_str(&n.text);
         if let Some(rs) = self.robots.get_mut(&k) {
