@@ -143,6 +143,18 @@ struct Dep {
 /// as `cargo tree` resolves them.
 fn closure(manifest: &str, package: &str) -> Vec<Dep> {
     let manifest = root().join(manifest);
+    // The resolution below is offline (no index update per test), so the packages must be
+    // here: on a fresh machine those of the manifests outside the workspace (the fuzz
+    // targets') are not until fetched. Fetching what is here already needs no network;
+    // a failure shows in the offline resolution's own error.
+    let _ = Command::new(env!("CARGO"))
+        .args([
+            "fetch".as_ref(),
+            "--manifest-path".as_ref(),
+            manifest.as_os_str(),
+        ])
+        .current_dir(root())
+        .output();
     let text = cargo(&[
         "tree".as_ref(),
         "--offline".as_ref(),
