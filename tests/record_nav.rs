@@ -2,7 +2,9 @@
 //! and a stand-in localizer and planner (`common/navstub.rs`: `H`, `G`) is recorded to
 //! MCAP while a client moves the pose estimate and sends goals (so `H` and `G` change), the
 //! file's raw channels carry the devices' layouts, and the `replay` driver serves `M`, `H`
-//! and `G` to a 0.7.4a-style client byte for byte as recorded, at 1x and at 8x.
+//! and `G` to a 0.7.4a-style client byte for byte as recorded, at 1x and at 8x. The map's
+//! cells are in the file whole (`/nav/M/map`, and `/nav/map` as a `foxglove.Grid`), cell
+//! for cell the map file's, and the replay answers `x M t` from them.
 
 mod common;
 
@@ -10,7 +12,9 @@ use common::navstub;
 
 use player::record::RAW_ENCODING;
 use player::settings::Settings;
-use player_proto::nav::{Goal, SetPose};
+use player_proto::ext;
+use player_proto::nav::{self, Goal, MapInfo, SetPose, Tile, TileRequest};
+use player_proto::recording::RecordedMap;
 use player_testkit::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -195,4 +199,118 @@ fn h_and_g_replay_byte_for_byte_at_1x_and_faster() {
     }
     // Both replays served the same bytes of H.
     assert_eq!(at1[&b'H'].last(), at8[&b'H'].last());
+}
+
+/// The map file's cells as map_server's rule reads them, row by row from the lower-left:
+/// black (0) occupied (+1), white (254) free (-1).
+fn map_file_cells() -> Vec<i8> {
+    let (w, h) = (20usize, 10usize);
+    let mut cells = Vec::with_capacity(w * h);
+    for r in 0..h {
+        for c in 0..w {
+            let pixel = (h - 1 - r) * w + c;
+            cells.push(if pixel % 7 == 0 { 1 } else { -1 });
+        }
+    }
+    cells
+}
+
+/// Asks `c` for one tile and reads until its answer.
+fn tile(c: &mut Client, rect: TileRequest) -> Tile {
+    c.send(&nav::tile_config(rect));
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        assert!(Instant::now() < deadline, "no tile answer for {rect:?}");
+        let Some((code, payload)) = c.read_message_within(Duration::from_millis(200)) else {
+            continue;
+        };
+        if code != b'y' {
+            continue;
+        }
+        let Some(a) = ext::decode_answer(&payload) else {
+            continue;
+        };
+        assert_eq!((a.device, a.code), (b'M', nav::code::TILE));
+        return Tile::decode(a.body).expect("a tile");
+    }
+}
+
+#[test]
+fn the_map_is_recorded_whole_and_the_replay_answers_its_tiles() {
+    let dir = scratch("map");
+    let file = record(&dir);
+    let recorded = raw_payloads(&file);
+    let info = MapInfo::decode(recorded[&b'M'].last().unwrap()).expect("28 bytes of M");
+    // The whole map, once, on its own channel; and the viewer's grid of it.
+    let bytes = std::fs::read(&file).unwrap();
+    let (mut whole, mut grids) = (Vec::new(), Vec::new());
+    for m in mcap::MessageStream::new(&bytes).unwrap() {
+        let m = m.unwrap();
+        match m.channel.topic.as_str() {
+            "/nav/M/map" => {
+                assert_eq!(m.channel.message_encoding, RAW_ENCODING);
+                whole.push(RecordedMap::decode(&m.data).expect("a whole map"));
+            }
+            "/nav/map" => {
+                let schema = m.channel.schema.as_ref().expect("a schema");
+                assert_eq!(schema.name, "foxglove.Grid");
+                grids.push(m.data.len());
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(whole.len(), 1, "one map, recorded once");
+    assert_eq!(whole[0].info, info, "the map M served");
+    assert_eq!(
+        &whole[0].cells[..],
+        &map_file_cells()[..],
+        "the file's cells"
+    );
+    assert_eq!(grids.len(), 1, "its grid for Foxglove");
+    assert!(grids[0] > 200, "{} bytes of grid", grids[0]);
+
+    // The replay answers tiles from it: the whole map, a rectangle, one cut to the map.
+    let text = format!(
+        r#"
+[[robot]]
+name = "nav"
+[[robot.driver]]
+driver = "replay"
+devices = ["M", "H"]
+[robot.driver.params]
+file = "{}"
+"#,
+        file.display()
+    );
+    let settings = Settings::from_toml(&text, "replay map").unwrap();
+    let server = start_server_with(settings, player::builtin_catalog());
+    let mut c = Client::connect(server.addr());
+    assert_eq!(c.request(&[(b'M', b'r')]), b"Mr");
+    let all = TileRequest {
+        col: 0,
+        row: 0,
+        width: 20,
+        height: 10,
+    };
+    let t = tile(&mut c, all);
+    assert_eq!((t.map_id, t.rect), (info.map_id, all));
+    assert_eq!(t.cells, map_file_cells());
+    let part = TileRequest {
+        col: 3,
+        row: 2,
+        width: 5,
+        height: 4,
+    };
+    let want = Tile::cut(&info, &map_file_cells(), part).unwrap();
+    assert_eq!(tile(&mut c, part), want);
+    let past = TileRequest {
+        col: 15,
+        row: 8,
+        width: 100,
+        height: 100,
+    };
+    let t = tile(&mut c, past);
+    assert_eq!((t.rect.width, t.rect.height), (5, 2), "cut to the map");
+    assert_eq!(t, Tile::cut(&info, &map_file_cells(), past).unwrap());
+    server.shutdown();
 }

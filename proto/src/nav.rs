@@ -79,6 +79,10 @@ fn check_code(what: &'static str, code: u8, b: &[u8]) -> Result<(), DataError> {
 /// The most cells one tile answer carries.
 pub const MAX_TILE_CELLS: usize = 60_000;
 
+/// The largest map a front end downloads or a recording's reader takes whole, in cells
+/// (5000 x 5000): larger maps are refused with a reason before anything is allocated.
+pub const MAX_MAP_CELLS: u64 = 25_000_000;
+
 /// `M` data, 28 bytes: which map, its size and where it lies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct MapInfo {
@@ -243,6 +247,43 @@ impl Tile {
         v.extend_from_slice(&self.rect.encode()[1..]);
         v.extend(self.cells.iter().map(|&c| c as u8));
         Ok(v)
+    }
+
+    /// The answer to `req` from a whole map (`cells`: `info.width * info.height`, row by
+    /// row from the lower-left): the rectangle cut to the map, then to [`MAX_TILE_CELLS`]
+    /// (fewer rows, or one row of fewer columns). `None` when `cells` is not the map's
+    /// size. What every driver that serves a map answers (`mapfile`, `replay`).
+    pub fn cut(info: &MapInfo, cells: &[i8], req: TileRequest) -> Option<Tile> {
+        let (w, h) = (info.width, info.height);
+        if u64::from(w) * u64::from(h) != cells.len() as u64 {
+            return None;
+        }
+        let col = req.col.min(w);
+        let row = req.row.min(h);
+        let mut width = req.width.min(w - col);
+        let mut height = req.height.min(h - row);
+        let max = MAX_TILE_CELLS as u32;
+        if width > max {
+            width = max;
+            height = height.min(1);
+        } else if width > 0 && u64::from(width) * u64::from(height) > u64::from(max) {
+            height = max / width;
+        }
+        let mut out = Vec::with_capacity((width * height) as usize);
+        for r in row..row + height {
+            let at = (r as usize) * (w as usize) + col as usize;
+            out.extend_from_slice(&cells[at..at + width as usize]);
+        }
+        Some(Tile {
+            map_id: info.map_id,
+            rect: TileRequest {
+                col,
+                row,
+                width,
+                height,
+            },
+            cells: out,
+        })
     }
 
     /// Decodes an answer's body (the `y` payload after the kind `M`).

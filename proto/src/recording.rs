@@ -9,6 +9,7 @@
 //! size is checked against a limit before it is read. A reading larger than a data packet
 //! may carry ([`crate::MAX_PAYLOAD`]) is skipped and counted.
 
+use crate::nav::{MapInfo, MAX_MAP_CELLS};
 use crate::{MAX_PAYLOAD, RAW_ENCODING};
 use bytes::Bytes;
 use mcap::records::Record;
@@ -17,6 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 
 /// The largest record the reader accepts (chunks included): the recorder's chunks are at
 /// most 64 MiB.
@@ -33,6 +35,44 @@ pub struct Recorded {
     pub data: Bytes,
 }
 
+/// A map recorded whole (`/<robot>/M/map`: its 28-byte `M` reading, then `width * height`
+/// `i8` cells row by row from the lower-left, -1 free, 0 unknown, +1 occupied), so a
+/// replay answers the map's tiles as the live map device did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedMap {
+    /// The map's `M` reading.
+    pub info: MapInfo,
+    /// Its cells.
+    pub cells: Arc<[i8]>,
+}
+
+impl RecordedMap {
+    /// The map from one message of a `/<robot>/M/map` channel, if it is one: at least the
+    /// 28-byte description, at most [`MAX_MAP_CELLS`] cells, and exactly the cells it
+    /// says.
+    pub fn decode(data: &[u8]) -> Option<RecordedMap> {
+        let info = MapInfo::decode(data.get(..MapInfo::SIZE)?).ok()?;
+        let n = u64::from(info.width) * u64::from(info.height);
+        if n > MAX_MAP_CELLS || data.len() as u64 != MapInfo::SIZE as u64 + n {
+            return None;
+        }
+        let cells = data[MapInfo::SIZE..].iter().map(|&c| c as i8).collect();
+        Some(RecordedMap { info, cells })
+    }
+
+    /// The message the recorder writes for it ([`RecordedMap::decode`] reads it back).
+    pub fn encode(info: &MapInfo, cells: &[i8]) -> Vec<u8> {
+        let mut v = Vec::with_capacity(MapInfo::SIZE + cells.len());
+        v.extend_from_slice(&info.encode());
+        v.extend(cells.iter().map(|&c| c as u8));
+        v
+    }
+}
+
+/// The most maps (distinct map ids) a recording's reader keeps for one robot; a map
+/// recorded again under an id it has replaces the earlier copy.
+pub const MAX_RECORDED_MAPS: usize = 16;
+
 /// One robot's readings from a recording.
 #[derive(Debug, Clone, Default)]
 pub struct Recording {
@@ -46,12 +86,23 @@ pub struct Recording {
     pub truncated: Option<String>,
     /// Readings skipped because they were larger than a data packet may be.
     pub oversized: u64,
+    /// The maps recorded whole (`/<robot>/M/map`), in the order first seen, at most
+    /// [`MAX_RECORDED_MAPS`]; messages of that channel that are not a map are skipped.
+    pub maps: Vec<RecordedMap>,
 }
 
 struct RawChannel {
     robot: String,
     device: u8,
     command_size: Option<usize>,
+    /// The channel of whole maps (`/<robot>/M/map`), not of readings.
+    map: bool,
+}
+
+/// `/<robot>/M/map`, as the recorder names the channel of whole maps: the robot.
+fn parse_map_topic(topic: &str) -> Option<&str> {
+    let robot = topic.strip_prefix('/')?.strip_suffix("/M/map")?;
+    (!robot.is_empty()).then_some(robot)
 }
 
 /// `/<robot>/<code>` with a one-character code, as the recorder names raw data channels.
@@ -192,6 +243,16 @@ impl Reading {
         let rec = &mut self.rec;
         match record {
             Record::Channel(ch) if ch.message_encoding == RAW_ENCODING => {
+                if let Some(r) = parse_map_topic(&ch.topic) {
+                    let raw = RawChannel {
+                        robot: r.to_string(),
+                        device: crate::device::MAP,
+                        command_size: None,
+                        map: true,
+                    };
+                    self.channels.insert(ch.id, raw);
+                    return;
+                }
                 let Some((r, device)) = parse_topic(&ch.topic) else {
                     return;
                 };
@@ -208,6 +269,7 @@ impl Reading {
                         robot: r,
                         device,
                         command_size,
+                        map: false,
                     },
                 );
             }
@@ -217,6 +279,17 @@ impl Reading {
                     return;
                 };
                 if ch.robot != rec.robot {
+                    return;
+                }
+                if ch.map {
+                    if let Some(m) = RecordedMap::decode(&data) {
+                        let maps = &mut rec.maps;
+                        match maps.iter().position(|k| k.info.map_id == m.info.map_id) {
+                            Some(i) => maps[i] = m,
+                            None if maps.len() < MAX_RECORDED_MAPS => maps.push(m),
+                            None => {}
+                        }
+                    }
                     return;
                 }
                 if data.len() > MAX_PAYLOAD {
@@ -277,6 +350,36 @@ mod tests {
             e.contains("a record of 100 bytes runs past the end of its chunk"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_recorded_map_is_its_description_and_exactly_its_cells() {
+        let info = MapInfo {
+            map_id: 7,
+            width: 3,
+            height: 2,
+            resolution: 50_000,
+            origin_x: -100,
+            origin_y: 200,
+            origin_heading: 0,
+        };
+        let cells = [-1i8, 0, 1, 1, 0, -1];
+        let m = RecordedMap::encode(&info, &cells);
+        assert_eq!(m.len(), 28 + 6);
+        let back = RecordedMap::decode(&m).unwrap();
+        assert_eq!((back.info, &back.cells[..]), (info, &cells[..]));
+        assert_eq!(RecordedMap::decode(&m[..33]), None, "a cell short");
+        assert_eq!(RecordedMap::decode(&m[..20]), None, "no description");
+        let huge = MapInfo {
+            width: 5001,
+            height: 5000,
+            ..info
+        };
+        assert_eq!(RecordedMap::decode(&huge.encode()), None, "over the bound");
+        assert_eq!(parse_map_topic("/nav/M/map"), Some("nav"));
+        assert_eq!(parse_map_topic("/a/b/M/map"), Some("a/b"));
+        assert_eq!(parse_map_topic("/M/map"), None);
+        assert_eq!(parse_topic("/nav/M/map"), None);
     }
 
     #[test]

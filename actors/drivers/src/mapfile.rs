@@ -35,7 +35,7 @@ use player_kit::source::DeviceSource;
 use player_kit::timer::RunEvery;
 use player_kit::world::Solid;
 use player_nav::map::{self as navmap, Map};
-use player_proto::nav::{code, MapInfo, Tile, TileRequest, MAX_TILE_CELLS};
+use player_proto::nav::{code, MapInfo, Tile, TileRequest};
 use player_proto::{device, odometry};
 use serde::Deserialize;
 use slog::{info, warn, Logger};
@@ -163,36 +163,9 @@ impl Loaded {
         Ok(Loaded::with_id(info, grid.cells))
     }
 
-    /// The answer to a tile request: the rectangle cut to the map, then to
-    /// [`MAX_TILE_CELLS`] (fewer rows, or one row of fewer columns).
+    /// The answer to a tile request ([`Tile::cut`]).
     fn tile(&self, req: TileRequest) -> Tile {
-        let (w, h) = (self.info.width, self.info.height);
-        let col = req.col.min(w);
-        let row = req.row.min(h);
-        let mut width = req.width.min(w - col);
-        let mut height = req.height.min(h - row);
-        let max = MAX_TILE_CELLS as u32;
-        if width > max {
-            width = max;
-            height = height.min(1);
-        } else if width > 0 && u64::from(width) * u64::from(height) > u64::from(max) {
-            height = max / width;
-        }
-        let mut cells = Vec::with_capacity((width * height) as usize);
-        for r in row..row + height {
-            let at = (r as usize) * (w as usize) + col as usize;
-            cells.extend_from_slice(&self.cells[at..at + width as usize]);
-        }
-        Tile {
-            map_id: self.info.map_id,
-            rect: TileRequest {
-                col,
-                row,
-                width,
-                height,
-            },
-            cells,
-        }
+        Tile::cut(&self.info, &self.cells, req).unwrap_or_default()
     }
 }
 

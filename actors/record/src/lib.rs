@@ -20,7 +20,13 @@
 //!   `foxglove.SceneUpdate`, ...), so Foxglove shows a recording as it shows the robot;
 //! - the commands and configs clients send, on `/<robot>/<code>/cmd` and `/<robot>/<code>/cfg`
 //!   (raw bytes as received), as the registry passes them on to the drivers (its
-//!   [`player_core::registry::Tap`]).
+//!   [`player_core::registry::Tap`]);
+//! - a map device's cells, whole, once per map (`map_id`): the recorder downloads them
+//!   tile by tile as a client would (`x M t`, [`player_core::frontend::nav::MapDownload`])
+//!   and writes the map on `/<robot>/M/map` (the 28-byte `M` reading and the cells,
+//!   [`player_proto::recording::RecordedMap`], which the replay answers tiles from) and as
+//!   the viewer's `foxglove.Grid` on `/<robot>/map`; again at the start of each rotated
+//!   file.
 //!
 //! The readings reach the recorder through a queue ([`queue`]): the drivers leave them
 //! there on their own threads, stamped with the log time, and the recorder's thread wakes
@@ -46,16 +52,20 @@ pub use layout::{RAW_ENCODING, RAW_SCHEMA_ENCODING};
 use mcap::records::MessageHeader;
 use mcap::{WriteOptions, Writer};
 use player_core::access::AccessSettings;
+use player_core::frontend::nav::{GridMap, MapDownload};
 use player_core::frontend::tap::{RobotTap, Tagged};
 use player_core::frontend::{Access, FrontEnd, FrontEndContext, FrontEndKind, Holdings};
-use player_core::registry::{Grant, Registry, SessionId, Tap};
+use player_core::registry::{Grant, Registry, RouteConfig, SessionId, Tap};
 pub use player_core::registry::{Sent, Tapped};
 use player_core::settings::{
     check_seconds, FlagSpec, FrontEndSyntax, RobotSettings, Settings, SettingsError,
 };
+use player_kit::answer::ConfigAnswer;
 use player_kit::driver::{DataRecipient, DeviceData, DeviceError, DeviceSpec, Timestamp};
 use player_kit::timer::RunEvery;
 use player_proto::device;
+use player_proto::nav::MapInfo;
+use player_proto::recording::RecordedMap;
 use player_web::protobuf::Encoding;
 use player_web::schema::{self as foxglove, Source};
 use queue::{Queue, Queued};
@@ -377,7 +387,20 @@ enum Stream {
     Data,
     Sent(Sent),
     Foxglove(u32),
+    /// A map device's whole map (`/<robot>/M/map`).
+    Map,
 }
+
+/// The viewer's `/map` channel (`foxglove.Grid`), recorded from the whole map.
+fn grid_channel() -> Option<&'static foxglove::Channel> {
+    foxglove::CHANNELS.iter().find(|c| c.source == Source::Grid)
+}
+
+/// The schema data of the whole-map channel.
+const MAP_LAYOUT: &[u8] = b"A map device's whole map, once per map_id: the 28 bytes of its M \
+reading (u32 map_id, u32 width, u32 height (cells), u32 resolution um per cell, i32 origin_x mm, \
+i32 origin_y mm, i32 origin_heading arc-seconds; big-endian), then width * height i8 cells row \
+by row from the lower-left cell: -1 free, 0 unknown, +1 occupied (the cells of x M t's answers).";
 
 /// The web endpoint's Foxglove channels converted from `code`'s readings.
 fn foxglove_channels(code: u8) -> impl Iterator<Item = &'static foxglove::Channel> {
@@ -463,12 +486,20 @@ impl Output {
                     let (name, layout) = (schema_name(code, "data"), layout::layout(code));
                     let schema = (&name[..], RAW_SCHEMA_ENCODING, layout.as_bytes());
                     add(Stream::Data, schema, &topic, RAW_ENCODING)?;
-                    for f in foxglove_channels(code).filter(|_| settings.foxglove) {
+                    let grid = grid_channel().filter(|_| code == device::MAP);
+                    for f in foxglove_channels(code)
+                        .chain(grid)
+                        .filter(|_| settings.foxglove)
+                    {
                         let e = settings.foxglove_encoding.for_channel(f);
                         let data = e.schema_data(f.schema_name);
                         let schema = (f.schema_name, e.schema_encoding(), &data[..]);
                         let topic = format!("/{}{}", src.robot, f.topic);
                         add(Stream::Foxglove(f.id), schema, &topic, e.name())?;
+                    }
+                    if code == device::MAP {
+                        let schema = ("player.map.whole", RAW_SCHEMA_ENCODING, MAP_LAYOUT);
+                        add(Stream::Map, schema, &format!("{topic}/map"), RAW_ENCODING)?;
                     }
                 }
                 if spec.command_size.is_some() {
@@ -542,7 +573,17 @@ pub struct Recorder {
     /// The readings taken from the queue, being written (kept empty in between, for its
     /// room).
     drained: Vec<Queued>,
+    /// Per robot whose map device is recorded: its map's download and the newest whole
+    /// map (written again at the start of each rotated file).
+    maps: HashMap<usize, RobotMap>,
     log: Logger,
+}
+
+/// One robot's map as the recorder has it.
+#[derive(Default)]
+struct RobotMap {
+    download: MapDownload,
+    whole: Option<(Timestamp, GridMap)>,
 }
 
 impl Recorder {
@@ -632,6 +673,73 @@ impl Recorder {
                 }
             }
         }
+        if d.device == device::MAP {
+            self.map_reading(robot, d);
+        }
+    }
+
+    /// Robot `robot`'s `M` reading: a new map (id or size) starts its download.
+    fn map_reading(&mut self, robot: usize, d: &DeviceData) {
+        let Ok(info) = MapInfo::decode(&d.data) else {
+            return;
+        };
+        let rm = self.maps.entry(robot).or_default();
+        match rm.download.reading(info) {
+            Ok(true) => {
+                info!(self.log, "recording the map"; "robot" => &self.sources[robot].robot,
+                    "map_id" => info.map_id, "width" => info.width, "height" => info.height);
+                rm.whole = None;
+                self.ask_tile(robot);
+            }
+            Ok(false) => {}
+            // Once per map (the same reading again is `Ok(false)`).
+            Err(e) => {
+                warn!(self.log, "map not recorded"; "robot" => &self.sources[robot].robot, "error" => %e);
+                rm.whole = None;
+            }
+        }
+    }
+
+    /// Asks robot `robot`'s map device for the next tile of its map, if one is due (the
+    /// first, the next after an answer, or one whose answer is overdue).
+    fn ask_tile(&mut self, robot: usize) {
+        if self.finishing {
+            return;
+        }
+        let (Some(rm), Some(src), Some(tap)) = (
+            self.maps.get_mut(&robot),
+            self.sources.get(robot),
+            self.taps.get(robot),
+        ) else {
+            return;
+        };
+        if let Some(t) = rm.download.ask(Instant::now()) {
+            src.registry.do_send(RouteConfig {
+                device: device::MAP,
+                payload: bytes::Bytes::from(t.encode()),
+                client: "recorder".into(),
+                answer: Some(tap.clone().recipient()),
+            });
+        }
+    }
+
+    /// Writes robot `robot`'s whole map, taken at `t`: raw on `/<robot>/M/map`, and as
+    /// the viewer's `foxglove.Grid` on `/<robot>/map`.
+    fn write_map(&mut self, robot: usize, t: Timestamp, m: &GridMap) {
+        let now = Timestamp::now().nanos();
+        let raw = RecordedMap::encode(&m.info, &m.cells);
+        self.write((robot, device::MAP, Stream::Map), t, 0, &raw, now);
+        if let Some(f) = grid_channel().filter(|_| self.settings.foxglove) {
+            let e = self.settings.foxglove_encoding.for_channel(f);
+            let grid = e.encode_grid(m, t);
+            self.write(
+                (robot, device::MAP, Stream::Foxglove(f.id)),
+                t,
+                0,
+                &grid,
+                now,
+            );
+        }
     }
 
     /// An I/O error: recording stops (the server goes on), with one log line.
@@ -677,6 +785,15 @@ impl Recorder {
                 info!(self.log, "recording to a new file"; "file" => %path.display());
                 self.stats.files.push(path);
                 self.out = Some(out);
+                // Each file holds the maps it needs: the whole ones again.
+                let wholes: Vec<(usize, Timestamp, GridMap)> = self
+                    .maps
+                    .iter()
+                    .filter_map(|(&r, rm)| rm.whole.as_ref().map(|(t, m)| (r, *t, m.clone())))
+                    .collect();
+                for (r, t, m) in wholes {
+                    self.write_map(r, t, &m);
+                }
             }
             Err(e) => error!(self.log, "recording stopped"; "error" => %e),
         }
@@ -754,6 +871,10 @@ impl Actor for Recorder {
         let every = Duration::from_secs_f64(self.settings.chunk_seconds);
         ctx.run_every(every, |act, _| {
             act.drain();
+            let downloading: Vec<usize> = act.maps.keys().copied().collect();
+            for robot in downloading {
+                act.ask_tile(robot);
+            }
             act.rotate_if_due();
             if let Some(out) = act.out.as_mut() {
                 if out.pending > 0 {
@@ -826,6 +947,40 @@ impl Handler<Tagged<Tapped>> for Recorder {
     }
 }
 
+impl Handler<Tagged<ConfigAnswer>> for Recorder {
+    type Result = ();
+
+    /// A tile of a robot's map: placed; the whole map, once it is, written; the next
+    /// tile asked.
+    fn handle(&mut self, msg: Tagged<ConfigAnswer>, _ctx: &mut Self::Context) {
+        let robot = msg.robot;
+        if msg.message.device != device::MAP {
+            return;
+        }
+        let Some(rm) = self.maps.get_mut(&robot) else {
+            return;
+        };
+        let whole = msg
+            .message
+            .bodies
+            .iter()
+            .filter_map(|b| rm.download.answer(b))
+            .last();
+        if let Some(m) = whole {
+            let t = Timestamp::now();
+            info!(self.log, "map recorded"; "robot" => &self.sources[robot].robot,
+                "map_id" => m.info.map_id, "cells" => m.cells.len());
+            // What came before it first, so the file keeps the order.
+            self.drain();
+            self.write_map(robot, t, &m);
+            if let Some(rm) = self.maps.get_mut(&robot) {
+                rm.whole = Some((t, m));
+            }
+        }
+        self.ask_tile(robot);
+    }
+}
+
 impl Handler<Finish> for Recorder {
     type Result = MessageResult<Finish>;
 
@@ -885,6 +1040,7 @@ impl RecorderHandle {
             last_log_time: 0,
             queue: Queue::new(|| {}),
             drained: Vec::new(),
+            maps: HashMap::new(),
             log,
         };
         let arbiter = Arbiter::new();

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 /// The largest map a front end downloads, in cells (5000 x 5000): larger maps are
 /// refused with a reason before anything is allocated.
-pub const MAX_MAP_CELLS: u64 = 25_000_000;
+pub const MAX_MAP_CELLS: u64 = player_proto::nav::MAX_MAP_CELLS;
 
 /// The most particles put together from one answer (the answer's own bound keeps it far
 /// below: [`player_kit::answer::MAX_ANSWER_BYTES`] holds about 8,000).

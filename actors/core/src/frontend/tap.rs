@@ -1,7 +1,8 @@
 //! Telling robots apart: a front end that serves several robots with one actor (a web
 //! session on a shared port, the recorder) subscribes to each robot's registry through a
 //! [`RobotTap`], which forwards what that registry sends it ([`DeviceData`],
-//! [`DeviceDataBatch`], [`Notice`], [`Tapped`]) to the front end's actor as
+//! [`DeviceDataBatch`], [`Notice`], [`Tapped`]) and the answers to the configs it sends
+//! through it ([`ConfigAnswer`]) to the front end's actor as
 //! [`Tagged`] with the robot's index: the registry's messages do not say which robot they
 //! are from.
 //!
@@ -15,6 +16,7 @@ use crate::notice::Notice;
 use crate::registry::Tapped;
 use actix::dev::ToEnvelope;
 use actix::prelude::*;
+use player_kit::answer::ConfigAnswer;
 use player_kit::driver::{DeviceData, DeviceDataBatch};
 
 /// A message of robot `robot` (its index among the front end's robots), forwarded by its
@@ -77,7 +79,7 @@ macro_rules! forward {
     )*};
 }
 
-forward!(DeviceData, DeviceDataBatch, Notice, Tapped);
+forward!(DeviceData, DeviceDataBatch, Notice, Tapped, ConfigAnswer);
 
 #[cfg(test)]
 mod tests {

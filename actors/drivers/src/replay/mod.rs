@@ -16,7 +16,9 @@
 //! playback started, the others keep their recorded spacing divided by `speed`. Playback
 //! starts when the first device is set up and stops after the last one is shut down (the
 //! next setup starts again from `offset`, playing, at `speed`). Commands and configs are
-//! accepted, logged and ignored: a replayed base does not move.
+//! accepted, logged and ignored: a replayed base does not move. One config is answered:
+//! `x M t`, a tile of the map the replayed `M` serves, cut from the map the recorder wrote
+//! whole (`/<robot>/M/map`), as the live map device answered it.
 //!
 //! Front ends control playback through the registry with the kit's
 //! [`Playback`](player_kit::playback::Playback): play, pause, speed (clamped to the kit's
@@ -27,6 +29,8 @@
 //! timestamps after every one already published, and the driver's
 //! [`PlaybackClock`] maps a timestamp back to recording time (for Foxglove's timeline).
 
+use player_proto::device;
+use player_proto::nav::{self, MapInfo, Tile, TileRequest};
 /// The reader of recordings, in the protocol crate (pure, so the fuzz target reaches it).
 pub use player_proto::recording;
 
@@ -107,6 +111,8 @@ pub struct ReplayDriver {
     timer: Option<SpawnHandle>,
     publisher: Publisher,
     ignored: HashMap<u8, Ignored>,
+    /// The map the robot serves now: the last `M` reading published's `map_id`.
+    map_id: Option<u32>,
     log: Logger,
 }
 
@@ -220,6 +226,7 @@ impl ReplayDriver {
                 timer: None,
                 publisher: ctx.publisher(),
                 ignored: HashMap::new(),
+                map_id: None,
                 log,
             },
             specs,
@@ -296,6 +303,9 @@ impl ReplayDriver {
 
     /// Publishes `batch` (readings of one instant) with timestamp `ts` (ns).
     fn publish(&mut self, mut batch: Vec<(u8, Bytes)>, ts: u64) {
+        if let Some((_, m)) = batch.iter().find(|(d, _)| *d == device::MAP) {
+            self.map_id = MapInfo::decode(m).ok().map(|i| i.map_id);
+        }
         let stamp = timestamp(ts);
         self.last_ts = self.last_ts.max(ts / 1000 * 1000);
         if batch.len() == 1 {
@@ -396,6 +406,34 @@ impl ReplayDriver {
         }
     }
 
+    /// Answers a tile of the map the robot serves now (its last `M` reading's), cut from
+    /// the map recorded whole (`/<robot>/M/map`); a recording without it, or a malformed
+    /// request, is ignored (counted, the log rate-limited).
+    fn answer_tile(&mut self, msg: Config) {
+        let req = TileRequest::decode(&msg.payload);
+        let map = self
+            .rec
+            .maps
+            .iter()
+            .find(|m| Some(m.info.map_id) == self.map_id);
+        let tile = match (req, map) {
+            (Ok(req), Some(m)) => Tile::cut(&m.info, &m.cells, req),
+            _ => None,
+        };
+        let Some(body) = tile.and_then(|t| t.encode().ok()) else {
+            let why = if map.is_none() {
+                "tile request (the map's cells are not in the recording)"
+            } else {
+                "malformed tile request"
+            };
+            self.ignore(msg.device, why, Some(&msg.client));
+            return;
+        };
+        if let Err(e) = msg.answer.send_one(body) {
+            warn!(self.log, "replay: tile not answered"; "error" => %e, "client" => &msg.client);
+        }
+    }
+
     fn ignore(&mut self, device: u8, what: &str, client: Option<&str>) {
         let e = self.ignored.entry(device).or_default();
         e.count += 1;
@@ -456,8 +494,14 @@ impl Driver for ReplayDriver {
         self.ignore(msg.device, "command", None);
     }
 
+    /// `x M t` is answered from the map recorded whole; every other config is ignored
+    /// (nothing recorded changes).
     fn config(&mut self, msg: Config, _ctx: &mut Context<Self>) {
-        self.ignore(msg.device, "config", Some(&msg.client));
+        if msg.device == device::MAP && msg.payload.first() == Some(&nav::code::TILE) {
+            self.answer_tile(msg);
+        } else {
+            self.ignore(msg.device, "config", Some(&msg.client));
+        }
     }
 
     fn stop(&mut self, msg: Stop, _ctx: &mut Context<Self>) {
