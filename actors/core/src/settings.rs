@@ -479,12 +479,19 @@ impl Settings {
     }
 
     /// Makes driver `name` (with `params`) back `codes` on the first robot, taking them
-    /// from the drivers that had them; drivers left with no device are dropped.
+    /// from the drivers that had them (by the code the robot serves: `"p as O"` is taken
+    /// for `O`); drivers left with no device are dropped.
     pub fn assign(&mut self, name: &str, codes: &[u8], params: Vec<(&str, config::Value)>) {
         let robot = &mut self.robot[0];
+        let served = |entry: &str| {
+            let s = entry.split_once(" as ").map_or(entry, |(_, s)| s.trim());
+            match s.as_bytes() {
+                [c] => codes.contains(c),
+                _ => false,
+            }
+        };
         for d in &mut robot.driver {
-            d.devices
-                .retain(|c| !codes.iter().any(|&k| c.as_bytes() == [k]));
+            d.devices.retain(|c| !served(c));
         }
         robot.driver.retain(|d| !d.devices.is_empty());
         let mut table = config::Map::new();

@@ -23,7 +23,13 @@ fn catalog() -> Catalog {
         ("-zp", "sonyptz", b"z", "port", FlagValue::Text),
         ("-vp", "acts", b"v", "port", FlagValue::Port),
         ("-vc", "acts", b"v", "config", FlagValue::Text),
-        ("-replay", "replay", b"psmglzv", "file", FlagValue::File),
+        (
+            "-replay",
+            "replay",
+            b"psmglzvLOPMHG",
+            "file",
+            FlagValue::File,
+        ),
     ];
     for (flag, driver, devices, key, value) in flags {
         c.add_flag(DeviceFlag {
@@ -231,4 +237,46 @@ fn unknown_keys_are_errors_naming_the_key() {
         matches!(&e, SettingsError::Value { key, .. } if key == "serverz"),
         "{e}"
     );
+}
+
+#[test]
+fn a_device_flag_takes_devices_by_the_code_the_robot_serves() {
+    // The localized robot of config/amcl.toml: the base's `p` served as `O`, the
+    // localizer's map-frame pose as `p`. A replay of all of it takes every one.
+    let mut s = Settings::from_toml(
+        r#"
+[[robot]]
+[[robot.driver]]
+driver = "sim"
+devices = ["p as O", "P", "s", "l", "L"]
+[[robot.driver]]
+driver = "mapfile"
+devices = ["M"]
+[[robot.driver]]
+driver = "amcl"
+devices = ["H", "p"]
+"#,
+        "assign test",
+    )
+    .unwrap();
+    s.assign("replay", b"psmglzvLOPMHG", vec![]);
+    let drivers: Vec<(&str, Vec<u8>)> = s.robot[0]
+        .driver
+        .iter()
+        .map(|d| (d.driver.as_str(), d.served_codes().unwrap()))
+        .collect();
+    assert_eq!(drivers, vec![("replay", b"psmglzvLOPMHG".to_vec())]);
+    // A flag for some devices leaves the others where they were, renamed or not.
+    let mut s = Settings::from_toml(
+        r#"
+[[robot]]
+[[robot.driver]]
+driver = "sim"
+devices = ["p as O", "s", "l"]
+"#,
+        "assign test",
+    )
+    .unwrap();
+    s.assign("sicklms200", b"l", vec![]);
+    assert_eq!(s.robot[0].driver[0].served_codes().unwrap(), b"Os");
 }

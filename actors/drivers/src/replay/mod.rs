@@ -155,14 +155,16 @@ impl ReplayDriver {
             warn!(log, "readings larger than a data packet skipped"; "count" => rec.oversized);
         }
         let mut specs = Vec::new();
+        let mut missing = String::new();
         for &code in &ctx.devices {
             match rec.devices.get(&code) {
                 Some(Some(size)) => specs.push(DeviceSpec::read_write(code, *size)),
                 Some(None) => specs.push(DeviceSpec::read_only(code)),
-                None => {
-                    info!(log, "device not in the recording, not served"; "device" => player_kit::log::device(code), "code" => %char::from(code))
-                }
+                None => missing.push(char::from(code)),
             }
+        }
+        if !missing.is_empty() {
+            info!(log, "devices not in the recording, not served"; "codes" => &missing);
         }
         if specs.is_empty() {
             return Err(DriverError::not_served(format!(
@@ -567,7 +569,10 @@ pub fn register(catalog: &mut Catalog) {
     catalog.add_flag(DeviceFlag {
         flag: "-replay",
         driver: "replay",
-        devices: b"psmglzv",
+        // Every device a recording can hold: the manual's seven and the extensions (the
+        // full scan, the base's odometry and its full precision, the map, the localizer,
+        // the planner). Those not recorded are not served.
+        devices: b"psmglzvLOPMHG",
         key: "file",
         value: FlagValue::File,
     });
