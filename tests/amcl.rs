@@ -4,7 +4,9 @@
 //! the localizer tracks it; its pose on `p` and `H`'s best hypothesis are compared with the
 //! simulator's ground truth (the world's `[truth]` log). `x H s` moves the estimate, `x H
 //! g` answers the particles, `x H G` starts global localization, which converges as the
-//! robot drives. A recorded run replayed twice (at 1x and 4x) gives the same `H` bytes.
+//! robot drives. A recorded run replayed twice (at 1x and 4x) gives the same `H` bytes,
+//! the localizer running on the replayed laser, odometry and map (the map's grid from the
+//! cells the recorder wrote whole, no map file).
 //!
 //! `H` and the particles are decoded here from Player 1.6.5's layout as issue 31 gives it,
 //! not with `player_proto::nav`.
@@ -450,16 +452,10 @@ world = "{}"
 
 [[robot.driver]]
 driver = "replay"
-devices = ["P", "L"]
+devices = ["P", "L", "M"]
 [robot.driver.params]
 file = "{}"
 speed = {speed}
-
-[[robot.driver]]
-driver = "mapfile"
-devices = ["M"]
-[robot.driver.params]
-map = "world"
 
 [[robot.driver]]
 driver = "amcl"

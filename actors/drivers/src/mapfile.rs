@@ -403,19 +403,7 @@ impl Handler<GridRequest> for MapfileDriver {
             .map
             .as_ref()
             .filter(|_| self.up && msg.device == device::MAP)?;
-        let i = &m.info;
-        Some(Arc::new(GridMap {
-            map_id: i.map_id,
-            width: i.width,
-            height: i.height,
-            resolution: i.resolution_m(),
-            origin: [
-                f64::from(i.origin_x) / 1000.0,
-                f64::from(i.origin_y) / 1000.0,
-                f64::from(i.origin_heading) / odometry::ARCSEC_PER_RAD,
-            ],
-            cells: m.cells.clone(),
-        }))
+        Some(Arc::new(GridMap::of(&m.info, m.cells.clone())))
     }
 }
 

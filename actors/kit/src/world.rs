@@ -108,6 +108,25 @@ pub struct GridMap {
     pub cells: Arc<[i8]>,
 }
 
+impl GridMap {
+    /// The grid of a map device's `M` reading `info` and its `cells` (shared): the
+    /// reading's millimetres, micrometres and arc-seconds in metres and radians.
+    pub fn of(info: &player_proto::nav::MapInfo, cells: Arc<[i8]>) -> GridMap {
+        GridMap {
+            map_id: info.map_id,
+            width: info.width,
+            height: info.height,
+            resolution: info.resolution_m(),
+            origin: [
+                f64::from(info.origin_x) / 1000.0,
+                f64::from(info.origin_y) / 1000.0,
+                f64::from(info.origin_heading) / player_proto::odometry::ARCSEC_PER_RAD,
+            ],
+            cells,
+        }
+    }
+}
+
 /// Driver → registry → the driver serving `device`: its occupancy grid, if it serves one
 /// and has it (the map device's set up); `None` otherwise. A driver asks through its
 /// [`DeviceSource::grid`](crate::source::DeviceSource::grid); the map driver's handle is

@@ -18,7 +18,9 @@
 //! next setup starts again from `offset`, playing, at `speed`). Commands and configs are
 //! accepted, logged and ignored: a replayed base does not move. One config is answered:
 //! `x M t`, a tile of the map the replayed `M` serves, cut from the map the recorder wrote
-//! whole (`/<robot>/M/map`), as the live map device answered it.
+//! whole (`/<robot>/M/map`), as the live map device answered it; and that map's grid goes
+//! to the robot's other drivers as a map driver's does (`GridRequest`: a localizer or a
+//! planner runs on a replayed map).
 //!
 //! Front ends control playback through the registry with the kit's
 //! [`Playback`](player_kit::playback::Playback): play, pause, speed (clamped to the kit's
@@ -29,6 +31,7 @@
 //! timestamps after every one already published, and the driver's
 //! [`PlaybackClock`] maps a timestamp back to recording time (for Foxglove's timeline).
 
+use player_kit::world::{GridMap, GridRequest};
 use player_proto::device;
 use player_proto::nav::{self, MapInfo, Tile, TileRequest};
 /// The reader of recordings, in the protocol crate (pure, so the fuzz target reaches it).
@@ -413,11 +416,8 @@ impl ReplayDriver {
     /// request, is ignored (counted, the log rate-limited).
     fn answer_tile(&mut self, msg: Config) {
         let req = TileRequest::decode(&msg.payload);
-        let map = self
-            .rec
-            .maps
-            .iter()
-            .find(|m| Some(m.info.map_id) == self.map_id);
+        let id = self.serving_map_id();
+        let map = self.rec.maps.iter().find(|m| Some(m.info.map_id) == id);
         let tile = match (req, map) {
             (Ok(req), Some(m)) => Tile::cut(&m.info, &m.cells, req),
             _ => None,
@@ -434,6 +434,19 @@ impl ReplayDriver {
         if let Err(e) = msg.answer.send_one(body) {
             warn!(self.log, "replay: tile not answered"; "error" => %e, "client" => &msg.client);
         }
+    }
+
+    /// The `map_id` the replayed `M` serves: its last published reading's, or, before one
+    /// is published (a localizer asks for the grid as soon as `M` is set up, before
+    /// playback's first step), the one playback publishes next (or the last recorded).
+    fn serving_map_id(&self) -> Option<u32> {
+        self.map_id.or_else(|| {
+            let idx = self.by_device.get(&device::MAP)?;
+            let next = idx.iter().find(|&&i| i >= self.pos).or(idx.last())?;
+            MapInfo::decode(&self.rec.readings[*next].data)
+                .ok()
+                .map(|i| i.map_id)
+        })
     }
 
     fn ignore(&mut self, device: u8, what: &str, client: Option<&str>) {
@@ -478,6 +491,7 @@ impl Driver for ReplayDriver {
             self.run = None;
             self.cancel_timer(ctx);
             self.pos = self.first;
+            self.map_id = None;
             self.held = self.rec.readings[self.first].time;
             self.paused = false;
             self.ended = false;
@@ -518,6 +532,21 @@ impl Driver for ReplayDriver {
 }
 
 player_kit::driver_handlers!(ReplayDriver);
+
+impl Handler<GridRequest> for ReplayDriver {
+    type Result = Option<Arc<GridMap>>;
+
+    /// The map the replayed `M` serves, whole as recorded, while `M` is set up: a
+    /// localizer or planner of the robot runs on a replayed map as on a live one.
+    fn handle(&mut self, msg: GridRequest, _ctx: &mut Self::Context) -> Self::Result {
+        if msg.device != device::MAP || !self.up.contains(&device::MAP) {
+            return None;
+        }
+        let id = self.serving_map_id();
+        let m = self.rec.maps.iter().find(|m| Some(m.info.map_id) == id)?;
+        Some(Arc::new(GridMap::of(&m.info, m.cells.clone())))
+    }
+}
 
 impl Handler<Playback> for ReplayDriver {
     type Result = Arc<PlaybackClock>;
@@ -580,7 +609,9 @@ pub fn register(catalog: &mut Catalog) {
         let (driver, devices) = ReplayDriver::new(&ctx)?;
         let addr = driver.start();
         Ok(StartedDriver {
-            handle: DriverHandle::of(&addr).with_playback(addr.clone().recipient()),
+            handle: DriverHandle::of(&addr)
+                .with_playback(addr.clone().recipient())
+                .with_grid(addr.clone().recipient()),
             devices,
         })
     });
