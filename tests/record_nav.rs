@@ -286,29 +286,20 @@ file = "{}"
     let server = start_server_with(settings, player::builtin_catalog());
     let mut c = Client::connect(server.addr());
     assert_eq!(c.request(&[(b'M', b'r')]), b"Mr");
-    let all = TileRequest {
-        col: 0,
-        row: 0,
-        width: 20,
-        height: 10,
+    let rect = |col, row, width, height| TileRequest {
+        col,
+        row,
+        width,
+        height,
     };
+    let all = rect(0, 0, 20, 10);
     let t = tile(&mut c, all);
     assert_eq!((t.map_id, t.rect), (info.map_id, all));
     assert_eq!(t.cells, map_file_cells());
-    let part = TileRequest {
-        col: 3,
-        row: 2,
-        width: 5,
-        height: 4,
-    };
+    let part = rect(3, 2, 5, 4);
     let want = Tile::cut(&info, &map_file_cells(), part).unwrap();
     assert_eq!(tile(&mut c, part), want);
-    let past = TileRequest {
-        col: 15,
-        row: 8,
-        width: 100,
-        height: 100,
-    };
+    let past = rect(15, 8, 100, 100);
     let t = tile(&mut c, past);
     assert_eq!((t.rect.width, t.rect.height), (5, 2), "cut to the map");
     assert_eq!(t, Tile::cut(&info, &map_file_cells(), past).unwrap());

@@ -151,12 +151,16 @@ fn a_foxglove_client_that_stops_reading_is_closed_after_the_stall_timeout_with_t
     reader.join().unwrap();
 }
 
-#[test]
-fn pings_are_answered_in_order_between_the_readings_and_no_frame_is_torn() {
-    let mut s = default_settings();
+/// A server of `s` with its web endpoint on a free port.
+fn web_server(mut s: player::settings::Settings) -> (TestServer, u16) {
     let port = free_port();
     s.web.viewer_mut(0).web_port = Some(port);
-    let server = start_server_with(s, player::builtin_catalog());
+    (start_server_with(s, player::builtin_catalog()), port)
+}
+
+#[test]
+fn pings_are_answered_in_order_between_the_readings_and_no_frame_is_torn() {
+    let (server, port) = web_server(default_settings());
     runtime().block_on(async {
         let mut ws = connect(port, "").await;
         let adv = next_op(&mut ws, "advertise").await;
@@ -207,11 +211,9 @@ fn a_device_that_cannot_be_set_up_is_an_error_status_and_the_others_stream() {
         ("sim", "ps", ""),
         ("sicklms200", "l", &format!("port = \"{missing}\"")),
     ]);
-    let mut s = player::settings::Settings::from_toml(&text, "web refused")
+    let s = player::settings::Settings::from_toml(&text, "web refused")
         .unwrap_or_else(|e| panic!("{e}"));
-    let port = free_port();
-    s.web.viewer_mut(0).web_port = Some(port);
-    let server = start_server_with(s, player::builtin_catalog());
+    let (server, port) = web_server(s);
     runtime().block_on(async {
         let mut ws = connect(port, "").await;
         let adv = next_op(&mut ws, "advertise").await;
