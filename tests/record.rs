@@ -307,6 +307,54 @@ fn files_rotate_by_age_and_each_is_complete() {
 }
 
 #[test]
+fn the_map_is_recorded_whole_in_every_rotated_file() {
+    let dir = scratch("rotate-map");
+    let file = dir.join("map.mcap");
+    let mut settings = player::settings::Settings::from_toml(
+        r#"
+[[robot]]
+name = "pioneer"
+[[robot.driver]]
+driver = "sim"
+devices = ["p", "s", "l", "m", "g", "z", "v"]
+[[robot.driver]]
+driver = "mapfile"
+devices = ["M"]
+[robot.driver.params]
+map = "world"
+resolution = 0.1
+"#,
+        "record map",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    settings.record.path = file.display().to_string();
+    settings.record.max_seconds = 2.0;
+    let server = start_server_with(settings, player::builtin_catalog());
+    let second = player::record::rotated_path(&file, 1);
+    wait_until(Duration::from_secs(30), "a second file", || {
+        player::record::rotated_path(&file, 2).exists()
+    });
+    server.shutdown();
+    // Each finished file holds the map whole (the second has it because the recorder
+    // wrote it again as the file opened, not because the map changed), read by Python's
+    // mcap package; and the replay's reader finds it in each.
+    let mut maps = Vec::new();
+    for f in [&file, &second] {
+        if let Some(py) = python() {
+            let out = check(&py, f, &["--map", "--min-seconds", "0.5"]);
+            assert!(out.contains("/pioneer/map: foxglove.Grid"), "{out}");
+        }
+        let rec = player::drivers::replay::recording::load(f, None, 1 << 30).unwrap();
+        assert_eq!(rec.maps.len(), 1, "{}", f.display());
+        maps.push(rec.maps[0].clone());
+    }
+    assert_eq!(maps[0], maps[1], "the same map in both files");
+    let cells = &maps[0].cells;
+    assert_eq!(cells.len() as u32, maps[0].info.width * maps[0].info.height);
+    assert!(cells.contains(&1) && cells.contains(&-1), "walls and floor");
+}
+
+#[test]
 fn files_rotate_by_size() {
     let dir = scratch("rotate-size");
     let file = dir.join("size.mcap");

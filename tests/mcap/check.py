@@ -4,7 +4,7 @@
 A reader no one in this project wrote: if it reads our files, Foxglove's tools will too.
 
     check.py FILE [--truncated] [--robot NAME] [--rate HZ] [--min-seconds S]
-                  [--commands N] [--configs N] [--no-foxglove]
+                  [--commands N] [--configs N] [--no-foxglove] [--map]
 
 Checks, for each of the seven 0.7.4a devices of robot NAME: a raw channel
 /NAME/<code> (message encoding player-0.7.4a, a schema naming the device's layout),
@@ -14,8 +14,13 @@ least S seconds. With Foxglove channels on (the default), /NAME/laser and /NAME/
 must hold one message per reading, as must /NAME/pose and /NAME/sonar (the web
 viewer's Foxglove channels, JSON or protobuf, decoded by the schema they carry). A complete file is read through its summary
 (counts must match the statistics record); a --truncated one (its writer was killed)
-is read front to back until it ends. Prints one line per channel and exits non-zero,
-naming the problem, on the first failed check.
+is read front to back until it ends. With --map, the robot's map device M must be
+recorded whole: /NAME/M/map holds the map once, its 28-byte description the newest
+/NAME/M reading's and exactly width x height cells of -1, 0 or +1 after it, and
+/NAME/map the same cells as one foxglove.Grid: as many columns and cells, each raw
+value shown as one grid value everywhere, distinct raw values as distinct grid
+values. Prints one line per channel and exits non-zero, naming the problem, on the
+first failed check.
 """
 
 import argparse
@@ -98,6 +103,7 @@ def main():
     ap.add_argument("--commands", type=int, default=0)
     ap.add_argument("--configs", type=int, default=0)
     ap.add_argument("--no-foxglove", action="store_true")
+    ap.add_argument("--map", action="store_true")
     a = ap.parse_args()
 
     read = read_truncated if a.truncated else read_complete
@@ -186,7 +192,57 @@ def main():
             fail(f"{topic}: a payload is not {size} bytes")
         print(f"{topic}: {len(ms)} messages")
 
+    if a.map:
+        check_map(a, by_topic, schemas, per_channel)
+
     print("OK")
+
+
+def check_map(a, by_topic, schemas, per_channel):
+    """The map recorded whole, raw and as a foxglove.Grid (see --map above)."""
+    import struct
+    m_ch, whole_ch = by_topic.get(f"/{a.robot}/M"), by_topic.get(f"/{a.robot}/M/map")
+    if m_ch is None or whole_ch is None:
+        fail(f"no channels /{a.robot}/M and /{a.robot}/M/map")
+    readings = per_channel.get(m_ch.id, [])
+    wholes = per_channel.get(whole_ch.id, [])
+    if not readings or len(wholes) != 1:
+        fail(f"/{a.robot}/M/map: {len(wholes)} maps for {len(readings)} M readings")
+    data = wholes[0].data
+    desc = data[:28]
+    if desc != readings[-1].data:
+        fail(f"/{a.robot}/M/map: its description is not the newest M reading")
+    map_id, width, height = struct.unpack(">III", desc[:12])
+    cells = data[28:]
+    if len(cells) != width * height or any(c not in (0, 1, 255) for c in cells):
+        fail(f"/{a.robot}/M/map: {len(cells)} cells for {width} x {height}, or a cell not -1, 0 or +1")
+    free, occupied = cells.count(255), cells.count(1)
+    print(f"/{a.robot}/M/map: map {map_id:08x}, {width} x {height}, {free} free, {occupied} occupied")
+    if a.no_foxglove:
+        return
+    grid_ch = by_topic.get(f"/{a.robot}/map")
+    if grid_ch is None:
+        fail(f"no channel /{a.robot}/map")
+    schema = schemas.get(grid_ch.schema_id)
+    if schema is None or schema.name != "foxglove.Grid":
+        fail(f"/{a.robot}/map: schema {schema and schema.name!r}")
+    grids = per_channel.get(grid_ch.id, [])
+    if len(grids) != 1:
+        fail(f"/{a.robot}/map: {len(grids)} grids")
+    g = decoder(schema)(grids[0].data)
+    import base64
+    raw = base64.b64decode(g["data"]) if isinstance(g["data"], str) else bytes(g["data"])
+    stride = int(g.get("cell_stride", 1))
+    if int(g["column_count"]) != width or len(raw) != width * height * stride:
+        fail(f"/{a.robot}/map: {g['column_count']} columns, {len(raw)} bytes for {width} x {height}")
+    # The same cells: free and occupied where the raw map has them, in the same places.
+    first = [raw[i * stride] for i in range(width * height)]
+    kinds = {}
+    for r, v in zip(cells, first):
+        kinds.setdefault(r, set()).add(v)
+    if any(len(v) != 1 for v in kinds.values()) or len({min(v) for v in kinds.values()}) != len(kinds):
+        fail(f"/{a.robot}/map: the grid's values do not follow the raw cells: {kinds}")
+    print(f"/{a.robot}/map: foxglove.Grid {width} x {height}, cell values {sorted((k, min(v)) for k, v in kinds.items())}")
 
 
 if __name__ == "__main__":

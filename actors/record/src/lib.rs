@@ -388,7 +388,7 @@ impl Recorder {
         data: &[u8],
         log_time: u64,
     ) {
-        self.rotate_if_due();
+        self.rotate_if_due(log_time);
         let Some(out) = self.out.as_mut() else {
             return;
         };
@@ -494,7 +494,10 @@ impl Recorder {
         }
     }
 
-    fn rotate_if_due(&mut self) {
+    /// Opens the next file when the size or age limit is reached; `log_time` is the log
+    /// time of what is written next (the maps written again at the new file's start take
+    /// it: a later one would hold every log time after it back to it).
+    fn rotate_if_due(&mut self, log_time: u64) {
         let Some(out) = &self.out else {
             return;
         };
@@ -514,7 +517,7 @@ impl Recorder {
                 self.out = Some(out);
                 // Each file holds the maps it needs: the whole ones again.
                 for (r, t, m) in self.whole_maps() {
-                    self.write_map(r, t, &m);
+                    self.write_map(r, t, &m, log_time);
                 }
             }
             Err(e) => error!(self.log, "recording stopped"; "error" => %e),
@@ -597,7 +600,7 @@ impl Actor for Recorder {
             for robot in downloading {
                 act.ask_tile(robot);
             }
-            act.rotate_if_due();
+            act.rotate_if_due(act.last_log_time);
             if let Some(out) = act.out.as_mut() {
                 if out.pending > 0 {
                     out.pending = 0;

@@ -72,10 +72,9 @@ impl Recorder {
         }
     }
 
-    /// Writes robot `robot`'s whole map, taken at `t`: raw on `/<robot>/M/map`, and as
-    /// the viewer's `foxglove.Grid` on `/<robot>/map`.
-    pub(crate) fn write_map(&mut self, robot: usize, t: Timestamp, m: &GridMap) {
-        let now = Timestamp::now().nanos();
+    /// Writes robot `robot`'s whole map, taken at `t`, with log time `now`: raw on
+    /// `/<robot>/M/map`, and as the viewer's `foxglove.Grid` on `/<robot>/map`.
+    pub(crate) fn write_map(&mut self, robot: usize, t: Timestamp, m: &GridMap, now: u64) {
         let raw = RecordedMap::encode(&m.info, &m.cells);
         self.write((robot, device::MAP, Stream::Map), t, 0, &raw, now);
         if let Some(f) = grid_channel().filter(|_| self.settings.foxglove) {
@@ -125,7 +124,7 @@ impl Handler<Tagged<ConfigAnswer>> for Recorder {
                 "map_id" => m.info.map_id, "cells" => m.cells.len());
             // What came before it first, so the file keeps the order.
             self.drain();
-            self.write_map(robot, t, &m);
+            self.write_map(robot, t, &m, t.nanos());
             if let Some(rm) = self.maps.get_mut(&robot) {
                 rm.whole = Some((t, m));
             }
