@@ -244,8 +244,12 @@ fn the_map_is_recorded_whole_and_the_replay_answers_its_tiles() {
     // The whole map, once, on its own channel; and the viewer's grid of it.
     let bytes = std::fs::read(&file).unwrap();
     let (mut whole, mut grids) = (Vec::new(), Vec::new());
+    let mut configs: BTreeMap<String, usize> = BTreeMap::new();
     for m in mcap::MessageStream::new(&bytes).unwrap() {
         let m = m.unwrap();
+        if m.channel.topic.ends_with("/cfg") {
+            *configs.entry(m.channel.topic.clone()).or_default() += 1;
+        }
         match m.channel.topic.as_str() {
             "/nav/M/map" => {
                 assert_eq!(m.channel.message_encoding, RAW_ENCODING);
@@ -267,6 +271,9 @@ fn the_map_is_recorded_whole_and_the_replay_answers_its_tiles() {
         "the file's cells"
     );
     assert_eq!(grids.len(), 1, "its grid for Foxglove");
+    // The client's configs are recorded; the recorder's own tile requests are not.
+    assert_eq!(configs.get("/nav/H/cfg"), Some(&15), "{configs:?}");
+    assert_eq!(configs.get("/nav/M/cfg"), None, "{configs:?}");
     assert!(grids[0] > 200, "{} bytes of grid", grids[0]);
 
     // The replay answers tiles from it: the whole map, a rectangle, one cut to the map.

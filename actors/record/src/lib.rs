@@ -179,6 +179,10 @@ pub fn apply_flag(settings: &mut RecordSettings, file: &str) {
     settings.path = player_core::settings::absolute(file).display().to_string();
 }
 
+/// The recorder's client name at the registries: its holdings, and the configs it sends
+/// itself (a map's tiles), which its tap is not sent back.
+pub(crate) const RECORDER: &str = "recorder";
+
 /// The recorder as a front end of the server: on when `[record] path` (or `-record`) names
 /// a file.
 pub struct Record;
@@ -295,7 +299,10 @@ pub fn start(settings: &RecordSettings, ctx: &FrontEndContext) -> Result<Recordi
     let handle = RecorderHandle::start(settings, &ctx.base_dir, sources, ctx.log.clone())?;
     for (i, robot) in ctx.robots.iter().enumerate() {
         if let Some(recipient) = handle.tap(i) {
-            robot.registry.do_send(Tap { recipient });
+            robot.registry.do_send(Tap {
+                recipient,
+                name: RECORDER.into(),
+            });
         }
     }
     Ok(Recording { handle })
@@ -711,7 +718,7 @@ impl RecorderHandle {
         info!(log, "recording"; "file" => %path.display(), "robots" => sources.len());
         let holdings = sources
             .iter()
-            .map(|s| Holdings::new(s.registry.clone(), s.session, "recorder"))
+            .map(|s| Holdings::new(s.registry.clone(), s.session, RECORDER))
             .collect();
         let recorder = Recorder {
             settings: settings.clone(),

@@ -66,7 +66,7 @@ impl Recorder {
             src.registry.do_send(RouteConfig {
                 device: device::MAP,
                 payload: bytes::Bytes::from(t.encode()),
-                client: "recorder".into(),
+                client: crate::RECORDER.into(),
                 answer: Some(tap.clone().recipient()),
             });
         }

@@ -197,7 +197,7 @@ impl Handler<Command> for Registry {
                 }
             }
         }
-        for t in &self.taps {
+        for (t, _) in &self.taps {
             t.do_send(Tapped {
                 kind: Sent::Command,
                 device: code,

@@ -28,7 +28,7 @@ impl Registry {
         let Some(d) = self.table.devices.get(&device) else {
             return Err(DeviceError::Unknown(device));
         };
-        for t in &self.taps {
+        for (t, _) in self.taps.iter().filter(|(_, name)| *name != client) {
             t.do_send(Tapped {
                 kind: Sent::Config,
                 device,

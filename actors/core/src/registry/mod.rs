@@ -101,6 +101,10 @@ pub struct Tapped {
 pub struct Tap {
     /// Where they go.
     pub recipient: Recipient<Tapped>,
+    /// The client name the observer sends its own configs under (the recorder's
+    /// `"recorder"`, asking for a map's tiles): those are not passed back to it, so a
+    /// recording holds what others sent.
+    pub name: String,
 }
 
 /// What a session was granted on a device.
@@ -255,7 +259,9 @@ pub struct Registry {
     health_check: Option<SpawnHandle>,
     /// Where the drivers leave the tap's readings while no device is silent.
     tap_inbox: Arc<Inbox>,
-    taps: Vec<Recipient<Tapped>>,
+    /// The observers of passed-on commands and configs, each with the client name of
+    /// its own configs (not passed back to it).
+    taps: Vec<(Recipient<Tapped>, String)>,
     log: Logger,
 }
 
@@ -763,7 +769,7 @@ impl Handler<Tap> for Registry {
     type Result = ();
 
     fn handle(&mut self, msg: Tap, _ctx: &mut Self::Context) {
-        self.taps.push(msg.recipient);
+        self.taps.push((msg.recipient, msg.name));
     }
 }
 
