@@ -523,8 +523,8 @@ impl Recorder {
                 self.stats.files.push(path);
                 self.out = Some(out);
                 // Each file holds the maps it needs: the whole ones again.
-                for (r, t, m) in self.whole_maps() {
-                    self.write_map(r, t, &m, log_time);
+                for (r, w) in self.whole_maps() {
+                    self.write_map(r, &w, log_time);
                 }
             }
             Err(e) => error!(self.log, "recording stopped"; "error" => %e),

@@ -8,6 +8,7 @@
 use crate::output::{grid_channel, Stream};
 use crate::Recorder;
 use actix::prelude::*;
+use bytes::Bytes;
 use player_core::frontend::nav::{GridMap, MapDownload};
 use player_core::frontend::tap::Tagged;
 use player_core::registry::RouteConfig;
@@ -23,7 +24,20 @@ use std::time::Instant;
 #[derive(Default)]
 pub(crate) struct RobotMap {
     download: MapDownload,
-    whole: Option<(Timestamp, GridMap)>,
+    /// The newest whole map as written, for the next file.
+    whole: Option<WholeMap>,
+}
+
+/// A whole map's messages, encoded once: written when the map is whole and again, the same
+/// bytes, at the start of each rotated file.
+#[derive(Clone)]
+pub(crate) struct WholeMap {
+    /// When it was taken (the messages' publish time).
+    taken: Timestamp,
+    /// `/<robot>/M/map` ([`RecordedMap`]).
+    raw: Bytes,
+    /// `/<robot>/map` and the Foxglove channel's id, when Foxglove channels are recorded.
+    grid: Option<(u32, Bytes)>,
 }
 
 impl Recorder {
@@ -65,36 +79,41 @@ impl Recorder {
         if let Some(t) = rm.download.ask(Instant::now()) {
             src.registry.do_send(RouteConfig {
                 device: device::MAP,
-                payload: bytes::Bytes::from(t.encode()),
+                payload: Bytes::from(t.encode()),
                 client: crate::RECORDER.into(),
                 answer: Some(tap.clone().recipient()),
             });
         }
     }
 
-    /// Writes robot `robot`'s whole map, taken at `t`, with log time `now`: raw on
-    /// `/<robot>/M/map`, and as the viewer's `foxglove.Grid` on `/<robot>/map`.
-    pub(crate) fn write_map(&mut self, robot: usize, t: Timestamp, m: &GridMap, now: u64) {
-        let raw = RecordedMap::encode(&m.info, &m.cells);
-        self.write((robot, device::MAP, Stream::Map), t, 0, &raw, now);
-        if let Some(f) = grid_channel().filter(|_| self.settings.foxglove) {
+    /// Encodes robot `robot`'s map `m`, taken at `t`: raw for `/<robot>/M/map`, and as
+    /// the viewer's `foxglove.Grid` for `/<robot>/map`.
+    fn encode_map(&self, t: Timestamp, m: &GridMap) -> WholeMap {
+        let grid = grid_channel().filter(|_| self.settings.foxglove).map(|f| {
             let e = self.settings.foxglove_encoding.for_channel(f);
-            let grid = e.encode_grid(m, t);
-            self.write(
-                (robot, device::MAP, Stream::Foxglove(f.id)),
-                t,
-                0,
-                &grid,
-                now,
-            );
+            (f.id, Bytes::from(e.encode_grid(m, t)))
+        });
+        WholeMap {
+            taken: t,
+            raw: Bytes::from(RecordedMap::encode(&m.info, &m.cells)),
+            grid,
         }
     }
 
-    /// The whole maps kept, to write again at the start of a new file.
-    pub(crate) fn whole_maps(&self) -> Vec<(usize, Timestamp, GridMap)> {
+    /// Writes robot `robot`'s whole map `w` with log time `now`.
+    pub(crate) fn write_map(&mut self, robot: usize, w: &WholeMap, now: u64) {
+        self.write((robot, device::MAP, Stream::Map), w.taken, 0, &w.raw, now);
+        if let Some((id, grid)) = &w.grid {
+            let key = (robot, device::MAP, Stream::Foxglove(*id));
+            self.write(key, w.taken, 0, grid, now);
+        }
+    }
+
+    /// The whole maps kept (their bytes shared), to write again at the start of a file.
+    pub(crate) fn whole_maps(&self) -> Vec<(usize, WholeMap)> {
         self.maps
             .iter()
-            .filter_map(|(&r, rm)| rm.whole.as_ref().map(|(t, m)| (r, *t, m.clone())))
+            .filter_map(|(&r, rm)| rm.whole.clone().map(|w| (r, w)))
             .collect()
     }
 }
@@ -124,9 +143,10 @@ impl Handler<Tagged<ConfigAnswer>> for Recorder {
                 "map_id" => m.info.map_id, "cells" => m.cells.len());
             // What came before it first, so the file keeps the order.
             self.drain();
-            self.write_map(robot, t, &m, t.nanos());
+            let w = self.encode_map(t, &m);
+            self.write_map(robot, &w, t.nanos());
             if let Some(rm) = self.maps.get_mut(&robot) {
-                rm.whole = Some((t, m));
+                rm.whole = Some(w);
             }
         }
         self.ask_tile(robot);
