@@ -31,9 +31,6 @@
 //! timestamps after every one already published, and the driver's
 //! [`PlaybackClock`] maps a timestamp back to recording time (for Foxglove's timeline).
 
-use player_kit::world::{GridMap, GridRequest};
-use player_proto::device;
-use player_proto::nav::{self, MapInfo, Tile, TileRequest};
 /// The reader of recordings, in the protocol crate (pure, so the fuzz target reaches it).
 pub use player_proto::recording;
 
@@ -48,7 +45,10 @@ use player_kit::plain::{Driver, Reply};
 use player_kit::playback::{
     clamp_speed, Playback, PlaybackClock, PlaybackRequest, PlaybackStatus, Segment,
 };
-use recording::Recording;
+use player_kit::world::{GridMap, GridRequest};
+use player_proto::device;
+use player_proto::nav::{self, MapInfo, Tile, TileRequest};
+use recording::{RecordedMap, Recording};
 use serde::Deserialize;
 use slog::{debug, info, warn, Logger};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -416,8 +416,7 @@ impl ReplayDriver {
     /// request, is ignored (counted, the log rate-limited).
     fn answer_tile(&mut self, msg: Config) {
         let req = TileRequest::decode(&msg.payload);
-        let id = self.serving_map_id();
-        let map = self.rec.maps.iter().find(|m| Some(m.info.map_id) == id);
+        let map = self.serving_map();
         let tile = match (req, map) {
             (Ok(req), Some(m)) => Tile::cut(&m.info, &m.cells, req),
             _ => None,
@@ -436,17 +435,19 @@ impl ReplayDriver {
         }
     }
 
-    /// The `map_id` the replayed `M` serves: its last published reading's, or, before one
-    /// is published (a localizer asks for the grid as soon as `M` is set up, before
-    /// playback's first step), the one playback publishes next (or the last recorded).
-    fn serving_map_id(&self) -> Option<u32> {
-        self.map_id.or_else(|| {
+    /// The map recorded whole that the replayed `M` serves: its last published reading's,
+    /// or, before one is published (a localizer asks for the grid as soon as `M` is set
+    /// up, before playback's first step), the one playback publishes next (or the last
+    /// recorded).
+    fn serving_map(&self) -> Option<&RecordedMap> {
+        let id = self.map_id.or_else(|| {
             let idx = self.by_device.get(&device::MAP)?;
             let next = idx.iter().find(|&&i| i >= self.pos).or(idx.last())?;
             MapInfo::decode(&self.rec.readings[*next].data)
                 .ok()
                 .map(|i| i.map_id)
-        })
+        })?;
+        self.rec.maps.iter().find(|m| m.info.map_id == id)
     }
 
     fn ignore(&mut self, device: u8, what: &str, client: Option<&str>) {
@@ -542,8 +543,7 @@ impl Handler<GridRequest> for ReplayDriver {
         if msg.device != device::MAP || !self.up.contains(&device::MAP) {
             return None;
         }
-        let id = self.serving_map_id();
-        let m = self.rec.maps.iter().find(|m| Some(m.info.map_id) == id)?;
+        let m = self.serving_map()?;
         Some(Arc::new(GridMap::of(&m.info, m.cells.clone())))
     }
 }
