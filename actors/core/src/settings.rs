@@ -483,15 +483,11 @@ impl Settings {
     /// for `O`); drivers left with no device are dropped.
     pub fn assign(&mut self, name: &str, codes: &[u8], params: Vec<(&str, config::Value)>) {
         let robot = &mut self.robot[0];
-        let served = |entry: &str| {
-            let s = entry.split_once(" as ").map_or(entry, |(_, s)| s.trim());
-            match s.as_bytes() {
-                [c] => codes.contains(c),
-                _ => false,
-            }
+        let taken = |entry: &String| {
+            player_kit::catalog::device_entry(entry).is_some_and(|(_, s)| codes.contains(&s))
         };
         for d in &mut robot.driver {
-            d.devices.retain(|c| !served(c));
+            d.devices.retain(|e| !taken(e));
         }
         robot.driver.retain(|d| !d.devices.is_empty());
         let mut table = config::Map::new();

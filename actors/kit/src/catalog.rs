@@ -293,23 +293,28 @@ impl DriverSettings {
             driver: self.driver.clone(),
             device: d.to_string(),
         };
-        let code = |s: &str| match s.as_bytes() {
-            [c] if c.is_ascii_graphic() => Some(*c),
-            _ => None,
-        };
         let mut out: Vec<(u8, u8)> = Vec::with_capacity(self.devices.len());
         for d in &self.devices {
-            let pair = match d.split_once(" as ") {
-                None => code(d).map(|c| (c, c)),
-                Some((own, served)) => code(own.trim()).zip(code(served.trim())),
-            };
-            let (own, served) = pair.ok_or_else(|| bad(d))?;
+            let (own, served) = device_entry(d).ok_or_else(|| bad(d))?;
             if out.iter().any(|&(o, s)| o == own || s == served) {
                 return Err(bad(d));
             }
             out.push((own, served));
         }
         Ok(out)
+    }
+}
+
+/// One entry of a driver's `devices` as `(own code, served code)`: `"p"` is `(p, p)`,
+/// `"p as O"` is `(p, O)`; `None` when a code is not one printable ASCII character.
+pub fn device_entry(entry: &str) -> Option<(u8, u8)> {
+    let code = |s: &str| match s.as_bytes() {
+        [c] if c.is_ascii_graphic() => Some(*c),
+        _ => None,
+    };
+    match entry.split_once(" as ") {
+        None => code(entry).map(|c| (c, c)),
+        Some((own, served)) => code(own.trim()).zip(code(served.trim())),
     }
 }
 
