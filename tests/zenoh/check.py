@@ -4,7 +4,8 @@ Starts the `player` binary ($PLAYER_BIN, else target/debug/player) with the brid
 (loopback only, commands allowed), then, as a Zenoh client written by someone else:
 subscribes to the laser and the position, checks payload sizes and the timestamp
 attachment, drives the simulated robot by publishing position commands, sees the command
-watchdog stop it when publishing stops, queries the device list, sees the liveliness
+watchdog stop it when publishing stops, drives it with commands stamped by a clock a minute
+behind the server's (and sees a burst stamped older than the rest ignored), queries the device list, sees the liveliness
 token, and sees the token go when the server exits. Prints `N passed, N failed`; exits 1
 on any failure.
 
@@ -12,6 +13,7 @@ on any failure.
     target/pyvenv/bin/python tests/zenoh/check.py
 """
 
+import datetime
 import json
 import os
 import signal
@@ -96,6 +98,46 @@ class Positions:
         return None
 
 
+def skewed_clock_checks(session, positions, log, check):
+    """Commands stamped by a clock a minute behind the server's (a sender's host without
+    NTP): they drive the robot, measured against that clock's own stamps; a burst stamped
+    seconds older than the rest (held back on the way) does not."""
+    behind = datetime.timedelta(seconds=60)
+    clock = zenoh.TimestampId(bytes(range(1, 17)))
+
+    def put(speed, older=0.0):
+        at = datetime.datetime.now(datetime.timezone.utc) - behind
+        stamp = zenoh.Timestamp(at - datetime.timedelta(seconds=older), clock)
+        session.put(f"player/{ROBOT}/p/cmd", struct.pack(">hh", speed, 0), timestamp=stamp)
+
+    driving = threading.Event()
+    driving.set()
+
+    def drive():
+        while driving.is_set():
+            put(200)
+            time.sleep(0.1)
+
+    t = threading.Thread(target=drive, daemon=True)
+    t.start()
+    moved = positions.wait_for(lambda s: s >= 150, 15, after=time.monotonic())
+    check("commands stamped by a clock 60 s behind drive the robot", moved is not None)
+    driving.clear()
+    t.join()
+    last = time.monotonic()
+    halted = positions.wait_for(lambda s: s == 0, 10, after=last)
+    check("the watchdog stops it when they stop", halted is not None)
+    # A burst held back on the way: the same clock's stamps from 5 s to 4 s ago.
+    start = time.monotonic()
+    for i in range(10):
+        put(200, older=5.0 - i * 0.1)
+        time.sleep(0.05)
+    moved = positions.wait_for(lambda s: s != 0, 2, after=start)
+    check("a burst stamped 4-5 s older than its clock's others is ignored", moved is None)
+    said = [line for line in log if "held back by the network" in line]
+    check("the server says it ignored them as held back", len(said) > 0, "".join(log[-5:]))
+
+
 def main():
     binary = os.environ.get("PLAYER_BIN") or os.path.join(ROOT, "target", "debug", "player")
     tcp_port, zenoh_port = free_port(), free_port()
@@ -177,6 +219,7 @@ def main():
             halted is not None and halted - last < 3,
             f"stopped after {None if halted is None else round(halted - last, 2)} s",
         )
+        skewed_clock_checks(session, positions, log, check)
         sub.undeclare()
 
         # The device list.

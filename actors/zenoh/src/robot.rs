@@ -14,7 +14,7 @@ use actix::prelude::*;
 use bytes::Bytes;
 use player_core::access::Policy;
 use player_core::frontend::bridge::{
-    self, BridgeParts, BridgeRobot, Direct, Mailbox, Matching, PublishNow,
+    self, BridgeParts, BridgeRobot, Direct, Mailbox, Matching, PublishNow, Stamp,
 };
 use player_core::frontend::{Access, Holdings};
 use player_core::logging::code as show;
@@ -53,7 +53,7 @@ const RETRY: Duration = Duration::from_secs(5);
 pub struct CommandSample {
     payload: Bytes,
     attachment: Option<Vec<u8>>,
-    sent: Option<std::time::SystemTime>,
+    sent: Option<Stamp>,
 }
 
 /// The commands Zenoh's callbacks leave for the actor: the newest per device code.
@@ -180,7 +180,10 @@ pub fn declare(
             let sample = CommandSample {
                 payload: Bytes::from(payload.to_bytes().into_owned()),
                 attachment,
-                sent: s.timestamp().map(|t| t.get_time().to_system_time()),
+                sent: s.timestamp().map(|t| Stamp {
+                    at: t.get_time().to_system_time(),
+                    source: u128::from_le_bytes(t.get_id().to_le_bytes()),
+                }),
             };
             if cb.mailbox.commands.put(|c| {
                 c.insert(code, sample);

@@ -14,9 +14,11 @@
 //! The robot actor itself is [`BridgeRobot`] and the shared handlers ([`robot`]). The
 //! library's own types stay in the front-end crates; this module knows none of them.
 
+pub mod clock;
 pub mod direct;
 pub mod robot;
 
+pub use clock::Stamp;
 pub use direct::{Direct, PublishNow};
 pub use robot::{
     attach, detach, estop, flush, stopped, sync, take_reading, tick_as_needed, Attach, BridgeParts,

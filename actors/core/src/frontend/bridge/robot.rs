@@ -17,6 +17,7 @@
 //! [`bridge_robot_handlers!`](crate::bridge_robot_handlers) writes the actor's handlers
 //! of the shared messages, as `player_kit::link_driver_handlers!` does for link drivers.
 
+use super::clock::{Age, SenderClocks, Stamp};
 use crate::frontend::{Access, Holdings};
 use crate::registry::{EStop, Grant};
 use actix::prelude::*;
@@ -28,7 +29,7 @@ use slog::{info, warn, Logger};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 /// How often a robot actor's tick runs ([`BridgeRobot::tick`]).
 pub const TICK: Duration = Duration::from_millis(250);
@@ -211,8 +212,8 @@ impl Waiting {
 struct Writer {
     guard: Option<Recipient<Command>>,
     size: Option<usize>,
-    /// The newest command waiting for the grant, and when it was sent (if known).
-    pending: Option<(Bytes, Option<SystemTime>)>,
+    /// The newest command waiting for the grant, and its age when it came (if known).
+    pending: Option<(Bytes, Option<Age>)>,
 }
 
 /// What every robot actor holds, whatever the network: its registry session, the readings
@@ -234,6 +235,8 @@ pub struct BridgeParts<C> {
     /// Per device, its command watchdog as the last grant said (kept when write access is
     /// given back): a command sent longer ago than this is stale.
     watchdogs: HashMap<u8, Duration>,
+    /// How old a stamped command is, per stamping clock.
+    clocks: SenderClocks,
     /// Refused samples already logged, and when the last warning was.
     refused_logged: (u64, Option<Instant>),
     detached: bool,
@@ -253,6 +256,7 @@ impl<C> BridgeParts<C> {
             throttle: Throttle::new(Duration::from_secs(10), 5),
             writers: HashMap::new(),
             watchdogs: HashMap::new(),
+            clocks: SenderClocks::default(),
             refused_logged: (0, None),
             detached: false,
             ticking: None,
@@ -287,23 +291,28 @@ impl<C> BridgeParts<C> {
         self.mailbox.refused() == logged && last.is_none_or(|t| t.elapsed() >= REFUSALS_QUIET)
     }
 
-    /// Whether a command for `code` sent at `sent` is older than the device's watchdog
-    /// (held back by a link that came back before the network gave the session up, or
-    /// queued on the way): then it is ignored, counted, and said (at most 5 per 10 s, how
-    /// old). Commands without a time, and devices with no watchdog or no grant yet, are
-    /// not checked.
-    fn stale(&mut self, name: &str, code: u8, sent: Option<SystemTime>) -> bool {
-        let (Some(&limit), Some(sent)) = (self.watchdogs.get(&code), sent) else {
+    /// Whether a command for `code` of age `age` (measured against its stamping clock,
+    /// [`SenderClocks`]) is older than the device's watchdog (held back by a link that
+    /// came back before the network gave the session up, or queued on the way): then it is
+    /// ignored, counted, and said (at most 5 per 10 s, how old). Commands without a time,
+    /// and devices with no watchdog or no grant yet, are not checked.
+    fn stale(&mut self, name: &str, code: u8, age: Option<Age>) -> bool {
+        let (Some(&limit), Some(age)) = (self.watchdogs.get(&code), age) else {
             return false;
         };
-        let age = SystemTime::now().duration_since(sent).unwrap_or_default();
-        if age <= limit {
+        let old = age.now();
+        if old <= limit {
             return false;
         }
         self.stats.ignored += 1;
         if let Some(unlogged) = self.throttle.allow("stale") {
-            warn!(self.log, "{} command ignored: older than the device's command_timeout (held back by the network, or this host's clock and the sender's router's differ)", name;
-                "device" => show(code), "age_ms" => age.as_millis() as u64,
+            let why = if age.first {
+                "the first from its sender's clock, stamped further behind this host's clock than the device's command_timeout; later ones are measured against it"
+            } else {
+                "older than the device's command_timeout: held back by the network"
+            };
+            warn!(self.log, "{} command ignored: {}", name, why;
+                "device" => show(code), "age_ms" => old.as_millis() as u64,
                 "command_timeout_ms" => limit.as_millis() as u64, "unlogged" => unlogged);
         }
         true
@@ -324,13 +333,8 @@ impl<C> BridgeParts<C> {
     /// when write access is granted, else kept (the newest) until the grant; ignored when
     /// older than the device's watchdog. Returns whether it was kept: the caller then
     /// wants write access ([`sync`]).
-    pub fn command(
-        &mut self,
-        name: &str,
-        code: u8,
-        payload: Bytes,
-        sent: Option<SystemTime>,
-    ) -> bool {
+    pub fn command(&mut self, name: &str, code: u8, payload: Bytes, sent: Option<Stamp>) -> bool {
+        let sent = sent.map(|s| self.clocks.age(s));
         if self.stale(name, code, sent) {
             return false;
         }
