@@ -26,6 +26,11 @@ pub const MAX_PARTICLES: usize = 10_000;
 /// How long a front end waits for an answer before it asks again.
 pub const ANSWER_WAIT: Duration = Duration::from_secs(2);
 
+/// The longest a map download waits before asking for a tile again: each unanswered ask
+/// doubles the wait from [`ANSWER_WAIT`] up to this (a map device that never answers, or
+/// refuses, is asked about once a minute, not every 2 s for ever).
+pub const ANSWER_WAIT_MAX: Duration = Duration::from_secs(64);
+
 /// Arc-seconds per radian.
 const ARCSEC_PER_RAD: f64 = 180.0 * 3600.0 / std::f64::consts::PI;
 
@@ -94,14 +99,17 @@ pub enum MapRefused {
 }
 
 /// The download of the newest map: which `M` reading it is of, the tiles asked for one at
-/// a time (the next asked when the last is answered, or again after [`ANSWER_WAIT`]), the
-/// cells so far, and the last whole map.
+/// a time (the next asked when the last is answered, or again after [`ANSWER_WAIT`],
+/// doubled for each ask left unanswered up to [`ANSWER_WAIT_MAX`]), the cells so far, and
+/// the last whole map.
 #[derive(Debug, Default)]
 pub struct MapDownload {
     info: Option<MapInfo>,
     tiles: Vec<TileRequest>,
     next: usize,
     asked: Option<Instant>,
+    /// Asks in a row left unanswered.
+    unanswered: u32,
     cells: Vec<i8>,
     done: bool,
 }
@@ -130,6 +138,7 @@ impl MapDownload {
             tiles: info.tiles(),
             next: 0,
             asked: None,
+            unanswered: 0,
             cells: vec![0; n as usize],
             done: false,
         };
@@ -137,17 +146,26 @@ impl MapDownload {
     }
 
     /// The tile to ask for now, if any: the next one when nothing is asked, or the one
-    /// asked again when its answer is overdue. Marks it asked at `now`.
+    /// asked again when its answer is overdue ([`MapDownload::wait`]). Marks it asked at
+    /// `now`.
     pub fn ask(&mut self, now: Instant) -> Option<TileRequest> {
         let t = *self.tiles.get(self.next)?;
-        if self
-            .asked
-            .is_some_and(|at| now.duration_since(at) < ANSWER_WAIT)
-        {
-            return None;
+        if let Some(at) = self.asked {
+            if now.duration_since(at) < self.wait() {
+                return None;
+            }
+            self.unanswered = self.unanswered.saturating_add(1);
         }
         self.asked = Some(now);
         Some(t)
+    }
+
+    /// How long the tile asked is waited for: [`ANSWER_WAIT`], doubled for each ask of it
+    /// left unanswered, at most [`ANSWER_WAIT_MAX`].
+    pub fn wait(&self) -> Duration {
+        ANSWER_WAIT
+            .saturating_mul(1 << self.unanswered.min(16))
+            .min(ANSWER_WAIT_MAX)
     }
 
     /// An answer's body: the tile placed if it is the one asked for of the map being
@@ -167,6 +185,7 @@ impl MapDownload {
         }
         self.next += 1;
         self.asked = None;
+        self.unanswered = 0;
         if self.next < self.tiles.len() {
             return None;
         }

@@ -84,6 +84,33 @@ fn a_new_map_id_starts_again_and_an_unanswered_tile_is_asked_again() {
 }
 
 #[test]
+fn a_tile_never_answered_is_asked_again_less_and_less_often() {
+    let mut d = MapDownload::new();
+    // Three tiles (as above).
+    d.reading(info(1, 300, 450)).unwrap();
+    let mut now = Instant::now();
+    let first = d.ask(now).unwrap();
+    // Asked again at 2, 4, 8, 16, 32, 64, 64... s after the previous ask.
+    let mut gaps = Vec::new();
+    let mut last = now;
+    while gaps.len() < 8 {
+        now += Duration::from_millis(500);
+        if let Some(t) = d.ask(now) {
+            assert_eq!(t, first);
+            gaps.push(now.duration_since(last).as_secs());
+            last = now;
+        }
+    }
+    assert_eq!(gaps, [2, 4, 8, 16, 32, 64, 64, 64]);
+    // An answer: the next tile is asked at once, and waited for 2 s again.
+    assert_eq!(d.answer(&answer(1, first)), None);
+    let next = d.ask(now).expect("the next tile at once");
+    assert_ne!(next, first);
+    assert_eq!(d.wait(), ANSWER_WAIT);
+    assert_eq!(d.ask(now + ANSWER_WAIT), Some(next));
+}
+
+#[test]
 fn the_best_hypothesis_is_in_metres_and_radians() {
     let l = Localize {
         hypotheses: vec![Hypothesis {
