@@ -6,7 +6,8 @@
 //! g` answers the particles, `x H G` starts global localization, which converges as the
 //! robot drives. A recorded run replayed twice (at 1x and 4x) gives the same `H` bytes,
 //! the localizer running on the replayed laser, odometry and map (the map's grid from the
-//! cells the recorder wrote whole, no map file).
+//! cells the recorder wrote whole, no map file). The next client finds the estimate where
+//! the last one left the robot (the base's odometry restarts at zero when reopened).
 //!
 //! `H` and the particles are decoded here from Player 1.6.5's layout as issue 31 gives it,
 //! not with `player_proto::nav`.
@@ -505,6 +506,46 @@ devices = ["H"]
 
 /// Reads the map-frame `p` (the held command sent again on each reading) until `f`
 /// accepts a reading.
+#[test]
+fn the_next_client_finds_the_robot_where_the_last_one_left_it() {
+    let _shared = CPU
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut r = Rig::start(
+        "reopen",
+        "initial_pose = [1000, 1000, 0, 100, 100, 5]\nparticles = [500, 2000]\nseed = 4",
+    );
+    // 1.8 m east along the bottom corridor, then at rest.
+    r.drive(300, 0, 6.0);
+    r.drive(0, 0, 1.5);
+    let (d, a) = r.h_error();
+    assert!(
+        d < 250.0 && a < 10.0,
+        "first session: {d:.0} mm, {a:.1} deg off"
+    );
+    // The client leaves: nobody reads H, the base closes (its odometry restarts at zero
+    // when opened again). The next client's H is where the robot is, not the start.
+    let addr = r.server.addr();
+    r.c = Client::connect(addr);
+    r.h = None;
+    let reply = r.c.request(&[(b'H', b'r'), (b'p', b'r')]);
+    assert!(!reply.contains(&b'e'), "a device was refused: {reply:?}");
+    r.run(2.0);
+    let t = truth(&r.truth);
+    let (d, a) = r.h_error();
+    assert!(
+        d < 250.0 && a < 10.0,
+        "next session: H {:?}, the robot at {t:?}: {d:.0} mm, {a:.1} deg off",
+        r.h().hyps.first().map(|h| h.mean)
+    );
+    let (d, _) = r.p_error();
+    assert!(
+        d < 250.0,
+        "next session: the map-frame p {:?} is {d:.0} mm off {t:?}",
+        r.p
+    );
+}
+
 fn until_p(
     c: &mut Client,
     what: &str,

@@ -5,8 +5,9 @@
 //! layout, 43 bytes big-endian, not by `player_proto`'s decoder): goals reached with both
 //! controllers, a goal in a wall refused with state 5 and a notice, the e-stop (wheels
 //! stopped within 0.2 s of simulated time, state 6, goals refused until the release), a
-//! client's own `c p` pre-empting (state 7 and the notice), cancel stopping the base, and
-//! goals needing write access to `G`. And the maze tour with `amcl` in the loop
+//! client's own `c p` pre-empting (state 7 and the notice), cancel stopping the base,
+//! goals needing write access to `G`, and the next client finding the robot where the last
+//! left it (the base's odometry restarts at zero when it is opened again). And the maze tour with `amcl` in the loop
 //! (`common/tour.rs`, the pose from `H`, the truth from the world's log): two seeded goals
 //! at most 4 m apart per controller, each reached within the tolerance, without a collision and within twice
 //! the shortest path's time (`cargo bench --bench nav_tour` runs the 20).
@@ -378,6 +379,41 @@ fn cancel_stops_the_base() {
     let stopped = n.until_p(TIMEOUT, "stopped", |p| p.speed == 0);
     let later = n.until_p(TIMEOUT, "a second later", |p| p.time >= stopped.time + 1000);
     assert_eq!((later.x, later.speed), (stopped.x, 0));
+}
+
+#[test]
+fn the_next_client_finds_the_robot_where_the_last_one_left_it() {
+    // The base's odometry starts again at zero each time it is opened, and it is closed
+    // when the planner's last client leaves: the planner must not take the robot back to
+    // `pose_origin` at the next session.
+    let server = server("pure_pursuit");
+    let mut a = Nav::connect(&server, b'a');
+    a.until_g(TIMEOUT, "the planner idle", |g| g.state == 0);
+    a.goal(4000, 1000, 0);
+    a.until_g(Duration::from_secs(60), "reached", |g| g.state == 3);
+    let left = truth(&a.until_p(TIMEOUT, "at rest", |p| p.speed == 0 && p.turn_rate == 0));
+    drop(a);
+    // The next client: the odometry it reads starts at zero where the robot was left.
+    let mut b = Nav::connect(&server, b'a');
+    let g = b.until_g(TIMEOUT, "the planner idle", |g| g.state == 0);
+    let off = f64::from(g.pose[0] - left.0 as i32).hypot(f64::from(g.pose[1] - left.1 as i32));
+    assert!(
+        off <= 20.0,
+        "the planner's pose {:?}, the robot at {left:?}: {off:.0} mm off",
+        g.pose
+    );
+    b.goal(2500, 1000, 180);
+    b.until_g(Duration::from_secs(60), "reached again", |g| g.state == 3);
+    let p = b.until_p(TIMEOUT, "at rest", |p| p.speed == 0 && p.turn_rate == 0);
+    // Where it really is: where it was left, then what its odometry says since.
+    let (s, c) = left.2.to_radians().sin_cos();
+    let (dx, dy) = (f64::from(p.x), f64::from(p.y));
+    let (x, y) = (left.0 + c * dx - s * dy, left.1 + s * dx + c * dy);
+    let d = (x - 2500.0).hypot(y - 1000.0);
+    assert!(
+        d <= 250.0,
+        "ended at ({x:.0}, {y:.0}): {d:.0} mm from the goal"
+    );
 }
 
 /// `n` seeded goals with `controller` (top speed `max_speed` m/s, top turn rate `max_turn`

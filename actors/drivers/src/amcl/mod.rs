@@ -32,6 +32,7 @@ mod params;
 mod tests;
 pub mod wire;
 
+use crate::odom::OdomFrame;
 use actix::prelude::*;
 use bytes::Bytes;
 use player_kit::answer::MAX_ANSWER_BYTES;
@@ -77,8 +78,6 @@ const MAX_PARTICLE_PACKETS: usize = MAX_ANSWER_BYTES / (33 + 16 * MAX_PARTICLES_
 struct Timed {
     /// In the driver's odometry frame (resets taken out).
     odom: wire::Odom,
-    /// As the base reported it.
-    raw: Pose,
     at: Timestamp,
 }
 
@@ -108,8 +107,9 @@ pub struct AmclDriver {
     filter: Option<Filter>,
     last: Option<Timed>,
     prev: Option<Timed>,
-    /// Raw odometry to the driver's odometry frame (changes at a reset).
-    offset: Pose,
+    /// Raw odometry to the driver's odometry frame (moves at a reset, and follows the
+    /// base's odometry restarting at zero from one session to the next).
+    frame: OdomFrame,
     /// A scan waiting for the odometry after it.
     pending: Option<(Scan, Timestamp)>,
     /// When the last scan processed was taken: its timestamp, and its time on the base's
@@ -144,7 +144,7 @@ impl AmclDriver {
             filter: None,
             last: None,
             prev: None,
-            offset: Pose::default(),
+            frame: OdomFrame::new(Pose::default()),
             pending: None,
             scan_time: None,
             writer: None,
@@ -232,23 +232,23 @@ impl AmclDriver {
             return;
         };
         let raw = o.pose;
-        if let Some(last) = &self.last {
-            let dt = f64::from(o.time.wrapping_sub(last.odom.time) as i32).max(0.0) / 1000.0;
-            if last.raw.distance(&raw) > JUMP_M + JUMP_SPEED * dt {
-                self.offset = last.odom.pose.compose(&raw.relative(&Pose::default()));
-                info!(self.log, "odometry jumped: taken as a new origin";
-                    "from_mm" => format!("{:.0},{:.0}", last.raw.x * 1000.0, last.raw.y * 1000.0),
-                    "to_mm" => format!("{:.0},{:.0}", raw.x * 1000.0, raw.y * 1000.0));
-            }
+        let dt = self.last.map_or(0.0, |last| {
+            f64::from(o.time.wrapping_sub(last.odom.time) as i32).max(0.0) / 1000.0
+        });
+        let (pose, moved) = self
+            .frame
+            .pose(raw, |last| last.distance(&raw) > JUMP_M + JUMP_SPEED * dt);
+        if moved {
+            info!(self.log, "odometry jumped or started again at zero: taken as a new origin, the robot where it was";
+                "to_mm" => format!("{:.0},{:.0}", raw.x * 1000.0, raw.y * 1000.0));
         }
-        o.pose = self.offset.compose(&raw);
+        o.pose = pose;
         if let Some(c) = o.compass {
             self.compass = c;
         }
         self.prev = self.last.take();
         self.last = Some(Timed {
             odom: o,
-            raw,
             at: d.timestamp,
         });
         if self
@@ -352,8 +352,9 @@ impl AmclDriver {
         if self.writer.take().is_some() {
             self.source.release(s.base);
         }
-        self.filter = None;
-        self.map_id = None;
+        // The filter and its map stay: the next session carries on from the robot's pose
+        // (a client that wants the configured start again sends `x H s`).
+        self.frame.reopened();
         (self.last, self.prev, self.pending, self.scan_time) = (None, None, None, None);
     }
 }

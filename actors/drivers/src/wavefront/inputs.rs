@@ -33,6 +33,15 @@ pub fn pose_of(data: &[u8]) -> Option<Pose> {
     ))
 }
 
+/// The pose of a reading that is odometry (either layout), whose frame an
+/// [`odom::OdomFrame`] follows.
+pub fn odometry_of(data: &[u8]) -> Option<Pose> {
+    if !is_odometry(data) {
+        return None;
+    }
+    odom::odometry(data).map(|o| o.pose)
+}
+
 /// The base's forward speed (m/s) from its position reading (either layout).
 pub fn speed_of(data: &[u8]) -> Option<f64> {
     if !is_odometry(data) {
@@ -68,6 +77,7 @@ pub fn map_of(g: &GridMap) -> Result<Map, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use player_proto::nav::Hypothesis;
 
     #[test]

@@ -59,6 +59,8 @@ pub struct WavefrontDriver {
     fetching: Option<u32>,
     scan: Option<Scan>,
     pose: Option<Pose>,
+    /// Where the pose device's frame lies on the map (moved when odometry restarts).
+    frame: crate::odom::OdomFrame,
     speed: f64,
     /// The last base reading stepped on (its sequence number and time).
     last_base: Option<(u64, Timestamp)>,
@@ -87,6 +89,10 @@ impl WavefrontDriver {
             fetching: None,
             scan: None,
             pose: None,
+            frame: crate::odom::OdomFrame::new({
+                let o = p.pose_origin;
+                Pose::new(o[0], o[1], o[2])
+            }),
             speed: 0.0,
             last_base: None,
             goal_from: None,
@@ -145,7 +151,16 @@ impl WavefrontDriver {
             }
         }
         if d.device == devs.pose {
-            if let Some(pose) = inputs::pose_of(&d.data) {
+            if let Some(raw) = inputs::odometry_of(&d.data) {
+                // A map-frame `p` (a localizer's) may jump: only a session's start is checked.
+                let (pose, moved) = self.frame.pose(raw, |_| false);
+                if moved {
+                    info!(self.log, "odometry started again at zero: the robot is taken to be where the last session left it";
+                        "x_mm" => (pose.x * 1000.0).round(), "y_mm" => (pose.y * 1000.0).round(),
+                        "a_deg" => pose.theta.to_degrees().round());
+                }
+                self.pose = Some(pose);
+            } else if let Some(pose) = inputs::pose_of(&d.data) {
                 let o = self.p.pose_origin;
                 self.pose = Some(Pose::new(o[0], o[1], o[2]).compose(&pose));
             }
@@ -296,6 +311,10 @@ impl Handler<Shutdown> for WavefrontDriver {
             let order = self.nav.halt();
             self.order(order);
             self.up = false;
+            // The next session's pose comes from its own readings.
+            self.pose = None;
+            self.scan = None;
+            self.frame.reopened();
             self.release_all();
             self.publisher.clear(device::PLANNER);
         }
