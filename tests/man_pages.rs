@@ -639,7 +639,10 @@ fn every_command_and_option_of_player_cli_is_in_its_page() {
         .filter(|l| l.trim_start().starts_with("[\""))
         .filter_map(|l| literals(l).into_iter().next())
         .collect();
-    assert_eq!(commands, set(&["list", "print", "joy", "estop"]));
+    assert_eq!(
+        commands,
+        set(&["list", "print", "joy", "estop", "goto", "cancel", "localize"])
+    );
     let page = read("packaging/man/player-cli.1");
     let all = sections(&page);
     let mut page_flags = flags(section(&all, "OPTIONS"));

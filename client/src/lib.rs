@@ -97,6 +97,7 @@ mod round;
 pub use client::{Answer, Client, MAX_QUEUED_ANSWERS, MAX_QUEUED_NOTICES};
 pub use error::Error;
 pub use grant::{parse_spec, satisfies, Grant, MAX_PAIRS};
+pub use nav::{GoalWatch, GOAL_SETTLE};
 pub use round::Round;
 
 pub use player_proto as proto;

@@ -8,9 +8,56 @@ use crate::client::Client;
 use crate::error::Error;
 use player_proto::device;
 use player_proto::nav::{
-    self, code, Goal, MapInfo, Particle, Particles, SetPose, Tile, TileRequest, Waypoints,
+    self, code, Goal, MapInfo, Particle, Particles, Planner, SetPose, Tile, TileRequest, Waypoints,
 };
 use player_proto::odometry::ARCSEC_PER_RAD;
+use std::time::{Duration, Instant};
+
+/// How long after a goal is sent a planner reading that says it ended is believed without
+/// one that showed the goal under way first: the rounds read in that time may have been
+/// built before the server took the goal.
+pub const GOAL_SETTLE: Duration = Duration::from_millis(500);
+
+/// Tells when a goal sent to the planner has ended, from the planner's readings that
+/// follow ([`Client::goto`] uses it; a client with its own loop can too). A reading that
+/// says "ended" counts once a reading showed this goal under way, or [`GOAL_SETTLE`]
+/// after the goal was sent: before that it may be about the previous goal (the same goal
+/// reached before, or a goal that had no path).
+#[derive(Debug, Clone, Copy)]
+pub struct GoalWatch {
+    goal: [i32; 3],
+    sent: Instant,
+    under_way: bool,
+}
+
+impl GoalWatch {
+    /// Watches `goal` (mm, mm, degrees), sent now.
+    pub fn new(goal: [i32; 3]) -> Self {
+        GoalWatch {
+            goal,
+            sent: Instant::now(),
+            under_way: false,
+        }
+    }
+
+    /// The goal watched.
+    pub fn goal(&self) -> [i32; 3] {
+        self.goal
+    }
+
+    /// How long ago it was sent.
+    pub fn elapsed(&self) -> Duration {
+        self.sent.elapsed()
+    }
+
+    /// Whether planner reading `p` says the goal has ended (then `p.state` says how).
+    pub fn ended(&mut self, p: &Planner) -> bool {
+        if p.goal == self.goal && !p.state.ends_goal() {
+            self.under_way = true;
+        }
+        (self.under_way || self.sent.elapsed() >= GOAL_SETTLE) && p.goal_ended(self.goal)
+    }
+}
 
 /// A decoding error of an answer of `device`.
 fn bad(device: u8) -> impl Fn(player_proto::data::DataError) -> Error {
@@ -116,6 +163,33 @@ impl Client {
         self.command(device::PLANNER, &Goal { x, y, a }.encode())
     }
 
+    /// Sends the planner the goal `x`, `y` mm, heading `a` degrees, and reads rounds until
+    /// it has ended ([`GoalWatch`]); returns the planner's reading then, whose `state`
+    /// says how (`Reached`, or `NoPath`, `EStopped`, `Preempted`, `Idle` when cancelled).
+    /// The client must read `G` and have write access to it (`request("Ga")`).
+    /// [`Error::Timeout`] after `timeout` (the goal is left as it is: cancel it with
+    /// [`Client::planner_cancel`], or close the connection, which stops the robot).
+    pub fn goto(
+        &mut self,
+        x: i32,
+        y: i32,
+        a: i32,
+        timeout: Option<Duration>,
+    ) -> Result<Planner, Error> {
+        self.set_goal(x, y, a)?;
+        let mut watch = GoalWatch::new([x, y, a]);
+        loop {
+            if timeout.is_some_and(|t| watch.elapsed() > t) {
+                return Err(Error::Timeout);
+            }
+            if let Some(p) = self.read()?.planner {
+                if watch.ended(&p) {
+                    return Ok(p);
+                }
+            }
+        }
+    }
+
     /// The plan's waypoints (`x G w`): x mm, y mm, heading degrees, at most
     /// [`nav::MAX_WAYPOINTS`].
     pub fn waypoints(&mut self) -> Result<Vec<[i32; 3]>, Error> {
@@ -131,5 +205,41 @@ impl Client {
     /// Cancels the planner's goal (`x G c`); the base stops.
     pub fn planner_cancel(&mut self) -> Result<(), Error> {
         self.send_raw(&nav::cancel_config())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use player_proto::nav::PlannerState;
+
+    fn planner(state: PlannerState, goal: [i32; 3]) -> Planner {
+        Planner {
+            state,
+            goal,
+            ..Planner::default()
+        }
+    }
+
+    #[test]
+    fn a_goal_ends_only_on_a_reading_about_it() {
+        let goal = [2000, 1000, 90];
+        let mut w = GoalWatch::new(goal);
+        // The same goal reached before, and a refusal of an earlier goal: read at once
+        // after sending, they may be from before it.
+        assert!(!w.ended(&planner(PlannerState::Reached, goal)));
+        assert!(!w.ended(&planner(PlannerState::NoPath, [0; 3])));
+        // Under way: from then on its end counts.
+        assert!(!w.ended(&planner(PlannerState::Planning, goal)));
+        assert!(!w.ended(&planner(PlannerState::Blocked, goal)));
+        assert!(!w.ended(&planner(PlannerState::Reached, [1, 2, 3])));
+        assert!(w.ended(&planner(PlannerState::Reached, goal)));
+        let mut w = GoalWatch::new(goal);
+        assert!(!w.ended(&planner(PlannerState::Driving, goal)));
+        assert!(w.ended(&planner(PlannerState::Idle, goal)), "cancelled");
+        // A refusal ends it whatever goal it names.
+        let mut w = GoalWatch::new(goal);
+        w.under_way = true;
+        assert!(w.ended(&planner(PlannerState::EStopped, [0; 3])));
     }
 }

@@ -651,6 +651,19 @@ impl PlannerState {
         }
     }
 
+    /// Whether a goal in this state has ended: reached, or failed (no path, the e-stop
+    /// latched, pre-empted by a client's own command, or cancelled back to idle).
+    pub fn ends_goal(self) -> bool {
+        matches!(
+            self,
+            PlannerState::Idle
+                | PlannerState::Reached
+                | PlannerState::NoPath
+                | PlannerState::EStopped
+                | PlannerState::Preempted
+        )
+    }
+
     /// A short name for printing.
     pub fn name(self) -> &'static str {
         match self {
@@ -691,6 +704,16 @@ pub struct Planner {
 impl Planner {
     /// Size on the wire.
     pub const SIZE: usize = 43;
+
+    /// Whether this reading says the goal `goal` (mm, mm, degrees) has ended: a reading
+    /// about that goal in a state that ends one ([`PlannerState::ends_goal`]), or one
+    /// saying no path or e-stop whatever goal it names (a goal the planner refused may
+    /// never be taken as its goal). A reading from before the goal was sent can say so
+    /// too: see the client's `GoalWatch`.
+    pub fn goal_ended(&self, goal: [i32; 3]) -> bool {
+        (self.goal == goal && self.state.ends_goal())
+            || matches!(self.state, PlannerState::NoPath | PlannerState::EStopped)
+    }
 
     /// The 43 big-endian bytes.
     pub fn encode(&self) -> Vec<u8> {

@@ -5,6 +5,9 @@
 //! player-cli [-h HOST[:PORT]] [-k KEY] print DEVICE [-n ROUNDS] [-f HZ]
 //! player-cli [-h HOST[:PORT]] [-k KEY] joy [-s MM_PER_S] [-t DEG_PER_S]
 //! player-cli [-h HOST[:PORT]] [-k KEY] estop on|off
+//! player-cli [-h HOST[:PORT]] [-k KEY] goto X Y [A] [-t SECONDS]
+//! player-cli [-h HOST[:PORT]] [-k KEY] cancel
+//! player-cli [-h HOST[:PORT]] [-k KEY] localize X Y [A] [-s MM] [-r DEG] | localize global
 //! ```
 //!
 //! - `list`: the robot's devices (the device-list extension): code, name, driver, the
@@ -20,6 +23,7 @@
 //!   repeat of a held key may take up to 0.7 s), on space, and on exit (q, Esc, Ctrl-C,
 //!   SIGTERM, SIGHUP). `+` and `-` change the speed.
 //! - `estop on|off`: latches or releases the robot's emergency stop.
+//! - `goto`, `cancel`, `localize`: the planner and the localizer (`nav.rs`).
 //!
 //! The server defaults to `localhost:6665`; `-k` presents the server's shared key first.
 //! Exit status: 0 on success, 1 when the server failed or refused, 2 on a usage error.
@@ -29,6 +33,9 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+#[path = "player-cli/nav.rs"]
+mod nav;
 
 use player_client::proto::ext::kind;
 use player_client::{device, with_default_port, Client, DeviceEntry, Error, Round};
@@ -40,7 +47,12 @@ commands:
                                         L M H G O P, or a name such as laser, map, localize,
                                         planner); ROUNDS 0 (default) = for ever
   joy [-s MM_PER_S] [-t DEG_PER_S]      drive with the arrow keys; q, Esc or Ctrl-C quits
-  estop on|off                          latch or release the emergency stop";
+  estop on|off                          latch or release the emergency stop
+  goto X Y [A] [-t SECONDS]             send the planner a goal (mm, mm, degrees) and follow
+                                        it until reached (exit 0) or not; Ctrl-C cancels it
+  cancel                                cancel the planner's goal (the robot stops)
+  localize X Y [A] [-s MM] [-r DEG]     set the localizer's pose estimate (sd 500 mm, 15°)
+  localize global                       spread the localizer's particles over the map";
 
 /// How long a request, the device list or a round may take before the tool gives up.
 const PATIENCE: Duration = Duration::from_secs(15);
@@ -57,9 +69,27 @@ struct Options {
 #[derive(Debug, PartialEq)]
 enum Command {
     List,
-    Print { device: u8, rounds: u64, hz: u16 },
-    Joy { speed: i16, turn: i16 },
-    Estop { latch: bool },
+    Print {
+        device: u8,
+        rounds: u64,
+        hz: u16,
+    },
+    Joy {
+        speed: i16,
+        turn: i16,
+    },
+    Estop {
+        latch: bool,
+    },
+    Goto {
+        goal: [i32; 3],
+        timeout: Option<Duration>,
+    },
+    Cancel,
+    /// A pose (mm, mm, degrees) and its standard deviations (mm, degrees); `None`: global.
+    Localize {
+        pose: Option<([i32; 3], [f64; 2])>,
+    },
 }
 
 /// The devices `print` knows by name, beyond the manual's seven.
@@ -135,6 +165,43 @@ fn parse(args: &[String]) -> Result<Options, String> {
         }
         ["estop", "on"] => Command::Estop { latch: true },
         ["estop", "off"] => Command::Estop { latch: false },
+        ["goto", x, y, opts @ ..] => {
+            let (heading, opts) = heading_of(opts)?;
+            let mut timeout = None;
+            let mut o = opts.iter();
+            while let Some(flag) = o.next() {
+                match *flag {
+                    "-t" => timeout = Some(Duration::from_secs(number("-t", o.next())?)),
+                    other => return Err(format!("unknown option '{other}' for goto")),
+                }
+            }
+            Command::Goto {
+                goal: [millimetres(x)?, millimetres(y)?, heading],
+                timeout,
+            }
+        }
+        ["cancel"] => Command::Cancel,
+        ["localize", "global"] => Command::Localize { pose: None },
+        ["localize", x, y, opts @ ..] => {
+            let (heading, opts) = heading_of(opts)?;
+            let mut sd = [500.0, 15.0];
+            let mut o = opts.iter();
+            while let Some(flag) = o.next() {
+                let v = o
+                    .next()
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .filter(|v| v.is_finite() && *v > 0.0)
+                    .ok_or(format!("{flag} needs a positive number"))?;
+                match *flag {
+                    "-s" => sd[0] = v,
+                    "-r" => sd[1] = v,
+                    other => return Err(format!("unknown option '{other}' for localize")),
+                }
+            }
+            Command::Localize {
+                pose: Some(([millimetres(x)?, millimetres(y)?, heading], sd)),
+            }
+        }
         [] => return Err("no command given".into()),
         other => return Err(format!("cannot understand '{}'", other.join(" "))),
     };
@@ -143,6 +210,27 @@ fn parse(args: &[String]) -> Result<Options, String> {
         key,
         command,
     })
+}
+
+/// A coordinate in millimetres.
+fn millimetres(s: &str) -> Result<i32, String> {
+    s.parse()
+        .map_err(|_| format!("'{s}' is not a whole number of millimetres"))
+}
+
+/// The optional heading (whole degrees, -360 to 360) first among `opts`, and the rest.
+fn heading_of<'a>(opts: &'a [&'a str]) -> Result<(i32, &'a [&'a str]), String> {
+    match opts.split_first() {
+        Some((a, rest)) if !a.starts_with('-') || a.parse::<i32>().is_ok() => {
+            let h = a
+                .parse::<i32>()
+                .ok()
+                .filter(|h| h.abs() <= 360)
+                .ok_or(format!("'{a}' is not a heading in whole degrees"))?;
+            Ok((h, rest))
+        }
+        _ => Ok((0, opts)),
+    }
 }
 
 fn main() -> ExitCode {
@@ -159,7 +247,7 @@ fn main() -> ExitCode {
         }
     };
     match run(&o) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("player-cli: {}: {e}", o.addr);
             ExitCode::FAILURE
@@ -177,14 +265,18 @@ fn connect(o: &Options) -> Result<Client, Error> {
     Ok(c)
 }
 
-fn run(o: &Options) -> Result<(), Error> {
+fn run(o: &Options) -> Result<ExitCode, Error> {
     let mut c = connect(o)?;
     match o.command {
         Command::List => list(&mut c),
         Command::Print { device, rounds, hz } => print(&mut c, device, rounds, hz),
         Command::Joy { speed, turn } => joy(c, speed, turn),
         Command::Estop { latch } => estop(&mut c, latch),
+        Command::Goto { goal, timeout } => return nav::goto(&mut c, goal, timeout),
+        Command::Cancel => return nav::cancel(&mut c),
+        Command::Localize { pose } => return nav::localize(&mut c, pose),
     }
+    .map(|()| ExitCode::SUCCESS)
 }
 
 // ----- list ----------------------------------------------------------------------------
@@ -206,8 +298,14 @@ fn list(c: &mut Client) -> Result<(), Error> {
 }
 
 fn device_table(devices: &[DeviceEntry]) -> String {
+    // The name and driver columns as wide as their longest entry ("precise odometry").
+    let width = |f: &dyn Fn(&DeviceEntry) -> usize, least: usize| {
+        devices.iter().map(f).max().unwrap_or(0).max(least)
+    };
+    let nw = width(&|d| device::name(d.code).len(), 9);
+    let dw = width(&|d| d.driver.chars().count(), 12);
     let mut out = format!(
-        "{:<4} {:<9} {:<12} {:<6} {:<12} {:>7} {:>7} {:>6} {:>8}\n",
+        "{:<4} {:<nw$} {:<dw$} {:<6} {:<12} {:>7} {:>7} {:>6} {:>8}\n",
         "code", "name", "driver", "access", "state", "readers", "writers", "size", "rate Hz"
     );
     for d in devices {
@@ -223,7 +321,7 @@ fn device_table(devices: &[DeviceEntry]) -> String {
             format!("0x{:02x}", d.code)
         };
         out.push_str(&format!(
-            "{:<4} {:<9} {:<12} {:<6} {:<12} {:>7} {:>7} {:>6} {:>8.1}\n",
+            "{:<4} {:<nw$} {:<dw$} {:<6} {:<12} {:>7} {:>7} {:>6} {:>8.1}\n",
             code,
             device::name(d.code),
             d.driver,
@@ -766,6 +864,41 @@ mod tests {
                 hz: 10
             }
         );
+        assert_eq!(
+            parse(&args("goto -1500 2000 -90 -t 30")).unwrap().command,
+            Command::Goto {
+                goal: [-1500, 2000, -90],
+                timeout: Some(Duration::from_secs(30))
+            }
+        );
+        assert_eq!(
+            parse(&args("goto 1500 2000 -t 5")).unwrap().command,
+            Command::Goto {
+                goal: [1500, 2000, 0],
+                timeout: Some(Duration::from_secs(5))
+            }
+        );
+        assert_eq!(parse(&args("cancel")).unwrap().command, Command::Cancel);
+        assert_eq!(
+            parse(&args("localize 10 -20 45 -s 200")).unwrap().command,
+            Command::Localize {
+                pose: Some(([10, -20, 45], [200.0, 15.0]))
+            }
+        );
+        assert_eq!(
+            parse(&args("localize global")).unwrap().command,
+            Command::Localize { pose: None }
+        );
+        for bad in [
+            "goto 1.5 2",
+            "goto 1000",
+            "goto 1000 1000 400",
+            "goto 1000 1000 -x",
+            "localize 1 2 3 -s -4",
+            "localize 1 2 3 -r nan",
+        ] {
+            assert!(parse(&args(bad)).is_err(), "{bad}");
+        }
         for (name, code) in [
             ("map", b'M'),
             ("localize", b'H'),
