@@ -98,6 +98,32 @@ class Positions:
         return None
 
 
+def drive_until_stopped(positions, send, check, moves, stops):
+    """Sends a 200 mm/s command (`send`) every 100 ms until the robot moves, then no more:
+    checks `moves` (it moved) and `stops` (the watchdog stopped it within 3 s)."""
+    driving = threading.Event()
+    driving.set()
+
+    def drive():
+        while driving.is_set():
+            send()
+            time.sleep(0.1)
+
+    t = threading.Thread(target=drive, daemon=True)
+    t.start()
+    moved = positions.wait_for(lambda s: s >= 150, 15, after=time.monotonic())
+    check(moves, moved is not None)
+    driving.clear()
+    t.join()
+    last = time.monotonic()
+    halted = positions.wait_for(lambda s: s == 0, 10, after=last)
+    check(
+        stops,
+        halted is not None and halted - last < 3,
+        f"stopped after {None if halted is None else round(halted - last, 2)} s",
+    )
+
+
 def skewed_clock_checks(session, positions, log, check):
     """Commands stamped by a clock a minute behind the server's (a sender's host without
     NTP): they drive the robot, measured against that clock's own stamps; a burst stamped
@@ -110,23 +136,13 @@ def skewed_clock_checks(session, positions, log, check):
         stamp = zenoh.Timestamp(at - datetime.timedelta(seconds=older), clock)
         session.put(f"player/{ROBOT}/p/cmd", struct.pack(">hh", speed, 0), timestamp=stamp)
 
-    driving = threading.Event()
-    driving.set()
-
-    def drive():
-        while driving.is_set():
-            put(200)
-            time.sleep(0.1)
-
-    t = threading.Thread(target=drive, daemon=True)
-    t.start()
-    moved = positions.wait_for(lambda s: s >= 150, 15, after=time.monotonic())
-    check("commands stamped by a clock 60 s behind drive the robot", moved is not None)
-    driving.clear()
-    t.join()
-    last = time.monotonic()
-    halted = positions.wait_for(lambda s: s == 0, 10, after=last)
-    check("the watchdog stops it when they stop", halted is not None)
+    drive_until_stopped(
+        positions,
+        lambda: put(200),
+        check,
+        "commands stamped by a clock 60 s behind drive the robot",
+        "the watchdog stops it when they stop",
+    )
     # A burst held back on the way: the same clock's stamps from 5 s to 4 s ago.
     start = time.monotonic()
     for i in range(10):
@@ -198,26 +214,12 @@ def main():
 
         # Drive: a 4-byte position command (speed 200 mm/s, turn 0) every 100 ms.
         cmd = session.declare_publisher(f"player/{ROBOT}/p/cmd")
-        driving = threading.Event()
-        driving.set()
-
-        def drive():
-            while driving.is_set():
-                cmd.put(struct.pack(">hh", 200, 0))
-                time.sleep(0.1)
-
-        t = threading.Thread(target=drive, daemon=True)
-        t.start()
-        moved = positions.wait_for(lambda s: s >= 150, 15, after=time.monotonic())
-        check("commands published on player/<robot>/p/cmd drive the robot", moved is not None)
-        driving.clear()
-        t.join()
-        last = time.monotonic()
-        halted = positions.wait_for(lambda s: s == 0, 10, after=last)
-        check(
+        drive_until_stopped(
+            positions,
+            lambda: cmd.put(struct.pack(">hh", 200, 0)),
+            check,
+            "commands published on player/<robot>/p/cmd drive the robot",
             "the watchdog stops the robot when commands stop",
-            halted is not None and halted - last < 3,
-            f"stopped after {None if halted is None else round(halted - last, 2)} s",
         )
         skewed_clock_checks(session, positions, log, check)
         sub.undeclare()

@@ -28,11 +28,6 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 /// How long `localize` waits for the localizer to show the pose it was given.
 const TAKE_POSE_WITHIN: Duration = Duration::from_secs(5);
 
-/// Degrees of an angle in arc-seconds.
-fn deg(arcsec: i32) -> f64 {
-    f64::from(arcsec) / 3600.0
-}
-
 /// A planner reading on one line: its state, the robot's pose, what is left to go to
 /// `goal`.
 fn planner_line(p: &Planner, goal: [i32; 3]) -> String {
@@ -144,20 +139,11 @@ pub fn cancel(c: &mut Client) -> Result<ExitCode, Error> {
 /// The best hypothesis of a localizer reading, on one line.
 fn hypothesis_line(l: &Localize) -> String {
     match l.hypotheses.first() {
-        Some(h) => {
-            let sd = |v: i64| (v.max(0) as f64).sqrt();
-            format!(
-                "({}, {}) mm {:.1}°  sd {:.0} mm, {:.0} mm, {:.1}°  weight {:.3}  ({} hypotheses)",
-                h.mean[0],
-                h.mean[1],
-                deg(h.mean[2]),
-                sd(h.cov[0][0]),
-                sd(h.cov[1][1]),
-                sd(h.cov[2][2]) / 3600.0,
-                f64::from(h.alpha) / 1e6,
-                l.hypotheses.len()
-            )
-        }
+        Some(h) => format!(
+            "{}  ({} hypotheses)",
+            super::hypothesis_text(h),
+            l.hypotheses.len()
+        ),
         None => "no hypothesis".into(),
     }
 }
