@@ -627,7 +627,7 @@ fn the_example_of_player_toml_5_is_a_configuration_the_server_takes() {
 
 #[test]
 fn every_command_and_option_of_player_cli_is_in_its_page() {
-    let source = read("client/src/bin/player-cli.rs");
+    let source = read("client/src/bin/player-cli/main.rs");
     let parse = between(&source, "fn parse(", "\nfn main");
     let code_flags: BTreeSet<String> = parse
         .lines()

@@ -34,7 +34,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-#[path = "player-cli/nav.rs"]
 mod nav;
 
 use player_client::proto::ext::kind;
