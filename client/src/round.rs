@@ -288,18 +288,7 @@ impl Round {
         if let Some(l) = &self.localize {
             write!(f, "localize: {} hypotheses", l.hypotheses.len())?;
             if let Some(h) = l.hypotheses.first() {
-                let sd = |v: i64| (v.max(0) as f64).sqrt();
-                write!(
-                    f,
-                    ", best ({}, {}) mm {:.2}° (sd {:.0} mm, {:.0} mm, {:.2}°), weight {:.3}",
-                    h.mean[0],
-                    h.mean[1],
-                    f64::from(h.mean[2]) / 3600.0,
-                    sd(h.cov[0][0]),
-                    sd(h.cov[1][1]),
-                    sd(h.cov[2][2]) / 3600.0,
-                    f64::from(h.alpha) / 1e6
-                )?;
+                write!(f, ", best {h}")?;
             }
             writeln!(f)?;
         }

@@ -340,6 +340,25 @@ pub struct Hypothesis {
     pub alpha: u32,
 }
 
+/// One line: `(x, y) mm H° (sd X mm, Y mm, A°), weight W`, the standard deviations the
+/// square roots of the covariance's diagonal.
+impl std::fmt::Display for Hypothesis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let sd = |v: i64| (v.max(0) as f64).sqrt();
+        write!(
+            f,
+            "({}, {}) mm {:.2}° (sd {:.0} mm, {:.0} mm, {:.2}°), weight {:.3}",
+            self.mean[0],
+            self.mean[1],
+            f64::from(self.mean[2]) / 3600.0,
+            sd(self.cov[0][0]),
+            sd(self.cov[1][1]),
+            sd(self.cov[2][2]) / 3600.0,
+            f64::from(self.alpha) / 1e6
+        )
+    }
+}
+
 impl Hypothesis {
     /// Size on the wire.
     pub const SIZE: usize = 88;

@@ -338,21 +338,6 @@ fn device_table(devices: &[DeviceEntry]) -> String {
 // ----- print ---------------------------------------------------------------------------
 
 /// The navigation devices' fields (`M`, `H`, `G`, `O`, `P`).
-/// A localizer's hypothesis on one line: mean, standard deviations, weight.
-fn hypothesis_text(h: &player_client::proto::nav::Hypothesis) -> String {
-    let sd = |v: i64| (v.max(0) as f64).sqrt();
-    format!(
-        "({}, {}) mm {:.3}°  sd {:.0} mm, {:.0} mm, {:.3}°  weight {:.6}",
-        h.mean[0],
-        h.mean[1],
-        f64::from(h.mean[2]) / 3600.0,
-        sd(h.cov[0][0]),
-        sd(h.cov[1][1]),
-        sd(h.cov[2][2]) / 3600.0,
-        f64::from(h.alpha) / 1e6
-    )
-}
-
 fn describe_nav(r: &Round, dev: u8, s: &mut String) {
     let deg = |arcsec: i32| f64::from(arcsec) / 3600.0;
     match dev {
@@ -380,7 +365,7 @@ fn describe_nav(r: &Round, dev: u8, s: &mut String) {
                     l.hypotheses.len()
                 ));
                 for h in &l.hypotheses {
-                    s.push_str(&format!("    {}\n", hypothesis_text(h)));
+                    s.push_str(&format!("    {h}\n"));
                 }
             }
         }

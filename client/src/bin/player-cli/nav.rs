@@ -139,11 +139,7 @@ pub fn cancel(c: &mut Client) -> Result<ExitCode, Error> {
 /// The best hypothesis of a localizer reading, on one line.
 fn hypothesis_line(l: &Localize) -> String {
     match l.hypotheses.first() {
-        Some(h) => format!(
-            "{}  ({} hypotheses)",
-            super::hypothesis_text(h),
-            l.hypotheses.len()
-        ),
+        Some(h) => format!("{h}  ({} hypotheses)", l.hypotheses.len()),
         None => "no hypothesis".into(),
     }
 }
