@@ -3,7 +3,8 @@
 //! attachment): a publisher that stops or vanishes has the base stopped within the
 //! command timeout; a flood costs a bounded amount and the robot obeys the newest command;
 //! malformed samples get one clear warning a second (how many, and why) and do not keep
-//! good commands out. The truth is the robot's odometry, read by a TCP client.
+//! good commands out; a publisher whose clock is a minute behind drives the robot, and a
+//! burst stamped seconds older than its others (held back on the way) does not. The truth is the robot's odometry, read by a TCP client.
 //! (tests/ros2/test_ros2.py has the happy paths with rclpy itself.)
 
 use player::ros2::msg::{Twist, Vector3};
@@ -35,6 +36,8 @@ fn start(watchdog: f64, log: &LogCapture) -> (TestServer, u16) {
 struct CmdVel {
     publisher: zenoh::pubsub::Publisher<'static>,
     seq: i64,
+    /// How far the publisher's clock is behind this host's (its stamps say so).
+    behind: Duration,
 }
 
 impl CmdVel {
@@ -52,12 +55,16 @@ impl CmdVel {
             .congestion_control(cc)
             .wait()
             .expect("a cmd_vel publisher");
-        CmdVel { publisher, seq: 0 }
+        CmdVel {
+            publisher,
+            seq: 0,
+            behind: Duration::ZERO,
+        }
     }
 
     fn attachment(&mut self) -> [u8; rmw::ATTACHMENT_LEN] {
         self.seq += 1;
-        let ns = SystemTime::now()
+        let ns = (SystemTime::now() - self.behind)
             .duration_since(UNIX_EPOCH)
             .unwrap()
             .as_nanos() as i64;
@@ -163,6 +170,38 @@ fn a_cmd_vel_publisher_that_stops_or_vanishes_has_the_base_stopped_within_the_co
     while Instant::now() < end {
         assert_eq!(w.next_position().speed, 0, "nothing drives it any more");
     }
+    server.shutdown();
+}
+
+#[test]
+fn a_publisher_whose_clock_is_behind_drives_the_robot_and_a_burst_held_back_does_not() {
+    let log = LogCapture::default();
+    let (server, port) = start(WATCHDOG, &log);
+    let mut w = watcher(&server);
+    let z = zenoh_client(port);
+    // Its host's clock a minute behind: its commands are measured against its own stamps.
+    let mut p = CmdVel::new(&z, false);
+    p.behind = Duration::from_secs(60);
+    p.drive_until(&mut w, 0.3, |s| s >= 250);
+    until_stopped(&mut w);
+    // A burst held back on the way: stamped 5 s to 4 s older than the rest.
+    let start = Instant::now();
+    for i in 0..10 {
+        p.behind = Duration::from_secs(65) - Duration::from_millis(100 * i);
+        p.send(0.3);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    while start.elapsed() < Duration::from_secs(2) {
+        assert_eq!(
+            w.next_position().speed,
+            0,
+            "a held-back cmd_vel moved the robot"
+        );
+    }
+    log.wait_for("ros2 command ignored: older than the device's command_timeout: held back");
+    // The same publisher, on time again, drives it.
+    p.behind = Duration::from_secs(60);
+    p.drive_until(&mut w, 0.3, |s| s >= 250);
     server.shutdown();
 }
 

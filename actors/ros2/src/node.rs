@@ -34,7 +34,7 @@ use crate::types;
 use actix::prelude::*;
 use bytes::Bytes;
 use player_core::frontend::bridge::{
-    self, BridgeParts, BridgeRobot, Direct, Mailbox, Matching, PublishNow, Slot,
+    self, BridgeParts, BridgeRobot, Direct, Mailbox, Matching, PublishNow, Slot, Stamp,
 };
 use player_core::frontend::nav::Pose2;
 use player_core::frontend::{Access, Holdings};
@@ -61,8 +61,9 @@ pub use nav::NavPart;
 /// What the callbacks leave for the node: the newest of each kind.
 #[derive(Debug, Default)]
 pub struct Commands {
-    /// The newest `cmd_vel`, as the position command.
-    pub velocity: Option<PositionCommand>,
+    /// The newest `cmd_vel`, as the position command, and when its publisher sent it
+    /// (rmw_zenoh's attachment: the publisher's clock, its GID naming the clock).
+    pub velocity: Option<(PositionCommand, Option<Stamp>)>,
     /// The newest `goal_pose`: x, y (m), heading (rad) in the map.
     pub goal: Option<Pose2>,
     /// The newest `initialpose`: the pose (m, rad) and its planar covariance.
@@ -107,6 +108,18 @@ pub struct Callbacks {
     pub mailbox: Arc<Mailbox<Commands>>,
     /// The newest `estop` request (true: latch).
     pub estop: Arc<Slot<Option<bool>>>,
+}
+
+/// When a sample with rmw_zenoh's attachment `a` was sent, by its publisher's clock (none
+/// for a zero or negative time): the bridge's stale-command rule measures its age against
+/// that publisher's own stamps, so the clocks need not agree ([`player_core::frontend::
+/// bridge::clock`]).
+fn sent_stamp(a: &Attachment) -> Option<Stamp> {
+    let ns = u64::try_from(a.timestamp_ns).ok().filter(|&n| n > 0)?;
+    Some(Stamp {
+        at: std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns),
+        source: u128::from_le_bytes(a.gid),
+    })
 }
 
 /// Whether a sample carries rmw_zenoh's attachment and a payload of at most [`MAX_CMD`];
@@ -305,7 +318,15 @@ impl Declaring<'_> {
                     }
                 };
                 let c = convert::command_from_twist(&twist, max_speed, max_turn);
-                if to.mailbox.commands.put(|slot| slot.velocity = Some(c)) {
+                let sent = sample
+                    .attachment()
+                    .and_then(|a| Attachment::decode(&a.to_bytes()).ok())
+                    .and_then(|a| sent_stamp(&a));
+                if to
+                    .mailbox
+                    .commands
+                    .put(|slot| slot.velocity = Some((c, sent)))
+                {
                     to.addr.do_send(bridge::CommandsReady);
                 }
             })?;
@@ -637,7 +658,7 @@ impl BridgeRobot for RobotNode {
 
     fn commands(&mut self, command: Commands, ctx: &mut Context<Self>) {
         self.nav_commands(command.goal, command.pose, ctx);
-        let Some(c) = command.velocity else {
+        let Some((c, sent)) = command.velocity else {
             return;
         };
         if !self.write {
@@ -655,7 +676,7 @@ impl BridgeRobot for RobotNode {
         let payload = Bytes::from(c.encode());
         if self
             .parts
-            .command(Self::NAME, device::POSITION, payload, None)
+            .command(Self::NAME, device::POSITION, payload, sent)
         {
             bridge::sync(self, device::POSITION, ctx);
         }
