@@ -122,6 +122,23 @@ impl OdomFrame {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_jump_the_drivers_rule_calls_a_reset_keeps_the_robot_where_it_was() {
+        let mut f = OdomFrame::new(Pose::default());
+        f.pose(Pose::new(3.0, 1.0, 0.5), |_| false);
+        // Reset by hand mid-session (a client's `x p R`): the rule says it jumped.
+        let (p, reset) = f.pose(Pose::default(), |last| {
+            last.distance(&Pose::default()) > 0.5
+        });
+        assert!(reset);
+        assert!(p.distance(&Pose::new(3.0, 1.0, 0.5)) < 1e-9 && (p.theta - 0.5).abs() < 1e-9);
+        // A step the rule calls motion is motion.
+        let (q, reset) = f.pose(Pose::new(0.1, 0.0, 0.0), |_| false);
+        assert!(!reset);
+        assert!((q.distance(&p) - 0.1).abs() < 1e-9);
+    }
+
     #[test]
     fn a_session_that_starts_at_zero_after_one_that_did_not_keeps_the_robot_where_it_was() {
         let mut f = OdomFrame::new(Pose::new(1.0, 1.0, 0.0));
