@@ -527,6 +527,7 @@ fn the_next_client_finds_the_robot_where_the_last_one_left_it() {
     // when opened again). The next client's H is where the robot is, not the start.
     let addr = r.server.addr();
     r.c = Client::connect(addr);
+    common::wait_closed(addr, b'O');
     r.h = None;
     let reply = r.c.request(&[(b'H', b'r'), (b'p', b'r')]);
     assert!(!reply.contains(&b'e'), "a device was refused: {reply:?}");

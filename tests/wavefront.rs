@@ -393,9 +393,17 @@ fn the_next_client_finds_the_robot_where_the_last_one_left_it() {
     a.until_g(Duration::from_secs(60), "reached", |g| g.state == 3);
     let left = truth(&a.until_p(TIMEOUT, "at rest", |p| p.speed == 0 && p.turn_rate == 0));
     drop(a);
-    // The next client: the odometry it reads starts at zero where the robot was left.
+    // The base closes with the planner (its last holder): the next client's session
+    // opens it again, and its odometry starts at zero where the robot was left.
+    common::wait_closed(server.addr(), b'p');
     let mut b = Nav::connect(&server, b'a');
     let g = b.until_g(TIMEOUT, "the planner idle", |g| g.state == 0);
+    let start = b.until_p(TIMEOUT, "a reading", |_| true);
+    assert_eq!(
+        (start.x, start.y),
+        (0, 0),
+        "the odometry did not start again"
+    );
     let off = f64::from(g.pose[0] - left.0 as i32).hypot(f64::from(g.pose[1] - left.1 as i32));
     assert!(
         off <= 20.0,
