@@ -17,29 +17,30 @@ fn is_odometry(data: &[u8]) -> bool {
     data.len() == Position::SIZE || data.len() == Odometry::SIZE
 }
 
+/// The pose a reading of the pose device gives, and in which frame.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PoseReading {
+    /// An odometry layout: in the pose device's own frame, which an
+    /// [`odom::OdomFrame`] places on the map (it may start again at zero).
+    Odometry(Pose),
+    /// A localizer's best hypothesis: on the map.
+    Localized(Pose),
+}
+
 /// The pose a reading gives: 21 bytes a position (mm, mm, whole degrees), 25 bytes the
 /// full-precision odometry (mm, mm, arc-seconds), otherwise a localizer's reading (its
 /// best hypothesis; none while it has none).
-pub fn pose_of(data: &[u8]) -> Option<Pose> {
+pub fn pose_of(data: &[u8]) -> Option<PoseReading> {
     if is_odometry(data) {
-        return odom::odometry(data).map(|o| o.pose);
+        return odom::odometry(data).map(|o| PoseReading::Odometry(o.pose));
     }
     let h = Localize::decode(data).ok()?;
     let best = h.hypotheses.first()?;
-    Some(Pose::new(
+    Some(PoseReading::Localized(Pose::new(
         f64::from(best.mean[0]) / 1000.0,
         f64::from(best.mean[1]) / 1000.0,
         f64::from(best.mean[2]) / ARCSEC_PER_RAD,
-    ))
-}
-
-/// The pose of a reading that is odometry (either layout), whose frame an
-/// [`odom::OdomFrame`] follows.
-pub fn odometry_of(data: &[u8]) -> Option<Pose> {
-    if !is_odometry(data) {
-        return None;
-    }
-    odom::odometry(data).map(|o| o.pose)
+    )))
 }
 
 /// The base's forward speed (m/s) from its position reading (either layout).
@@ -88,7 +89,9 @@ mod tests {
             heading: 90,
             ..Position::default()
         };
-        let q = pose_of(&p.encode()).unwrap();
+        let Some(PoseReading::Odometry(q)) = pose_of(&p.encode()) else {
+            panic!("a position is odometry");
+        };
         assert_eq!((q.x, q.y), (1.5, -0.2));
         assert!((q.theta - std::f64::consts::FRAC_PI_2).abs() < 1e-12);
         let o = Odometry {
@@ -97,7 +100,10 @@ mod tests {
             speed: 300,
             ..Odometry::default()
         };
-        assert!((pose_of(&o.encode()).unwrap().theta - std::f64::consts::PI).abs() < 1e-12);
+        let Some(PoseReading::Odometry(q)) = pose_of(&o.encode()) else {
+            panic!("P is odometry");
+        };
+        assert!((q.theta - std::f64::consts::PI).abs() < 1e-12);
         assert_eq!(speed_of(&o.encode()), Some(0.3));
         let h = Localize {
             hypotheses: vec![Hypothesis {
@@ -107,7 +113,9 @@ mod tests {
             }],
             ..Localize::default()
         };
-        let q = pose_of(&h.encode().unwrap()).unwrap();
+        let Some(PoseReading::Localized(q)) = pose_of(&h.encode().unwrap()) else {
+            panic!("H is on the map");
+        };
         assert_eq!((q.x, q.y), (2.0, 3.0));
         assert_eq!(speed_of(&h.encode().unwrap()), None);
         assert_eq!(pose_of(&Localize::default().encode().unwrap()), None);

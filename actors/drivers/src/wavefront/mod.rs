@@ -29,6 +29,7 @@ pub mod params;
 
 use actix::prelude::*;
 use bytes::Bytes;
+use inputs::PoseReading;
 use navigator::{Inputs, Navigator, Order};
 use params::{Checked, WavefrontParams};
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
@@ -151,18 +152,23 @@ impl WavefrontDriver {
             }
         }
         if d.device == devs.pose {
-            if let Some(raw) = inputs::odometry_of(&d.data) {
-                // A map-frame `p` (a localizer's) may jump: only a session's start is checked.
-                let (pose, moved) = self.frame.pose(raw, |_| false);
-                if moved {
-                    info!(self.log, "odometry started again at zero: the robot is taken to be where the last session left it";
-                        "x_mm" => (pose.x * 1000.0).round(), "y_mm" => (pose.y * 1000.0).round(),
-                        "a_deg" => pose.theta.to_degrees().round());
+            match inputs::pose_of(&d.data) {
+                Some(PoseReading::Odometry(raw)) => {
+                    // A map-frame `p` (a localizer's) may jump: only a session's start is
+                    // checked.
+                    let (pose, moved) = self.frame.pose(raw, |_| false);
+                    if moved {
+                        info!(self.log, "odometry started again at zero: the robot is taken to be where the last session left it";
+                            "x_mm" => (pose.x * 1000.0).round(), "y_mm" => (pose.y * 1000.0).round(),
+                            "a_deg" => pose.theta.to_degrees().round());
+                    }
+                    self.pose = Some(pose);
                 }
-                self.pose = Some(pose);
-            } else if let Some(pose) = inputs::pose_of(&d.data) {
-                let o = self.p.pose_origin;
-                self.pose = Some(Pose::new(o[0], o[1], o[2]).compose(&pose));
+                Some(PoseReading::Localized(pose)) => {
+                    let o = self.p.pose_origin;
+                    self.pose = Some(Pose::new(o[0], o[1], o[2]).compose(&pose));
+                }
+                None => {}
             }
         }
         if d.device == devs.base {
