@@ -40,11 +40,6 @@ impl GoalWatch {
         }
     }
 
-    /// The goal watched.
-    pub fn goal(&self) -> [i32; 3] {
-        self.goal
-    }
-
     /// How long ago it was sent.
     pub fn elapsed(&self) -> Duration {
         self.sent.elapsed()

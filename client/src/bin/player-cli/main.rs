@@ -254,6 +254,13 @@ fn main() -> ExitCode {
     }
 }
 
+/// The notices of the error channel that came, on standard error.
+fn print_notices(c: &mut Client) {
+    for notice in c.take_notices() {
+        eprintln!("notice: {notice}");
+    }
+}
+
 fn connect(o: &Options) -> Result<Client, Error> {
     let mut c = Client::connect_timeout(&o.addr, PATIENCE)?;
     c.set_read_timeout(Some(PATIENCE))?;
@@ -441,9 +448,7 @@ fn print(c: &mut Client, dev: u8, rounds: u64, hz: u16) -> Result<(), Error> {
             ));
             cells_of = Some(info.map_id);
         }
-        for notice in c.take_notices() {
-            eprintln!("notice: {notice}");
-        }
+        print_notices(c);
         if writeln!(out, "{text}").and_then(|_| out.flush()).is_err() {
             return Ok(()); // stdout closed (a pipe into head): done
         }
@@ -711,9 +716,7 @@ fn joy(mut c: Client, mut speed: i16, mut turn: i16) -> Result<(), Error> {
     // Stop the robot whatever ended the loop, then give the terminal back.
     let stopped = c.set_speed(0, 0);
     drop(terminal);
-    for n in c.take_notices() {
-        eprintln!("notice: {n}");
-    }
+    print_notices(&mut c);
     println!("stopped; bye");
     result.and(stopped)
 }

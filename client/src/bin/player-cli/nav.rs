@@ -25,8 +25,9 @@ use player_client::{device, Client, Error, GoalWatch};
 /// How often `goto` prints where the robot is while nothing else changes.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
-/// How long `localize` waits for the localizer to show the pose it was given.
-const TAKE_POSE_WITHIN: Duration = Duration::from_secs(5);
+/// How long `cancel` and `localize` wait for the planner or the localizer to show what
+/// they asked (idle; the pose given).
+const CONFIRM_WITHIN: Duration = Duration::from_secs(5);
 
 /// A planner reading on one line: its state, the robot's pose, what is left to go to
 /// `goal`.
@@ -85,9 +86,7 @@ pub fn goto(c: &mut Client, goal: [i32; 3], timeout: Option<Duration>) -> Result
         }
         let round = c.read()?;
         let planner = round.planner;
-        for notice in c.take_notices() {
-            eprintln!("notice: {notice}");
-        }
+        super::print_notices(c);
         let Some(p) = planner else { continue };
         if watch.ended(&p) {
             let ok = p.state == PlannerState::Reached && p.goal == goal;
@@ -120,7 +119,7 @@ pub fn goto(c: &mut Client, goal: [i32; 3], timeout: Option<Duration>) -> Result
 pub fn cancel(c: &mut Client) -> Result<ExitCode, Error> {
     c.request_pairs(&[(device::PLANNER, b'a')])?.check()?;
     c.planner_cancel()?;
-    let deadline = Instant::now() + TAKE_POSE_WITHIN;
+    let deadline = Instant::now() + CONFIRM_WITHIN;
     while Instant::now() < deadline {
         if let Some(p) = c.read()?.planner {
             if p.state == PlannerState::Idle {
@@ -159,9 +158,7 @@ pub fn localize(c: &mut Client, pose: Option<([i32; 3], [f64; 2])>) -> Result<Ex
             if let Some(l) = c.read()?.localize.clone() {
                 last = Some(l);
             }
-            for notice in c.take_notices() {
-                eprintln!("notice: {notice}");
-            }
+            super::print_notices(c);
         }
         if let Some(l) = last {
             println!("global localization: {}", hypothesis_line(&l));
@@ -175,12 +172,10 @@ pub fn localize(c: &mut Client, pose: Option<([i32; 3], [f64; 2])>) -> Result<Ex
             f64::from(h.mean[0] - at[0]).hypot(f64::from(h.mean[1] - at[1])) <= sd[0].max(1.0)
         })
     };
-    let deadline = Instant::now() + TAKE_POSE_WITHIN;
+    let deadline = Instant::now() + CONFIRM_WITHIN;
     let mut last = None;
     while Instant::now() < deadline {
-        for notice in c.take_notices() {
-            eprintln!("notice: {notice}");
-        }
+        super::print_notices(c);
         if let Some(l) = c.read()?.localize.clone() {
             if near(&l) {
                 println!("{}", hypothesis_line(&l));
