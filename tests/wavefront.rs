@@ -382,6 +382,31 @@ fn cancel_stops_the_base() {
 }
 
 #[test]
+fn the_first_reading_of_g_says_where_the_robot_is() {
+    // The planner publishes once it has a pose: a reading at setup, before the base's
+    // first, said (0, 0), the map's corner, to a client reading as data comes.
+    let server = server("vfh");
+    let mut c = Client::connect(server.addr());
+    c.frequency(1000);
+    c.data_mode(2);
+    assert_eq!(c.request(&[(b'G', b'r')]), vec![b'G', b'r']);
+    let deadline = Instant::now() + TIMEOUT;
+    let first = loop {
+        assert!(Instant::now() < deadline, "no G reading within {TIMEOUT:?}");
+        match c.read_message_within(Duration::from_millis(500)) {
+            Some((b'G', payload)) => break decode_g(&payload),
+            _ => continue,
+        }
+    };
+    let off = f64::from(first.pose[0] - START[0]).hypot(f64::from(first.pose[1] - START[1]));
+    assert!(
+        off <= 20.0,
+        "the first G reading puts the robot at {:?}, it starts at {START:?}",
+        first.pose
+    );
+}
+
+#[test]
 fn the_next_client_finds_the_robot_where_the_last_one_left_it() {
     // The base's odometry starts again at zero each time it is opened, and it is closed
     // when the planner's last client leaves: the planner must not take the robot back to

@@ -101,10 +101,15 @@ impl WavefrontDriver {
         })
     }
 
+    /// Publishes the `G` reading, once there is a pose to put in it (the navigator keeps
+    /// the last one between sessions, so only a first session waits for its base).
     fn publish(&mut self) {
-        if self.up {
-            let data = self.nav.data().encode();
-            self.publisher.publish(device::PLANNER, Bytes::from(data));
+        if !self.up {
+            return;
+        }
+        if let Some(data) = self.nav.data() {
+            self.publisher
+                .publish(device::PLANNER, Bytes::from(data.encode()));
         }
     }
 

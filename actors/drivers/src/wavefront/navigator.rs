@@ -488,9 +488,11 @@ impl Navigator {
         out
     }
 
-    /// The `G` reading now.
-    pub fn data(&self) -> PlannerData {
-        let pose = self.pose.unwrap_or_default();
+    /// The `G` reading now, once the navigator has had a pose: the layout has no "pose
+    /// unknown", and a reading of (0, 0) before the first pose would put the robot at the
+    /// map's origin for every client that reads it.
+    pub fn data(&self) -> Option<PlannerData> {
+        let pose = self.pose?;
         let goal = self.goal.unwrap_or_default();
         let wps = self.waypoints();
         let (waypoint, curr) = match self.current_waypoint() {
@@ -500,7 +502,7 @@ impl Navigator {
             }
             _ => ([0; 3], -1),
         };
-        PlannerData {
+        Some(PlannerData {
             valid: self.route.is_some(),
             done: self.state == PlannerState::Reached,
             pose: [mm(pose.x), mm(pose.y), deg(pose.theta)],
@@ -513,7 +515,7 @@ impl Navigator {
             curr_waypoint: curr,
             waypoint_count: wps.len() as u16,
             state: self.state,
-        }
+        })
     }
 }
 

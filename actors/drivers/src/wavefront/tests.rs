@@ -90,7 +90,8 @@ impl Loop {
                 scan: Some(&scan),
                 time: self.world.time(),
             });
-            self.data.push(self.nav.data().encode());
+            self.data
+                .push(self.nav.data().expect("a pose was given").encode());
             match order {
                 Order::Drive(c) => self
                     .world
@@ -245,7 +246,7 @@ fn pre_emption_and_the_estop_stop_driving_until_a_new_goal_or_the_release() {
     l.nav.estop(false);
     assert_eq!(l.nav.state(), PlannerState::Idle);
     assert_eq!(
-        l.nav.data().goal,
+        l.nav.data().expect("a pose was given").goal,
         [0; 3],
         "the goal is dropped at the release"
     );
@@ -257,14 +258,14 @@ fn the_planner_data_follows_the_layout() {
     l.nav
         .set_goal(Pose::new(5.0, 1.0, std::f64::consts::FRAC_PI_2));
     l.run(1.0);
-    let d = l.nav.data();
+    let d = l.nav.data().expect("a pose was given");
     assert!(d.valid && !d.done);
     assert_eq!(d.goal, [5000, 1000, 90]);
     assert!(d.waypoint_count >= 2);
     let w = l.nav.waypoints();
     assert_eq!(w.len(), usize::from(d.waypoint_count));
     assert_eq!(w.last().unwrap()[2], 90);
-    assert_eq!(l.nav.data().encode().len(), 43);
+    assert_eq!(d.encode().len(), 43);
     let _ = ControllerKind::Vfh;
 }
 
@@ -289,4 +290,19 @@ fn a_goal_covered_only_by_what_the_laser_sees_is_blocked_not_no_path() {
     });
     assert_eq!(l.nav.state(), PlannerState::Blocked);
     assert_eq!(l.nav.take_error(), None);
+}
+
+#[test]
+fn no_reading_before_the_first_pose_and_the_last_pose_kept_after() {
+    let mut l = Loop::new("pure_pursuit");
+    assert!(
+        l.nav.data().is_none(),
+        "a reading before any pose would put the robot at (0, 0)"
+    );
+    l.nav.set_goal(Pose::new(5.0, 1.0, 0.0));
+    assert!(l.nav.data().is_none(), "a goal gives no pose");
+    l.run(0.5);
+    let before = l.nav.data().expect("a pose was given").pose;
+    l.nav.cancel();
+    assert_eq!(l.nav.data().expect("the pose is kept").pose, before);
 }
