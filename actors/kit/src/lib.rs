@@ -24,13 +24,15 @@
 //!   numbering afresh, readings overtaken), for every consumer of readings.
 //! - [`log`]: bytes from outside, escaped for log lines; the rate limit of log lines.
 //! - [`playback`]: play, pause, speed and seek for a driver that plays a recording back.
+//! - [`thread`]: a driver on a thread of its own, for drivers that compute for long (a
+//!   planner, a particle filter) and would otherwise hold up the registry and the others.
 //! - [`timer`]: precise per-thread timers (one `timerfd` per thread, deadlines on a shared
 //!   grid): the sessions' schedules and the drivers' periodic readings.
 //! - [`program`]: driver programs written in Rust: the framed protocol a program speaks
 //!   with the server over its standard input and output, and a small blocking runtime.
 //!
 //! The actor parts (`driver`, `answer`, `source`, `world`, `labels`, `catalog`, `fresh`,
-//! `link`, `plain`, `playback`, `timer`) are the default feature `actors`; a driver program
+//! `link`, `plain`, `playback`, `thread`, `timer`) are the default feature `actors`; a driver program
 //! depends on the kit with `default-features = false` and gets `program` and `log` with no
 //! dependencies at all.
 //!
@@ -59,6 +61,8 @@ pub mod playback;
 pub mod program;
 #[cfg(feature = "actors")]
 pub mod source;
+#[cfg(feature = "actors")]
+pub mod thread;
 #[cfg(feature = "actors")]
 pub mod timer;
 #[cfg(feature = "actors")]

@@ -43,6 +43,7 @@ use player_kit::driver::{
     Timestamp,
 };
 use player_kit::source::{DeviceSource, DeviceWriter, Hold};
+use player_kit::thread::{start_on_own_thread, OnOwnThread, OwnThread};
 use player_nav::amcl::{Filter, MapModel};
 use player_nav::map::Map;
 use player_nav::pose::Pose;
@@ -117,6 +118,9 @@ pub struct AmclDriver {
     scan_time: Option<(Timestamp, u32)>,
     writer: Option<DeviceWriter>,
     compass: u16,
+    /// The thread the driver runs on (a particle filter's update, and more so the search
+    /// of global localization, would hold up the registry's thread).
+    own_thread: OwnThread,
 }
 
 impl AmclDriver {
@@ -137,6 +141,7 @@ impl AmclDriver {
             source: ctx.source.clone(),
             publisher: ctx.publisher(),
             log: ctx.logger.clone(),
+            own_thread: OwnThread::default(),
             up: Vec::new(),
             laser: None,
             map_id: None,
@@ -652,12 +657,18 @@ impl Handler<Terminate> for AmclDriver {
     }
 }
 
-/// Registers the `amcl` driver.
+impl OnOwnThread for AmclDriver {
+    fn own_thread(&mut self) -> &mut OwnThread {
+        &mut self.own_thread
+    }
+}
+
+/// Registers the `amcl` driver (on a thread of its own).
 pub fn register(catalog: &mut Catalog) {
     catalog.register("amcl", |ctx: DriverContext| {
         let driver = AmclDriver::new(&ctx)?;
         let serves_p = driver.serves_p;
-        let addr = driver.start();
+        let addr = start_on_own_thread("amcl", driver);
         let mut devices = vec![DeviceSpec::read_only(H)];
         if serves_p {
             devices.push(DeviceSpec::moving(P, PositionCommand::SIZE));

@@ -39,6 +39,7 @@ use player_kit::driver::{
     Timestamp,
 };
 use player_kit::source::{DeviceSource, DeviceWriter, Hold, HolderEvent};
+use player_kit::thread::{start_on_own_thread, OnOwnThread, OwnThread};
 use player_nav::control::Scan;
 use player_nav::pose::Pose;
 use player_proto::data::PositionCommand;
@@ -68,6 +69,9 @@ pub struct WavefrontDriver {
     /// Who sent the goal (told if it fails).
     goal_from: Option<SessionId>,
     log: Logger,
+    /// The thread the driver runs on (a plan over a large map, and the costmap with the
+    /// laser's obstacles, would hold up the registry's thread).
+    own_thread: OwnThread,
 }
 
 impl WavefrontDriver {
@@ -98,6 +102,7 @@ impl WavefrontDriver {
             last_base: None,
             goal_from: None,
             log: ctx.logger.clone(),
+            own_thread: OwnThread::default(),
         })
     }
 
@@ -475,11 +480,17 @@ impl Handler<Terminate> for WavefrontDriver {
     }
 }
 
-/// Registers the `wavefront` driver.
+impl OnOwnThread for WavefrontDriver {
+    fn own_thread(&mut self) -> &mut OwnThread {
+        &mut self.own_thread
+    }
+}
+
+/// Registers the `wavefront` driver (on a thread of its own).
 pub fn register(catalog: &mut Catalog) {
     catalog.register("wavefront", |ctx: DriverContext| {
         let driver = WavefrontDriver::new(&ctx)?;
-        let addr = driver.start();
+        let addr = start_on_own_thread("wavefront", driver);
         Ok(StartedDriver {
             handle: DriverHandle::of(&addr),
             devices: vec![DeviceSpec::read_write(device::PLANNER, Goal::SIZE)],
