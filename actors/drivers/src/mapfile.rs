@@ -28,9 +28,10 @@ use actix::prelude::*;
 use bytes::Bytes;
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
 use player_kit::driver::{
-    Command, Config, DeviceSpec, DriverError, DriverHandle, GridMap, GridRequest, Publisher, Setup,
-    Shutdown, Stop, Subscribers, Terminate, WorldSolids,
+    Config, DeviceSpec, DriverError, DriverHandle, GridMap, GridRequest, Publisher, Setup,
+    Shutdown, WorldSolids,
 };
+use player_kit::plain::{Driver, Reply};
 use player_kit::source::DeviceSource;
 use player_kit::timer::RunEvery;
 use player_kit::world::Solid;
@@ -291,24 +292,30 @@ impl Actor for MapfileDriver {
     type Context = Context<Self>;
 }
 
-impl Handler<Setup> for MapfileDriver {
-    type Result = ResponseActFuture<Self, Result<(), DriverError>>;
+impl Driver for MapfileDriver {
+    fn publisher(&mut self) -> &mut Publisher {
+        &mut self.publisher
+    }
 
-    fn handle(&mut self, msg: Setup, ctx: &mut Self::Context) -> Self::Result {
+    fn setup(
+        &mut self,
+        msg: Setup,
+        ctx: &mut Context<Self>,
+    ) -> Reply<Self, Result<(), DriverError>> {
         if msg.device != device::MAP {
-            return Box::pin(fut::ready(Err(DriverError::not_served(
+            return Reply::Now(Err(DriverError::not_served(
                 "the mapfile driver serves only 'M'",
-            ))));
+            )));
         }
         let Source::World(resolution) = self.source else {
             self.start(ctx);
-            return Box::pin(fut::ready(Ok(())));
+            return Reply::Now(Ok(()));
         };
         if self.map.is_some() {
             self.start(ctx);
-            return Box::pin(fut::ready(Ok(())));
+            return Reply::Now(Ok(()));
         }
-        Box::pin(self.devices.world().into_actor(self).map(
+        Reply::later(self.devices.world().into_actor(self).map(
             move |world, act, ctx| {
                 let Some(world) = world else {
                     return Err(DriverError::not_served(
@@ -325,27 +332,21 @@ impl Handler<Setup> for MapfileDriver {
             },
         ))
     }
-}
 
-impl Handler<Shutdown> for MapfileDriver {
-    type Result = ();
-
-    fn handle(&mut self, msg: Shutdown, ctx: &mut Self::Context) {
+    /// The last client left `M`: no more readings (the last one is forgotten by the shared
+    /// handler); the map is kept for the next setup.
+    fn shutdown(&mut self, msg: Shutdown, ctx: &mut Context<Self>) -> Reply<Self, ()> {
         if msg.device == device::MAP {
             self.up = false;
             if let Some(h) = self.timer.take() {
                 ctx.cancel_future(h);
             }
-            self.publisher.clear(device::MAP);
         }
+        Reply::Now(())
     }
-}
-
-impl Handler<Config> for MapfileDriver {
-    type Result = ();
 
     /// `x M t`: a tile of cells, answered.
-    fn handle(&mut self, msg: Config, _ctx: &mut Self::Context) {
+    fn config(&mut self, msg: Config, _ctx: &mut Context<Self>) {
         let Some(m) = self.map.as_ref().filter(|_| self.up) else {
             warn!(self.log, "config ignored: the map is not set up"; "client" => &msg.client);
             return;
@@ -374,25 +375,7 @@ impl Handler<Config> for MapfileDriver {
     }
 }
 
-impl Handler<Command> for MapfileDriver {
-    type Result = ();
-
-    fn handle(&mut self, _msg: Command, _ctx: &mut Self::Context) {}
-}
-
-impl Handler<Stop> for MapfileDriver {
-    type Result = ();
-
-    fn handle(&mut self, _msg: Stop, _ctx: &mut Self::Context) {}
-}
-
-impl Handler<Subscribers> for MapfileDriver {
-    type Result = ();
-
-    fn handle(&mut self, msg: Subscribers, _ctx: &mut Self::Context) {
-        self.publisher.set_subscribers(msg);
-    }
-}
+player_kit::driver_handlers!(MapfileDriver);
 
 impl Handler<GridRequest> for MapfileDriver {
     type Result = Option<Arc<GridMap>>;
@@ -404,14 +387,6 @@ impl Handler<GridRequest> for MapfileDriver {
             .as_ref()
             .filter(|_| self.up && msg.device == device::MAP)?;
         Some(Arc::new(GridMap::of(&m.info, m.cells.clone())))
-    }
-}
-
-impl Handler<Terminate> for MapfileDriver {
-    type Result = ();
-
-    fn handle(&mut self, _msg: Terminate, ctx: &mut Self::Context) {
-        ctx.stop();
     }
 }
 

@@ -39,9 +39,9 @@ use player_kit::answer::MAX_ANSWER_BYTES;
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
 use player_kit::driver::{
     Command, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceError, DeviceSpec,
-    DriverError, DriverHandle, GridMap, Publisher, Setup, Shutdown, Stop, Subscribers, Terminate,
-    Timestamp,
+    DriverError, DriverHandle, GridMap, Publisher, Setup, Shutdown, Stop, Timestamp,
 };
+use player_kit::plain::{Driver, Reply};
 use player_kit::source::{DeviceSource, DeviceWriter, Hold};
 use player_kit::thread::{start_on_own_thread, OnOwnThread, OwnThread};
 use player_nav::amcl::{Filter, MapModel};
@@ -483,15 +483,21 @@ impl Actor for AmclDriver {
     type Context = Context<Self>;
 }
 
-impl Handler<Setup> for AmclDriver {
-    type Result = ResponseActFuture<Self, Result<(), DriverError>>;
+impl Driver for AmclDriver {
+    fn publisher(&mut self) -> &mut Publisher {
+        &mut self.publisher
+    }
 
-    fn handle(&mut self, msg: Setup, ctx: &mut Self::Context) -> Self::Result {
+    fn setup(
+        &mut self,
+        msg: Setup,
+        ctx: &mut Context<Self>,
+    ) -> Reply<Self, Result<(), DriverError>> {
         let device = msg.device;
         if !(device == H || (device == P && self.serves_p)) {
-            return Box::pin(fut::ready(Err(DriverError::not_served(
+            return Reply::Now(Err(DriverError::not_served(
                 "the amcl driver serves only 'H' and its map-frame 'p'",
-            ))));
+            )));
         }
         let inputs = hold_inputs(
             self.source.clone(),
@@ -500,7 +506,7 @@ impl Handler<Setup> for AmclDriver {
             self.map_id.filter(|_| self.filter.is_some()),
             device == P,
         );
-        Box::pin(inputs.into_actor(self).map(move |r, act, _| {
+        Reply::later(inputs.into_actor(self).map(move |r, act, _| {
             let (id, model, laser, writer) = r?;
             act.laser = Some(laser);
             if let Some(m) = model {
@@ -518,27 +524,21 @@ impl Handler<Setup> for AmclDriver {
             Ok(())
         }))
     }
-}
 
-impl Handler<Shutdown> for AmclDriver {
-    type Result = ();
-
-    fn handle(&mut self, msg: Shutdown, _ctx: &mut Self::Context) {
+    /// The last client left `msg.device` (its last reading is forgotten by the shared
+    /// handler): the base let go with `p`, every input with the last device.
+    fn shutdown(&mut self, msg: Shutdown, _ctx: &mut Context<Self>) -> Reply<Self, ()> {
         self.up.retain(|&d| d != msg.device);
-        self.publisher.clear(msg.device);
         if msg.device == P && self.writer.take().is_some() {
             self.source.release(self.settings.base);
         }
         if self.up.is_empty() {
             self.release_all();
         }
+        Reply::Now(())
     }
-}
 
-impl Handler<Config> for AmclDriver {
-    type Result = ();
-
-    fn handle(&mut self, msg: Config, ctx: &mut Self::Context) {
+    fn config(&mut self, msg: Config, ctx: &mut Context<Self>) {
         if msg.device == P {
             // The base's own config: relayed unchanged, its answer to the client.
             let relay = self
@@ -585,13 +585,9 @@ impl Handler<Config> for AmclDriver {
             }
         }
     }
-}
-
-impl Handler<Command> for AmclDriver {
-    type Result = ();
 
     /// A command to the map-frame `p`: to the base, unchanged.
-    fn handle(&mut self, msg: Command, _ctx: &mut Self::Context) {
+    fn command(&mut self, msg: Command, _ctx: &mut Context<Self>) {
         if msg.device != P {
             return;
         }
@@ -604,13 +600,9 @@ impl Handler<Command> for AmclDriver {
             None => warn!(self.log, "command ignored: the base is not held"),
         }
     }
-}
-
-impl Handler<Stop> for AmclDriver {
-    type Result = ();
 
     /// The map-frame `p` stopped: the base stops.
-    fn handle(&mut self, msg: Stop, _ctx: &mut Self::Context) {
+    fn stop(&mut self, msg: Stop, _ctx: &mut Context<Self>) {
         if let (P, Some(w)) = (msg.device, &self.writer) {
             let zero = PositionCommand {
                 speed: 0,
@@ -619,15 +611,16 @@ impl Handler<Stop> for AmclDriver {
             let _ = w.command(Bytes::from(zero.encode()));
         }
     }
-}
 
-impl Handler<Subscribers> for AmclDriver {
-    type Result = ();
-
-    fn handle(&mut self, msg: Subscribers, _ctx: &mut Self::Context) {
-        self.publisher.set_subscribers(msg);
+    /// The server is exiting: every device held let go.
+    fn terminate(&mut self, _ctx: &mut Context<Self>) -> Reply<Self, ()> {
+        self.up.clear();
+        self.release_all();
+        Reply::Now(())
     }
 }
+
+player_kit::driver_handlers!(AmclDriver);
 
 impl Handler<DeviceData> for AmclDriver {
     type Result = ();
@@ -644,16 +637,6 @@ impl Handler<DeviceDataBatch> for AmclDriver {
         for d in msg.0.iter() {
             self.on_reading(d, ctx);
         }
-    }
-}
-
-impl Handler<Terminate> for AmclDriver {
-    type Result = ();
-
-    fn handle(&mut self, _msg: Terminate, ctx: &mut Self::Context) {
-        self.up.clear();
-        self.release_all();
-        ctx.stop();
     }
 }
 

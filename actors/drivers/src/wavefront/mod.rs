@@ -35,9 +35,9 @@ use params::{Checked, WavefrontParams};
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
 use player_kit::driver::{
     Command, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, DriverError,
-    DriverHandle, Publisher, SessionId, Setup, Shutdown, Stop, StopReason, Subscribers, Terminate,
-    Timestamp,
+    DriverHandle, Publisher, SessionId, Setup, Shutdown, Stop, StopReason, Timestamp,
 };
+use player_kit::plain::{Driver, Reply};
 use player_kit::source::{DeviceSource, DeviceWriter, Hold, HolderEvent};
 use player_kit::thread::{start_on_own_thread, OnOwnThread, OwnThread};
 use player_nav::control::Scan;
@@ -292,16 +292,22 @@ impl Actor for WavefrontDriver {
     type Context = Context<Self>;
 }
 
-impl Handler<Setup> for WavefrontDriver {
-    type Result = ResponseActFuture<Self, Result<(), DriverError>>;
+impl Driver for WavefrontDriver {
+    fn publisher(&mut self) -> &mut Publisher {
+        &mut self.publisher
+    }
 
-    fn handle(&mut self, msg: Setup, ctx: &mut Self::Context) -> Self::Result {
+    fn setup(
+        &mut self,
+        msg: Setup,
+        ctx: &mut Context<Self>,
+    ) -> Reply<Self, Result<(), DriverError>> {
         if msg.device != device::PLANNER {
-            return Box::pin(fut::ready(Err(DriverError::not_served(
+            return Reply::Now(Err(DriverError::not_served(
                 "the wavefront driver serves only 'G'",
-            ))));
+            )));
         }
-        Box::pin(self.hold_all(ctx).into_actor(self).map(move |r, act, _| {
+        Reply::later(self.hold_all(ctx).into_actor(self).map(move |r, act, _| {
             let writer = r?;
             if writer.is_none() {
                 return Err(DriverError::not_served(format!(
@@ -316,12 +322,10 @@ impl Handler<Setup> for WavefrontDriver {
             Ok(())
         }))
     }
-}
 
-impl Handler<Shutdown> for WavefrontDriver {
-    type Result = ();
-
-    fn handle(&mut self, msg: Shutdown, _ctx: &mut Self::Context) {
+    /// The last client left `G`: the goal cancelled, the base stopped and let go (its last
+    /// reading is forgotten by the shared handler).
+    fn shutdown(&mut self, msg: Shutdown, _ctx: &mut Context<Self>) -> Reply<Self, ()> {
         if msg.device == device::PLANNER && self.up {
             self.nav.cancel();
             let order = self.nav.halt();
@@ -332,16 +336,12 @@ impl Handler<Shutdown> for WavefrontDriver {
             self.scan = None;
             self.frame.reopened();
             self.release_all();
-            self.publisher.clear(device::PLANNER);
         }
+        Reply::Now(())
     }
-}
-
-impl Handler<Command> for WavefrontDriver {
-    type Result = ();
 
     /// A goal (the guard has checked the sender's write access and the e-stop).
-    fn handle(&mut self, msg: Command, _ctx: &mut Self::Context) {
+    fn command(&mut self, msg: Command, _ctx: &mut Context<Self>) {
         let Ok(g) = Goal::decode(&msg.payload) else {
             return;
         };
@@ -356,13 +356,9 @@ impl Handler<Command> for WavefrontDriver {
         self.tell_failure();
         self.publish();
     }
-}
-
-impl Handler<Config> for WavefrontDriver {
-    type Result = ();
 
     /// `x G w` (the waypoints, answered), `x G e <u8>` (enable), `x G c` (cancel).
-    fn handle(&mut self, msg: Config, _ctx: &mut Self::Context) {
+    fn config(&mut self, msg: Config, _ctx: &mut Context<Self>) {
         match msg.payload.first().copied() {
             Some(code::WAYPOINTS) => {
                 let body = Waypoints(self.nav.waypoints()).encode();
@@ -392,13 +388,9 @@ impl Handler<Config> for WavefrontDriver {
             }
         }
     }
-}
-
-impl Handler<Stop> for WavefrontDriver {
-    type Result = ();
 
     /// The e-stop (state 6), or the goal's writer leaving (cancelled).
-    fn handle(&mut self, msg: Stop, _ctx: &mut Self::Context) {
+    fn stop(&mut self, msg: Stop, _ctx: &mut Context<Self>) {
         if msg.device != device::PLANNER {
             return;
         }
@@ -413,6 +405,8 @@ impl Handler<Stop> for WavefrontDriver {
         self.publish();
     }
 }
+
+player_kit::driver_handlers!(WavefrontDriver);
 
 impl Handler<HolderEvent> for WavefrontDriver {
     type Result = ();
@@ -461,22 +455,6 @@ impl Handler<DeviceDataBatch> for WavefrontDriver {
         if step {
             self.step();
         }
-    }
-}
-
-impl Handler<Subscribers> for WavefrontDriver {
-    type Result = ();
-
-    fn handle(&mut self, msg: Subscribers, _ctx: &mut Self::Context) {
-        self.publisher.set_subscribers(msg);
-    }
-}
-
-impl Handler<Terminate> for WavefrontDriver {
-    type Result = ();
-
-    fn handle(&mut self, _msg: Terminate, ctx: &mut Self::Context) {
-        ctx.stop();
     }
 }
 
