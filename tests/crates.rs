@@ -7,8 +7,8 @@
 //! - no crate outside `actors/` has actix or tokio among its dependencies, direct or not
 //!   (but the root package, the `player` binary that runs the actor crates); their tests
 //!   may use them;
-//! - the pure crates (`player-proto`, `player-sim`, `player-devices`, and `player-nav` when
-//!   it is there) depend on no actor crate, direct or not;
+//! - the pure crates (`player-proto`, `player-sim`, `player-devices`, `player-ros2-msg`,
+//!   and `player-nav` when it is there) depend on no actor crate, direct or not;
 //! - the emulators depend on nothing of ours but the pure crates `player-proto`,
 //!   `player-devices` and `player-sim`, and `player-render` on nothing of ours but
 //!   `player-sim`;
@@ -18,7 +18,8 @@
 //! - drivers depend on nothing of ours but the kit and the pure crates;
 //! - front ends (the actor crates built on the core) depend on nothing of ours but the
 //!   core, the kit and `player-proto` (the recorder also on the web viewer, whose Foxglove
-//!   channels a recording carries);
+//!   channels a recording carries; the ROS 2 front end also on its pure wire codecs,
+//!   `player-ros2-msg`);
 //! - the kit depends on nothing of ours but `player-proto`;
 //! - the one dev-only actor crate (`publish = false`), the test harness `player-testkit`,
 //!   is none of these: it starts the whole server in-process for the tests and benches;
@@ -126,7 +127,13 @@ fn under_actors(p: &Package) -> bool {
 
 /// The pure crates: no actors, no I/O runtime; each may be absent but for those the
 /// tests below require.
-const PURE: &[&str] = &["player-proto", "player-sim", "player-devices", "player-nav"];
+const PURE: &[&str] = &[
+    "player-proto",
+    "player-sim",
+    "player-devices",
+    "player-ros2-msg",
+    "player-nav",
+];
 
 /// The actor runtime's crates, which only `actors/` (and the binary running it) may use.
 const RUNTIME: &[&str] = &["actix", "actix-rt", "tokio"];
@@ -269,7 +276,12 @@ fn pure_crates_depend_on_no_actor_crate() {
         .copied()
         .filter(|n| all.iter().any(|p| p.name == *n))
         .collect();
-    for required in ["player-proto", "player-sim", "player-devices"] {
+    for required in [
+        "player-proto",
+        "player-sim",
+        "player-devices",
+        "player-ros2-msg",
+    ] {
         assert!(present.contains(&required), "{present:?}");
     }
     for name in present {
@@ -407,6 +419,9 @@ fn front_ends_depend_on_the_core_kit_and_protocol_only() {
         let mut allowed = vec!["player-core", "player-kit", "player-proto"];
         if f.name == "player-record" {
             allowed.push("player-web");
+        }
+        if f.name == "player-ros2" {
+            allowed.push("player-ros2-msg");
         }
         let wrong = ours_but(&all, f, &allowed);
         assert!(

@@ -2,18 +2,12 @@
 //! later) expects to find on a Zenoh network, so `ros2 topic list`, rviz2 and nav2 see a
 //! robot with no ROS installed on it.
 //!
-//! - [`cdr`]: the CDR encoding of ROS 2 messages (little-endian, 4-byte encapsulation
-//!   header, natural alignment), writer and bounded reader.
-//! - [`msg`]: the messages published (`LaserScan`, `Odometry`, `TFMessage`, `Range`,
-//!   `BatteryState`) and taken (`Twist`, `TwistStamped`).
-//! - [`nav_msg`]: the navigation messages published (`OccupancyGrid`,
-//!   `PoseWithCovarianceStamped`, `PoseArray`, `Path`) and taken (`initialpose`,
-//!   `goal_pose`).
-//! - [`types`]: their ROS 2 Jazzy type names and REP-2016 `RIHS01` type hashes.
-//! - [`rmw`]: `rmw_zenoh`'s key expressions, liveliness tokens, QoS encoding, entity GIDs
-//!   and the 33-byte attachment of every sample.
-//! - [`convert`]: the player devices' readings as ROS 2 messages, `cmd_vel` as the
-//!   position command.
+//! The wire codecs are the pure crate `player-ros2-msg` (`ros2msg/`), re-exported here
+//! under their names: [`cdr`] (CDR writer and bounded reader), [`msg`] and [`nav_msg`]
+//! (the messages published and taken), [`types`] (Jazzy type names and hashes), [`rmw`]
+//! (`rmw_zenoh`'s keys, tokens, QoS, GIDs and attachment) and [`convert`] (readings as
+//! messages, `cmd_vel` as the position command). This crate is what runs them on Zenoh:
+//!
 //! - [`settings`]: the `[ros2]` section.
 //! - [`topics`]: which devices give which topics, and a publisher with its rmw identity.
 //! - [`node`]: one robot's node: its entities on Zenoh and the actor that is its registry
@@ -24,15 +18,11 @@
 //! all on one arbiter of their own; [`Ros2FrontEnd`] stops them.
 #![deny(missing_docs)]
 
-pub mod cdr;
-pub mod convert;
-pub mod msg;
-pub mod nav_msg;
 pub mod node;
-pub mod rmw;
 pub mod settings;
 pub mod topics;
-pub mod types;
+
+pub use player_ros2_msg::{cdr, convert, msg, nav_msg, rmw, types};
 
 pub use settings::{Ros2Settings, SYNTAX};
 
@@ -307,5 +297,27 @@ impl FrontEnd for Ros2FrontEnd {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::msg::Quaternion;
+
+    #[test]
+    fn the_wire_crates_yaw_is_the_front_end_kits() {
+        for q in [
+            Quaternion::from_yaw(0.7),
+            Quaternion::from_yaw(-3.0),
+            Quaternion {
+                x: 0.1,
+                y: -0.2,
+                z: 0.3,
+                w: 0.9,
+            },
+        ] {
+            let kit = player_core::frontend::nav::yaw([q.x, q.y, q.z, q.w]);
+            assert_eq!(q.yaw().to_bits(), kit.to_bits(), "{q:?}");
+        }
     }
 }

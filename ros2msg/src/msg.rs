@@ -142,9 +142,11 @@ impl Quaternion {
         })
     }
 
-    /// The rotation's yaw about Z, rad.
+    /// The rotation's yaw about Z, rad (the same rule as the front-end kit's
+    /// `player_core::frontend::nav::yaw`, which this pure crate cannot name).
     pub fn yaw(&self) -> f64 {
-        player_core::frontend::nav::yaw([self.x, self.y, self.z, self.w])
+        let Quaternion { x, y, z, w } = *self;
+        (2.0 * (w * z + x * y)).atan2(1.0 - 2.0 * (y * y + z * z))
     }
 }
 
@@ -692,6 +694,17 @@ mod tests {
         assert!(decode_bool(&encode_bool(true)).unwrap());
         assert!(!decode_bool(&encode_bool(false)).unwrap());
         assert!(decode_bool(&[0, 1, 0, 0]).is_err());
+    }
+
+    #[test]
+    fn a_yaw_comes_back_from_its_quaternion() {
+        for yaw in [0.0, 0.5, -1.25, 3.0] {
+            assert!(
+                (Quaternion::from_yaw(yaw).yaw() - yaw).abs() < 1e-12,
+                "{yaw}"
+            );
+        }
+        assert_eq!(Quaternion::default().yaw(), 0.0);
     }
 
     #[test]
