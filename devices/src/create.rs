@@ -332,7 +332,7 @@ pub struct Odometry {
     pub x: f64,
     /// y, mm, to the left.
     pub y: f64,
-    /// Heading, rad, counter-clockwise.
+    /// Heading, rad, counter-clockwise, in [0, 2π).
     pub heading: f64,
     /// Speed, mm/s (smoothed).
     pub speed: f64,
@@ -368,7 +368,10 @@ impl Odometry {
         let mid = self.heading + dth / 2.0;
         self.x += d * mid.cos();
         self.y += d * mid.sin();
-        self.heading = (self.heading + dth).rem_euclid(2.0 * PI);
+        // A heading a hair below 0 (a turn back that rounds past the start) wraps to 2π
+        // itself in floating point: that is 0.
+        let heading = (self.heading + dth).rem_euclid(2.0 * PI);
+        self.heading = if heading < 2.0 * PI { heading } else { 0.0 };
         let dt = t - t0;
         if dt > 1e-4 {
             let a = (dt / 0.1).min(1.0);
@@ -478,5 +481,23 @@ mod tests {
         assert!((o.heading - PI / 2.0).abs() < 0.01, "{}", o.heading);
         o.reset();
         assert_eq!((o.x, o.y, o.heading), (0.0, 0.0, 0.0));
+    }
+
+    #[test]
+    fn a_turn_back_to_the_start_heading_is_0_not_a_full_turn() {
+        // Found by fuzzing (create_codec): the right wheel one count ahead, then both back
+        // to equal counts. The two turns round to 1.5e-17 rad apart, and the heading a hair
+        // below 0 wrapped to exactly 2π, outside [0, 2π).
+        let mut o = Odometry::default();
+        o.update(0, 0, 0.0);
+        o.update(0u16.wrapping_sub(60), 0u16.wrapping_sub(59), 0.1);
+        assert!(o.heading > 0.0);
+        o.update(0u16.wrapping_sub(259), 0u16.wrapping_sub(259), 0.2);
+        assert!(
+            (0.0..2.0 * PI).contains(&o.heading),
+            "heading {}",
+            o.heading
+        );
+        assert!(o.heading < 1e-9);
     }
 }
