@@ -220,7 +220,8 @@ pub enum Event {
     Frame(Sensors),
     /// A frame whose checksum did not match: dropped.
     BadChecksum,
-    /// A frame with a good checksum but packets the driver did not ask for.
+    /// A frame with a good checksum but packets the driver did not ask for, or a value
+    /// out of its packet's range.
     Unexpected,
 }
 
@@ -301,6 +302,17 @@ fn expected_body() -> usize {
         .sum()
 }
 
+/// The largest value of a one-byte packet the driver streams (the OI's ranges: four bump
+/// and wheel-drop bits, cliffs 0 or 1, the four modes).
+fn packet_max(id: u8) -> u8 {
+    match id {
+        BUMPS_DROPS => 0x0F,
+        CLIFF_LEFT..=CLIFF_RIGHT => 1,
+        OI_MODE => mode::FULL,
+        _ => u8::MAX,
+    }
+}
+
 fn parse_body(mut b: &[u8]) -> Option<Sensors> {
     let mut s = Sensors::default();
     let mut seen = 0u32;
@@ -310,6 +322,11 @@ fn parse_body(mut b: &[u8]) -> Option<Sensors> {
             return None;
         }
         let d = &rest[..size];
+        if size == 1 && d[0] > packet_max(id) {
+            // A value the packet cannot have: a corrupt frame whose byte sum still checks
+            // (bytes swapped, for instance).
+            return None;
+        }
         match id {
             BUMPS_DROPS => s.bumps_drops = d[0],
             CLIFF_LEFT..=CLIFF_RIGHT => s.cliffs[usize::from(id - CLIFF_LEFT)] = d[0] != 0,
@@ -435,6 +452,32 @@ mod tests {
                     .count(),
                 1
             );
+        }
+    }
+
+    #[test]
+    fn a_frame_with_a_value_out_of_its_packets_range_is_refused() {
+        // Found by fuzzing (create_codec): a frame whose cliff-right byte (0) and the
+        // voltage's high byte (0x3C) were swapped keeps its byte sum, and read as a cliff
+        // (60 taken as true) at 72 mV.
+        let good = sample().frame();
+        assert_eq!((good[10], good[12]), (CLIFF_RIGHT, VOLTAGE));
+        let mut swapped = good.clone();
+        swapped.swap(11, 13);
+        let mut p = Parser::new();
+        p.push(&swapped);
+        assert_eq!(p.next_event(), Some(Event::Unexpected));
+        // So are a wheel-drop byte with its reserved bits set and a fifth OI mode.
+        for (at, value) in [(3, 0x10), (16, 4)] {
+            let mut bad = good.clone();
+            bad[at] = value;
+            let sum = bad[..bad.len() - 1]
+                .iter()
+                .fold(0u8, |s, &b| s.wrapping_add(b));
+            *bad.last_mut().unwrap() = 0u8.wrapping_sub(sum);
+            let mut p = Parser::new();
+            p.push(&bad);
+            assert_eq!(p.next_event(), Some(Event::Unexpected), "byte {at}");
         }
     }
 
