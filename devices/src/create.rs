@@ -220,8 +220,8 @@ pub enum Event {
     Frame(Sensors),
     /// A frame whose checksum did not match: dropped.
     BadChecksum,
-    /// A frame with a good checksum but packets the driver did not ask for, or a value
-    /// out of its packet's range.
+    /// A frame with a good checksum but not the packets the driver asked for, in its
+    /// order, or a value out of its packet's range.
     Unexpected,
 }
 
@@ -313,18 +313,20 @@ fn packet_max(id: u8) -> u8 {
     }
 }
 
+/// Reads a frame's body: each packet of [`STREAMED`] once, in that order (the order the
+/// STREAM request gives, which the OI keeps), each value in its packet's range. Anything
+/// else is a corrupt frame whose byte sum happens to check (a plain sum: bytes swapped keep
+/// it).
 fn parse_body(mut b: &[u8]) -> Option<Sensors> {
     let mut s = Sensors::default();
-    let mut seen = 0u32;
-    while let Some((&id, rest)) = b.split_first() {
+    for want in STREAMED {
+        let (&id, rest) = b.split_first()?;
         let size = packet_size(id)?;
-        if rest.len() < size {
+        if id != want || rest.len() < size {
             return None;
         }
         let d = &rest[..size];
         if size == 1 && d[0] > packet_max(id) {
-            // A value the packet cannot have: a corrupt frame whose byte sum still checks
-            // (bytes swapped, for instance).
             return None;
         }
         match id {
@@ -335,10 +337,9 @@ fn parse_body(mut b: &[u8]) -> Option<Sensors> {
             LEFT_ENCODER => s.left_counts = u16::from_be_bytes([d[0], d[1]]),
             _ => s.right_counts = u16::from_be_bytes([d[0], d[1]]),
         }
-        seen += 1;
         b = &rest[size..];
     }
-    (seen == STREAMED.len() as u32).then_some(s)
+    b.is_empty().then_some(s)
 }
 
 /// Odometry from the wheel encoders (mm, rad), integrated frame by frame; the 16-bit
@@ -471,13 +472,41 @@ mod tests {
         for (at, value) in [(3, 0x10), (16, 4)] {
             let mut bad = good.clone();
             bad[at] = value;
-            let sum = bad[..bad.len() - 1]
-                .iter()
-                .fold(0u8, |s, &b| s.wrapping_add(b));
-            *bad.last_mut().unwrap() = 0u8.wrapping_sub(sum);
+            let mut p = Parser::new();
+            p.push(&resummed(bad));
+            assert_eq!(p.next_event(), Some(Event::Unexpected), "byte {at}");
+        }
+    }
+
+    /// `frame` with its checksum made right again.
+    fn resummed(mut frame: Vec<u8>) -> Vec<u8> {
+        let n = frame.len() - 1;
+        let sum = frame[..n].iter().fold(0u8, |s, &b| s.wrapping_add(b));
+        frame[n] = 0u8.wrapping_sub(sum);
+        frame
+    }
+
+    #[test]
+    fn a_frame_with_its_packets_out_of_order_or_twice_is_refused() {
+        // Found by fuzzing (create_codec): packet ids 7 and 9 swapped keep the byte sum,
+        // and the frame was read, each value given to the other packet.
+        let right_bump = Sensors {
+            bumps_drops: 0b01,
+            ..sample()
+        };
+        let good = right_bump.frame();
+        assert_eq!((good[2], good[4]), (BUMPS_DROPS, CLIFF_LEFT));
+        let mut swapped = good.clone();
+        swapped.swap(2, 4);
+        // And a packet twice, another missing (defaulted): the cliff seen front left (10)
+        // replaced by a second bumps packet read as no cliff at all.
+        let mut twice = good.clone();
+        assert_eq!(twice[6], CLIFF_FRONT_LEFT);
+        twice[6] = BUMPS_DROPS;
+        for bad in [swapped, resummed(twice)] {
             let mut p = Parser::new();
             p.push(&bad);
-            assert_eq!(p.next_event(), Some(Event::Unexpected), "byte {at}");
+            assert_eq!(p.next_event(), Some(Event::Unexpected), "{bad:?}");
         }
     }
 
