@@ -5,10 +5,11 @@
 //! said, bad capsules really fail their checksum. The items then go through the driver's
 //! assembly (nodes and express capsules to measurements, measurements to revolutions, a
 //! bad capsule or skipped bytes damaging the revolution in progress): measurements in
-//! range, 32 a capsule, every revolution undamaged, opened by its only start flag, within
+//! range, 32 a capsule, each k/32 of the way to the next capsule's start angle less its
+//! compensation, every revolution undamaged, opened by its only start flag, within
 //! the scan's bounds, and a full scan of as many ranges. The input is also read as express
 //! capsules and standard nodes with their checks made right, to reach the assembly with
-//! any angles and distances.
+//! any angles and distances (a capsule's start angle past a turn refused, as a node's).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -32,6 +33,8 @@ struct Assembly {
     /// Whether nothing damaged the revolution in progress since its start flag.
     clean: bool,
     served: usize,
+    /// The last capsule decoded.
+    prev: Option<Capsule>,
 }
 
 impl Assembly {
@@ -60,6 +63,25 @@ impl Assembly {
         let mut ms = Vec::new();
         self.express.push(c, &mut ms);
         assert!(ms.is_empty() || ms.len() == PER_CAPSULE);
+        if let (Some(p), false) = (self.prev, ms.is_empty()) {
+            // Measurement k is k/32 of the way clockwise (less than a turn) from the
+            // capsule's start angle to the next one's, less its compensation.
+            let here = f64::from(p.start_angle_q6) / 64.0;
+            let way = (f64::from(c.start_angle_q6) / 64.0 - here).rem_euclid(360.0);
+            for (k, m) in ms.iter().enumerate() {
+                let cabin = p.cabins[k / 2];
+                let dtheta = f64::from(cabin.dtheta_q3[k % 2]) / 8.0;
+                let want = here + way * k as f64 / PER_CAPSULE as f64 - dtheta;
+                let off = (m.angle - want).rem_euclid(360.0);
+                assert!(
+                    off.min(360.0 - off) < 1e-6,
+                    "measurement {k} of {p:?} before {c:?}: {} not {want}",
+                    m.angle
+                );
+                assert_eq!(m.distance, f64::from(cabin.distance[k % 2]));
+            }
+        }
+        self.prev = Some(c);
         self.measurements(ms);
     }
 }
@@ -131,9 +153,11 @@ fn items(data: &[u8], step: usize, asm: &mut Assembly) -> (Vec<Item>, u64) {
                     let b = &data[at - 1..at - 1 + CAPSULE_LEN];
                     assert!(Capsule::synced(b));
                     assert_eq!(Capsule::parse(b).as_ref(), Err(e));
-                    assert!(
-                        matches!(e, RplidarError::BadChecksum { carried, computed } if carried != computed)
-                    );
+                    assert!(match *e {
+                        RplidarError::BadChecksum { carried, computed } => carried != computed,
+                        RplidarError::BadAngle { angle_q6 } => u32::from(angle_q6) >= 360 * 64,
+                        RplidarError::UnexpectedDescriptor(_) => false,
+                    });
                     asm.damage();
                     asm.express.reset();
                 }
@@ -174,9 +198,19 @@ fn made_right(data: &[u8]) {
         let sum = b[2..].iter().fold(0, |a, c| a ^ c);
         b[0] = 0xA0 | (sum & 0xF);
         b[1] = 0x50 | (sum >> 4);
-        let c = Capsule::parse(&b).expect("a capsule with its checksum right parses");
-        assert_eq!(c.encode(), b);
-        asm.capsule(c);
+        let angle_q6 = u16::from_le_bytes([b[2], b[3]]) & 0x7FFF;
+        match Capsule::parse(&b) {
+            Ok(c) => {
+                assert!(u32::from(angle_q6) < 360 * 64);
+                assert_eq!(c.encode(), b);
+                asm.capsule(c);
+            }
+            Err(e) => {
+                assert_eq!(e, RplidarError::BadAngle { angle_q6 });
+                asm.damage();
+                asm.express.reset();
+            }
+        }
     }
     let mut asm = Assembly::default();
     for w in data.chunks_exact(NODE_LEN) {
