@@ -6,7 +6,8 @@
 //! the same parameters, and a sensor read from them has a usable geometry; a scan has as
 //! many readings as its echo's steps ask for, re-encodes to a block that parses back to
 //! it, and becomes a full scan of the same count with ranges of 0 or within the sensor's
-//! range; the sensor's clock never maps a scan later than its arrival.
+//! range; the sensor's clock never maps a scan later than its arrival. Each block is also
+//! checked with its checksums made right, to reach parameters and scans of any values.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -198,6 +199,28 @@ fn check_block(b: &Block, sensors: &mut Vec<Sensor>, clock: &mut ClockMap, host_
     check_scan(b, sensors, clock, host_ms);
 }
 
+/// `b` with its checksums made right, read as parameters (status `00`, each line after it
+/// `content;sum` from all but its last two characters) and as a scan (status `99`, each
+/// line's last character its checksum): the checks then reach any values, not only those
+/// whose checksums the fuzzer has matched.
+fn made_right(b: &Block) -> [Block; 2] {
+    let fix = |status: &[u8], cut: usize, semicolon: bool| Block {
+        echo: b.echo.clone(),
+        lines: std::iter::once(status.to_vec())
+            .chain(b.lines.iter().skip(1).map(|l| {
+                let content = &l[..l.len().saturating_sub(cut)];
+                let mut v = content.to_vec();
+                if semicolon {
+                    v.push(b';');
+                }
+                v.push(checksum(content));
+                v
+            }))
+            .collect(),
+    };
+    [fix(b"00P", 2, true), fix(b"99b", 1, false)]
+}
+
 fuzz_target!(|data: &[u8]| {
     let step = usize::from(data.first().copied().unwrap_or(1) % 17) + 1;
     let (chunked, junk) = blocks(data, step);
@@ -213,7 +236,11 @@ fuzz_target!(|data: &[u8]| {
     let mut sensors = known_sensors();
     let mut clock = ClockMap::new();
     for (i, b) in chunked.iter().enumerate() {
-        check_block(b, &mut sensors, &mut clock, 1e9 + 25.0 * i as f64);
+        let host_ms = 1e9 + 25.0 * i as f64;
+        check_block(b, &mut sensors, &mut clock, host_ms);
+        for right in made_right(b) {
+            check_block(&right, &mut sensors, &mut clock, host_ms);
+        }
     }
     for w in data.chunks(4) {
         let v = decode_chars(w);
