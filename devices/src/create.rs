@@ -220,7 +220,8 @@ pub enum Event {
     Frame(Sensors),
     /// A frame whose checksum did not match: dropped.
     BadChecksum,
-    /// A frame with a good checksum but packets the driver did not ask for.
+    /// A frame with a good checksum but not the packets the driver asked for, in its
+    /// order, or a value out of its packet's range.
     Unexpected,
 }
 
@@ -301,15 +302,33 @@ fn expected_body() -> usize {
         .sum()
 }
 
+/// The largest value of a one-byte packet the driver streams (the OI's ranges: four bump
+/// and wheel-drop bits, cliffs 0 or 1, the four modes).
+fn packet_max(id: u8) -> u8 {
+    match id {
+        BUMPS_DROPS => 0x0F,
+        CLIFF_LEFT..=CLIFF_RIGHT => 1,
+        OI_MODE => mode::FULL,
+        _ => u8::MAX,
+    }
+}
+
+/// Reads a frame's body: each packet of [`STREAMED`] once, in that order (the order the
+/// STREAM request gives, which the OI keeps), each value in its packet's range. Anything
+/// else is a corrupt frame whose byte sum happens to check (a plain sum: bytes swapped keep
+/// it).
 fn parse_body(mut b: &[u8]) -> Option<Sensors> {
     let mut s = Sensors::default();
-    let mut seen = 0u32;
-    while let Some((&id, rest)) = b.split_first() {
+    for want in STREAMED {
+        let (&id, rest) = b.split_first()?;
         let size = packet_size(id)?;
-        if rest.len() < size {
+        if id != want || rest.len() < size {
             return None;
         }
         let d = &rest[..size];
+        if size == 1 && d[0] > packet_max(id) {
+            return None;
+        }
         match id {
             BUMPS_DROPS => s.bumps_drops = d[0],
             CLIFF_LEFT..=CLIFF_RIGHT => s.cliffs[usize::from(id - CLIFF_LEFT)] = d[0] != 0,
@@ -318,10 +337,9 @@ fn parse_body(mut b: &[u8]) -> Option<Sensors> {
             LEFT_ENCODER => s.left_counts = u16::from_be_bytes([d[0], d[1]]),
             _ => s.right_counts = u16::from_be_bytes([d[0], d[1]]),
         }
-        seen += 1;
         b = &rest[size..];
     }
-    (seen == STREAMED.len() as u32).then_some(s)
+    b.is_empty().then_some(s)
 }
 
 /// Odometry from the wheel encoders (mm, rad), integrated frame by frame; the 16-bit
@@ -332,7 +350,7 @@ pub struct Odometry {
     pub x: f64,
     /// y, mm, to the left.
     pub y: f64,
-    /// Heading, rad, counter-clockwise.
+    /// Heading, rad, counter-clockwise, in [0, 2π).
     pub heading: f64,
     /// Speed, mm/s (smoothed).
     pub speed: f64,
@@ -368,7 +386,10 @@ impl Odometry {
         let mid = self.heading + dth / 2.0;
         self.x += d * mid.cos();
         self.y += d * mid.sin();
-        self.heading = (self.heading + dth).rem_euclid(2.0 * PI);
+        // A heading a hair below 0 (a turn back that rounds past the start) wraps to 2π
+        // itself in floating point: that is 0.
+        let heading = (self.heading + dth).rem_euclid(2.0 * PI);
+        self.heading = if heading < 2.0 * PI { heading } else { 0.0 };
         let dt = t - t0;
         if dt > 1e-4 {
             let a = (dt / 0.1).min(1.0);
@@ -436,6 +457,60 @@ mod tests {
     }
 
     #[test]
+    fn a_frame_with_a_value_out_of_its_packets_range_is_refused() {
+        // Found by fuzzing (create_codec): a frame whose cliff-right byte (0) and the
+        // voltage's high byte (0x3C) were swapped keeps its byte sum, and read as a cliff
+        // (60 taken as true) at 72 mV.
+        let good = sample().frame();
+        assert_eq!((good[10], good[12]), (CLIFF_RIGHT, VOLTAGE));
+        let mut swapped = good.clone();
+        swapped.swap(11, 13);
+        let mut p = Parser::new();
+        p.push(&swapped);
+        assert_eq!(p.next_event(), Some(Event::Unexpected));
+        // So are a wheel-drop byte with its reserved bits set and a fifth OI mode.
+        for (at, value) in [(3, 0x10), (16, 4)] {
+            let mut bad = good.clone();
+            bad[at] = value;
+            let mut p = Parser::new();
+            p.push(&resummed(bad));
+            assert_eq!(p.next_event(), Some(Event::Unexpected), "byte {at}");
+        }
+    }
+
+    /// `frame` with its checksum made right again.
+    fn resummed(mut frame: Vec<u8>) -> Vec<u8> {
+        let n = frame.len() - 1;
+        let sum = frame[..n].iter().fold(0u8, |s, &b| s.wrapping_add(b));
+        frame[n] = 0u8.wrapping_sub(sum);
+        frame
+    }
+
+    #[test]
+    fn a_frame_with_its_packets_out_of_order_or_twice_is_refused() {
+        // Found by fuzzing (create_codec): packet ids 7 and 9 swapped keep the byte sum,
+        // and the frame was read, each value given to the other packet.
+        let right_bump = Sensors {
+            bumps_drops: 0b01,
+            ..sample()
+        };
+        let good = right_bump.frame();
+        assert_eq!((good[2], good[4]), (BUMPS_DROPS, CLIFF_LEFT));
+        let mut swapped = good.clone();
+        swapped.swap(2, 4);
+        // And a packet twice, another missing (defaulted): the cliff seen front left (10)
+        // replaced by a second bumps packet read as no cliff at all.
+        let mut twice = good.clone();
+        assert_eq!(twice[6], CLIFF_FRONT_LEFT);
+        twice[6] = BUMPS_DROPS;
+        for bad in [swapped, resummed(twice)] {
+            let mut p = Parser::new();
+            p.push(&bad);
+            assert_eq!(p.next_event(), Some(Event::Unexpected), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn misc_bits_and_hazards() {
         let s = sample();
         assert_eq!(s.front_bumpers(), 0b00011, "left bumper");
@@ -478,5 +553,23 @@ mod tests {
         assert!((o.heading - PI / 2.0).abs() < 0.01, "{}", o.heading);
         o.reset();
         assert_eq!((o.x, o.y, o.heading), (0.0, 0.0, 0.0));
+    }
+
+    #[test]
+    fn a_turn_back_to_the_start_heading_is_0_not_a_full_turn() {
+        // Found by fuzzing (create_codec): the right wheel one count ahead, then both back
+        // to equal counts. The two turns round to 1.5e-17 rad apart, and the heading a hair
+        // below 0 wrapped to exactly 2π, outside [0, 2π).
+        let mut o = Odometry::default();
+        o.update(0, 0, 0.0);
+        o.update(0u16.wrapping_sub(60), 0u16.wrapping_sub(59), 0.1);
+        assert!(o.heading > 0.0);
+        o.update(0u16.wrapping_sub(259), 0u16.wrapping_sub(259), 0.2);
+        assert!(
+            (0.0..2.0 * PI).contains(&o.heading),
+            "heading {}",
+            o.heading
+        );
+        assert!(o.heading < 1e-9);
     }
 }

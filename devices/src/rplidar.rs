@@ -85,6 +85,12 @@ pub enum RplidarError {
         /// The checksum of its bytes.
         computed: u8,
     },
+    /// An express capsule whose checksum holds but whose start angle is a turn or more (a
+    /// corruption the 8-bit checksum missed).
+    BadAngle {
+        /// The start angle it carries, 1/64 degree.
+        angle_q6: u16,
+    },
 }
 
 impl fmt::Display for RplidarError {
@@ -98,6 +104,11 @@ impl fmt::Display for RplidarError {
             RplidarError::BadChecksum { carried, computed } => write!(
                 f,
                 "bad checksum (carried 0x{carried:02X}, computed 0x{computed:02X})"
+            ),
+            RplidarError::BadAngle { angle_q6 } => write!(
+                f,
+                "start angle {:.2} degrees, past a turn",
+                f64::from(*angle_q6) / 64.0
             ),
         }
     }
@@ -358,7 +369,8 @@ impl Capsule {
         b.len() >= 2 && b[0] >> 4 == 0xA && b[1] >> 4 == 0x5
     }
 
-    /// Reads a capsule from 84 bytes that start with the sync nibbles.
+    /// Reads a capsule from 84 bytes that start with the sync nibbles. Its start angle
+    /// must be below 360 degrees, as a node's.
     pub fn parse(b: &[u8]) -> Result<Capsule, RplidarError> {
         let carried = (b[0] & 0xF) | ((b[1] & 0xF) << 4);
         let computed = capsule_sum(b);
@@ -366,6 +378,12 @@ impl Capsule {
             return Err(RplidarError::BadChecksum { carried, computed });
         }
         let word = u16::from_le_bytes([b[2], b[3]]);
+        if u32::from(word & 0x7FFF) >= 360 * 64 {
+            // The interpolation to the next capsule would run backwards, or past a turn.
+            return Err(RplidarError::BadAngle {
+                angle_q6: word & 0x7FFF,
+            });
+        }
         let mut cabins = [Cabin::default(); CABINS];
         for (i, c) in cabins.iter_mut().enumerate() {
             let o = 4 + 5 * i;
@@ -584,7 +602,7 @@ pub enum Item {
     Node(Node),
     /// A good express capsule.
     Capsule(Capsule),
-    /// A capsule with a bad checksum (dropped).
+    /// A capsule with a bad checksum or an impossible start angle (dropped).
     BadCapsule(RplidarError),
 }
 
@@ -809,6 +827,31 @@ mod tests {
             Capsule::parse(&bad),
             Err(RplidarError::BadChecksum { .. })
         ));
+    }
+
+    #[test]
+    fn a_capsule_whose_start_angle_is_past_a_turn_is_refused() {
+        // Found by fuzzing (rplidar_codec): a capsule with a good checksum and a start
+        // angle of 362.58 degrees (15 bits reach 511.98) was read, and its measurements
+        // interpolated backwards to the next capsule at 0 degrees (a way of -2.58).
+        let past = capsule(23_205);
+        let b = past.encode();
+        assert_eq!(
+            Capsule::parse(&b),
+            Err(RplidarError::BadAngle { angle_q6: 23_205 })
+        );
+        assert!(Capsule::parse(&capsule(360 * 64 - 1).encode()).is_ok());
+        let mut bytes = Descriptor::EXPRESS.encode().to_vec();
+        bytes.extend_from_slice(&b);
+        bytes.extend_from_slice(&capsule(0).encode());
+        let mut p = Parser::new();
+        p.push(&bytes);
+        let items: Vec<Item> = std::iter::from_fn(|| p.next_item()).collect();
+        assert!(items.contains(&Item::BadCapsule(RplidarError::BadAngle {
+            angle_q6: 23_205
+        })));
+        assert!(!items.contains(&Item::Capsule(past)));
+        assert_eq!(items.last(), Some(&Item::Capsule(capsule(0))));
     }
 
     #[test]

@@ -285,6 +285,11 @@ impl Sensor {
         if s.amin > s.amax || s.amax >= s.ares || s.amax > 9999 {
             return Err(ScipError::BadParameter("AMIN/AMAX"));
         }
+        // The front is a step of the turn, as the measured ones are: past the turn, every
+        // angle from it would be more than a turn round.
+        if s.afrt >= s.ares {
+            return Err(ScipError::BadParameter("AFRT"));
+        }
         if usize::try_from(s.amax - s.amin + 1).map_or(true, |n| n > player_proto::scan::MAX_COUNT)
         {
             return Err(ScipError::BadParameter("AMIN/AMAX"));
@@ -589,6 +594,35 @@ mod tests {
             ("SCAN".to_string(), "600".to_string()),
         ];
         assert!(Sensor::from_parameters(&params).is_err());
+    }
+
+    #[test]
+    fn a_front_step_past_the_turn_is_refused() {
+        // Found by reading while writing urg_codec, whose check that a sensor's steps lie
+        // within a turn of the front failed on it: a `PP` answer whose AFRT (front step)
+        // is past ARES (steps a turn) was taken, and every angle was hundreds of radians
+        // round (saturated in the scan's header).
+        let pp = |afrt: &str| -> Vec<(String, String)> {
+            [
+                ("DMIN", "20"),
+                ("DMAX", "5600"),
+                ("ARES", "1024"),
+                ("AMIN", "44"),
+                ("AMAX", "725"),
+                ("AFRT", afrt),
+                ("SCAN", "600"),
+            ]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+        };
+        assert_eq!(
+            Sensor::from_parameters(&pp("50000")),
+            Err(ScipError::BadParameter("AFRT"))
+        );
+        assert!(Sensor::from_parameters(&pp("1024")).is_err());
+        let s = Sensor::from_parameters(&pp("1023")).unwrap();
+        assert!(s.angle(s.amin).abs() < 2.0 * PI);
     }
 
     /// What a URG-04LX with its original firmware (3.1.04, booting in SCIP 1.1) answered

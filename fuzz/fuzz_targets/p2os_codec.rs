@@ -5,9 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use player_devices::p2os::{
-    packet, HostCommand, Identity, Parser, Sip, SipState, MAX_COUNT,
-};
+use player_devices::p2os::{packet, HostCommand, Identity, Parser, Sip, SipState, MAX_COUNT};
 
 fn check_payload(p: &[u8], state: &mut SipState) {
     if let Ok(sip) = Sip::parse(p) {
