@@ -15,8 +15,8 @@
 //! length, encoding, payload) and gets a binary service call response (opcode 3, the same
 //! layout) or a `serviceCallFailure` (text).
 
-use super::protobuf::Encoding;
-use super::schema::Channel;
+use crate::channels::Channel;
+use crate::encoding::Encoding;
 use bytes::{BufMut, Bytes, BytesMut};
 use serde::Deserialize;
 use serde_json::{json, Value};
