@@ -15,7 +15,7 @@ shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
     targets=(client_codec p2os_codec sick_codec visca_codec acts_codec world_parser map_yaml
-             map_image carmen_log replay_reader settings_loader)
+             map_image carmen_log replay_reader foxglove_client settings_loader)
 fi
 cargo fuzz build -a --sanitizer none
 if [[ " ${targets[*]} " == *" settings_loader "* ]]; then
