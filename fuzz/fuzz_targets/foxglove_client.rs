@@ -17,7 +17,8 @@ use libfuzzer_sys::fuzz_target;
 use player_foxglove::encoding::Encoding;
 use player_foxglove::playback::{self, MAX_REQUEST_ID, OP_PLAYBACK_CONTROL_REQUEST};
 use player_foxglove::protocol::{
-    self as fox, ClientBinary, ClientOp, OP_MESSAGE_DATA, OP_SERVICE_CALL_REQUEST, SUBPROTOCOLS,
+    self as fox, ClientBinary, ClientOp, MAX_SERVICE_ENCODING, OP_MESSAGE_DATA,
+    OP_SERVICE_CALL_REQUEST, SUBPROTOCOLS,
 };
 use serde_json::{json, Value};
 
@@ -160,7 +161,7 @@ fn binary_frame(b: &[u8]) {
             payload,
         }) => {
             assert_eq!(b[0], OP_SERVICE_CALL_REQUEST);
-            assert!(encoding.len() <= 64);
+            assert!(encoding.len() <= MAX_SERVICE_ENCODING);
             assert_eq!(13 + encoding.len() + payload.len(), b.len());
             assert!(std::ptr::eq(
                 payload.as_ptr_range().end,
