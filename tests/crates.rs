@@ -7,8 +7,9 @@
 //! - no crate outside `actors/` has actix or tokio among its dependencies, direct or not
 //!   (but the root package, the `player` binary that runs the actor crates); their tests
 //!   may use them;
-//! - the pure crates (`player-proto`, `player-sim`, `player-devices`, `player-ros2-msg`,
-//!   and `player-nav` when it is there) depend on no actor crate, direct or not;
+//! - the pure crates (`player-proto`, `player-foxglove`, `player-sim`, `player-devices`,
+//!   `player-ros2-msg`, and `player-nav` when it is there) depend on no actor crate, direct
+//!   or not;
 //! - the emulators depend on nothing of ours but the pure crates `player-proto`,
 //!   `player-devices` and `player-sim`, and `player-render` on nothing of ours but
 //!   `player-sim`;
@@ -17,9 +18,9 @@
 //!   loader's target, is the only target of its own crate (`fuzz/settings/`);
 //! - drivers depend on nothing of ours but the kit and the pure crates;
 //! - front ends (the actor crates built on the core) depend on nothing of ours but the
-//!   core, the kit and `player-proto` (the recorder also on the web viewer, whose Foxglove
-//!   channels a recording carries; the ROS 2 front end also on its pure wire codecs,
-//!   `player-ros2-msg`);
+//!   core, the kit and `player-proto` (the web viewer also on its wire, `player-foxglove`;
+//!   the ROS 2 front end also on its wire, `player-ros2-msg`; the recorder also on the web
+//!   viewer, whose Foxglove channels and readings' encoders a recording carries);
 //! - the kit depends on nothing of ours but `player-proto`;
 //! - the one dev-only actor crate (`publish = false`), the test harness `player-testkit`,
 //!   is none of these: it starts the whole server in-process for the tests and benches;
@@ -129,6 +130,7 @@ fn under_actors(p: &Package) -> bool {
 /// tests below require.
 const PURE: &[&str] = &[
     "player-proto",
+    "player-foxglove",
     "player-sim",
     "player-devices",
     "player-ros2-msg",
@@ -278,6 +280,7 @@ fn pure_crates_depend_on_no_actor_crate() {
         .collect();
     for required in [
         "player-proto",
+        "player-foxglove",
         "player-sim",
         "player-devices",
         "player-ros2-msg",
@@ -417,6 +420,9 @@ fn front_ends_depend_on_the_core_kit_and_protocol_only() {
     }
     for f in front_ends {
         let mut allowed = vec!["player-core", "player-kit", "player-proto"];
+        if f.name == "player-web" {
+            allowed.push("player-foxglove");
+        }
         if f.name == "player-record" {
             allowed.push("player-web");
         }

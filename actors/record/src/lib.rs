@@ -65,7 +65,7 @@ use player_core::settings::{
 use player_kit::driver::{DataRecipient, DeviceData, DeviceError, DeviceSpec, Timestamp};
 use player_kit::timer::RunEvery;
 use player_proto::device;
-use player_web::protobuf::Encoding;
+use player_web::protobuf::{EncodeReadings, Encoding};
 use queue::{Queue, Queued};
 use serde::Deserialize;
 use slog::{error, info, warn, Logger};

@@ -17,6 +17,7 @@ use player_kit::driver::{DeviceData, Timestamp};
 use player_proto::device;
 use player_proto::nav::MapInfo;
 use player_proto::recording::RecordedMap;
+use player_web::protobuf::EncodeReadings;
 use slog::{info, warn};
 use std::time::Instant;
 

@@ -22,14 +22,21 @@
 //!
 //! By part: [`endpoint`] (the listener, HTTP, the upgrade that admits a client), [`shared`]
 //! (what the sessions of an endpoint share), [`session`] (one client, in parts by job),
-//! [`world`] (naming on a shared port); the pure protocol and encoders [`foxglove`],
+//! [`world`] (naming on a shared port); the pure encoders of the server's readings
 //! [`schema`] (JSON), [`protobuf`], [`grid`] (`/map`); the pure parts of the client's
 //! operations [`params`], [`graph`], [`playback`]; [`settings`] and [`tls`]. This file
 //! starts the endpoints of a server's robots.
+//!
+//! The protocol's wire itself (the parsing of what a client sends, the server's messages,
+//! the channel table, the encodings and schemas) is the pure crate `player-foxglove`;
+//! [`foxglove`] is its `protocol`, and [`schema`], [`protobuf`] and [`playback`] re-export
+//! what of it they used to hold.
 #![deny(missing_docs)]
 
 pub mod endpoint;
-pub mod foxglove;
+/// The Foxglove WebSocket protocol's messages, both ways: the pure crate's
+/// (`player_foxglove::protocol`), under the name the sessions use.
+pub use player_foxglove::protocol as foxglove;
 pub mod graph;
 pub mod grid;
 pub mod params;

@@ -9,102 +9,56 @@
 //! "protobuf"`); `json` advertises every channel as JSON with a JSON schema. Our own schemas
 //! (`player.*`) are JSON either way. A channel keeps its id and topic in both: only the
 //! bytes differ, and they carry the same values.
+//!
+//! The choice itself ([`Encoding`]) and the descriptors ([`descriptor`]) are the pure
+//! crate's (`player_foxglove::encoding`), re-exported here; the readings' encoders are
+//! [`EncodeReadings`], on the server's reading types.
 
 use crate::grid;
 use crate::schema::{self, Channel};
-use base64::Engine;
 use foxglove::messages as fg;
-use foxglove::Encode;
 use player_core::frontend::nav::GridMap;
 use player_kit::driver::{DeviceData, MapOutline, Timestamp};
 use player_proto::data as wire;
 use player_proto::scan::Scan;
 use prost::Message;
 
-/// How a client wants its channels, and how one channel is sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Encoding {
-    /// Protobuf where Foxglove defines the schema, JSON elsewhere (the default).
-    #[default]
-    Protobuf,
-    /// JSON with JSON schemas, every channel.
-    Json,
-}
+pub use player_foxglove::encoding::{descriptor, Encoding, UnknownEncoding};
 
-/// An `?encoding=` value we do not know.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown encoding '{0}': use json or protobuf")]
-pub struct UnknownEncoding(pub String);
-
-impl Encoding {
-    /// The encoding named `name` (`json` or `protobuf`, as on the URL).
-    pub fn parse(name: &str) -> Result<Encoding, UnknownEncoding> {
-        match name {
-            "protobuf" => Ok(Encoding::Protobuf),
-            "json" => Ok(Encoding::Json),
-            other => Err(UnknownEncoding(other.chars().take(40).collect())),
-        }
-    }
-
-    /// The message encoding's name in an `advertise` and in MCAP (`json`, `protobuf`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Encoding::Protobuf => "protobuf",
-            Encoding::Json => "json",
-        }
-    }
-
-    /// The schema encoding's name (`jsonschema`, `protobuf`).
-    pub fn schema_encoding(self) -> &'static str {
-        match self {
-            Encoding::Protobuf => "protobuf",
-            Encoding::Json => "jsonschema",
-        }
-    }
-
-    /// How `channel` is sent to a client that prefers `self`: protobuf where asked for and
-    /// Foxglove defines the schema, otherwise JSON.
-    pub fn for_channel(self, channel: &Channel) -> Encoding {
-        match self {
-            Encoding::Protobuf if descriptor(channel.schema_name).is_some() => Encoding::Protobuf,
-            _ => Encoding::Json,
-        }
-    }
-
-    /// The schema of `schema_name` in this encoding, as bytes (MCAP's schema data): the
-    /// JSON schema's text, or the binary `FileDescriptorSet`.
-    pub fn schema_data(self, schema_name: &str) -> Vec<u8> {
-        match (self, descriptor(schema_name)) {
-            (Encoding::Protobuf, Some(d)) => d.to_vec(),
-            _ => schema::schema(schema_name).into_bytes(),
-        }
-    }
-
-    /// The schema of `schema_name` in this encoding as an `advertise` carries it: the JSON
-    /// schema's text, or the `FileDescriptorSet` in base64.
-    pub fn schema_text(self, schema_name: &str) -> String {
-        match (self, descriptor(schema_name)) {
-            (Encoding::Protobuf, Some(d)) => base64::engine::general_purpose::STANDARD.encode(d),
-            _ => schema::schema(schema_name),
-        }
-    }
-
+/// The encoders of the server's readings, maps and poses in an [`Encoding`] (protobuf
+/// here, JSON in [`schema`] and [`grid`]); the encoding itself and the schemas are the
+/// pure crate's (`player_foxglove::encoding`).
+pub trait EncodeReadings {
     /// The message a reading becomes on `channel` for a client that prefers `self` (in
     /// [`Encoding::for_channel`]), or `None` when the reading does not decode or the channel
     /// is not a device's.
-    pub fn encode(self, channel: &Channel, d: &DeviceData) -> Option<Vec<u8>> {
+    fn encode(self, channel: &Channel, d: &DeviceData) -> Option<Vec<u8>>;
+
+    /// [`EncodeReadings::encode`] with the robot's frames under `prefix` (`<prefix>/odom`),
+    /// for an endpoint serving several robots.
+    fn encode_in(self, channel: &Channel, d: &DeviceData, prefix: Option<&str>) -> Option<Vec<u8>>;
+
+    /// Poses in the `map` frame (x, y in m, heading in rad) as a `foxglove.PosesInFrame`
+    /// (`/particles`).
+    fn encode_poses(self, poses: &[[f64; 3]], t: Timestamp) -> Vec<u8>;
+
+    /// The `/map` message for the whole map `m`, stamped `t` ([`grid`]).
+    fn encode_grid(self, m: &GridMap, t: Timestamp) -> Vec<u8>;
+
+    /// The `/walls` message (see [`schema::encode_map`]).
+    fn encode_map(self, map: &MapOutline, t: Timestamp) -> Vec<u8>;
+
+    /// The `/tf_map` message (see [`schema::encode_map_transform`]): `map` to the robot's
+    /// `odom`, under `prefix` where the endpoint serves several robots.
+    fn encode_map_transform(self, map: &MapOutline, t: Timestamp, prefix: Option<&str>) -> Vec<u8>;
+}
+
+impl EncodeReadings for Encoding {
+    fn encode(self, channel: &Channel, d: &DeviceData) -> Option<Vec<u8>> {
         self.encode_in(channel, d, None)
     }
 
-    /// [`Encoding::encode`] with the robot's frames under `prefix` (`<prefix>/odom`), for an
-    /// endpoint serving several robots.
-    pub fn encode_in(
-        self,
-        channel: &Channel,
-        d: &DeviceData,
-        prefix: Option<&str>,
-    ) -> Option<Vec<u8>> {
+    fn encode_in(self, channel: &Channel, d: &DeviceData, prefix: Option<&str>) -> Option<Vec<u8>> {
         match (self.for_channel(channel), prefix) {
             (Encoding::Json, None) => schema::encode(channel, d),
             (Encoding::Json, Some(p)) => {
@@ -114,9 +68,7 @@ impl Encoding {
         }
     }
 
-    /// Poses in the `map` frame (x, y in m, heading in rad) as a `foxglove.PosesInFrame`
-    /// (`/particles`).
-    pub fn encode_poses(self, poses: &[[f64; 3]], t: Timestamp) -> Vec<u8> {
+    fn encode_poses(self, poses: &[[f64; 3]], t: Timestamp) -> Vec<u8> {
         match self {
             Encoding::Json => schema::encode_poses(t, poses),
             Encoding::Protobuf => fg::PosesInFrame {
@@ -134,30 +86,21 @@ impl Encoding {
         }
     }
 
-    /// The `/map` message for the whole map `m`, stamped `t` ([`grid`]).
-    pub fn encode_grid(self, m: &GridMap, t: Timestamp) -> Vec<u8> {
+    fn encode_grid(self, m: &GridMap, t: Timestamp) -> Vec<u8> {
         match self {
             Encoding::Json => grid::json(m, t),
             Encoding::Protobuf => grid::protobuf(m, t),
         }
     }
 
-    /// The `/walls` message (see [`schema::encode_map`]).
-    pub fn encode_map(self, map: &MapOutline, t: Timestamp) -> Vec<u8> {
+    fn encode_map(self, map: &MapOutline, t: Timestamp) -> Vec<u8> {
         match self {
             Encoding::Json => schema::encode_map(map, t),
             Encoding::Protobuf => encode_map(map, t),
         }
     }
 
-    /// The `/tf_map` message (see [`schema::encode_map_transform`]): `map` to the robot's
-    /// `odom`, under `prefix` where the endpoint serves several robots.
-    pub fn encode_map_transform(
-        self,
-        map: &MapOutline,
-        t: Timestamp,
-        prefix: Option<&str>,
-    ) -> Vec<u8> {
+    fn encode_map_transform(self, map: &MapOutline, t: Timestamp, prefix: Option<&str>) -> Vec<u8> {
         match (self, prefix) {
             (Encoding::Json, None) => schema::encode_map_transform(map, t),
             (Encoding::Json, Some(p)) => {
@@ -169,26 +112,6 @@ impl Encoding {
                 frame_transform(t, "map", &odom, x, y, th).encode_to_vec()
             }
         }
-    }
-}
-
-/// The `FileDescriptorSet` of a `foxglove.*` schema we serve, `None` for any other name.
-pub fn descriptor(schema_name: &str) -> Option<&'static [u8]> {
-    fn data<T: Encode>() -> Option<&'static [u8]> {
-        match T::get_schema()?.data {
-            std::borrow::Cow::Borrowed(b) => Some(b),
-            std::borrow::Cow::Owned(_) => None,
-        }
-    }
-    match schema_name {
-        "foxglove.FrameTransform" => data::<fg::FrameTransform>(),
-        "foxglove.PoseInFrame" => data::<fg::PoseInFrame>(),
-        "foxglove.PosesInFrame" => data::<fg::PosesInFrame>(),
-        "foxglove.LaserScan" => data::<fg::LaserScan>(),
-        "foxglove.SceneUpdate" => data::<fg::SceneUpdate>(),
-        "foxglove.ImageAnnotations" => data::<fg::ImageAnnotations>(),
-        "foxglove.Grid" => data::<fg::Grid>(),
-        _ => None,
     }
 }
 
@@ -447,6 +370,7 @@ mod tests {
     use super::*;
     use crate::schema::tests::{channel, one_blob, reading};
     use crate::schema::CHANNELS;
+    use base64::Engine;
     use prost_types::field_descriptor_proto::Type;
     use prost_types::{DescriptorProto, FileDescriptorSet};
     use serde_json::Value;

@@ -7,7 +7,7 @@
 
 use super::WebSession;
 use crate::foxglove;
-use crate::protobuf::Encoding;
+use crate::protobuf::{EncodeReadings, Encoding};
 use crate::schema::{self, Channel, Source};
 use crate::shared::Shared;
 use crate::world::Robots;

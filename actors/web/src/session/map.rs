@@ -10,6 +10,7 @@
 
 use super::WebSession;
 use crate::foxglove::{self, Level};
+use crate::protobuf::EncodeReadings;
 use crate::schema::Source;
 use actix::prelude::*;
 use bytes::Bytes;

@@ -8,6 +8,7 @@
 
 use super::WebSession;
 use crate::foxglove;
+use crate::protobuf::EncodeReadings;
 use crate::schema::Source;
 use actix::prelude::*;
 use bytes::Bytes;

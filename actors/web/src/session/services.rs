@@ -110,7 +110,7 @@ impl WebSession {
         let Some(registry) = self.registry(0) else {
             return;
         };
-        let fut = registry.send(ControlPlayback(req.to_kit()));
+        let fut = registry.send(ControlPlayback(playback::to_kit(&req)));
         let did_seek = req.seek.is_some();
         ctx.spawn(fut.into_actor(self).map(move |_, act, ctx| {
             if let Some(r) = &mut act.replay {

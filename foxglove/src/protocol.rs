@@ -15,8 +15,8 @@
 //! length, encoding, payload) and gets a binary service call response (opcode 3, the same
 //! layout) or a `serviceCallFailure` (text).
 
-use super::protobuf::Encoding;
-use super::schema::Channel;
+use crate::channels::Channel;
+use crate::encoding::Encoding;
 use bytes::{BufMut, Bytes, BytesMut};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -41,6 +41,9 @@ pub const MAX_SUBSCRIPTIONS: usize = 256;
 
 /// Most channels one client may advertise for publishing.
 pub const MAX_CLIENT_CHANNELS: usize = 64;
+
+/// Longest encoding name a service call request may carry (bounded before it is read).
+pub const MAX_SERVICE_ENCODING: usize = 64;
 
 /// Status levels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -406,7 +409,7 @@ pub fn parse_binary(b: &[u8]) -> Result<ClientBinary<'_>, String> {
         [OP_SERVICE_CALL_REQUEST, rest @ ..] if rest.len() >= 12 => {
             let len = u32_at(rest, 8) as usize;
             let body = &rest[12..];
-            if len > body.len() || len > 64 {
+            if len > body.len() || len > MAX_SERVICE_ENCODING {
                 return Err("service call request: bad encoding length".into());
             }
             let encoding = std::str::from_utf8(&body[..len])
@@ -518,6 +521,31 @@ mod tests {
         let adv: Value = serde_json::from_str(&advertise_services(&SERVICES)).unwrap();
         assert_eq!(adv["services"].as_array().unwrap().len(), SERVICES.len());
         assert_eq!(adv["services"][0]["request"]["encoding"], "json");
+    }
+
+    #[test]
+    fn a_service_calls_encoding_is_bounded_even_when_the_frame_holds_it() {
+        let call = |n: usize| {
+            let mut req = vec![OP_SERVICE_CALL_REQUEST];
+            req.extend_from_slice(&1u32.to_le_bytes());
+            req.extend_from_slice(&2u32.to_le_bytes());
+            req.extend_from_slice(&u32::try_from(n).unwrap().to_le_bytes());
+            req.extend_from_slice("j".repeat(n).as_bytes());
+            req.extend_from_slice(b"{}");
+            req
+        };
+        match parse_binary(&call(MAX_SERVICE_ENCODING)) {
+            Ok(ClientBinary::ServiceCall {
+                encoding, payload, ..
+            }) => {
+                assert_eq!(
+                    (encoding.len(), payload),
+                    (MAX_SERVICE_ENCODING, &b"{}"[..])
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(parse_binary(&call(MAX_SERVICE_ENCODING + 1)).is_err());
     }
 
     #[test]
