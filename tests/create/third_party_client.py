@@ -149,22 +149,27 @@ def check_bump(bot):
           after.bumps_wheeldrops)
 
 
+def check_stop(bot):
+    """STOP: the OI is off and no longer answers."""
+    bot.stop()
+    bot.SCI.ser.timeout = 0.3  # the library's read waits 1 s for the 80 bytes
+    try:
+        bot.get_sensors()
+        check("stop(): the OI is off and answers nothing", False, "it answered")
+    except Exception:  # pycreate2 raises on a short read
+        check("stop(): the OI is off and answers nothing", True)
+
+
 def main():
     bot = Create2(sys.argv[1])
     code = 0
-    try:
-        check_modes_and_sensors(bot)
-        check_bump(bot)
-        check_driving(bot)
-        bot.stop()
-        bot.SCI.ser.timeout = 0.3  # the library's read waits 1 s for the 80 bytes
+    for part in (check_modes_and_sensors, check_bump, check_driving, check_stop):
         try:
-            bot.get_sensors()
-            check("stop(): the OI is off and answers nothing", False, "it answered")
-        except Exception:  # pycreate2 raises on a short read
-            check("stop(): the OI is off and answers nothing", True)
-    except Exception as e:  # a library error is a failure like any other
-        check("no error from the library", False, repr(e))
+            part(bot)
+        except Exception as e:  # a library error is a failure like any other
+            bot.drive_direct(0, 0)
+            check(f"{part.__name__}: no error from the library", False,
+                  f"{type(e).__name__}: {e}")
     if FAILED:
         print(f"pycreate2: {len(FAILED)} check(s) failed")
         code = 1

@@ -127,19 +127,22 @@ def check_clock(laser):
     check("tsync_exit (TM2)", status[0] == "00", status)
 
 
+def check_reset(laser):
+    """RS: the laser goes off."""
+    laser.reset()
+    lasr = laser.sensor_state().get("LASR")
+    check("reset (RS): laser off", lasr == "OFF", lasr)
+
+
 def main():
     port = int(sys.argv[1])
     laser = HokuyoLX(addr=("127.0.0.1", port), tsync=False, convert_time=False, timeout=5)
-    try:
-        check_identity(laser)
-        check_single(laser)
-        check_streams(laser)
-        check_clock(laser)
-        laser.reset()
-        lasr = laser.sensor_state().get("LASR")
-        check("reset (RS): laser off", lasr == "OFF", lasr)
-    except Exception as e:  # a library error is a failure like any other
-        check("no error from the library", False, repr(e))
+    for part in (check_identity, check_single, check_streams, check_clock, check_reset):
+        try:
+            part(laser)
+        except Exception as e:  # a library error is a failure like any other
+            check(f"{part.__name__}: no error from the library", False,
+                  f"{type(e).__name__}: {e}")
     laser.close()
     if FAILED:
         print(f"hokuyolx: {len(FAILED)} check(s) failed")
