@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The third-party Hokuyo client test: hokuyolx (PyPI) talks SCIP 2.0 to our emulated
 # UTM-30LX-EW over TCP. Makes its own venv under the target directory (about 10 s the first
-# time), builds player-emulate, and runs the check (about 3 s).
+# time), builds player-emulate, and runs the check (about 2 s).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 target="${CARGO_TARGET_DIR:-$root/target}"
