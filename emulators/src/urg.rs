@@ -1,12 +1,16 @@
 //! An emulated Hokuyo laser speaking SCIP 2.0, for [`SerialEmulator`] (a USB model on a
 //! pseudo-terminal) or [`TcpEmulator`] (an Ethernet model on a TCP port): it answers `VV`,
-//! `PP`, `II`, `BM`, `QT`, `RS` and `MD` with the blocks the protocol specifies (echo,
-//! status with checksum, `NAME:value;` lines with checksums, an empty line), and while an
-//! `MD` runs it streams one scan per turn (100 ms for a URG-04LX, 25 ms for a UTM-30LX),
-//! ray-cast in a [`Scene`], stamped with its own 24-bit millisecond clock. Far readings
-//! carry the error code 1, as a URG-04LX sends. Faults of its own: scans with a bad
-//! checksum (their values are a "poison" range, so a test can tell if one got through) and
-//! a restart (power cycle: the stream stops, the clock starts again).
+//! `PP`, `II`, `BM`, `QT`, `RS`, `TM`, `GD` and `MD` with the blocks the protocol specifies
+//! (echo, status with checksum, `NAME:value;` lines with checksums, an empty line). `GD`
+//! answers with one scan when the turn under way ends; while an `MD` runs it streams one scan per turn (100 ms for a
+//! URG-04LX, 25 ms for a UTM-30LX), skipping as many turns between scans as asked, and
+//! stops after the number of scans asked for (00: until `QT`), each scan's echo carrying
+//! the number still to come. Scans are ray-cast in a [`Scene`] and stamped with the
+//! sensor's own 24-bit millisecond clock, which `TM1` reads (between `TM0` and `TM2`, the
+//! time adjustment state). Far readings carry the error code 1, as a URG-04LX sends.
+//! Faults of its own: scans with a bad checksum (their values are a "poison" range, so a
+//! test can tell if one got through) and a restart (power cycle: the stream stops, the
+//! clock starts again).
 //!
 //! A URG-04LX with its original firmware boots in SCIP 1.1 ([`Boot::Scip1`]): it answers
 //! `V` with the version lines a real one (firmware 3.1.04) sent, `SCIP2.0` with its echo,
@@ -20,7 +24,7 @@
 
 use crate::scene::{Pose, Scene, LASER_POSE};
 use crate::SerialDevice;
-use player_devices::urg::{checksum, line_with_sum, scan_block};
+use player_devices::urg::{checksum, encode_chars, line_with_sum, scan_block};
 use std::f64::consts::PI;
 use std::time::{Duration, Instant};
 
@@ -114,11 +118,26 @@ const SCIP1_VERSION: [&str; 6] = [
 /// 2.0 specification names is 0.2.91a).
 const SCIP1_ONLY_FIRMWARE: &str = "FIRM:0.2.91a(player-emulate: SCIP 1.1 only)";
 
-struct Stream {
-    echo: String,
+/// What a `GD` or `MD` asks for: steps `start..=end`, `cluster` steps to a reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
     start: u32,
     end: u32,
     cluster: u32,
+}
+
+struct Stream {
+    /// The command's first 13 characters (`MD`, steps, cluster, skips).
+    head: String,
+    /// What followed the scan count (`;` and the host's string, echoed in every scan).
+    tail: String,
+    span: Span,
+    /// Turns skipped between two scans sent.
+    skips: u32,
+    /// Turns skipped since the last scan sent.
+    skipped: u32,
+    /// Scans still to send; `None` until `QT`.
+    remaining: Option<u32>,
     next: Instant,
 }
 
@@ -146,6 +165,10 @@ pub struct UrgEmulator {
     boot: Boot,
     /// Whether it speaks SCIP 1.1 now.
     scip1: bool,
+    /// Whether it is in the time adjustment state (`TM0` to `TM2`).
+    time_adjust: bool,
+    /// `GD` requests waiting for the end of the turn: the line, its steps, when.
+    single: Vec<(String, Span, Instant)>,
 }
 
 impl UrgEmulator {
@@ -166,6 +189,8 @@ impl UrgEmulator {
             clock_offset_ms: 0,
             boot: Boot::Scip2,
             scip1: false,
+            time_adjust: false,
+            single: Vec::new(),
         }
     }
 
@@ -198,6 +223,8 @@ impl UrgEmulator {
         self.input.clear();
         self.clock_zero = Instant::now();
         self.scip1 = self.boot != Boot::Scip2;
+        self.time_adjust = false;
+        self.single.clear();
     }
 
     /// Its clock now, ms (24 bits).
@@ -324,6 +351,7 @@ impl UrgEmulator {
                     "STAT:Sensor works well.".into(),
                 ],
             ),
+            "BM" if self.laser_on => Self::block(line, b"02", &[]),
             "BM" => {
                 self.laser_on = true;
                 Self::block(line, b"00", &[])
@@ -341,41 +369,127 @@ impl UrgEmulator {
                 Ok(()) => Self::block(line, b"00", &[]),
                 Err(status) => Self::block(line, status, &[]),
             },
+            "GD" => self.single_scan(line, now),
+            "TM" => self.time_command(line, now),
             _ => Self::block(line, b"0E", &[]),
         };
-        out.push(reply);
+        if !reply.is_empty() {
+            out.push(reply);
+        }
     }
 
-    fn start_md(&mut self, line: &str, now: Instant) -> Result<(), &'static [u8; 2]> {
-        let b = line.as_bytes();
-        if b.len() < 15 || !b[2..15].iter().all(u8::is_ascii_digit) {
-            return Err(b"01");
-        }
-        let num = |a: usize, z: usize| line[a..z].parse::<u32>().unwrap_or(0);
-        let (start, end, cluster) = (num(2, 6), num(6, 10), num(10, 12).max(1));
-        if start < self.model.amin || end > self.model.amax || start > end {
+    /// The steps a `GD` or `MD` asks for, or the status that refuses it (SCIP 2.0: 01, 02
+    /// and 03 for a start, end or cluster that is not a number, 04 for steps out of the
+    /// sensor's range, 05 for an end before the start).
+    fn span(&self, line: &str) -> Result<Span, &'static [u8; 2]> {
+        let field = |a, z, status| number(line, a, z).ok_or(status);
+        let start = field(2, 6, b"01")?;
+        let end = field(6, 10, b"02")?;
+        let cluster = field(10, 12, b"03")?.max(1);
+        if start < self.model.amin || end > self.model.amax {
             return Err(b"04");
         }
-        self.laser_on = true;
-        self.stream = Some(Stream {
-            echo: line[..15].to_string(),
+        if start > end {
+            return Err(b"05");
+        }
+        Ok(Span {
             start,
             end,
             cluster,
+        })
+    }
+
+    fn start_md(&mut self, line: &str, now: Instant) -> Result<(), &'static [u8; 2]> {
+        let span = self.span(line)?;
+        let skips = number(line, 12, 13).ok_or(b"06")?;
+        let count = number(line, 13, 15).ok_or(b"07")?;
+        self.laser_on = true;
+        self.stream = Some(Stream {
+            head: line[..13].to_string(),
+            tail: line[15..].to_string(),
+            span,
+            skips,
+            skipped: 0,
+            remaining: (count > 0).then_some(count),
             next: now + self.period() / 2,
         });
         Ok(())
     }
 
+    /// `GD`: one scan of the steps asked for, answered when the turn under way ends
+    /// (nothing now; status 10 at once while the laser is off).
+    fn single_scan(&mut self, line: &str, now: Instant) -> Vec<u8> {
+        match self.span(line) {
+            Err(status) => Self::block(line, status, &[]),
+            Ok(_) if !self.laser_on => Self::block(line, b"10", &[]),
+            Ok(span) => {
+                let period = self.period().as_nanos().max(1);
+                let turns = now.duration_since(self.clock_zero).as_nanos() / period + 1;
+                let due = self.clock_zero + Duration::from_nanos((turns * period) as u64);
+                self.single.push((line.to_string(), span, due));
+                Vec::new()
+            }
+        }
+    }
+
+    /// `TM0` enters the time adjustment state (ending a measurement), `TM1` gives the
+    /// clock there, `TM2` leaves it; statuses 02, 04 and 03 for each out of place, 01 for
+    /// another code.
+    fn time_command(&mut self, line: &str, now: Instant) -> Vec<u8> {
+        match (line.get(2..3), self.time_adjust) {
+            (Some("0"), true) => Self::block(line, b"02", &[]),
+            (Some("0"), false) => {
+                self.time_adjust = true;
+                self.stream = None;
+                self.laser_on = false;
+                Self::block(line, b"00", &[])
+            }
+            (Some("1"), true) => {
+                let mut v = Self::block(line, b"00", &[]);
+                v.pop();
+                v.extend_from_slice(&line_with_sum(&encode_chars(self.clock(now), 4)));
+                v.push(b'\n');
+                v
+            }
+            (Some("1"), false) => Self::block(line, b"04", &[]),
+            (Some("2"), true) => {
+                self.time_adjust = false;
+                Self::block(line, b"00", &[])
+            }
+            (Some("2"), false) => Self::block(line, b"03", &[]),
+            _ => Self::block(line, b"01", &[]),
+        }
+    }
+
+    /// The readings for `span`, from the scene.
+    fn readings(&self, span: Span) -> Vec<u32> {
+        (span.start..=span.end)
+            .step_by(span.cluster as usize)
+            .map(|st| self.reading(st))
+            .collect()
+    }
+
+    /// The scan of this turn of the running `MD`, if one is due (none on a skipped turn);
+    /// the stream ends after its last scan.
     fn scan(&mut self, now: Instant) -> Option<Vec<u8>> {
-        let s = self.stream.as_ref()?;
-        let (start, end, cluster) = (s.start, s.end, s.cluster);
-        let echo = s.echo.clone();
+        let s = self.stream.as_mut()?;
+        if s.skipped < s.skips {
+            s.skipped += 1;
+            return None;
+        }
+        s.skipped = 0;
+        let left = s.remaining.map(|n| n.saturating_sub(1));
+        s.remaining = left;
+        let echo = format!("{}{:02}{}", s.head, left.unwrap_or(0), s.tail);
+        let span = s.span;
+        if left == Some(0) {
+            self.stream = None;
+        }
         let poison = self.bad_checksums > 0;
-        let values: Vec<u32> = (start..=end)
-            .step_by(cluster as usize)
-            .map(|st| if poison { POISON_MM } else { self.reading(st) })
-            .collect();
+        let mut values = self.readings(span);
+        if poison {
+            values.fill(POISON_MM);
+        }
         let mut block = scan_block(echo.as_bytes(), b"99", self.clock(now), &values);
         if poison {
             self.bad_checksums -= 1;
@@ -389,6 +503,13 @@ impl UrgEmulator {
         }
         Some(block)
     }
+}
+
+/// The decimal number in `line[a..z]`, if those characters are all digits.
+fn number(line: &str, a: usize, z: usize) -> Option<u32> {
+    line.get(a..z)
+        .filter(|f| f.bytes().all(|c| c.is_ascii_digit()))
+        .and_then(|f| f.parse().ok())
 }
 
 impl SerialDevice for UrgEmulator {
@@ -412,6 +533,11 @@ impl SerialDevice for UrgEmulator {
 
     fn tick(&mut self, now: Instant, out: &mut Vec<Vec<u8>>) {
         let period = self.period();
+        while let Some(i) = self.single.iter().position(|(_, _, due)| *due <= now) {
+            let (line, span, _) = self.single.remove(i);
+            let values = self.readings(span);
+            out.push(scan_block(line.as_bytes(), b"00", self.clock(now), &values));
+        }
         let Some(s) = self.stream.as_mut() else {
             return;
         };
@@ -481,5 +607,85 @@ mod tests {
         assert_eq!(talk(&mut old, "SCIP2.0\n"), b"SCIP2.0\nE\n\n");
         assert!(old.speaks_scip1());
         assert!(String::from_utf8_lossy(&talk(&mut old, "V\n")).contains("FIRM:0.2.91a"));
+    }
+
+    /// The scans `e` sends over `turns` turns from `t0`, parsed.
+    fn scans(e: &mut UrgEmulator, t0: Instant, turns: u32) -> Vec<(String, RawScan)> {
+        let mut p = Parser::new();
+        for i in 1..=turns {
+            let mut out = Vec::new();
+            e.tick(t0 + Duration::from_millis(25 * u64::from(i)), &mut out);
+            p.push(&out.concat());
+        }
+        std::iter::from_fn(|| p.next_block())
+            .map(|b| {
+                let echo = String::from_utf8_lossy(&b.echo).into_owned();
+                (echo, RawScan::parse(&b).unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn md_counts_its_scans_down_skips_turns_and_echoes_the_string() {
+        let mut e = UrgEmulator::new(Model::utm_30lx(), Scene::room());
+        let t0 = Instant::now();
+        let mut out = Vec::new();
+        e.receive(b"MD0000108002103;abc\n", t0, &mut out);
+        assert_eq!(out.concat(), b"MD0000108002103;abc\n00P\n\n");
+        let got = scans(&mut e, t0, 12);
+        let echoes: Vec<&str> = got.iter().map(|(echo, _)| echo.as_str()).collect();
+        // One turn in two (1 skipped between), three scans, then the stream ends.
+        assert_eq!(
+            echoes,
+            [
+                "MD0000108002102;abc",
+                "MD0000108002101;abc",
+                "MD0000108002100;abc"
+            ]
+        );
+        assert_eq!(got[0].1.values.len(), 541, "two steps a reading");
+        assert!(!e.streaming());
+        assert_eq!(
+            talk(&mut e, "MD0000108001x00\n"),
+            b"MD0000108001x00\n06V\n\n"
+        );
+        assert_eq!(
+            talk(&mut e, "MD0100000001000\n"),
+            b"MD0100000001000\n05U\n\n"
+        );
+    }
+
+    #[test]
+    fn gd_gives_one_scan_with_the_laser_on_and_tm_reads_the_clock() {
+        let mut e = UrgEmulator::new(Model::utm_30lx(), Scene::room());
+        assert_eq!(talk(&mut e, "GD0000108000\n"), b"GD0000108000\n10Q\n\n");
+        assert_eq!(talk(&mut e, "BM\n"), b"BM\n00P\n\n");
+        assert_eq!(talk(&mut e, "BM\n"), b"BM\n02R\n\n");
+        assert_eq!(
+            talk(&mut e, "GD0000108000\n"),
+            b"",
+            "not before the turn ends"
+        );
+        let mut out = Vec::new();
+        e.tick(Instant::now() + Duration::from_millis(26), &mut out);
+        let mut p = Parser::new();
+        p.push(&out.concat());
+        let b = p.next_block().unwrap();
+        assert_eq!(b.status(), Ok(&b"00"[..]));
+        let raw = RawScan::parse(&b).unwrap();
+        assert_eq!((raw.values.len(), raw.values[540]), (1081, 6000));
+        assert!(!e.streaming());
+        assert_eq!(talk(&mut e, "TM1\n"), b"TM1\n04T\n\n");
+        assert_eq!(talk(&mut e, "TM0\n"), b"TM0\n00P\n\n");
+        e.clock_offset_ms = 0x12_3456;
+        let tm1 = talk(&mut e, "TM1\n");
+        let lines: Vec<&[u8]> = tm1.split(|&c| c == b'\n').collect();
+        assert_eq!(&lines[..2], [&b"TM1"[..], b"00P"]);
+        assert_eq!(lines[2].len(), 5);
+        assert_eq!(lines[2][4], checksum(&lines[2][..4]));
+        let t = player_devices::urg::decode_chars(&lines[2][..4]);
+        assert!((0x12_3456..0x12_3456 + 1000).contains(&t), "{t:#x}");
+        assert_eq!(talk(&mut e, "TM2\n"), b"TM2\n00P\n\n");
+        assert_eq!(talk(&mut e, "TM2\n"), b"TM2\n03S\n\n");
     }
 }
