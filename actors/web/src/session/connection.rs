@@ -7,8 +7,11 @@
 //! the next chunk of an endpoint's channels while they are being advertised (made only
 //! when the socket has taken the chunk before); then the server's clock; then data, at
 //! most one frame per subscription: a newer frame takes the place of one the socket has
-//! not taken (newest wins, counted as dropped). A client that has left something waiting
-//! and taken nothing for the stall timeout is stalled.
+//! not taken (newest wins), counted as dropped when its subscription had had something
+//! waiting for [`DROP_AFTER`] or longer (a connection that reads slower than the data
+//! comes; two readings that came together, faster than the writer gets a turn, are not
+//! the connection's doing). A client that has left something waiting and taken nothing
+//! for the stall timeout is stalled.
 //!
 //! The writer task frames what [`Unsent::next`] gives into one buffer until nothing waits
 //! (tungstenite's own replies first: see [`super::socket`]) and hands the socket the
@@ -33,6 +36,12 @@ use tokio_tungstenite::WebSocketStream;
 /// Most status and advertise messages waiting for the socket; past this the client is
 /// not reading at all and is disconnected.
 pub(super) const MAX_CONTROL: usize = 256;
+
+/// How long a subscription's frame waits for the socket before a newer one taking its
+/// place counts as dropped (the client told, `ops.rs`): longer than a burst of readings
+/// takes to come (a driver on a thread of its own catching up after the machine starved
+/// it sends two readings microseconds apart), shorter than any device's period.
+pub(super) const DROP_AFTER: Duration = Duration::from_millis(20);
 
 /// Largest write buffer a writer keeps between rounds (a bigger one, after a map say, is
 /// given back).
@@ -85,8 +94,9 @@ impl Out {
 /// What the socket is waiting to take.
 pub(super) struct Unsent {
     control: VecDeque<Message>,
-    /// The newest frame per subscription, oldest first.
-    data: VecDeque<(u32, Data)>,
+    /// The newest frame per subscription, oldest first, with when the subscription's
+    /// place was taken (a newer frame keeps it).
+    data: VecDeque<(u32, Data, Instant)>,
     /// The robot whose channels the next `advertise` chunk starts with, while an endpoint
     /// serving several robots has not advertised them all (see [`crate::world`]).
     adverts: Option<usize>,
@@ -96,7 +106,8 @@ pub(super) struct Unsent {
     closed: bool,
     /// When the writer last finished a send (or the outbox was last empty).
     progress: Instant,
-    /// Frames replaced before the socket took them.
+    /// Frames replaced before the socket took them, their place [`DROP_AFTER`] or more
+    /// old.
     dropped: u64,
     /// The server's clock, newest wins; sent after the control messages, before data.
     time: Option<Bytes>,
@@ -132,20 +143,21 @@ impl Unsent {
         true
     }
 
-    /// Puts `frame` in `sub`'s place: instead of the frame waiting there (returns true;
-    /// it counts as dropped), or last. When nothing waited, the stall clock starts at
-    /// `now`.
+    /// Puts `frame` in `sub`'s place: instead of the frame waiting there, or last. True
+    /// when the one replaced counts as dropped (its place taken [`DROP_AFTER`] or more
+    /// before `now`). When nothing waited, the stall clock starts at `now`.
     fn frame(&mut self, sub: u32, frame: impl Into<Data>, now: Instant) -> bool {
         let frame = frame.into();
-        if let Some(slot) = self.data.iter_mut().find(|(s, _)| *s == sub) {
+        if let Some(slot) = self.data.iter_mut().find(|(s, _, _)| *s == sub) {
             slot.1 = frame;
-            self.dropped += 1;
-            return true;
+            let dropped = now.saturating_duration_since(slot.2) >= DROP_AFTER;
+            self.dropped += u64::from(dropped);
+            return dropped;
         }
         if self.data.is_empty() && self.control.is_empty() {
             self.progress = now;
         }
-        self.data.push_back((sub, frame));
+        self.data.push_back((sub, frame, now));
         false
     }
 
@@ -163,7 +175,7 @@ impl Unsent {
         if let Some(t) = self.time.take() {
             return Some(Out::Message(Message::Binary(t)));
         }
-        self.data.pop_front().map(|(_, d)| match d {
+        self.data.pop_front().map(|(_, d, _)| match d {
             Data::Whole(b) => Out::Message(Message::Binary(b)),
             Data::Reading(head, payload) => Out::Reading(head, payload),
         })
@@ -236,7 +248,8 @@ impl Connection {
         self.wake.notify_one();
     }
 
-    /// Puts `frame` in subscription `sub`'s place; true when it replaced one.
+    /// Puts `frame` in subscription `sub`'s place; true when the one it replaced counts
+    /// as dropped ([`DROP_AFTER`]).
     pub(super) fn frame(&self, sub: u32, frame: impl Into<Data>) -> bool {
         let replaced = self.unsent.borrow_mut().frame(sub, frame, Instant::now());
         self.wake.notify_one();
@@ -251,7 +264,7 @@ impl Connection {
 
     /// Forgets the frame waiting for subscription `sub` (unsubscribed).
     pub(super) fn forget(&self, sub: u32) {
-        self.unsent.borrow_mut().data.retain(|(s, _)| *s != sub);
+        self.unsent.borrow_mut().data.retain(|(s, _, _)| *s != sub);
     }
 
     /// Advertises every robot picked, a chunk at a time, starting with the first.
@@ -259,7 +272,7 @@ impl Connection {
         self.unsent.borrow_mut().adverts = Some(0);
     }
 
-    /// Frames replaced before the socket took them.
+    /// Frames replaced before the socket took them, after [`DROP_AFTER`].
     pub(super) fn dropped(&self) -> u64 {
         self.unsent.borrow().dropped
     }
@@ -357,10 +370,11 @@ mod tests {
     #[test]
     fn a_newer_frame_takes_the_place_of_the_one_waiting_for_its_subscription() {
         let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
         let mut u = Unsent::new(t0);
         assert!(!u.frame(1, Bytes::from_static(b"a1"), t0));
         assert!(!u.frame(2, Bytes::from_static(b"b1"), t0));
-        assert!(u.frame(1, Bytes::from_static(b"a2"), t0), "replaced");
+        assert!(u.frame(1, Bytes::from_static(b"a2"), ms(20)), "replaced");
         assert_eq!(u.dropped, 1);
         let mut adv = no_adverts();
         assert_eq!(text(u.next(&mut adv)), "bin a2", "in the first one's place");
@@ -368,6 +382,33 @@ mod tests {
         assert!(u.next(&mut adv).is_none());
         assert!(
             !u.frame(1, Bytes::from_static(b"a3"), t0),
+            "taken: a new place"
+        );
+    }
+
+    #[test]
+    fn a_frame_replaced_within_drop_after_is_not_dropped_but_a_place_kept_waiting_is() {
+        // Two readings of one channel that come together (a driver catching up) replace
+        // each other before the writer has had a turn: not the connection's doing.
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let mut u = Unsent::new(t0);
+        assert!(!u.frame(1, Bytes::from_static(b"a1"), t0));
+        assert!(!u.frame(1, Bytes::from_static(b"a2"), ms(1)), "a burst");
+        assert!(
+            !u.frame(1, Bytes::from_static(b"a3"), ms(19)),
+            "still within"
+        );
+        assert_eq!(u.dropped, 0);
+        // The place keeps its age: a socket that takes nothing makes every later one a
+        // drop, however fast the readings come.
+        assert!(u.frame(1, Bytes::from_static(b"a4"), ms(20)));
+        assert!(u.frame(1, Bytes::from_static(b"a5"), ms(21)));
+        assert_eq!(u.dropped, 2);
+        let mut adv = no_adverts();
+        assert_eq!(text(u.next(&mut adv)), "bin a5", "newest wins either way");
+        assert!(
+            !u.frame(1, Bytes::from_static(b"a6"), ms(22)),
             "taken: a new place"
         );
     }
