@@ -12,12 +12,15 @@
 //! counts as 0 (an empty twist stops the robot); numbers are rounded and clamped to the
 //! range of the Player field, never wrapped.
 //!
-//! Who may do what is not decided here but where the action is taken, except for service
-//! calls, whose refusal comes before their arguments are looked at ([`service`]).
+//! Who may do what is not decided here but where the action is taken (the web viewer's
+//! session, `player-web`), except for service calls, whose refusal comes before their
+//! arguments are looked at ([`service`]). The goal and the pose estimate are made into
+//! the planner's and the localizer's layouts by `player_proto::nav::si`, as every front
+//! end makes them.
 
 use bytes::Bytes;
-use player_core::frontend::nav as fnav;
 use player_proto::data::{GripperCommand, PositionCommand, Ptz};
+use player_proto::nav::si as fnav;
 use player_proto::{config as codes, device};
 use serde_json::Value;
 
