@@ -16,7 +16,8 @@
 //! session, `player-web`), except for service calls, whose refusal comes before their
 //! arguments are looked at ([`service`]). The goal and the pose estimate are made into
 //! the planner's and the localizer's layouts by `player_proto::nav::si`, as every front
-//! end makes them.
+//! end makes them. The fuzz target `foxglove_commands` (`fuzz/`, docs/fuzzing.md) feeds
+//! every target and service any JSON.
 
 use bytes::Bytes;
 use player_proto::data::{GripperCommand, PositionCommand, Ptz};

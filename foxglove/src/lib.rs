@@ -12,8 +12,9 @@
 //! [`commands`] makes a client's published JSON messages and service calls into what the
 //! robot is to be told (commands and configs in the devices' layouts).
 //!
-//! Everything a client sends is bounded here before anything is kept: the fuzz target
-//! `foxglove_client` (`fuzz/`, docs/fuzzing.md) feeds the parsers any bytes.
+//! Everything a client sends is bounded here before anything is kept: the fuzz targets
+//! `foxglove_client` and `foxglove_commands` (`fuzz/`, docs/fuzzing.md) feed the parsers
+//! any bytes.
 
 pub mod channels;
 pub mod commands;
