@@ -166,10 +166,21 @@ pub fn goal(pose: Pose2) -> Option<Vec<u8>> {
     Some(g.encode())
 }
 
-/// The yaw of a quaternion (x, y, z, w).
+/// The yaw of a quaternion (x, y, z, w), rad: of the rotation it stands for, whatever its
+/// length, as ROS's tf2 reads one (a quaternion written by hand, `{z: 1, w: 1}`, is a
+/// quarter turn). Components too large to square or too small are scaled first, so
+/// nothing overflows or vanishes. A zero quaternion is no turn; a non-finite component
+/// gives NaN.
 pub fn yaw(q: [f64; 4]) -> f64 {
-    let [x, y, z, w] = q;
-    (2.0 * (w * z + x * y)).atan2(1.0 - 2.0 * (y * y + z * z))
+    let big = q.iter().fold(0.0f64, |m, c| m.max(c.abs()));
+    // Squares and products of components in this range are normal floats.
+    let [x, y, z, w] = if big == 0.0 || (1e-100..=1e100).contains(&big) {
+        q
+    } else {
+        q.map(|c| c / big)
+    };
+    // Both terms scale with the square of the length, so their angle does not.
+    (2.0 * (w * z + x * y)).atan2(w * w + x * x - y * y - z * z)
 }
 
 #[cfg(test)]

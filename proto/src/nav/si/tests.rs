@@ -98,3 +98,27 @@ fn values_beyond_a_field_saturate_and_angles_come_back_normalized() {
     assert_eq!(normalize(-std::f64::consts::PI), std::f64::consts::PI);
     assert!((arcsec_to_rad(f64::from(rad_to_arcsec(1.0))) - 1.0).abs() < 1e-5);
 }
+
+#[test]
+fn yaw_is_the_rotations_whatever_the_quaternions_length() {
+    use std::f64::consts::FRAC_PI_2;
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+    // A quarter turn about Z, of length sqrt 2, huge, tiny.
+    for s in [1.0, 1e200, 1e-200, -3.0] {
+        assert!(close(yaw([0.0, 0.0, s, s]), FRAC_PI_2), "scale {s}");
+    }
+    // w z and x y overflow to +inf and -inf when multiplied as they come.
+    let q = [-1e200, 2e200, 3e200, 1e200];
+    assert!(close(yaw(q), 2f64.atan2(-11.0)), "{}", yaw(q));
+    // A unit quaternion of roll and yaw.
+    let (r, y) = (0.3f64, -2.0f64);
+    let (sr, cr, sy, cy) = (
+        (r / 2.0).sin(),
+        (r / 2.0).cos(),
+        (y / 2.0).sin(),
+        (y / 2.0).cos(),
+    );
+    assert!(close(yaw([sr * cy, sr * sy, cr * sy, cr * cy]), y));
+    assert_eq!(yaw([0.0; 4]), 0.0, "no orientation, no turn");
+    assert!(yaw([f64::NAN, 0.0, 0.0, 1.0]).is_nan());
+}
