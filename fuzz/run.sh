@@ -16,7 +16,7 @@ targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
     targets=(client_codec p2os_codec sick_codec visca_codec acts_codec urg_codec rplidar_codec
              create_codec world_parser map_yaml map_image carmen_log replay_reader ros2_msg
-             rmw_attachment foxglove_client settings_loader)
+             rmw_attachment foxglove_client foxglove_commands settings_loader)
 fi
 cargo fuzz build -a --sanitizer none
 if [[ " ${targets[*]} " == *" settings_loader "* ]]; then

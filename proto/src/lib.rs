@@ -14,7 +14,8 @@
 //! - [`scan`]: the full scan device `L` (an extension) and the 0.7.4a `l` view of any
 //!   laser.
 //! - [`nav`]: the navigation devices `M` (map), `H` (localizer, Player 1.6.5's layout) and
-//!   `G` (planner, Player 1.6.5's plus a state), their configs and answers.
+//!   `G` (planner, Player 1.6.5's plus a state), their configs and answers; [`nav::si`]
+//!   the same in metres and radians, as the front ends speak them.
 //! - [`odometry`]: the full-precision odometry device `P`.
 //! - [`message`]: the framing of every message in both directions (Tables 9 and 10), and
 //!   an incremental decoder of server messages for clients.

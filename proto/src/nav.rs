@@ -12,9 +12,11 @@
 //! ([`Tile`]); [`answered_code`] tells which config an answer is for.
 //!
 //! Every decoder checks sizes and counts against the slice and the bounds here before it
-//! allocates.
+//! allocates. [`si`] has the layouts in metres and radians, as the front ends speak them.
 
 use crate::data::DataError;
+
+pub mod si;
 
 /// Config codes of the navigation devices (the first byte of a config's payload, and of
 /// the body of `H`'s and `G`'s answers, in 1.6.5's subtype place).

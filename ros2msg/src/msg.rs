@@ -142,11 +142,11 @@ impl Quaternion {
         })
     }
 
-    /// The rotation's yaw about Z, rad (the same rule as the front-end kit's
-    /// `player_core::frontend::nav::yaw`, which this pure crate cannot name).
+    /// The rotation's yaw about Z, rad (`player_proto::nav::si::yaw`, the rule of every
+    /// front end).
     pub fn yaw(&self) -> f64 {
         let Quaternion { x, y, z, w } = *self;
-        (2.0 * (w * z + x * y)).atan2(1.0 - 2.0 * (y * y + z * z))
+        player_proto::nav::si::yaw([x, y, z, w])
     }
 }
 

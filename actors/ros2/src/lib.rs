@@ -299,25 +299,3 @@ impl FrontEnd for Ros2FrontEnd {
         self
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::msg::Quaternion;
-
-    #[test]
-    fn the_wire_crates_yaw_is_the_front_end_kits() {
-        for q in [
-            Quaternion::from_yaw(0.7),
-            Quaternion::from_yaw(-3.0),
-            Quaternion {
-                x: 0.1,
-                y: -0.2,
-                z: 0.3,
-                w: 0.9,
-            },
-        ] {
-            let kit = player_core::frontend::nav::yaw([q.x, q.y, q.z, q.w]);
-            assert_eq!(q.yaw().to_bits(), kit.to_bits(), "{q:?}");
-        }
-    }
-}

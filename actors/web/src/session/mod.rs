@@ -23,8 +23,9 @@
 //! `subscriptions.rs` (the subscription table, `subscribe`, `unsubscribe`),
 //! `client_channels.rs` (the channels the client advertised, and its messages on them),
 //! `robots.rs` (per robot: its `Holdings`, grants, command pacing, notices), `rights.rs`
-//! (what the client may do, re-checked after a reload). By job: `commands.rs` (a client's
-//! message or service call made into an action: pure, unit-tested per topic), `feeds.rs`
+//! (what the client may do, re-checked after a reload). By job: `commands` (a client's
+//! message or service call made into an action: pure, in the wire crate,
+//! [`player_foxglove::commands`], unit-tested per topic and fuzzed), `feeds.rs`
 //! (readings, `/walls`, `/tf_map`, `/devices`, `/robots`), `nav.rs` (`/particles`, `/plan`:
 //! the localizer and planner asked for them, answers tagged per robot), `map.rs` (`/map`:
 //! the map device's grid, downloaded tile by tile), `services.rs`
@@ -34,7 +35,6 @@
 //! and runs the tick.
 
 mod client_channels;
-mod commands;
 mod connection;
 mod feeds;
 mod map;
@@ -50,6 +50,10 @@ mod subscriptions;
 pub use commands::PUBLISH_TOPICS;
 pub use rights::Admission;
 pub use socket::Socket;
+
+// A client's messages and service calls made into actions: the pure wire crate's, under
+// the name the session's parts use (`super::commands`).
+use player_foxglove::commands;
 
 use crate::foxglove::{self, ClientBinary, ClientOp, Level};
 use crate::playback::{self, Replay};

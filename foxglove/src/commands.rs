@@ -10,14 +10,19 @@
 //! panel's tools, and our own small objects on
 //! the other topics and services. A number that is missing, not a number or not finite
 //! counts as 0 (an empty twist stops the robot); numbers are rounded and clamped to the
-//! range of the Player field, never wrapped.
+//! range of the Player field, never wrapped. A goal's or pose estimate's heading is the
+//! yaw of the rotation its quaternion stands for, of any length (as ROS reads one).
 //!
-//! Who may do what is not decided here but where the action is taken, except for service
-//! calls, whose refusal comes before their arguments are looked at ([`service`]).
+//! Who may do what is not decided here but where the action is taken (the web viewer's
+//! session, `player-web`), except for service calls, whose refusal comes before their
+//! arguments are looked at ([`service`]). The goal and the pose estimate are made into
+//! the planner's and the localizer's layouts by `player_proto::nav::si`, as every front
+//! end makes them. The fuzz target `foxglove_commands` (`fuzz/`, docs/fuzzing.md) feeds
+//! every target and service any JSON.
 
 use bytes::Bytes;
-use player_core::frontend::nav as fnav;
 use player_proto::data::{GripperCommand, PositionCommand, Ptz};
+use player_proto::nav::si as fnav;
 use player_proto::{config as codes, device};
 use serde_json::Value;
 
@@ -255,6 +260,7 @@ impl Target {
             },
             Target::Tool(topic) => Action::Tool(tool_use(topic, &v)),
             Target::Goal => {
+                // Never refused: `planar`'s values are finite (so is every covariance below).
                 let goal = fnav::goal(planar(&v["pose"])).unwrap_or_default();
                 command(device::PLANNER, goal)
             }
@@ -278,20 +284,15 @@ impl Target {
     }
 }
 
-/// A `geometry_msgs/Pose`'s x, y (m) and yaw (rad).
+/// A `geometry_msgs/Pose`'s x, y (m) and yaw (rad), all finite: the yaw of the rotation
+/// its quaternion stands for, whatever the quaternion's length (a missing orientation,
+/// all zero, is no turn).
 fn planar(pose: &Value) -> [f64; 3] {
-    let q = |k: &str| num(pose, &["orientation", k]);
-    let (qx, qy, qz, qw) = (q("x"), q("y"), q("z"), q("w"));
-    // A missing orientation (all zero) is no turn.
-    let yaw = if qx == 0.0 && qy == 0.0 && qz == 0.0 && qw == 0.0 {
-        0.0
-    } else {
-        fnav::yaw([qx, qy, qz, qw])
-    };
+    let q = ["x", "y", "z", "w"].map(|k| num(pose, &["orientation", k]));
     [
         num(pose, &["position", "x"]),
         num(pose, &["position", "y"]),
-        yaw,
+        fnav::yaw(q),
     ]
 }
 

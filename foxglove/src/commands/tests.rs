@@ -305,3 +305,48 @@ fn a_goal_becomes_the_planners_command_and_a_pose_estimate_its_config() {
     assert_eq!(p.mean, [500, 250, 0]);
     assert_eq!(p.cov[0][0], 250_000);
 }
+
+/// The goal a `/goal_pose` message with `orientation` commands, decoded.
+fn goal_of(orientation: Value) -> player_proto::nav::Goal {
+    let goal = json!({"header": header("map"), "pose": {
+        "position": {"x": 1.0, "y": 2.0, "z": 0.0}, "orientation": orientation}});
+    let Ok(Action::Command { device: d, payload }) = on(Target::Goal, goal) else {
+        panic!("a command");
+    };
+    assert_eq!(d, device::PLANNER);
+    assert_eq!(
+        payload.len(),
+        player_proto::nav::Goal::SIZE,
+        "the planner's command size"
+    );
+    player_proto::nav::Goal::decode(&payload).unwrap()
+}
+
+#[test]
+fn a_goal_of_a_quaternion_not_of_unit_length_turns_as_the_rotation_it_stands_for() {
+    // Hand-written in Foxglove's Publish panel: a quarter turn, not normalized.
+    assert_eq!(goal_of(json!({"z": 1, "w": 1})).a, 90);
+    assert_eq!(goal_of(json!({"z": -0.5, "w": 0.5})).a, -90);
+    assert_eq!(goal_of(json!({"z": 1e-200, "w": 1e-200})).a, 90);
+    assert_eq!(goal_of(json!({})).a, 0, "no orientation, no turn");
+}
+
+#[test]
+fn a_goal_or_pose_estimate_of_a_quaternion_too_large_to_square_keeps_its_layouts_size() {
+    // w z and x y overflow to +inf and -inf: their sum was NaN, and the payload empty.
+    let q = json!({"x": -1e200, "y": 2e200, "z": 3e200, "w": 1e200});
+    // Normalized: yaw atan2(2 (3 - 2), 1 + 1 - 4 - 9) = 169.7 degrees.
+    let g = goal_of(q.clone());
+    assert_eq!((g.x, g.y, g.a), (1000, 2000, 170));
+    let pose = json!({"header": header("map"), "pose": {"pose": {
+        "position": {"x": 0.5, "y": 0.25, "z": 0.0}, "orientation": q},
+        "covariance": vec![0.0; 36]}});
+    let Ok(Action::Config { device: d, payload }) = on(Target::PoseEstimate, pose) else {
+        panic!("a config");
+    };
+    assert_eq!(d, device::LOCALIZE);
+    assert_eq!(payload.len(), player_proto::nav::SetPose::SIZE);
+    let s = player_proto::nav::SetPose::decode(&payload).unwrap();
+    let want = 2f64.atan2(-11.0).to_degrees() * 3600.0;
+    assert!((f64::from(s.mean[2]) - want).abs() <= 0.5, "{s:?}");
+}
