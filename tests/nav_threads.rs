@@ -151,7 +151,7 @@ pose_origin = [20000, 16000, 0]
         "the planner planned no route in {planned} goals: nothing was tested"
     );
     // 20 a second for 4 s is 80. On the drivers' shared thread this map's plans gave 51-57
-    // readings with gaps of 440-770 ms (a debug build); on its own, 81 and at most 90 ms.
+    // readings with gaps of 444-540 ms (a debug build); on its own, 81 and at most 90 ms.
     assert!(
         readings >= 68 && longest <= Duration::from_millis(250),
         "the base's p while the planner planned: {readings} readings in {window:?} (20 Hz), \
