@@ -6,13 +6,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 target="${CARGO_TARGET_DIR:-$root/target}"
-venv="$target/create-venv"
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import pycreate2" 2>/dev/null; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check pycreate2==0.8.0 \
-        pyserial==3.5 simplejson==4.3.0 colorama==0.4.6
-fi
-cargo build --quiet --manifest-path "$root/Cargo.toml" --bin player-emulate
+source "$root/tests/common/third_party.sh"
+third_party_venv create pycreate2 pycreate2==0.8.0 pyserial==3.5 simplejson==4.3.0 colorama==0.4.6
 dir="$(mktemp -d)"
 link="$dir/ttyCreate"
 "$target/debug/player-emulate" create --link "$link" >"$dir/emulate.log" 2>&1 &

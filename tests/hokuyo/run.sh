@@ -5,12 +5,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 target="${CARGO_TARGET_DIR:-$root/target}"
-venv="$target/hokuyo-venv"
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import hokuyolx" 2>/dev/null; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check hokuyolx==0.9.0 numpy==2.4.6
-fi
-cargo build --quiet --manifest-path "$root/Cargo.toml" --bin player-emulate
+source "$root/tests/common/third_party.sh"
+third_party_venv hokuyo hokuyolx hokuyolx==0.9.0 numpy==2.4.6
 dir="$(mktemp -d)"
 # Port 0: the kernel picks a free one; the emulator prints it ("urg    on 127.0.0.1:N ...").
 : >"$dir/emulate.log"

@@ -5,12 +5,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 target="${CARGO_TARGET_DIR:-$root/target}"
-venv="$target/rplidar-venv"
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import rplidar" 2>/dev/null; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet rplidar-roboticia==0.9.5 pyserial==3.5
-fi
-cargo build --quiet --manifest-path "$root/Cargo.toml" --bin player-emulate
+source "$root/tests/common/third_party.sh"
+third_party_venv rplidar rplidar rplidar-roboticia==0.9.5 pyserial==3.5
 dir="$(mktemp -d)"
 link="$dir/ttyRPLIDAR"
 "$target/debug/player-emulate" rplidar --link "$link" >"$dir/emulate.log" 2>&1 &
