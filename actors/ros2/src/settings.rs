@@ -124,6 +124,25 @@ pub fn valid_name(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
+/// Why `id` cannot be a frame id, if it cannot: tf2 refuses ids that start with `/`, and
+/// the CDR string of an id with a NUL or another control character is cut or garbled by
+/// ROS 2's readers. At most 128 bytes (a prefix and a 64-byte name).
+fn frame_fault(id: &str) -> Option<&'static str> {
+    if id.is_empty() {
+        Some("empty")
+    } else if id.len() > 128 {
+        Some("longer than 128 bytes")
+    } else if id.starts_with('/') {
+        Some("tf2 refuses a frame id that starts with '/'")
+    } else if id.contains(char::is_control) {
+        Some("a control character such as NUL")
+    } else if id.contains(char::is_whitespace) {
+        Some("white space")
+    } else {
+        None
+    }
+}
+
 impl AccessRules {
     /// The rules of an `[access]` section.
     pub fn of(a: &AccessSettings) -> Self {
@@ -243,8 +262,11 @@ impl Ros2Settings {
             ("laser_frame", &self.laser_frame),
             ("sonar_frame", &self.sonar_frame),
         ] {
-            if v.is_empty() || v.len() > 64 || v.contains(char::is_whitespace) {
-                return err(format!("ros2.{key}: '{v}' is not a frame id"));
+            if let Some(why) = frame_fault(v) {
+                return err(format!(
+                    "ros2.{key}: '{}' is not a frame id ({why})",
+                    v.escape_debug()
+                ));
             }
         }
         if !(self.max_speed.is_finite()
@@ -271,6 +293,15 @@ impl Ros2Settings {
             let ok = ns == "/" || ns[1..].split('/').all(valid_name);
             if !ok {
                 return err(format!("ros2: robot '{r}' gives the namespace '{ns}', not a ROS 2 namespace (use letters, digits, _)"));
+            }
+            let frames = self.frames_of(r, several);
+            for f in [&frames.odom, &frames.base, &frames.laser, &frames.sonar] {
+                if let Some(why) = frame_fault(f) {
+                    return err(format!(
+                        "ros2.frame_prefix: robot '{r}' gives the frame id '{}' ({why})",
+                        f.escape_debug()
+                    ));
+                }
             }
             if !namespaces.insert(ns.clone()) {
                 return err(format!("ros2: two robots in the namespace '{ns}'; their topics would collide (set ros2.namespace = \"/{{robot}}\")"));
@@ -404,6 +435,43 @@ mod tests {
         )
         .contains("ros2.node"));
         assert!(e(on(), &["a-b", "c"], &a).contains("namespace"));
+        for (bad, why) in [
+            ("base\0link", "control character"),
+            ("/odom", "'/'"),
+            ("base link", "white space"),
+            ("", "empty"),
+        ] {
+            let m = e(
+                Ros2Settings {
+                    base_frame: bad.into(),
+                    ..on()
+                },
+                &["x"],
+                &a,
+            );
+            assert!(m.contains("ros2.base_frame") && m.contains(why), "{m}");
+        }
+        let m = e(
+            Ros2Settings {
+                frame_prefix: Some("/{robot}/".into()),
+                ..on()
+            },
+            &["x", "y"],
+            &a,
+        );
+        assert!(
+            m.contains("ros2.frame_prefix") && m.contains("'/x/odom'"),
+            "{m}"
+        );
+        let m = e(
+            Ros2Settings {
+                frame_prefix: Some("{robot}\u{1}".into()),
+                ..on()
+            },
+            &["x"],
+            &a,
+        );
+        assert!(m.contains("'x\\u{1}odom'"), "the id is escaped: {m}");
         assert!(
             on().check(&names(&["a-b"]), &a).is_ok(),
             "one robot: at the root"
