@@ -11,7 +11,8 @@
 //! of its instant (interpolated between the readings before and after it, by the readings'
 //! own timestamps, in twentieths of their interval; a scan waits for the odometry after
 //! it), so the same readings and seed
-//! give the same `H`, byte for byte, at any speed. `H` is published after every scan (the
+//! give the same `H`, byte for byte, at any speed the filter keeps up with (a slower filter
+//! skips scans past the few its [`intake`] lets wait). `H` is published after every scan (the
 //! filter itself updates only when the robot has moved `update_min`); its pending time is
 //! the scan's on the base's clock (ms since the server started, as `p`'s time field).
 //!
@@ -27,6 +28,7 @@
 //! reset on the base shows as a jump in its readings: the driver takes a jump of more than
 //! 0.5 m plus 3 m/s over the readings' interval as a new origin, not as motion.
 
+mod intake;
 mod params;
 #[cfg(test)]
 mod tests;
@@ -38,9 +40,10 @@ use bytes::Bytes;
 use player_kit::answer::MAX_ANSWER_BYTES;
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
 use player_kit::driver::{
-    Command, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceError, DeviceSpec,
-    DriverError, DriverHandle, GridMap, Publisher, Setup, Shutdown, Stop, Timestamp,
+    Command, Config, DataRecipient, DeviceData, DeviceError, DeviceSpec, DriverError, DriverHandle,
+    GridMap, Publisher, Setup, Shutdown, Stop, Timestamp,
 };
+use player_kit::link::LogThrottle;
 use player_kit::plain::{Driver, Reply};
 use player_kit::source::{DeviceSource, DeviceWriter, Hold};
 use player_kit::thread::{start_on_own_thread, OnOwnThread, OwnThread};
@@ -54,6 +57,8 @@ use player_proto::nav::{code, SetPose, MAX_PARTICLES_PER_ANSWER};
 use slog::{info, warn, Logger};
 use std::sync::Arc;
 
+pub use intake::MOST_SCANS_WAITING;
+use intake::{Intake, Readings};
 pub use params::{AmclParams, InitialPose, Settings, MAX_PARTICLES};
 
 /// The localize device.
@@ -121,6 +126,9 @@ pub struct AmclDriver {
     /// The thread the driver runs on (a particle filter's update, and more so the search
     /// of global localization, would hold up the registry's thread).
     own_thread: OwnThread,
+    /// Where its readings come in (made at the first setup), and the skipped scans' log.
+    intake: Option<Arc<Intake>>,
+    skips: LogThrottle,
 }
 
 impl AmclDriver {
@@ -154,7 +162,16 @@ impl AmclDriver {
             scan_time: None,
             writer: None,
             compass: 0,
+            intake: None,
+            skips: LogThrottle::default(),
         })
+    }
+
+    /// The intake its subscriptions deliver to.
+    fn intake(&mut self, ctx: &Context<Self>) -> Arc<Intake> {
+        self.intake
+            .get_or_insert_with(|| Intake::new(ctx.address().recipient()))
+            .clone()
     }
 
     /// Starts a filter on `model` as the configuration says.
@@ -502,13 +519,16 @@ impl Driver for AmclDriver {
         let inputs = hold_inputs(
             self.source.clone(),
             self.settings.clone(),
-            DataRecipient::of(&ctx.address()),
+            DataRecipient::sink(self.intake(ctx)),
             self.map_id.filter(|_| self.filter.is_some()),
             device == P,
         );
         Reply::later(inputs.into_actor(self).map(move |r, act, _| {
             let (id, model, laser, writer) = r?;
             act.laser = Some(laser);
+            if let Some(intake) = &act.intake {
+                intake.set_laser(laser);
+            }
             if let Some(m) = model {
                 act.start_filter(m, id);
             }
@@ -622,20 +642,22 @@ impl Driver for AmclDriver {
 
 player_kit::driver_handlers!(AmclDriver);
 
-impl Handler<DeviceData> for AmclDriver {
+impl Handler<Readings> for AmclDriver {
     type Result = ();
 
-    fn handle(&mut self, msg: DeviceData, ctx: &mut Self::Context) {
-        self.on_reading(&msg, ctx);
-    }
-}
-
-impl Handler<DeviceDataBatch> for AmclDriver {
-    type Result = ();
-
-    fn handle(&mut self, msg: DeviceDataBatch, ctx: &mut Self::Context) {
-        for d in msg.0.iter() {
+    fn handle(&mut self, msg: Readings, ctx: &mut Self::Context) {
+        for d in msg.data.iter() {
             self.on_reading(d, ctx);
+        }
+        if let Some(intake) = &self.intake {
+            if msg.counted {
+                intake.handled();
+            }
+            let skipped = intake.take_skipped();
+            if skipped > 0 && self.skips.hit() {
+                warn!(self.log, "the filter is behind the laser: scans skipped (fewer particles or the likelihood_field model would keep up)";
+                    "skipped" => skipped, "most_waiting" => MOST_SCANS_WAITING);
+            }
         }
     }
 }
