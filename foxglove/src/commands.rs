@@ -116,7 +116,7 @@ pub struct ToolUse {
     pub x: f64,
     /// Where, in metres in `frame`.
     pub y: f64,
-    /// The frame the client named (at most [`MAX_FRAME_ID`] characters).
+    /// The frame the client named (at most `MAX_FRAME_ID` characters).
     pub frame: String,
 }
 

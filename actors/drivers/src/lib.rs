@@ -2,7 +2,7 @@
 //! the catalog under its name; the core never names a device model.
 //!
 //! - [`sim`]: the simulated Pioneer 2-DX (every device).
-//! - [`bench`]: canned readings of every device at a fixed rate, for load tests.
+//! - [`bench`](mod@bench): canned readings of every device at a fixed rate, for load tests.
 //! - [`p2os`]: a real Pioneer 2 base over a serial line (`p s m g`).
 //! - [`create`]: an iRobot Create 2 base over its Open Interface (`p m`).
 //! - [`sick`]: a real SICK LMS-200 laser over a serial line (`l`).

@@ -483,7 +483,7 @@ pub struct Shutdown {
 }
 
 /// Session → registry → driver: a client's command. Every front end sends it to the
-/// recipient of its [`crate::registry::Grant`], which is the registry's guard (it checks
+/// recipient of its `Grant` (player-core's registry), which is the registry's guard (it checks
 /// the sender still holds write access, drops it while the emergency stop is latched and
 /// feeds the command watchdog) and forwards it to the driver. The newest command overwrites
 /// the previous one.

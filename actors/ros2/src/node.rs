@@ -551,7 +551,7 @@ fn of_one_reading(topic: Topic) -> bool {
 /// A node's publishers with what converting a reading takes, publishing on the thread
 /// that has the reading (the registry's: [`Direct`], no hand-off to the node's actor)
 /// every matched topic made from the reading's device. Only devices whose every topic is
-/// [`of_one_reading`] come here ([`RobotNode`]'s `direct`).
+/// `of_one_reading` come here ([`RobotNode`]'s `direct`).
 pub struct Readings {
     pubs: Arc<Vec<Pub>>,
     matched: Arc<[AtomicBool]>,
@@ -628,7 +628,7 @@ impl BridgeRobot for RobotNode {
         self.parts.stats.published += self.direct.published();
     }
 
-    /// A device whose every topic is a conversion of one reading ([`of_one_reading`]),
+    /// A device whose every topic is a conversion of one reading (`of_one_reading`),
     /// and whose readings the navigation part does not follow, is published on the
     /// registry's thread ([`Readings`]); the rest come to the node.
     fn direct(&self, code: u8) -> Option<DataRecipient> {

@@ -16,7 +16,7 @@
 //! - [`foxglove_ws`]: a Foxglove WebSocket client for the web endpoint's tests, over plain
 //!   TCP or TLS.
 //! - [`zenoh_client`]: a Zenoh session to the server's bridge.
-//! - [`bench`]: what the load benches share (server processes, CPU time, the round reader).
+//! - [`bench`](mod@bench): what the load benches share (server processes, CPU time, the round reader).
 //! - [`random`]: random clients of the protocol (seeded), for fuzzing a running server.
 //!
 //! Timeouts are generous (the suite must not be flaky on a loaded two-core machine); rates

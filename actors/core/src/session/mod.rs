@@ -20,7 +20,7 @@
 //! nobody else waits for it.
 //!
 //! By part, each file owning its part's state: `list.rs` (the client's devices, their
-//! newest readings, the inbox), `schedule.rs` (when rounds fall due: a pure [`Schedule`]
+//! newest readings, the inbox), `schedule.rs` (when rounds fall due: a pure `Schedule`
 //! tested on made-up instants, and the session's side that applies its answers),
 //! `writer.rs` (rounds, writes, flush, stall), `rights.rs` (what the client may do),
 //! `pace.rs` (what may be left unsent or in flight), `park.rs` (a steady session's rounds
@@ -29,8 +29,6 @@
 //! (the client's `y` configs: modes, frequency, timestamps), `extensions.rs` (error
 //! channel, e-stop, key, device list). This file holds the actor and its connection,
 //! routes its messages and sets its timers.
-//!
-//! [`Schedule`]: schedule::Schedule
 
 mod access;
 mod config;

@@ -12,7 +12,7 @@
 //! own timestamps, in twentieths of their interval; a scan waits for the odometry after
 //! it), so the same readings and seed
 //! give the same `H`, byte for byte, at any speed the filter keeps up with (a slower filter
-//! skips scans past the few its [`intake`] lets wait). `H` is published after every scan (the
+//! skips scans past the few its intake lets wait). `H` is published after every scan (the
 //! filter itself updates only when the robot has moved `update_min`); its pending time is
 //! the scan's on the base's clock (ms since the server started, as `p`'s time field).
 //!

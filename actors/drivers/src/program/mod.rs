@@ -33,7 +33,7 @@
 //!
 //! The frames are the kit's [`player_kit::program::frame`], shared with driver programs
 //! written in Rust. A program serving `M`, `H` or `G` answers configs with its `x` replies
-//! ([`answers`]).
+//! (`answers`).
 
 use actix::prelude::*;
 use answers::PendingAnswers;

@@ -23,7 +23,7 @@
 //! planner runs on a replayed map).
 //!
 //! Front ends control playback through the registry with the kit's
-//! [`Playback`](player_kit::playback::Playback): play, pause, speed (clamped to the kit's
+//! [`player_kit::playback::Playback`]: play, pause, speed (clamped to the kit's
 //! range) and seek. The recording is in memory, sorted by time, with each device's
 //! readings indexed: a seek is a binary search, and publishes each device's latest reading
 //! at or before the new time at once (so every client, TCP or web, sees the robot as it

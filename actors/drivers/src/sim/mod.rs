@@ -858,7 +858,7 @@ fn sim_driver_for(d: &DriverSettings, world: &str, robot: &str, keep_pose: bool)
     }
 }
 
-/// Expands `-stage WORLD` (the catalog's [`StageHandler`]): every robot of the world file,
+/// Expands `-stage WORLD` (the catalog's `StageHandler`): every robot of the world file,
 /// each on its own port with its own registry, as Stage ran one Player per simulated robot.
 ///
 /// - The first world robot is the configuration's first robot: it keeps its drivers (so

@@ -16,7 +16,7 @@
 //! from it, and every `replan_period` (not within twice the goal tolerance of the goal:
 //! a robot turning to the goal's heading keeps its route). A replan first marks what the
 //! laser sees in free space (farther from every obstacle of the map than two cells plus
-//! [`MARK_SLACK`] of the point's range: a wall seen through the localizer's small heading
+//! `MARK_SLACK` of the point's range: a wall seen through the localizer's small heading
 //! error is not an obstacle) on a copy of the map: a route round an obstacle the map does not have. No route on the map
 //! itself is [`PlannerState::NoPath`]; no route, or the goal covered, only because of what
 //! the laser sees is [`PlannerState::Blocked`], retried every `replan_period`.
