@@ -6,7 +6,8 @@
 //! the simulator's readings back (a release build on Nav2's 2000 x 2000 map: p99 gap
 //! 367-466 ms, a quarter of the readings lost); on its own thread the base's readings keep
 //! their rate. The same for `amcl` in global localization with 50,000 particles and the beam
-//! model, updating at every scan of a robot turning on the spot.
+//! model, updating at every scan of a robot turning on the spot. And a planner slower than
+//! its base's readings (`player_kit::intake`) still answers a cancel at once.
 
 use player::settings::Settings;
 use player_testkit::*;
@@ -44,28 +45,10 @@ fn write_map() -> PathBuf {
     d
 }
 
-/// Reads what comes for up to `wait`; returns the newest `G` reading's state and waypoint
-/// count if one came.
-fn newest_g(c: &mut Client, wait: Duration) -> Option<(u8, u16)> {
-    let deadline = Instant::now() + wait;
-    let mut newest = None;
-    while Instant::now() < deadline {
-        match c.read_message_within(Duration::from_millis(20)) {
-            Some((b'G', p)) if p.len() == 43 => {
-                newest = Some((p[42], u16::from_be_bytes([p[40], p[41]])));
-            }
-            Some((b'p', _)) => c.resend_held(),
-            _ => {}
-        }
-    }
-    newest
-}
-
-#[test]
-fn planning_over_a_large_map_does_not_hold_up_the_base() {
-    let dir = write_map();
+/// The simulated base in the map's lowest third, `mapfile` serving the large map in
+/// `dir`, and `wavefront` planning over it every `replan_period` seconds while driving.
+fn big_map_settings(dir: &std::path::Path, replan_period: f64) -> Settings {
     let world = concat!(env!("CARGO_MANIFEST_DIR"), "/config/worlds/room.toml");
-    // The robot in the map's lowest third; the goals beyond both walls.
     let text = format!(
         r#"
 [[robot]]
@@ -93,10 +76,34 @@ algorithm = "wavefront"
 controller = "pure_pursuit"
 pose = "P"
 pose_origin = [20000, 16000, 0]
+replan_period = {replan_period}
 "#,
         dir.join("big.yaml").display()
     );
-    let settings = Settings::from_toml(&text, "nav threads test").unwrap_or_else(|e| panic!("{e}"));
+    Settings::from_toml(&text, "nav threads test").unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Reads what comes for up to `wait`; returns the newest `G` reading's state and waypoint
+/// count if one came.
+fn newest_g(c: &mut Client, wait: Duration) -> Option<(u8, u16)> {
+    let deadline = Instant::now() + wait;
+    let mut newest = None;
+    while Instant::now() < deadline {
+        match c.read_message_within(Duration::from_millis(20)) {
+            Some((b'G', p)) if p.len() == 43 => {
+                newest = Some((p[42], u16::from_be_bytes([p[40], p[41]])));
+            }
+            Some((b'p', _)) => c.resend_held(),
+            _ => {}
+        }
+    }
+    newest
+}
+
+#[test]
+fn planning_over_a_large_map_does_not_hold_up_the_base() {
+    let dir = write_map();
+    let settings = big_map_settings(&dir, 2.0);
     let server = start_server_with(settings, player::builtin_catalog());
 
     let mut nav = Client::connect(server.addr());
@@ -268,5 +275,58 @@ model = "beam"
         readings >= 68 && longest <= Duration::from_millis(250),
         "the base's p while amcl localized: {readings} readings in {window:?} (20 Hz), \
          the longest gap {longest:?}"
+    );
+}
+
+#[test]
+fn a_planner_slower_than_the_base_answers_a_cancel_at_once() {
+    // Replanning every 50 ms over the large map: each step plans afresh and takes longer
+    // than the base's 50 ms period, so the driver is behind for as long as it drives.
+    // Before its intake bounded the readings waiting for it, they piled up (15 a second
+    // more than it took) and a cancel waited behind them all, while the planner kept
+    // commanding the base from where the robot had been: the planner went idle 10.4 s
+    // after the cancel (a debug build); with the bound, 0.45 s.
+    let dir = write_map();
+    let log = LogCapture::default();
+    let server = start_server_logged(
+        big_map_settings(&dir, 0.05),
+        player::builtin_catalog(),
+        log.logger(),
+    );
+    let mut nav = Client::connect(server.addr());
+    assert_eq!(nav.request(&[(b'G', b'a')]), vec![b'G', b'a']);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while newest_g(&mut nav, Duration::from_millis(200)).is_none() {
+        assert!(Instant::now() < deadline, "no G reading");
+    }
+    let goal: Vec<u8> = [80000i32, 90000, 0]
+        .iter()
+        .flat_map(|v| v.to_be_bytes())
+        .collect();
+    nav.command(b'G', &goal);
+    let driving = newest_g(&mut nav, Duration::from_secs(4));
+    assert!(
+        matches!(driving, Some((2..=3, n)) if n > 0),
+        "the planner is not driving to the goal: {driving:?}"
+    );
+    log.wait_for("the planner is behind the base's readings");
+
+    nav.config(b'G', b'c', &[]);
+    let sent = Instant::now();
+    let answered = loop {
+        match nav.read_message_within(Duration::from_millis(20)) {
+            Some((b'G', p)) if p.len() == 43 && p[42] == 0 => break sent.elapsed(),
+            Some((b'p', _)) => nav.resend_held(),
+            _ => {}
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(30),
+            "the planner did not go idle within 30 s of the cancel"
+        );
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        answered <= Duration::from_millis(1500),
+        "the planner went idle {answered:?} after the cancel"
     );
 }

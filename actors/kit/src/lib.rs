@@ -26,13 +26,15 @@
 //! - [`playback`]: play, pause, speed and seek for a driver that plays a recording back.
 //! - [`thread`]: a driver on a thread of its own, for drivers that compute for long (a
 //!   planner, a particle filter) and would otherwise hold up the registry and the others.
+//! - [`intake`]: such a driver's subscriptions, with a bound on the readings waiting for
+//!   it (a slow driver skips readings instead of falling behind without end).
 //! - [`timer`]: precise per-thread timers (one `timerfd` per thread, deadlines on a shared
 //!   grid): the sessions' schedules and the drivers' periodic readings.
 //! - [`program`]: driver programs written in Rust: the framed protocol a program speaks
 //!   with the server over its standard input and output, and a small blocking runtime.
 //!
 //! The actor parts (`driver`, `answer`, `source`, `world`, `labels`, `catalog`, `fresh`,
-//! `link`, `plain`, `playback`, `thread`, `timer`) are the default feature `actors`; a driver program
+//! `link`, `plain`, `playback`, `thread`, `intake`, `timer`) are the default feature `actors`; a driver program
 //! depends on the kit with `default-features = false` and gets `program` and `log` with no
 //! dependencies at all.
 //!
@@ -49,6 +51,8 @@ pub mod catalog;
 pub mod driver;
 #[cfg(feature = "actors")]
 pub mod fresh;
+#[cfg(feature = "actors")]
+pub mod intake;
 #[cfg(feature = "actors")]
 pub mod labels;
 #[cfg(feature = "actors")]

@@ -12,7 +12,7 @@
 //! own timestamps, in twentieths of their interval; a scan waits for the odometry after
 //! it), so the same readings and seed
 //! give the same `H`, byte for byte, at any speed the filter keeps up with (a slower filter
-//! skips scans past the few its intake lets wait). `H` is published after every scan (the
+//! skips scans past the few its intake lets wait: [`MOST_SCANS_WAITING`]). `H` is published after every scan (the
 //! filter itself updates only when the robot has moved `update_min`); its pending time is
 //! the scan's on the base's clock (ms since the server started, as `p`'s time field).
 //!
@@ -28,7 +28,6 @@
 //! reset on the base shows as a jump in its readings: the driver takes a jump of more than
 //! 0.5 m plus 3 m/s over the readings' interval as a new origin, not as motion.
 
-mod intake;
 mod params;
 #[cfg(test)]
 mod tests;
@@ -57,9 +56,14 @@ use player_proto::nav::{code, SetPose, MAX_PARTICLES_PER_ANSWER};
 use slog::{info, warn, Logger};
 use std::sync::Arc;
 
-pub use intake::MOST_SCANS_WAITING;
-use intake::{Intake, Readings};
 pub use params::{AmclParams, InitialPose, Settings, MAX_PARTICLES};
+use player_kit::intake::{Intake, Readings};
+
+/// The most scans waiting for the filter, the one being weighed included: 0.4 s of a
+/// 10 Hz laser, room for a slow update or two without a skip (so a replay the filter
+/// follows still gives the same `H`); a scan past that is skipped
+/// ([`player_kit::intake`]), as Nav2's `amcl` drops the scans its filter cannot take.
+pub const MOST_SCANS_WAITING: usize = 4;
 
 /// The localize device.
 const H: u8 = device::LOCALIZE;
@@ -170,7 +174,7 @@ impl AmclDriver {
     /// The intake its subscriptions deliver to.
     fn intake(&mut self, ctx: &Context<Self>) -> Arc<Intake> {
         self.intake
-            .get_or_insert_with(|| Intake::new(ctx.address().recipient()))
+            .get_or_insert_with(|| Intake::new(ctx.address().recipient(), MOST_SCANS_WAITING))
             .clone()
     }
 
@@ -527,7 +531,7 @@ impl Driver for AmclDriver {
             let (id, model, laser, writer) = r?;
             act.laser = Some(laser);
             if let Some(intake) = &act.intake {
-                intake.set_laser(laser);
+                intake.count(laser);
             }
             if let Some(m) = model {
                 act.start_filter(m, id);

@@ -34,9 +34,11 @@ use navigator::{Inputs, Navigator, Order};
 use params::{Checked, WavefrontParams};
 use player_kit::catalog::{Catalog, DriverContext, StartedDriver};
 use player_kit::driver::{
-    Command, Config, DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, DriverError,
-    DriverHandle, Publisher, SessionId, Setup, Shutdown, Stop, StopReason, Timestamp,
+    Command, Config, DataRecipient, DeviceData, DeviceSpec, DriverError, DriverHandle, Publisher,
+    SessionId, Setup, Shutdown, Stop, StopReason, Timestamp,
 };
+use player_kit::intake::{Intake, Readings};
+use player_kit::link::LogThrottle;
 use player_kit::plain::{Driver, Reply};
 use player_kit::source::{DeviceSource, DeviceWriter, Hold, HolderEvent};
 use player_kit::thread::{start_on_own_thread, OnOwnThread, OwnThread};
@@ -46,6 +48,14 @@ use player_proto::data::PositionCommand;
 use player_proto::device;
 use player_proto::nav::{code, Goal, MapInfo, Waypoints};
 use slog::{debug, info, warn, Logger};
+use std::sync::Arc;
+
+/// The most base readings waiting for the driver, the one being stepped on included: when
+/// a step takes longer than the base's period (a replan over a building's map with a short
+/// `replan_period`), the driver steps on the newest reading there is instead of falling
+/// behind without end and commanding the base from where the robot was seconds ago
+/// ([`player_kit::intake`]).
+pub const MOST_BASE_READINGS_WAITING: usize = 2;
 
 /// The `wavefront` driver's actor.
 pub struct WavefrontDriver {
@@ -72,6 +82,9 @@ pub struct WavefrontDriver {
     /// The thread the driver runs on (a plan over a large map, and the costmap with the
     /// laser's obstacles, would hold up the registry's thread).
     own_thread: OwnThread,
+    /// Where its readings come in (made at the first setup), and the skipped readings' log.
+    intake: Option<Arc<Intake>>,
+    skips: LogThrottle,
 }
 
 impl WavefrontDriver {
@@ -103,6 +116,8 @@ impl WavefrontDriver {
             goal_from: None,
             log: ctx.logger.clone(),
             own_thread: OwnThread::default(),
+            intake: None,
+            skips: LogThrottle::default(),
         })
     }
 
@@ -248,9 +263,13 @@ impl WavefrontDriver {
     ) -> impl std::future::Future<Output = Result<Option<DeviceWriter>, DriverError>> + 'static
     {
         let me = ctx.address();
-        let to = DataRecipient::of(&me);
-        self.recipient = Some(to.clone());
         let devs = self.p.devices;
+        let intake = self
+            .intake
+            .get_or_insert_with(|| Intake::new(me.clone().recipient(), MOST_BASE_READINGS_WAITING));
+        intake.count(devs.base);
+        let to = DataRecipient::sink(intake.clone());
+        self.recipient = Some(to.clone());
         let hold = Hold::read_write(to.clone())
             .yielding()
             .events(me.recipient());
@@ -430,30 +449,30 @@ impl Handler<HolderEvent> for WavefrontDriver {
     }
 }
 
-impl Handler<DeviceData> for WavefrontDriver {
+impl Handler<Readings> for WavefrontDriver {
     type Result = ();
 
-    fn handle(&mut self, msg: DeviceData, ctx: &mut Self::Context) {
-        if self.up && self.reading(&msg, ctx) {
-            self.step();
+    /// A reading or a batch (the base's `p` and `P` of one instant): every reading first,
+    /// then one step if the base's reading was among them.
+    fn handle(&mut self, msg: Readings, ctx: &mut Self::Context) {
+        if self.up {
+            let mut step = false;
+            for d in msg.data.iter() {
+                step |= self.reading(d, ctx);
+            }
+            if step {
+                self.step();
+            }
         }
-    }
-}
-
-impl Handler<DeviceDataBatch> for WavefrontDriver {
-    type Result = ();
-
-    /// A batch (the base's `p` and `P` of one instant): every reading first, then one step.
-    fn handle(&mut self, msg: DeviceDataBatch, ctx: &mut Self::Context) {
-        if !self.up {
-            return;
-        }
-        let mut step = false;
-        for d in msg.0.iter() {
-            step |= self.reading(d, ctx);
-        }
-        if step {
-            self.step();
+        if let Some(intake) = &self.intake {
+            if msg.counted {
+                intake.handled();
+            }
+            let skipped = intake.take_skipped();
+            if skipped > 0 && self.skips.hit() {
+                warn!(self.log, "the planner is behind the base's readings: readings skipped (a replan_period shorter than a plan takes?)";
+                    "skipped" => skipped, "most_waiting" => intake.most());
+            }
         }
     }
 }

@@ -1,26 +1,25 @@
-//! How readings reach the `amcl` driver: through an [`Intake`], which bounds the scans
-//! waiting for the filter.
+//! A bounded intake for a driver that computes for long on its readings: at most a few
+//! of the readings that start its work wait in its mailbox; one arriving past that is
+//! skipped and counted, for the driver to log.
 //!
-//! The driver weighs every scan it is given, in order, each paired with the odometry of
-//! its instant. When an update takes longer than the laser's period (many particles, the
-//! beam model, a small board), scans would pile up in the driver's mailbox without end:
-//! the memory the server holds would grow, the estimate would fall further behind the
-//! robot every second, and the driver would answer its shutdown only after the whole
-//! backlog. The intake lets at most [`MOST_SCANS_WAITING`] scans wait (the one being
-//! weighed included); a scan arriving past that is skipped, counted, and the driver logs
-//! the skips (rate-limited), as Nav2's `amcl` drops the scans its filter cannot take. The
-//! odometry and every other reading always pass: they are cheap, and a scan is paired
-//! with the odometry after it. While the filter keeps up, nothing is skipped, so a
-//! replayed run still gives the same `H` bytes at any speed the filter can follow.
+//! A driver that subscribes to other devices gets every reading as a message. When its
+//! work on one reading takes longer than the readings' period (a particle filter with
+//! many particles, a planner replanning over a building's map), the messages would pile
+//! up without end: the memory the server holds would grow, the driver would act on
+//! readings further in the past every second (a planner commanding the base from where
+//! the robot was seconds ago), and it would answer the server's shutdown only after the
+//! whole backlog. An [`Intake`] is the [`DataSink`] such a driver subscribes with
+//! ([`crate::driver::DataRecipient::sink`]): it counts the readings of one device, the one
+//! whose readings start the driver's work (`amcl`'s laser, `wavefront`'s base), lets at
+//! most `most` of them wait (the one being handled included) and skips the rest. Every
+//! other reading always passes, in order, so the driver's state (the odometry a scan is
+//! paired with, the newest scan a planner checks its path with) stays whole. While the
+//! driver keeps up nothing is skipped, so what it computes does not change.
 
+use crate::driver::{DataSink, DeviceData, DeviceDataBatch};
 use actix::prelude::*;
-use player_kit::driver::{DataSink, DeviceData, DeviceDataBatch};
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
-
-/// The most scans waiting for the filter, the one being weighed included: 0.4 s of a
-/// 10 Hz laser, room for a slow update or two without a skip.
-pub const MOST_SCANS_WAITING: usize = 4;
 
 /// Readings for the driver, as the intake passed them on.
 #[derive(Message)]
@@ -28,7 +27,7 @@ pub const MOST_SCANS_WAITING: usize = 4;
 pub struct Readings {
     /// One reading or a batch of one instant.
     pub data: Data,
-    /// Whether they carry a scan the intake counted (to be given back when handled).
+    /// Whether they carry a counted reading (to be given back with [`Intake::handled`]).
     pub counted: bool,
 }
 
@@ -55,53 +54,62 @@ impl Data {
 /// reading, it never blocks.
 pub struct Intake {
     to: Recipient<Readings>,
-    /// The laser's device code once the driver holds it (0: none yet).
-    laser: AtomicU8,
-    /// Scans sent to the driver and not yet handled.
+    /// The device whose readings are counted (0: none yet).
+    counted: AtomicU8,
+    /// The most counted readings waiting.
+    most: usize,
+    /// Counted readings sent to the driver and not yet handled.
     waiting: AtomicUsize,
-    /// Scans skipped since the driver last looked.
+    /// Counted readings skipped since the driver last looked.
     skipped: AtomicU64,
 }
 
 impl Intake {
-    /// An intake delivering to `to` (the driver).
-    pub fn new(to: Recipient<Readings>) -> Arc<Intake> {
+    /// An intake delivering to `to` (the driver), letting at most `most` (at least 1)
+    /// counted readings wait.
+    pub fn new(to: Recipient<Readings>, most: usize) -> Arc<Intake> {
         Arc::new(Intake {
             to,
-            laser: AtomicU8::new(0),
+            counted: AtomicU8::new(0),
+            most: most.max(1),
             waiting: AtomicUsize::new(0),
             skipped: AtomicU64::new(0),
         })
     }
 
-    /// The laser the driver reads: its readings are the scans counted.
-    pub fn set_laser(&self, code: u8) {
-        self.laser.store(code, Ordering::Relaxed);
+    /// The device whose readings are counted (the one that starts the driver's work).
+    pub fn count(&self, code: u8) {
+        self.counted.store(code, Ordering::Relaxed);
     }
 
-    /// A counted scan was handled.
+    /// The most counted readings that may wait.
+    pub fn most(&self) -> usize {
+        self.most
+    }
+
+    /// A counted reading was handled (a message whose `counted` is true).
     pub fn handled(&self) {
         let _ = self
             .waiting
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
     }
 
-    /// Scans skipped since the last call.
+    /// Counted readings skipped since the last call.
     pub fn take_skipped(&self) -> u64 {
         self.skipped.swap(0, Ordering::Relaxed)
     }
 
-    fn is_scan(&self, d: &DeviceData) -> bool {
-        let laser = self.laser.load(Ordering::Relaxed);
-        laser != 0 && d.device == laser
+    fn is_counted(&self, d: &DeviceData) -> bool {
+        let code = self.counted.load(Ordering::Relaxed);
+        code != 0 && d.device == code
     }
 
-    /// Takes a place for one more waiting scan, or counts a skip.
+    /// Takes a place for one more waiting reading, or counts a skip.
     fn admit(&self) -> bool {
         let ok = self
             .waiting
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < MOST_SCANS_WAITING).then_some(n + 1)
+                (n < self.most).then_some(n + 1)
             })
             .is_ok();
         if !ok {
@@ -113,7 +121,7 @@ impl Intake {
 
 impl DataSink for Intake {
     fn single(&self, d: DeviceData) {
-        let scan = self.is_scan(&d);
+        let scan = self.is_counted(&d);
         if scan && !self.admit() {
             return;
         }
@@ -124,10 +132,14 @@ impl DataSink for Intake {
     }
 
     fn batch(&self, b: DeviceDataBatch) {
-        let scan = b.0.iter().any(|d| self.is_scan(d));
+        let scan = b.0.iter().any(|d| self.is_counted(d));
         if scan && !self.admit() {
-            // The instant's other readings (the odometry) still go.
-            let rest: Vec<DeviceData> = b.0.iter().filter(|d| !self.is_scan(d)).cloned().collect();
+            // The instant's other readings still go.
+            let rest: Vec<DeviceData> =
+                b.0.iter()
+                    .filter(|d| !self.is_counted(d))
+                    .cloned()
+                    .collect();
             if !rest.is_empty() {
                 self.to.do_send(Readings {
                     data: Data::Batch(DeviceDataBatch(rest.into())),
@@ -146,8 +158,8 @@ impl DataSink for Intake {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::driver::Timestamp;
     use bytes::Bytes;
-    use player_kit::driver::Timestamp;
     use std::sync::Mutex;
 
     /// What a [`Keep`] was given: each message's devices, and whether it was counted.
@@ -177,12 +189,13 @@ mod tests {
         }
     }
 
-    #[actix::test]
-    async fn at_most_four_scans_wait_and_the_rest_of_an_instant_still_goes() {
+    #[actix_rt::test]
+    async fn at_most_four_counted_readings_wait_and_the_rest_of_an_instant_still_goes() {
+        const MOST: usize = 4;
         let got = Arc::new(Mutex::new(Vec::new()));
-        let intake = Intake::new(Keep(got.clone()).start().recipient());
+        let intake = Intake::new(Keep(got.clone()).start().recipient(), MOST);
         let settle = || tokio::time::sleep(std::time::Duration::from_millis(50));
-        // No laser known yet: nothing is counted, nothing skipped.
+        // No device counted yet: nothing is counted, nothing skipped.
         for _ in 0..6 {
             intake.single(reading(b'L'));
         }
@@ -191,7 +204,7 @@ mod tests {
         assert!(got.lock().unwrap().iter().all(|(_, counted)| !counted));
         got.lock().unwrap().clear();
 
-        intake.set_laser(b'L');
+        intake.count(b'L');
         for _ in 0..6 {
             intake.single(reading(b'L'));
             intake.single(reading(b'P'));
@@ -203,7 +216,7 @@ mod tests {
             |got: &Vec<(Vec<u8>, bool)>| got.iter().filter(|(d, _)| d.contains(&b'L')).count();
         {
             let got = got.lock().unwrap();
-            assert_eq!(scans(&got), MOST_SCANS_WAITING, "{got:?}");
+            assert_eq!(scans(&got), MOST, "{got:?}");
             assert_eq!(got.iter().filter(|(d, _)| d == b"P").count(), 7, "{got:?}");
             assert_eq!(got.last().unwrap(), &(vec![b'P'], false));
             assert!(got.iter().all(|(d, counted)| *counted == d.contains(&b'L')));
@@ -218,7 +231,7 @@ mod tests {
             intake.single(reading(b'L'));
         }
         settle().await;
-        assert_eq!(scans(&got.lock().unwrap()), MOST_SCANS_WAITING + 2);
+        assert_eq!(scans(&got.lock().unwrap()), MOST + 2);
         assert_eq!(intake.take_skipped(), 1);
     }
 }
