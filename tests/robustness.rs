@@ -379,3 +379,65 @@ fn twenty_clients_each_get_their_own_rate() {
         s.assert_rate(t0, t1, hz, &format!("client {i} of 20"));
     }
 }
+
+#[test]
+fn configs_sent_faster_than_a_driver_takes_them_are_refused_past_the_bound() {
+    // The localizer answers each `x H g` with its particles (20,000 here, 8000 of them
+    // answered): far slower than a client can send the five bytes of one. Before the
+    // bound, every config waited in the driver's mailbox: a client flooding `x H g`
+    // grew the server by 12 MB a second (its RSS 22 -> 120 MB in 8 s, and on after the
+    // client left) and starved the localizer's own readings.
+    let world = concat!(env!("CARGO_MANIFEST_DIR"), "/config/worlds/maze.toml");
+    let text = format!(
+        r#"
+[[robot]]
+[[robot.driver]]
+driver = "sim"
+devices = ["p as O", "P", "l", "L"]
+[robot.driver.params]
+world = "{world}"
+
+[[robot.driver]]
+driver = "mapfile"
+devices = ["M"]
+[robot.driver.params]
+map = "world"
+
+[[robot.driver]]
+driver = "amcl"
+devices = ["H"]
+[robot.driver.params]
+initial_pose = "global"
+particles = [20000, 20000]
+"#
+    );
+    let settings = player::settings::Settings::from_toml(&text, "config flood").unwrap();
+    let server = start_server_with(settings, player::builtin_catalog());
+    let mut c = Client::connect(server.addr());
+    c.config(b'y', b'e', &[1]);
+    assert_eq!(c.request(&[(b'H', b'r')]), vec![b'H', b'r']);
+    let flood: Vec<u8> = (0..5000)
+        .flat_map(|_| message::config(b'H', b'g', &[]))
+        .collect();
+    c.send(&flood);
+    let (dev, text) = c.wait_notice(b'x', Duration::from_secs(30));
+    assert_eq!(dev, b'H', "{text}");
+    assert!(
+        text.contains("256 of this client's configs wait at their drivers"),
+        "{text}"
+    );
+    // Another client is served meanwhile, and the localizer still publishes.
+    let mut other = Client::connect(server.addr());
+    assert_eq!(other.request(&[(b'H', b'r')]), vec![b'H', b'r']);
+    other.data_mode(2);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !matches!(
+        other.read_message_within(Duration::from_millis(200)),
+        Some((b'H', _))
+    ) {
+        assert!(
+            Instant::now() < deadline,
+            "no H reading within 10 s of the flood"
+        );
+    }
+}

@@ -16,11 +16,56 @@
 //! [`MAX_ANSWER_BODY`] bytes, all of one answer at most [`MAX_ANSWER_BYTES`]. A larger
 //! result is cut by the driver into pieces the client asks for one by one (a map's tiles)
 //! or that carry their place in the whole (the particles' index).
+//!
+//! So are the configs waiting at drivers: a sender (a client's session, a front end's
+//! robot) takes a [`ConfigPlace`] from its [`ConfigPlaces`] for each config it sends, and
+//! the place travels in the config's `AnswerTo` until the driver has answered or dropped
+//! it. A sender with [`MAX_CONFIGS_WAITING`] configs waiting has the next refused, so a
+//! client that sends configs faster than a driver takes them (a localizer busy with its
+//! filter) cannot grow the driver's mailbox without end.
 
 use actix::prelude::*;
 use bytes::Bytes;
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+
+/// The most configs one sender may have waiting at drivers (sent and neither answered nor
+/// dropped): far more than any client pipelines (a whole map's tiles at once), a few tens
+/// of kilobytes held per client.
+pub const MAX_CONFIGS_WAITING: usize = 256;
+
+/// One sender's count of its configs waiting at drivers.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigPlaces(Arc<AtomicUsize>);
+
+impl ConfigPlaces {
+    /// A place for one more config, or none while [`MAX_CONFIGS_WAITING`] wait.
+    pub fn take(&self) -> Option<ConfigPlace> {
+        self.0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < MAX_CONFIGS_WAITING).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| ConfigPlace(self.0.clone()))
+    }
+
+    /// How many configs wait.
+    pub fn waiting(&self) -> usize {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// One config's place among its sender's: given back when dropped (with the config's
+/// [`AnswerTo`], once the driver has answered or dropped it).
+#[derive(Debug)]
+pub struct ConfigPlace(Arc<AtomicUsize>);
+
+impl Drop for ConfigPlace {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
 pub use player_proto::ext::MAX_ANSWER_BODY;
 
@@ -60,6 +105,8 @@ pub enum AnswerError {
 pub struct AnswerTo {
     device: u8,
     to: Option<Recipient<ConfigAnswer>>,
+    /// The config's place among its sender's, given back when the last copy is dropped.
+    place: Option<Arc<ConfigPlace>>,
 }
 
 impl fmt::Debug for AnswerTo {
@@ -77,7 +124,14 @@ impl AnswerTo {
         AnswerTo {
             device,
             to: Some(to),
+            place: None,
         }
+    }
+
+    /// The same, holding the config's place among its sender's until dropped.
+    pub fn holding(mut self, place: Option<ConfigPlace>) -> Self {
+        self.place = place.map(Arc::new);
+        self
     }
 
     /// Answers go nowhere (the sender takes none).
@@ -178,5 +232,25 @@ mod tests {
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].device, b'M');
         assert_eq!(&got[0].bodies[..], &[&b"t123"[..], &b"t4"[..]]);
+    }
+
+    #[test]
+    fn a_sender_has_at_most_the_bound_of_configs_waiting_each_given_back_with_its_answer() {
+        let places = ConfigPlaces::default();
+        let mut held: Vec<AnswerTo> = (0..MAX_CONFIGS_WAITING)
+            .map(|_| AnswerTo::none().holding(places.take()))
+            .collect();
+        assert_eq!(places.waiting(), MAX_CONFIGS_WAITING);
+        assert!(places.take().is_none(), "one past the bound");
+        // A copy of the answer keeps the place; the last copy gives it back.
+        let copy = held[0].clone();
+        held.remove(0);
+        assert!(places.take().is_none());
+        assert_eq!(copy.send_one(&b"x"[..]), Ok(()));
+        let again = places.take().expect("a place given back");
+        assert_eq!(places.waiting(), MAX_CONFIGS_WAITING);
+        drop(again);
+        held.clear();
+        assert_eq!(places.waiting(), 0);
     }
 }

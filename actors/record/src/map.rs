@@ -83,6 +83,7 @@ impl Recorder {
                 payload: Bytes::from(t.encode()),
                 client: crate::RECORDER.into(),
                 answer: Some(tap.clone().recipient()),
+                place: None,
             });
         }
     }

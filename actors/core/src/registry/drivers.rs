@@ -52,7 +52,8 @@ impl Handler<RouteConfig> for Registry {
     fn handle(&mut self, msg: RouteConfig, _ctx: &mut Self::Context) -> Self::Result {
         let answer = msg
             .answer
-            .map_or_else(AnswerTo::none, |r| AnswerTo::new(msg.device, r));
+            .map_or_else(AnswerTo::none, |r| AnswerTo::new(msg.device, r))
+            .holding(msg.place);
         self.route_config(msg.device, msg.payload, msg.client, answer)
     }
 }

@@ -40,7 +40,7 @@ use crate::timer::RunEvery;
 use actix::prelude::*;
 use bytes::Bytes;
 use futures::channel::oneshot;
-use player_kit::answer::ConfigAnswer;
+use player_kit::answer::{ConfigAnswer, ConfigPlace};
 use player_kit::driver::{
     Command, DataRecipient, DeviceData, DeviceDataBatch, DeviceSpec, DeviceState, DeviceStatus,
     DriverHandle, Inbox, MapOutline, Setup, Shutdown, Stop, StopReason, Subscribers, Terminate,
@@ -202,6 +202,9 @@ pub struct RouteConfig {
     /// Where the device's answer goes, if it answers (a TCP session's address: it writes
     /// the answer as `y` packets; `None` for a front end that takes no answers).
     pub answer: Option<Recipient<ConfigAnswer>>,
+    /// The config's place among its sender's waiting configs (a client's; none for the
+    /// server's own paced asks), held until the driver answers or drops the config.
+    pub place: Option<ConfigPlace>,
 }
 
 pub use guard::MAX_COMMAND_HOLD;

@@ -8,6 +8,7 @@ use crate::notice::{kind, Notice};
 use crate::registry::RouteConfig;
 use actix::prelude::*;
 use bytes::Bytes;
+use player_kit::answer::MAX_CONFIGS_WAITING;
 use player_proto::config::{ServerConfig, ServerConfigError};
 use player_proto::device;
 use slog::{debug, warn};
@@ -32,11 +33,21 @@ impl Session {
                 self.config_ignored(dev, why.into(), ctx);
                 return;
             };
+            let places = self.conn.configs.get_or_insert_with(Default::default);
+            let Some(place) = places.take() else {
+                let why = format!(
+                    "config to {} refused: {MAX_CONFIGS_WAITING} of this client's configs wait at their drivers already",
+                    esc(dev)
+                );
+                self.config_ignored(dev, why, ctx);
+                return;
+            };
             let fut = registry.send(RouteConfig {
                 device: dev,
                 payload,
                 client: self.conn.client(),
                 answer: Some(ctx.address().recipient()),
+                place: Some(place),
             });
             ctx.spawn(fut.into_actor(self).map(move |r, act, ctx| {
                 act.unpark(ctx);

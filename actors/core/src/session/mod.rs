@@ -147,6 +147,8 @@ struct Conn {
     /// This session's part of its thread's load (rounds per second on a schedule), kept
     /// current for the placement of new sessions; `None` outside a server.
     load: Option<crate::placement::LoadShare>,
+    /// Its configs waiting at drivers (made at its first config: most clients send none).
+    configs: Option<player_kit::answer::ConfigPlaces>,
 }
 
 impl Conn {
@@ -229,6 +231,7 @@ impl Session {
                 notices: false,
                 notices_dropped: 0,
                 load: None,
+                configs: None,
             },
             list: list::DeviceList::new(),
             timers: Timers {

@@ -23,7 +23,7 @@ use bytes::Bytes;
 use player_core::frontend::bridge::{self, BridgeRobot};
 use player_core::frontend::nav::{self as fnav, Asking, GridMap, MapDownload, Pose2};
 use player_core::registry::RouteConfig;
-use player_kit::answer::ConfigAnswer;
+use player_kit::answer::{ConfigAnswer, ConfigPlace, ConfigPlaces};
 use player_kit::driver::DeviceData;
 use player_proto::data::Position;
 use player_proto::device;
@@ -55,6 +55,9 @@ pub struct NavPart {
     goal_write: bool,
     warned_no_write: bool,
     me: Option<Recipient<ConfigAnswer>>,
+    /// The `initialpose` configs waiting at the localizer (ROS peers may publish faster
+    /// than it takes them).
+    configs: ConfigPlaces,
 }
 
 impl Default for NavPart {
@@ -72,6 +75,7 @@ impl Default for NavPart {
             goal_write: false,
             warned_no_write: false,
             me: None,
+            configs: ConfigPlaces::default(),
         }
     }
 }
@@ -226,13 +230,15 @@ impl RobotNode {
         }
     }
 
-    /// Sends config `payload` to `code`, its answer to the node.
-    fn ask(&self, code: u8, payload: Vec<u8>, answer: bool) {
+    /// Sends config `payload` to `code`, its answer to the node; `place` its place among
+    /// the configs a ROS peer's message made (none for the node's own paced asks).
+    fn ask(&self, code: u8, payload: Vec<u8>, answer: bool, place: Option<ConfigPlace>) {
         self.parts.holdings.registry().do_send(RouteConfig {
             device: code,
             payload: Bytes::from(payload),
             client: "ros2".into(),
             answer: answer.then(|| self.nav.me.clone()).flatten(),
+            place,
         });
     }
 
@@ -242,7 +248,7 @@ impl RobotNode {
             return;
         }
         if let Some(t) = self.nav.map.ask(Instant::now()) {
-            self.ask(device::MAP, t.encode(), true);
+            self.ask(device::MAP, t.encode(), true, None);
         }
     }
 
@@ -332,10 +338,10 @@ impl RobotNode {
         self.ask_tile();
         let now = Instant::now();
         if self.listened(Topic::Particles) && self.nav.particles.due(now) {
-            self.ask(device::LOCALIZE, vec![code::PARTICLES], true);
+            self.ask(device::LOCALIZE, vec![code::PARTICLES], true, None);
         }
         if self.listened(Topic::Plan) && self.nav.planner.is_some() && self.nav.plan.due(now) {
-            self.ask(device::PLANNER, vec![code::WAYPOINTS], true);
+            self.ask(device::PLANNER, vec![code::WAYPOINTS], true, None);
         }
         let hold = self.nav.holds_goal();
         if hold != self.nav.goal_write {
@@ -374,8 +380,17 @@ impl RobotNode {
             return;
         }
         if let Some(payload) = pose.and_then(|(m, c)| fnav::set_pose(m, c)) {
-            info!(self.parts.log, "ros2: initialpose"; "pose" => ?pose.map(|p| p.0));
-            self.ask(device::LOCALIZE, payload, false);
+            match self.nav.configs.take() {
+                Some(place) => {
+                    info!(self.parts.log, "ros2: initialpose"; "pose" => ?pose.map(|p| p.0));
+                    self.ask(device::LOCALIZE, payload, false, Some(place));
+                }
+                None => {
+                    self.parts.stats.ignored += 1;
+                    warn!(self.parts.log, "ros2: initialpose ignored: the localizer has not taken the earlier ones";
+                        "waiting" => self.nav.configs.waiting());
+                }
+            }
         }
         if let Some(payload) = goal.and_then(fnav::goal) {
             info!(self.parts.log, "ros2: goal_pose"; "goal" => ?goal);

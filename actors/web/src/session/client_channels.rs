@@ -150,11 +150,15 @@ impl WebSession {
         match action {
             Action::Command { device, payload } => self.command(k, device, payload, ctx),
             Action::MotorPower(on) => {
+                let Some(place) = self.configs.take() else {
+                    return self.status(Level::Warning, &super::services::waiting_configs(), ctx);
+                };
                 registry.do_send(RouteConfig {
                     device: device::POSITION,
                     payload: Bytes::from(vec![codes::MOTOR_POWER, u8::from(on)]),
                     client: self.client.clone(),
                     answer: None,
+                    place: Some(place),
                 });
                 info!(self.log, "motor power asked"; "on" => on);
             }
@@ -163,12 +167,16 @@ impl WebSession {
                     let m = "only a client that may command the robot can set its pose estimate";
                     return self.status(Level::Warning, m, ctx);
                 }
+                let Some(place) = self.configs.take() else {
+                    return self.status(Level::Warning, &super::services::waiting_configs(), ctx);
+                };
                 info!(self.log, "pose estimate"; "device" => %char::from(device));
                 let fut = registry.send(RouteConfig {
                     device,
                     payload,
                     client: self.client.clone(),
                     answer: None,
+                    place: Some(place),
                 });
                 ctx.spawn(fut.into_actor(self).map(move |r, act, ctx| {
                     let m = match r {

@@ -103,6 +103,7 @@ impl WebSession {
                 payload: Bytes::from(t.encode()),
                 client: self.client.clone(),
                 answer: Some(tap),
+                place: None,
             });
         }
     }

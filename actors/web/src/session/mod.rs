@@ -112,6 +112,9 @@ pub struct WebSession {
     nav: nav::NavAsks,
     /// Each robot's map, where its `/map` is read (`map.rs`).
     maps: map::Maps,
+    /// The configs the client's requests sent that wait at drivers (service calls, pose
+    /// estimates, motor power): bounded as a TCP client's are.
+    configs: player_kit::answer::ConfigPlaces,
     log: Logger,
 }
 
@@ -143,6 +146,7 @@ impl WebSession {
             ops: ops::Ops::default(),
             nav: nav::NavAsks::default(),
             maps: map::Maps::default(),
+            configs: Default::default(),
             log,
         }
     }

@@ -105,6 +105,7 @@ impl WebSession {
                 payload: Bytes::from(vec![config]),
                 client: self.client.clone(),
                 answer: Some(tap),
+                place: None,
             });
         }
     }

@@ -70,12 +70,16 @@ impl WebSession {
                 }));
             }
             Ok(Call::Config { device, payload }) => {
+                let Some(place) = self.configs.take() else {
+                    return fail(self, ctx, &waiting_configs());
+                };
                 info!(self.log, "service config"; "service" => svc.name, "device" => %char::from(device));
                 let fut = registry.send(RouteConfig {
                     device,
                     payload,
                     client: self.client.clone(),
                     answer: None,
+                    place: Some(place),
                 });
                 ctx.spawn(fut.into_actor(self).map(move |r, act, ctx| match r {
                     Ok(Ok(())) => respond(act, ctx, serde_json::json!({"ok": true, "message": ""})),
@@ -135,4 +139,12 @@ impl WebSession {
             self.send_binary_control(s, ctx);
         }
     }
+}
+
+/// Why a client's config was refused while too many of its configs wait at drivers.
+pub(super) fn waiting_configs() -> String {
+    format!(
+        "refused: {} of this client's configs wait at their drivers already",
+        player_kit::answer::MAX_CONFIGS_WAITING
+    )
 }
