@@ -94,6 +94,15 @@ impl Intake {
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
     }
 
+    /// After the driver handled a message: its counted place given back (`counted`, the
+    /// message's), and the counted readings skipped since the last call, for its log.
+    pub fn finished(&self, counted: bool) -> u64 {
+        if counted {
+            self.handled();
+        }
+        self.take_skipped()
+    }
+
     /// Counted readings skipped since the last call.
     pub fn take_skipped(&self) -> u64 {
         self.skipped.swap(0, Ordering::Relaxed)

@@ -654,10 +654,7 @@ impl Handler<Readings> for AmclDriver {
             self.on_reading(d, ctx);
         }
         if let Some(intake) = &self.intake {
-            if msg.counted {
-                intake.handled();
-            }
-            let skipped = intake.take_skipped();
+            let skipped = intake.finished(msg.counted);
             if skipped > 0 && self.skips.hit() {
                 warn!(self.log, "the filter is behind the laser: scans skipped (fewer particles or the likelihood_field model would keep up)";
                     "skipped" => skipped, "most_waiting" => MOST_SCANS_WAITING);

@@ -465,10 +465,7 @@ impl Handler<Readings> for WavefrontDriver {
             }
         }
         if let Some(intake) = &self.intake {
-            if msg.counted {
-                intake.handled();
-            }
-            let skipped = intake.take_skipped();
+            let skipped = intake.finished(msg.counted);
             if skipped > 0 && self.skips.hit() {
                 warn!(self.log, "the planner is behind the base's readings: readings skipped (a replan_period shorter than a plan takes?)";
                     "skipped" => skipped, "most_waiting" => intake.most());
