@@ -27,7 +27,8 @@ use std::sync::Arc;
 pub struct Readings {
     /// One reading or a batch of one instant.
     pub data: Data,
-    /// Whether they carry a counted reading (to be given back with [`Intake::handled`]).
+    /// Whether they carry a counted reading (its place given back with
+    /// [`Intake::finished`] once handled).
     pub counted: bool,
 }
 
