@@ -56,7 +56,7 @@ use player_proto::nav::{code, SetPose, MAX_PARTICLES_PER_ANSWER};
 use slog::{info, warn, Logger};
 use std::sync::Arc;
 
-pub use params::{AmclParams, InitialPose, Settings, MAX_PARTICLES};
+pub use params::{AmclParams, InitialPose, Settings, MAX_BEAMS, MAX_PARTICLES};
 use player_kit::intake::{Intake, Readings};
 
 /// The most scans waiting for the filter, the one being weighed included: 0.4 s of a
@@ -656,7 +656,7 @@ impl Handler<Readings> for AmclDriver {
         if let Some(intake) = &self.intake {
             let skipped = intake.finished(msg.counted);
             if skipped > 0 && self.skips.hit() {
-                warn!(self.log, "the filter is behind the laser: scans skipped (fewer particles or the likelihood_field model would keep up)";
+                warn!(self.log, "the filter is behind the laser: scans skipped (fewer particles or max_beams, or the likelihood_field model, would keep up)";
                     "skipped" => skipped, "most_waiting" => MOST_SCANS_WAITING);
             }
         }

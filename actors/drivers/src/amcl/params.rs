@@ -11,6 +11,10 @@ use serde::Deserialize;
 /// The most particles a filter may have (a bound before the filter allocates).
 pub const MAX_PARTICLES: usize = 100_000;
 
+/// The most beams of a scan the driver lets the sensor model weigh (a UTM-30LX's full
+/// scan).
+pub const MAX_BEAMS: u64 = 1081;
+
 /// The longest laser range the driver takes, mm (the `L` layout's u16).
 const MAX_LASER_MM: f64 = 65_535.0;
 
@@ -38,6 +42,10 @@ pub struct AmclParams {
     /// [200, 10]).
     #[serde(default)]
     pub update_min: Option<[f64; 2]>,
+    /// Beams of each scan the sensor model weighs, evenly spaced (default 60, Nav2's
+    /// `max_beams`; 1 to [`MAX_BEAMS`]): fewer make an update cheaper.
+    #[serde(default)]
+    pub max_beams: Option<u64>,
     /// Rotation noise from rotation (Nav2's alpha1; default 0.2).
     #[serde(default)]
     pub alpha1: Option<f64>,
@@ -167,6 +175,15 @@ impl AmclParams {
         }
         if let Some(r) = self.recovery {
             f.recovery = r;
+        }
+        if let Some(n) = self.max_beams {
+            if !(1..=MAX_BEAMS).contains(&n) {
+                return Err(bad(
+                    "max_beams",
+                    format!("{n} is not between 1 and {MAX_BEAMS}"),
+                ));
+            }
+            f.max_beams = n as usize;
         }
         if let Some([d, a]) = self.update_min {
             f.update_min_d = finite("update_min", d, 0.0, 100_000.0)? / 1000.0;

@@ -1,6 +1,6 @@
 //! Unit tests of the amcl driver's parameters and conversions.
 
-use super::params::{AmclParams, InitialPose};
+use super::params::{AmclParams, InitialPose, MAX_BEAMS};
 use super::wire;
 use player_nav::amcl::cluster::Hypothesis;
 use player_nav::amcl::Init;
@@ -27,6 +27,7 @@ fn defaults_are_the_documented_ones() {
         (b'P', None, b'M', b'O')
     );
     assert!((s.laser_max - 8.0).abs() < 1e-12);
+    assert_eq!(s.filter.max_beams, 60);
 }
 
 #[test]
@@ -88,6 +89,20 @@ fn bad_values_name_their_key() {
             },
             "'odometry'",
         ),
+        (
+            AmclParams {
+                max_beams: Some(0),
+                ..Default::default()
+            },
+            "'max_beams'",
+        ),
+        (
+            AmclParams {
+                max_beams: Some(MAX_BEAMS + 1),
+                ..Default::default()
+            },
+            "'max_beams'",
+        ),
     ];
     for (p, key) in cases {
         let e = p.check().unwrap_err();
@@ -102,9 +117,11 @@ fn an_initial_pose_is_a_gaussian_in_metres_and_radians() {
             1000.0, -500.0, 90.0, 100.0, 200.0, 10.0,
         ])),
         update_min: Some([100.0, 5.0]),
+        max_beams: Some(30),
         ..Default::default()
     };
     let s = p.check().unwrap();
+    assert_eq!(s.filter.max_beams, 30);
     let Init::Pose(m, c) = s.init else {
         panic!("{:?}", s.init)
     };
