@@ -124,20 +124,25 @@ pub fn valid_name(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
-/// Why `id` cannot be a frame id, if it cannot: tf2 refuses ids that start with `/`, and
-/// the CDR string of an id with a NUL or another control character is cut or garbled by
-/// ROS 2's readers. At most 128 bytes (a prefix and a 64-byte name).
-fn frame_fault(id: &str) -> Option<&'static str> {
+/// The longest frame name a key gives, and the longest frame id with its prefix.
+const MAX_FRAME_NAME: usize = 64;
+const MAX_FRAME_ID: usize = 2 * MAX_FRAME_NAME;
+
+/// Why `id` cannot be a frame id of at most `most` bytes, if it cannot: tf2 refuses ids
+/// that start with `/`, and the CDR string of an id with a NUL or another control
+/// character is cut or garbled by ROS 2's readers.
+fn frame_fault(id: &str, most: usize) -> Option<String> {
+    let why = |w: &str| Some(w.to_string());
     if id.is_empty() {
-        Some("empty")
-    } else if id.len() > 128 {
-        Some("longer than 128 bytes")
+        why("empty")
+    } else if id.len() > most {
+        Some(format!("longer than {most} bytes"))
     } else if id.starts_with('/') {
-        Some("tf2 refuses a frame id that starts with '/'")
+        why("tf2 refuses a frame id that starts with '/'")
     } else if id.contains(char::is_control) {
-        Some("a control character such as NUL")
+        why("a control character such as NUL")
     } else if id.contains(char::is_whitespace) {
-        Some("white space")
+        why("white space")
     } else {
         None
     }
@@ -262,7 +267,7 @@ impl Ros2Settings {
             ("laser_frame", &self.laser_frame),
             ("sonar_frame", &self.sonar_frame),
         ] {
-            if let Some(why) = frame_fault(v) {
+            if let Some(why) = frame_fault(v, MAX_FRAME_NAME) {
                 return err(format!(
                     "ros2.{key}: '{}' is not a frame id ({why})",
                     v.escape_debug()
@@ -296,7 +301,7 @@ impl Ros2Settings {
             }
             let frames = self.frames_of(r, several);
             for f in [&frames.odom, &frames.base, &frames.laser, &frames.sonar] {
-                if let Some(why) = frame_fault(f) {
+                if let Some(why) = frame_fault(f, MAX_FRAME_ID) {
                     return err(format!(
                         "ros2.frame_prefix: robot '{r}' gives the frame id '{}' ({why})",
                         f.escape_debug()
@@ -451,6 +456,18 @@ mod tests {
             );
             assert!(m.contains("ros2.base_frame") && m.contains(why), "{m}");
         }
+        let m = e(
+            Ros2Settings {
+                odom_frame: "o".repeat(65),
+                ..on()
+            },
+            &["x"],
+            &a,
+        );
+        assert!(
+            m.contains("ros2.odom_frame") && m.contains("longer than 64"),
+            "{m}"
+        );
         let m = e(
             Ros2Settings {
                 frame_prefix: Some("/{robot}/".into()),
