@@ -40,14 +40,14 @@ pub const MAX_CONFIGS_WAITING: usize = 256;
 pub struct ConfigPlaces(Arc<AtomicUsize>);
 
 impl ConfigPlaces {
-    /// A place for one more config, or none while [`MAX_CONFIGS_WAITING`] wait.
-    pub fn take(&self) -> Option<ConfigPlace> {
+    /// A place for one more config, or why not while [`MAX_CONFIGS_WAITING`] wait.
+    pub fn take(&self) -> Result<ConfigPlace, ConfigsWaiting> {
         self.0
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < MAX_CONFIGS_WAITING).then_some(n + 1)
             })
-            .ok()
             .map(|_| ConfigPlace(self.0.clone()))
+            .map_err(|_| ConfigsWaiting)
     }
 
     /// How many configs wait.
@@ -55,6 +55,11 @@ impl ConfigPlaces {
         self.0.load(Ordering::Acquire)
     }
 }
+
+/// Why a sender's config was refused, in the words every front end tells its client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{MAX_CONFIGS_WAITING} of this client's configs wait at their drivers already")]
+pub struct ConfigsWaiting;
 
 /// One config's place among its sender's: given back when dropped (with the config's
 /// [`AnswerTo`], once the driver has answered or dropped it).
@@ -238,14 +243,18 @@ mod tests {
     fn a_sender_has_at_most_the_bound_of_configs_waiting_each_given_back_with_its_answer() {
         let places = ConfigPlaces::default();
         let mut held: Vec<AnswerTo> = (0..MAX_CONFIGS_WAITING)
-            .map(|_| AnswerTo::none().holding(places.take()))
+            .map(|_| AnswerTo::none().holding(places.take().ok()))
             .collect();
         assert_eq!(places.waiting(), MAX_CONFIGS_WAITING);
-        assert!(places.take().is_none(), "one past the bound");
+        assert_eq!(
+            places.take().err(),
+            Some(ConfigsWaiting),
+            "one past the bound"
+        );
         // A copy of the answer keeps the place; the last copy gives it back.
         let copy = held[0].clone();
         held.remove(0);
-        assert!(places.take().is_none());
+        assert!(places.take().is_err());
         assert_eq!(copy.send_one(&b"x"[..]), Ok(()));
         let again = places.take().expect("a place given back");
         assert_eq!(places.waiting(), MAX_CONFIGS_WAITING);

@@ -8,7 +8,6 @@ use crate::notice::{kind, Notice};
 use crate::registry::RouteConfig;
 use actix::prelude::*;
 use bytes::Bytes;
-use player_kit::answer::MAX_CONFIGS_WAITING;
 use player_proto::config::{ServerConfig, ServerConfigError};
 use player_proto::device;
 use slog::{debug, warn};
@@ -34,13 +33,13 @@ impl Session {
                 return;
             };
             let places = self.conn.configs.get_or_insert_with(Default::default);
-            let Some(place) = places.take() else {
-                let why = format!(
-                    "config to {} refused: {MAX_CONFIGS_WAITING} of this client's configs wait at their drivers already",
-                    esc(dev)
-                );
-                self.config_ignored(dev, why, ctx);
-                return;
+            let place = match places.take() {
+                Ok(place) => place,
+                Err(e) => {
+                    let why = format!("config to {} refused: {e}", esc(dev));
+                    self.config_ignored(dev, why, ctx);
+                    return;
+                }
             };
             let fut = registry.send(RouteConfig {
                 device: dev,

@@ -381,14 +381,13 @@ impl RobotNode {
         }
         if let Some(payload) = pose.and_then(|(m, c)| fnav::set_pose(m, c)) {
             match self.nav.configs.take() {
-                Some(place) => {
+                Ok(place) => {
                     info!(self.parts.log, "ros2: initialpose"; "pose" => ?pose.map(|p| p.0));
                     self.ask(device::LOCALIZE, payload, false, Some(place));
                 }
-                None => {
+                Err(e) => {
                     self.parts.stats.ignored += 1;
-                    warn!(self.parts.log, "ros2: initialpose ignored: the localizer has not taken the earlier ones";
-                        "waiting" => self.nav.configs.waiting());
+                    warn!(self.parts.log, "ros2: initialpose ignored"; "why" => %e);
                 }
             }
         }

@@ -150,8 +150,9 @@ impl WebSession {
         match action {
             Action::Command { device, payload } => self.command(k, device, payload, ctx),
             Action::MotorPower(on) => {
-                let Some(place) = self.configs.take() else {
-                    return self.status(Level::Warning, &super::services::waiting_configs(), ctx);
+                let place = match self.configs.take() {
+                    Ok(place) => place,
+                    Err(e) => return self.status(Level::Warning, &format!("refused: {e}"), ctx),
                 };
                 registry.do_send(RouteConfig {
                     device: device::POSITION,
@@ -167,8 +168,9 @@ impl WebSession {
                     let m = "only a client that may command the robot can set its pose estimate";
                     return self.status(Level::Warning, m, ctx);
                 }
-                let Some(place) = self.configs.take() else {
-                    return self.status(Level::Warning, &super::services::waiting_configs(), ctx);
+                let place = match self.configs.take() {
+                    Ok(place) => place,
+                    Err(e) => return self.status(Level::Warning, &format!("refused: {e}"), ctx),
                 };
                 info!(self.log, "pose estimate"; "device" => %char::from(device));
                 let fut = registry.send(RouteConfig {

@@ -70,8 +70,9 @@ impl WebSession {
                 }));
             }
             Ok(Call::Config { device, payload }) => {
-                let Some(place) = self.configs.take() else {
-                    return fail(self, ctx, &waiting_configs());
+                let place = match self.configs.take() {
+                    Ok(place) => place,
+                    Err(e) => return fail(self, ctx, &format!("refused: {e}")),
                 };
                 info!(self.log, "service config"; "service" => svc.name, "device" => %char::from(device));
                 let fut = registry.send(RouteConfig {
@@ -139,12 +140,4 @@ impl WebSession {
             self.send_binary_control(s, ctx);
         }
     }
-}
-
-/// Why a client's config was refused while too many of its configs wait at drivers.
-pub(super) fn waiting_configs() -> String {
-    format!(
-        "refused: {} of this client's configs wait at their drivers already",
-        player_kit::answer::MAX_CONFIGS_WAITING
-    )
 }
