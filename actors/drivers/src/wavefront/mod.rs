@@ -64,8 +64,6 @@ pub struct WavefrontDriver {
     source: DeviceSource,
     publisher: Publisher,
     writer: Option<DeviceWriter>,
-    /// Where the readings come (kept to stop reading).
-    recipient: Option<DataRecipient>,
     up: bool,
     /// The id of the map whose grid is being fetched.
     fetching: Option<u32>,
@@ -82,7 +80,8 @@ pub struct WavefrontDriver {
     /// The thread the driver runs on (a plan over a large map, and the costmap with the
     /// laser's obstacles, would hold up the registry's thread).
     own_thread: OwnThread,
-    /// Where its readings come in (made at the first setup), and the skipped readings' log.
+    /// Where its readings come in (made at the first setup; kept to stop reading), and the
+    /// skipped readings' log.
     intake: Option<Arc<Intake>>,
     skips: LogThrottle,
 }
@@ -102,7 +101,6 @@ impl WavefrontDriver {
             source: ctx.source.clone(),
             publisher: ctx.publisher(),
             writer: None,
-            recipient: None,
             up: false,
             fetching: None,
             scan: None,
@@ -269,7 +267,6 @@ impl WavefrontDriver {
             .get_or_insert_with(|| Intake::new(me.clone().recipient(), MOST_BASE_READINGS_WAITING));
         intake.count(devs.base);
         let to = DataRecipient::sink(intake.clone());
-        self.recipient = Some(to.clone());
         let hold = Hold::read_write(to.clone())
             .yielding()
             .events(me.recipient());
@@ -293,7 +290,9 @@ impl WavefrontDriver {
         let devs = self.p.devices;
         self.writer = None;
         self.source.release(devs.base);
-        let Some(to) = self.recipient.clone() else {
+        // Reading stops by holder: the recipient only has to be the one reading started
+        // with.
+        let Some(to) = self.intake.clone().map(|i| DataRecipient::sink(i)) else {
             return;
         };
         for code in [devs.map, devs.laser, devs.pose] {
