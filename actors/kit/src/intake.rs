@@ -89,7 +89,7 @@ impl Intake {
     }
 
     /// A counted reading was handled (a message whose `counted` is true).
-    pub fn handled(&self) {
+    fn handled(&self) {
         let _ = self
             .waiting
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
@@ -105,7 +105,7 @@ impl Intake {
     }
 
     /// Counted readings skipped since the last call.
-    pub fn take_skipped(&self) -> u64 {
+    fn take_skipped(&self) -> u64 {
         self.skipped.swap(0, Ordering::Relaxed)
     }
 
