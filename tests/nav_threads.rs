@@ -140,18 +140,7 @@ fn planning_over_a_large_map_does_not_hold_up_the_base() {
     });
 
     let window = Duration::from_secs(4);
-    let start = Instant::now();
-    let mut last = start;
-    let (mut readings, mut longest) = (0u32, Duration::ZERO);
-    while start.elapsed() < window {
-        if let Some((b'p', _)) = watch.read_message_within(Duration::from_millis(100)) {
-            let now = Instant::now();
-            longest = longest.max(now - last);
-            last = now;
-            readings += 1;
-        }
-    }
-    longest = longest.max(last.elapsed());
+    let (readings, longest) = readings_and_longest_gap(&mut watch, b'p', window);
     let planned = nav_thread.join().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     assert!(
