@@ -819,18 +819,30 @@ class StageWorld(Player):
     sonar; more than get a web port each), the ROS 2 front end on."""
 
     def __init__(self, count):
-        self.tcp_port, self.zport = free_port(), free_port()
+        self.tcp_port = free_port()
         self.dir = tempfile.mkdtemp(prefix="player-ros2-world-")
         world = os.path.join(self.dir, "world.toml")
         with open(world, "w") as f:
             f.write(f'[world]\nwidth = 30000\nheight = 30000\n[[swarm]]\ncount = {count}\n'
                     'spacing = 1500\nkind = "simple"\n')
         cfg = os.path.join(self.dir, "player.toml")
-        with open(cfg, "w") as f:
-            f.write(f'[ros2]\nenabled = true\nlisten = ["tcp/127.0.0.1:{self.zport}"]\n'
-                    f'write = true\n[[robot]]\nbind = "127.0.0.1"\nweb_port = 0\n'
-                    '[[robot.driver]]\ndriver = "sim"\ndevices = ["p", "s"]\n')
-        self.start("--config", cfg, "-stage", world, "-gp", "0")
+        # The robots' listeners take ephemeral ports (`-gp 0`) before the Zenoh session
+        # binds the port picked for it, and one of a hundred may take that very port: the
+        # server then refuses to start ("Address already in use"), and another port is
+        # picked.
+        for attempt in range(3):
+            self.zport = free_port()
+            with open(cfg, "w") as f:
+                f.write(f'[ros2]\nenabled = true\nlisten = ["tcp/127.0.0.1:{self.zport}"]\n'
+                        f'write = true\n[[robot]]\nbind = "127.0.0.1"\nweb_port = 0\n'
+                        '[[robot.driver]]\ndriver = "sim"\ndevices = ["p", "s"]\n')
+            try:
+                self.start("--config", cfg, "-stage", world, "-gp", "0")
+                return
+            except AssertionError:
+                taken = f"127.0.0.1:{self.zport}: Address already in use" in "".join(self.log)
+                if not taken or attempt == 2:
+                    raise
 
     def stop(self):
         try:
